@@ -1,0 +1,721 @@
+//! The shape checker: the typing rules of spec/typing.md, one function arm per rule.
+//!
+//! [`check`] is the only constructor of [`CheckedProgram`]. It numbers every expression node
+//! ([`ExprId`]) and records its shape, so evaluators and code generators read shapes instead of
+//! re-deriving them (naga's `ModuleInfo` pattern).
+//!
+//! **Architecture Invariant:** if `check` returns `Ok`, every statement `x = e` satisfies
+//! OK-Stmt, so evaluating `e` at any multi-index below `shape(x)` reads the store only in bounds
+//! (TeIL paper Lemma 4.3, report Lemma 2).
+//!
+//! Errors do not cascade: once a sub-expression is ill-typed its shape is unknown (`None`) and
+//! the enclosing rules stay silent about it.
+
+use crate::ast::*;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_ELEMENTS, MAX_RANK};
+use std::collections::{HashMap, HashSet};
+
+/// A tensor type: the extents of its dimensions, outermost first. `[]` is a scalar.
+pub type Shape = Vec<u64>;
+
+/// A program that satisfies OK-Prog, with the shape of every expression node.
+#[derive(Clone, Debug)]
+pub struct CheckedProgram {
+    program: Program,
+    /// Indexed by [`ExprId`].
+    shapes: Vec<Shape>,
+    /// Parallel to `program.decls`.
+    decl_shapes: Vec<Shape>,
+}
+
+impl CheckedProgram {
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    pub fn into_program(self) -> Program {
+        self.program
+    }
+
+    /// The type the checker derived for `e`, which must be a node of this program.
+    pub fn shape(&self, e: &Expr) -> &[u64] {
+        &self.shapes[e.id.0 as usize]
+    }
+
+    /// The declared shape of a variable.
+    pub fn var_shape(&self, name: &str) -> Option<&[u64]> {
+        let i = self.program.decls.iter().position(|d| d.name.name == name)?;
+        Some(&self.decl_shapes[i])
+    }
+
+    /// The variables the caller passes in or receives, in declaration order: every qualified
+    /// variable, or every variable when the program uses no qualifiers (report §5).
+    pub fn interface(&self) -> impl Iterator<Item = &Decl> {
+        let all = !self.program.uses_qualifiers();
+        self.program
+            .decls
+            .iter()
+            .filter(move |d| all || d.qualifier.is_some())
+    }
+
+    /// Whether the caller supplies `d`'s initial contents.
+    pub fn is_input(&self, d: &Decl) -> bool {
+        match d.qualifier {
+            Some(q) => q.is_read(),
+            None => !self.program.uses_qualifiers(),
+        }
+    }
+
+    /// Whether the caller receives `d`'s final contents.
+    pub fn is_output(&self, d: &Decl) -> bool {
+        match d.qualifier {
+            Some(q) => q.is_written(),
+            None => !self.program.uses_qualifiers(),
+        }
+    }
+}
+
+/// Checks a whole program (OK-Prog). `Ok` carries the checked program and its warnings; `Err`
+/// carries every diagnostic found, warnings included, at least one of them an error.
+pub fn check(mut program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let mut next = 0u32;
+    for stmt in &mut program.stmts {
+        number(&mut stmt.value, &mut next);
+    }
+    let mut cx = Checker {
+        env: HashMap::new(),
+        shapes: vec![Vec::new(); next as usize],
+        diags: Vec::new(),
+    };
+    cx.declarations(&program);
+    for stmt in &program.stmts {
+        cx.statement(stmt);
+    }
+    initialization(&program, &mut cx.diags);
+    let Checker { shapes, mut diags, .. } = cx;
+    diags.sort_by_key(|d| (d.primary.span.start, d.primary.span.end, d.code));
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    let decl_shapes = program.decls.iter().map(Decl::shape).collect();
+    Ok((
+        CheckedProgram {
+            program,
+            shapes,
+            decl_shapes,
+        },
+        diags,
+    ))
+}
+
+/// Assigns ids in pre-order.
+fn number(e: &mut Expr, next: &mut u32) {
+    e.id = ExprId(*next);
+    *next += 1;
+    for c in e.children_mut() {
+        number(c, next);
+    }
+}
+
+struct Checker {
+    /// Declared variables; `None` when the declaration itself was rejected, so that uses of it
+    /// do not produce further errors.
+    env: HashMap<String, Option<Shape>>,
+    shapes: Vec<Shape>,
+    diags: Vec<Diagnostic>,
+}
+
+fn shape_str(s: &[u64]) -> String {
+    ShapeDisplay(s).to_string()
+}
+
+fn has_shape(s: &[u64]) -> String {
+    if s.is_empty() {
+        "this is a scalar, shape []".to_string()
+    } else {
+        format!("this has shape {}", shape_str(s))
+    }
+}
+
+impl Checker {
+    /// S-Var for each declaration, plus the shape limits.
+    fn declarations(&mut self, program: &Program) {
+        let mut first: HashMap<&str, &Decl> = HashMap::new();
+        for d in &program.decls {
+            if let Some(prev) = first.get(d.name.name.as_str()) {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::Redeclared,
+                        format!("`{}` is declared twice", d.name.name),
+                        d.name.span.clone(),
+                        "declared again here",
+                    )
+                    .with_rule("S-Var")
+                    .with_label(prev.name.span.clone(), "first declared here")
+                    .with_help("each name denotes one allocation; choose another name"),
+                );
+                continue;
+            }
+            first.insert(&d.name.name, d);
+            let ok = self.declaration_shape_ok(d);
+            self.env
+                .insert(d.name.name.clone(), ok.then(|| d.shape()));
+        }
+    }
+
+    fn declaration_shape_ok(&mut self, d: &Decl) -> bool {
+        let mut ok = true;
+        for n in &d.extents {
+            if n.value == 0 {
+                ok = false;
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::ZeroExtent,
+                        format!("`{}` has an extent of 0", d.name.name),
+                        n.span(),
+                        "extents start at 1",
+                    )
+                    .with_rule("S-Var")
+                    .with_help("dimensions cannot be empty; a scalar is declared with `[]`"),
+                );
+            }
+        }
+        if d.extents.len() > MAX_RANK {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::DeclRankTooLarge,
+                    format!(
+                        "`{}` has {} dimensions; the limit is {MAX_RANK}",
+                        d.name.name,
+                        d.extents.len()
+                    ),
+                    d.span.clone(),
+                    "too many dimensions",
+                )
+                .with_rule("S-Var"),
+            );
+            return false;
+        }
+        if ok {
+            let count = d
+                .extents
+                .iter()
+                .try_fold(1u64, |acc, n| acc.checked_mul(n.value));
+            if count.is_none_or(|c| c > MAX_DECL_ELEMENTS) {
+                let what = match count {
+                    None => "more than 2^64".to_string(),
+                    Some(c) => c.to_string(),
+                };
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::DeclTooLarge,
+                        format!("`{}` would have {what} elements", d.name.name),
+                        d.span.clone(),
+                        "too many elements",
+                    )
+                    .with_rule("S-Var")
+                    .with_note(format!(
+                        "the limit is 2^40 = {MAX_DECL_ELEMENTS} elements (spec/limits.md)"
+                    )),
+                );
+                return false;
+            }
+        }
+        ok
+    }
+
+    /// OK-Stmt.
+    fn statement(&mut self, stmt: &Stmt) {
+        let rhs = self.expr(&stmt.value);
+        let Some(target) = self.env.get(&stmt.target.name) else {
+            let d = Diagnostic::new(
+                Code::AssignUndeclared,
+                format!("assignment to undeclared variable `{}`", stmt.target.name),
+                stmt.target.span.clone(),
+                "not declared",
+            )
+            .with_rule("OK-Stmt");
+            let d = match (&rhs, self.suggest(&stmt.target.name)) {
+                (_, Some(s)) => d.with_help(format!("did you mean `{s}`?")),
+                (Some(shape), None) => d.with_help(format!(
+                    "declare it first, e.g. `alloc {} : {}`",
+                    stmt.target.name,
+                    shape_str(shape)
+                )),
+                _ => d,
+            };
+            self.diags.push(d);
+            return;
+        };
+        let (Some(target), Some(rhs)) = (target.clone(), rhs) else {
+            return;
+        };
+        if target != rhs {
+            let mut d = Diagnostic::new(
+                Code::AssignMismatch,
+                format!(
+                    "cannot assign an expression of shape {} to `{}` of shape {}",
+                    shape_str(&rhs),
+                    stmt.target.name,
+                    shape_str(&target)
+                ),
+                stmt.value.span.clone(),
+                has_shape(&rhs),
+            )
+            .with_rule("OK-Stmt")
+            .with_label(
+                stmt.target.span.clone(),
+                format!("`{}` is declared with shape {}", stmt.target.name, shape_str(&target)),
+            );
+            if let Some(help) = reshape_hint(&rhs, &target) {
+                d = d.with_help(help);
+            }
+            self.diags.push(d);
+        }
+    }
+
+    fn suggest(&self, name: &str) -> Option<String> {
+        let mut best: Option<(usize, &String)> = None;
+        for cand in self.env.keys() {
+            let d = edit_distance(name, cand);
+            if d <= (name.len() / 3).max(1) && d < name.len() && best.is_none_or(|(bd, bn)| (d, cand) < (bd, bn)) {
+                best = Some((d, cand));
+            }
+        }
+        best.map(|(_, n)| n.clone())
+    }
+
+    /// Types `e`, records its shape, and returns it; `None` when `e` is ill-typed (already
+    /// reported).
+    fn expr(&mut self, e: &Expr) -> Option<Shape> {
+        let shape = self.rule(e)?;
+        if shape.len() > MAX_RANK {
+            self.diags.push(Diagnostic::new(
+                Code::ExprRankTooLarge,
+                format!("expression has {} dimensions; the limit is {MAX_RANK}", shape.len()),
+                e.span.clone(),
+                "too many dimensions",
+            ));
+            return None;
+        }
+        let count = shape.iter().try_fold(1u64, |acc, n| acc.checked_mul(*n));
+        if count.is_none_or(|c| c > MAX_EXPR_ELEMENTS) {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::ExprTooLarge,
+                    format!("expression of shape {} has too many elements", shape_str(&shape)),
+                    e.span.clone(),
+                    "index space does not fit in 64 bits",
+                )
+                .with_help("contract before forming the product"),
+            );
+            return None;
+        }
+        self.shapes[e.id.0 as usize] = shape.clone();
+        Some(shape)
+    }
+
+    fn rule(&mut self, e: &Expr) -> Option<Shape> {
+        match &e.kind {
+            // T-Var
+            ExprKind::Var(v) => match self.env.get(&v.name) {
+                Some(shape) => shape.clone(),
+                None => {
+                    let mut d = Diagnostic::new(
+                        Code::UndeclaredVar,
+                        format!("use of undeclared variable `{}`", v.name),
+                        v.span.clone(),
+                        "not declared",
+                    )
+                    .with_rule("T-Var");
+                    if let Some(s) = self.suggest(&v.name) {
+                        d = d.with_help(format!("did you mean `{s}`?"));
+                    }
+                    self.diags.push(d);
+                    None
+                }
+            },
+            // T-Lit (extension): numeric literals are scalars.
+            ExprKind::Lit(_) => Some(Vec::new()),
+            // T-Paren
+            ExprKind::Paren(inner) => self.expr(inner),
+            ExprKind::Binary(op, a, b) => {
+                let (ta, tb) = (self.expr(a), self.expr(b));
+                let (ta, tb) = (ta?, tb?);
+                self.binary(e, *op, a, b, ta, tb)
+            }
+            // T-Prod
+            ExprKind::Prod(a, b) => {
+                let (ta, tb) = (self.expr(a), self.expr(b));
+                let (mut ta, tb) = (ta?, tb?);
+                ta.extend(tb);
+                Some(ta)
+            }
+            // T-Red
+            ExprKind::Reduce(op, i, a) => {
+                let t = self.expr(a)?;
+                let rule = "T-Red";
+                let what = op.keyword();
+                self.position(i, &t, a, rule, what)?;
+                let mut t = t;
+                t.remove(i.value as usize - 1);
+                Some(t)
+            }
+            // T-Transp
+            ExprKind::Transp(i, j, a) => {
+                let t = self.expr(a)?;
+                let p = self.position(i, &t, a, "T-Transp", "transposition");
+                let q = self.position(j, &t, a, "T-Transp", "transposition");
+                p?;
+                q?;
+                if i.value == j.value {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::TranspSame,
+                            format!("transposition of dimension {} with itself", i.value),
+                            e.span.clone(),
+                            "this has no effect",
+                        )
+                        .with_rule("T-Transp"),
+                    );
+                }
+                let mut t = t;
+                t.swap(i.value as usize - 1, j.value as usize - 1);
+                Some(t)
+            }
+            // T-Diag
+            ExprKind::Diag(i, j, a) => {
+                let t = self.expr(a)?;
+                self.pair(e, i, j, &t, a, "T-Diag", "diagonal")?;
+                let mut t = t;
+                t.remove(i.value.max(j.value) as usize - 1);
+                Some(t)
+            }
+            // T-Contr
+            ExprKind::Contr(i, j, a) => {
+                let t = self.expr(a)?;
+                self.pair(e, i, j, &t, a, "T-Contr", "contraction")?;
+                let (lo, hi) = (i.value.min(j.value) as usize, i.value.max(j.value) as usize);
+                let mut t = t;
+                t.remove(hi - 1);
+                t.remove(lo - 1);
+                Some(t)
+            }
+            // T-Expa
+            ExprKind::Expa(i, n, a) => {
+                let t = self.expr(a)?;
+                let mut ok = true;
+                if i.value == 0 || i.value > t.len() as u64 + 1 {
+                    ok = false;
+                    let d = Diagnostic::new(
+                        Code::ExpaPositionOutOfRange,
+                        format!(
+                            "expansion position {} is out of range for an operand of rank {}",
+                            i.value,
+                            t.len()
+                        ),
+                        i.span(),
+                        format!("must be between 1 and {}", t.len() + 1),
+                    )
+                    .with_rule("T-Expa")
+                    .with_label(a.span.clone(), has_shape(&t));
+                    self.diags.push(if i.value == 0 {
+                        d.with_help("positions are 1-based")
+                    } else {
+                        d
+                    });
+                }
+                if n.value == 0 {
+                    ok = false;
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::ExpaZeroExtent,
+                            "expansion by an extent of 0",
+                            n.span(),
+                            "extents start at 1",
+                        )
+                        .with_rule("T-Expa"),
+                    );
+                }
+                if !ok {
+                    return None;
+                }
+                let mut t = t;
+                t.insert(i.value as usize - 1, n.value);
+                Some(t)
+            }
+            // T-Proj
+            ExprKind::Proj(i, m, a) => {
+                let t = self.expr(a)?;
+                self.position(i, &t, a, "T-Proj", "projection")?;
+                let n = t[i.value as usize - 1];
+                if m.value == 0 || m.value > n {
+                    let d = Diagnostic::new(
+                        Code::SliceOutOfRange,
+                        format!(
+                            "slice {} is out of range for dimension {} of extent {n}",
+                            m.value, i.value
+                        ),
+                        m.span(),
+                        format!("must be between 1 and {n}"),
+                    )
+                    .with_rule("T-Proj")
+                    .with_label(a.span.clone(), has_shape(&t));
+                    self.diags.push(if m.value == 0 {
+                        d.with_help("slices are numbered from 1")
+                    } else {
+                        d
+                    });
+                    return None;
+                }
+                let mut t = t;
+                t.remove(i.value as usize - 1);
+                Some(t)
+            }
+            ExprKind::Error => None,
+        }
+    }
+
+    /// T-Add, T-Mul, T-Elem, T-SMul, T-SDiv.
+    fn binary(
+        &mut self,
+        e: &Expr,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+        ta: Shape,
+        tb: Shape,
+    ) -> Option<Shape> {
+        match op {
+            BinOp::Mul if ta.is_empty() => return Some(tb), // T-SMul
+            BinOp::Div if tb.is_empty() => return Some(ta), // T-SDiv
+            _ if ta == tb => return Some(ta),               // T-Add, T-Mul, T-Elem
+            _ => {}
+        }
+        let rule = match op {
+            BinOp::Add => "T-Add",
+            BinOp::Mul => "T-Mul",
+            BinOp::Sub | BinOp::Div => "T-Elem",
+        };
+        let mut d = Diagnostic::new(
+            Code::ElementwiseMismatch,
+            format!(
+                "operands of `{}` have different shapes {} and {}",
+                op.symbol(),
+                shape_str(&ta),
+                shape_str(&tb)
+            ),
+            e.span.clone(),
+            "element-wise operation on different shapes",
+        )
+        .with_rule(rule)
+        .with_label(a.span.clone(), has_shape(&ta))
+        .with_label(b.span.clone(), has_shape(&tb));
+        let help = match op {
+            BinOp::Mul if tb.is_empty() => Some(
+                "scalar multiplication takes the scalar on the left (T-SMul): swap the operands"
+                    .to_string(),
+            ),
+            BinOp::Div if ta.is_empty() => Some(format!(
+                "only the divisor may be a scalar (T-SDiv); broadcast the numerator to {} with `expa` first",
+                shape_str(&tb)
+            )),
+            _ if ta.is_empty() || tb.is_empty() => Some(
+                "TeIL never broadcasts implicitly: give the scalar the other operand's shape with `expa`"
+                    .to_string(),
+            ),
+            _ => reshape_hint(&tb, &ta).map(|h| format!("for the right operand: {h}")),
+        };
+        if let Some(h) = help {
+            d = d.with_help(h);
+        }
+        self.diags.push(d);
+        None
+    }
+
+    /// Checks that `i` names a dimension of an operand of shape `t` (1 <= i <= rank).
+    fn position(&mut self, i: &Nat, t: &[u64], a: &Expr, rule: &'static str, what: &str) -> Option<()> {
+        if i.value >= 1 && i.value <= t.len() as u64 {
+            return Some(());
+        }
+        let range = if t.is_empty() {
+            "the operand is a scalar and has no dimensions".to_string()
+        } else {
+            format!("must be between 1 and {}", t.len())
+        };
+        let mut d = Diagnostic::new(
+            Code::PositionOutOfRange,
+            format!(
+                "{what} position {} is out of range for an operand of rank {}",
+                i.value,
+                t.len()
+            ),
+            i.span(),
+            range,
+        )
+        .with_rule(rule)
+        .with_label(a.span.clone(), has_shape(t));
+        if i.value == 0 {
+            d = d.with_help("positions are 1-based: the first dimension is 1");
+        }
+        self.diags.push(d);
+        None
+    }
+
+    /// The side conditions shared by T-Diag and T-Contr: both positions in range, distinct,
+    /// and naming dimensions of equal extent.
+    #[allow(clippy::too_many_arguments)]
+    fn pair(
+        &mut self,
+        e: &Expr,
+        i: &Nat,
+        j: &Nat,
+        t: &[u64],
+        a: &Expr,
+        rule: &'static str,
+        what: &str,
+    ) -> Option<()> {
+        let p = self.position(i, t, a, rule, what);
+        let q = self.position(j, t, a, rule, what);
+        p?;
+        q?;
+        if i.value == j.value {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::PositionsNotDistinct,
+                    format!("{what} of dimension {} with itself", i.value),
+                    i.span().start..j.span().end,
+                    "the two positions must differ",
+                )
+                .with_rule(rule)
+                .with_label(a.span.clone(), has_shape(t)),
+            );
+            return None;
+        }
+        let (ni, nj) = (t[i.value as usize - 1], t[j.value as usize - 1]);
+        if ni != nj {
+            let mut d = Diagnostic::new(
+                Code::ExtentsDiffer,
+                format!(
+                    "{what} of dimensions {} and {} with different extents",
+                    i.value, j.value
+                ),
+                i.span().start..j.span().end,
+                format!(
+                    "dimension {} has extent {ni}, dimension {} has extent {nj}",
+                    i.value, j.value
+                ),
+            )
+            .with_rule(rule)
+            .with_label(a.span.clone(), has_shape(t))
+            .with_note(format!("the extents are {ni} and {nj}"));
+            if let Some((p, q)) = nearest_equal_pair(t, i.value as usize, j.value as usize) {
+                let postfix = a.span.start == e.span.start;
+                let spelled = match (rule, postfix) {
+                    ("T-Contr", true) => format!(".[{p} {q}]"),
+                    ("T-Contr", false) => format!("contr {p} {q}"),
+                    _ => format!("diag {p} {q}"),
+                };
+                d = d.with_help(format!("did you mean `{spelled}`?"));
+            }
+            self.diags.push(d);
+            return None;
+        }
+        Some(())
+    }
+}
+
+/// The pair of distinct positions with equal extents closest to `(i, j)`.
+fn nearest_equal_pair(t: &[u64], i: usize, j: usize) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize, usize)> = None;
+    for p in 1..=t.len() {
+        for q in p + 1..=t.len() {
+            if t[p - 1] == t[q - 1] {
+                let cost = p.abs_diff(i.min(j)) + q.abs_diff(i.max(j));
+                if best.is_none_or(|(c, _, _)| cost < c) {
+                    best = Some((cost, p, q));
+                }
+            }
+        }
+    }
+    best.map(|(_, p, q)| (p, q))
+}
+
+/// Suggests how to turn shape `have` into `want` when one transposition would do.
+fn reshape_hint(have: &[u64], want: &[u64]) -> Option<String> {
+    if have.len() == want.len() {
+        for i in 0..have.len() {
+            for j in i + 1..have.len() {
+                let mut t = have.to_vec();
+                t.swap(i, j);
+                if t == want {
+                    return Some(format!("a transposition would fit: `^[{} {}]`", i + 1, j + 1));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Initialization analysis (report §5), for programs that use qualifiers: W0001 for the first
+/// read of a variable that is neither `input`/`inout` nor assigned by an earlier statement, and
+/// W0003 for an `output` that no statement assigns.
+fn initialization(program: &Program, diags: &mut Vec<Diagnostic>) {
+    if !program.uses_qualifiers() {
+        return;
+    }
+    let mut defined: HashSet<&str> = program
+        .decls
+        .iter()
+        .filter(|d| d.qualifier.is_some_and(Qualifier::is_read))
+        .map(|d| d.name.name.as_str())
+        .collect();
+    let declared: HashSet<&str> = program.decls.iter().map(|d| d.name.name.as_str()).collect();
+    let mut warned: HashSet<&str> = HashSet::new();
+    for stmt in &program.stmts {
+        stmt.value.walk(&mut |e| {
+            if let ExprKind::Var(v) = &e.kind {
+                let name = v.name.as_str();
+                if declared.contains(name) && !defined.contains(name) && warned.insert(name) {
+                    diags.push(
+                        Diagnostic::new(
+                            Code::UninitializedRead,
+                            format!("`{name}` is read before it is assigned"),
+                            v.span.clone(),
+                            "this read sees undefined values",
+                        )
+                        .with_help(format!(
+                            "assign `{name}` first, or declare it `input` or `inout`"
+                        )),
+                    );
+                }
+            }
+        });
+        defined.insert(stmt.target.name.as_str());
+    }
+    for d in &program.decls {
+        if d.qualifier == Some(Qualifier::Output) && !defined.contains(d.name.name.as_str()) {
+            diags.push(Diagnostic::new(
+                Code::OutputNeverAssigned,
+                format!("output `{}` is never assigned", d.name.name),
+                d.name.span.clone(),
+                "the caller receives undefined values",
+            ));
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Diagnostics as data: a stable code, a severity, a message, labelled spans, notes and help.
+//!
+//! The phases ([`crate::parse`], [`crate::check`]) report their own error enums; this module is
+//! the one place that turns them into [`Diagnostic`]s. Rendering (ariadne text, JSON lines)
+//! lives in [`crate::render`]. Every code is listed, with a minimal example, in
+//! `spec/diagnostics.md`, and `teil explain CODE` prints [`Code::explanation`].
+
+use crate::ast::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A span with a message attached, as shown under the source line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+impl Label {
+    pub fn new(span: Span, message: impl Into<String>) -> Self {
+        Label {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    /// The typing or formation rule that was violated, by its name in the spec (e.g. `T-Diag`).
+    pub rule: Option<&'static str>,
+    /// Where the problem is.
+    pub primary: Label,
+    /// Context: operand shapes, the earlier declaration, ...
+    pub secondary: Vec<Label>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>, span: Span, label: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            rule: None,
+            primary: Label::new(span, label),
+            secondary: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn with_rule(mut self, rule: &'static str) -> Self {
+        self.rule = Some(rule);
+        self
+    }
+
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.secondary.push(Label::new(span, message));
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+macro_rules! codes {
+    ($( $variant:ident = $code:literal, $sev:ident, $title:literal, $explain:literal; )*) => {
+        /// Every diagnostic TeIL can emit. The string form (`E0302`) is stable: tools that use
+        /// TeIL as a guard may match on it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code {
+            $( $variant, )*
+        }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$( Code::$variant, )*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => $code, )* }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self { $( Code::$variant => Severity::$sev, )* }
+            }
+
+            /// A one-line summary.
+            pub fn title(self) -> &'static str {
+                match self { $( Code::$variant => $title, )* }
+            }
+
+            /// The long explanation printed by `teil explain`.
+            pub fn explanation(self) -> &'static str {
+                match self { $( Code::$variant => $explain, )* }
+            }
+        }
+    };
+}
+
+codes! {
+    Syntax = "E0001", Error, "syntax error",
+"The text does not follow TeIL's grammar (spec/grammar.md). The parser reports every syntax
+error in a file: after an error it skips to the start of the next declaration or statement.
+
+A declaration is `alloc x : [2, 3]` or `var x : [2 3]`; a statement is `x = e`. Operands of
+prefix operations are atoms (a name, a number, or a parenthesised expression), so
+
+    C = add A transp 1 2 B      // error: `transp` cannot start an operand
+
+must be written `C = add A (transp 1 2 B)`.";
+
+    InvalidChar = "E0002", Error, "invalid character",
+"A character that cannot start any TeIL token. Identifiers are ASCII letters, digits and `_`
+(not starting with a digit); comments start with `//`.";
+
+    NumberTooLarge = "E0003", Error, "number too large",
+"An extent, dimension position or slice index does not fit in 64 bits. Such a number can
+never describe a real tensor.
+
+    alloc A : [99999999999999999999]   // error";
+
+    LiteralNotFinite = "E0004", Error, "numeric literal is not finite",
+"A numeric literal is too large to be represented as a 64-bit float (it would round to
+infinity). TeIL literals must be finite.
+
+    x = 1e400 * A   // error";
+
+    TooDeep = "E0005", Error, "expression nested too deeply",
+"A statement's right-hand side is nested more deeply than the implementation limit (see
+spec/limits.md). The limit exists so that no input can exhaust the stack of the checker, the
+interpreters or the code generator. Split the expression into several statements over
+temporary variables.";
+
+    DeclAfterStmt = "E0006", Error, "declaration after a statement",
+"Both papers define a program as a sequence of declarations followed by a sequence of
+statements. Move the declaration above the first statement.
+
+    alloc A : [2]
+    A = A
+    alloc B : [2]   // error: declarations come first";
+
+    DuplicateQualifier = "E0007", Error, "qualifier given twice",
+"A declaration carries at most one of `input`, `output` and `inout`, written before the keyword
+or right after `var`/`alloc`. Use `inout` for a variable that is both read and written.
+
+    input var output A : [3]   // error";
+
+    Redeclared = "E0101", Error, "variable declared twice",
+"Rule S-Var: a name may be declared only once (the store has one allocation per name).
+
+    alloc A : [2]
+    alloc A : [3]   // error";
+
+    ZeroExtent = "E0102", Error, "extent must be at least 1",
+"Tensor types are lists of natural numbers starting from 1: dimensions cannot be empty
+(TeIL paper §3.1, report Definition 2). A scalar is declared with the empty type `[]`.
+
+    alloc A : [3, 0]   // error";
+
+    DeclTooLarge = "E0103", Error, "tensor too large",
+"The number of elements of a declared tensor (the product of its extents) overflows 64 bits
+or exceeds the implementation limit of 2^40 elements (spec/limits.md).
+
+    alloc A : [1048576, 1048576, 2]   // error: 2^41 elements";
+
+    DeclRankTooLarge = "E0104", Error, "rank too large",
+"A declared tensor has more dimensions than the implementation limit of 32 (spec/limits.md).";
+
+    AssignUndeclared = "E0201", Error, "assignment to an undeclared variable",
+"Rule OK-Stmt requires the assigned variable to be declared (x ∈ dom(Γ)).
+
+    alloc A : [2]
+    B = A   // error: B is not declared";
+
+    AssignMismatch = "E0202", Error, "assigned expression has the wrong shape",
+"Rule OK-Stmt requires the type of the right-hand side to equal the declared type of the
+assigned variable. TeIL never broadcasts implicitly: use `expa`, `proj`, a reduction or a
+contraction to change the shape.
+
+    alloc A : [2, 3]
+    alloc B : [3, 2]
+    A = B   // error: [3, 2] is not [2, 3]; perhaps `A = B ^[1 2]`";
+
+    UndeclaredVar = "E0301", Error, "use of an undeclared variable",
+"Rule T-Var: a variable can only be read if it is declared.
+
+    alloc A : [2]
+    A = add A Z   // error: Z is not declared";
+
+    ElementwiseMismatch = "E0302", Error, "operand shapes differ",
+"Element-wise arithmetic (T-Add, T-Mul, T-Elem) needs both operands to have the same shape.
+Multiplication also accepts a scalar on the left (T-SMul) and division a scalar on the right
+(T-SDiv); nothing else is broadcast.
+
+    alloc A : [2, 3]
+    alloc B : [3, 2]
+    A = A + B      // error: [2, 3] and [3, 2]
+    A = A * 2      // error: the scalar goes on the left: 2 * A";
+
+    PositionOutOfRange = "E0303", Error, "dimension position out of range",
+"Positions are 1-based and must name a dimension of the operand: 1 <= i <= rank. This applies
+to red+/red*/redmax/redmin (T-Red), transp and ^[ ] (T-Transp), diag (T-Diag), contr and .[ ]
+(T-Contr) and proj (T-Proj).
+
+    alloc A : [2, 3]
+    alloc s : [2]
+    s = red+ 3 A   // error: A has rank 2";
+
+    PositionsNotDistinct = "E0304", Error, "positions must be distinct",
+"A diagonal or a contraction pairs two different dimensions (T-Diag, T-Contr).
+
+    alloc A : [3, 3]
+    alloc s : [3]
+    s = diag 1 1 A   // error";
+
+    ExtentsDiffer = "E0305", Error, "paired dimensions have different extents",
+"A diagonal or a contraction walks two dimensions in lock-step, so their extents must be equal
+(premise n_i0 = n_i1 of T-Diag, d_m = d_n of T-Contr). This is the check that rejects the
+TVM kernel of the TeIL paper's Figure 3a.
+
+    alloc A : [4, 6]
+    alloc B : [5, 6]
+    alloc C : [6, 6]
+    C = contr 1 3 (prod A B)   // error: extents 4 and 5";
+
+    SliceOutOfRange = "E0306", Error, "projection slice out of range",
+"`proj i m e` selects slice m of dimension i, so 1 <= m <= n_i (premise of T-Proj).
+
+    alloc B : [2, 3]
+    alloc C : [3]
+    C = proj 1 5 B   // error: dimension 1 has extent 2";
+
+    ExpaPositionOutOfRange = "E0307", Error, "expansion position out of range",
+"`expa i n e` inserts a new dimension before position i, so 1 <= i <= rank + 1 (T-Expa).
+
+    alloc A : [2]
+    alloc B : [2, 3]
+    B = expa 4 3 A   // error: A has rank 1, so i is at most 2";
+
+    ExpaZeroExtent = "E0308", Error, "expansion extent must be at least 1",
+"`expa i n e` adds a dimension of extent n, and dimensions cannot be empty.
+
+    alloc A : [2]
+    A = proj 1 1 (expa 1 0 A)   // error";
+
+    ExprTooLarge = "E0309", Error, "expression shape too large",
+"An intermediate expression (typically a tensor product) has more elements than fit in 64
+bits. Even if no evaluator materialises it, its index space must be addressable. Contract
+earlier, before forming the product.";
+
+    ExprRankTooLarge = "E0310", Error, "expression rank too large",
+"An intermediate expression has more than 32 dimensions (spec/limits.md).";
+
+    UninitializedRead = "W0001", Warning, "read of a variable that may be uninitialized",
+"In a program that uses qualifiers (report §5), a variable that is neither `input` nor `inout`
+starts out undefined. Reading it before a statement assigns it yields undefined values, which
+propagate through arithmetic.
+
+    input alloc A : [2]
+    output alloc B : [2]
+    alloc T : [2]
+    B = add A T   // warning: T is read but never assigned";
+
+    TranspSame = "W0002", Warning, "transposition of a dimension with itself",
+"`transp i i e` (or `e ^[i i]`) exchanges a dimension with itself and has no effect.";
+
+    OutputNeverAssigned = "W0003", Warning, "output is never assigned",
+"A variable declared `output` is never assigned by any statement, so the caller receives
+undefined values.
+
+    input alloc A : [2]
+    output alloc B : [2]   // warning";
+}
+
+impl Code {
+    /// Parses a code as `teil explain` receives it (`E0302`, case-insensitive).
+    pub fn parse(s: &str) -> Option<Code> {
+        let s = s.trim();
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str().eq_ignore_ascii_case(s))
+    }
+}

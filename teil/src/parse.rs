@@ -1,0 +1,608 @@
+//! Tokens to an AST, for both surface syntaxes at once (spec/grammar.md).
+//!
+//! **Parsing never fails:** [`parse`] returns the program it could build and every error it
+//! found. The token stream is first cut into items (a declaration starts at a declaration
+//! keyword, a statement at `IDENT =`), and each item is parsed on its own with chumsky, so one
+//! bad statement never hides the errors in the next. An item that does not parse is dropped from
+//! the program; its diagnostics are kept.
+//!
+//! Before an item is handed to chumsky, [`nesting_bound`] bounds the depth of the tree it could
+//! produce; items over [`crate::limits::MAX_EXPR_DEPTH`] are rejected with E0005. That bound is
+//! what keeps every later recursive pass (checker, interpreters, code generator, `Drop`) inside
+//! a small stack whatever the input.
+
+use crate::ast::*;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::lexer::{lex, Token};
+use crate::limits::MAX_EXPR_DEPTH;
+use chumsky::input::{Input as _, ValueInput};
+use chumsky::prelude::*;
+
+/// The result of parsing: whatever could be built, and everything that went wrong.
+#[derive(Debug)]
+pub struct Parsed {
+    pub program: Program,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+type Extra<'t, 'src> = extra::Err<Rich<'t, Token<'src>, SimpleSpan>>;
+
+pub fn parse(src: &str) -> Parsed {
+    let (tokens, lex_errors) = lex(src);
+    let mut diagnostics: Vec<Diagnostic> = lex_errors
+        .into_iter()
+        .map(|e| {
+            Diagnostic::new(
+                Code::InvalidChar,
+                format!("invalid character {:?}", e.found),
+                e.span,
+                "this character cannot start a token",
+            )
+            .with_help("identifiers are ASCII letters, digits and `_`; comments start with `//`")
+        })
+        .collect();
+    let mut program = Program::default();
+    let mut first_stmt: Option<Span> = None;
+
+    let spanned: Vec<(Token<'_>, SimpleSpan)> = tokens
+        .iter()
+        .map(|(t, s)| (*t, SimpleSpan::from(s.clone())))
+        .collect();
+    for item in split_items(&tokens) {
+        let toks = &tokens[item.clone()];
+        let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
+        let eoi = SimpleSpan::from(end..end);
+        let input = spanned[item].map(eoi, |(t, s)| (t, s));
+        if toks[0].0.starts_decl() {
+            let (decl, errs) = decl_parser().parse(input).into_output_errors();
+            diagnostics.extend(errs.into_iter().map(syntax_diagnostic));
+            let Some(decl) = decl else { continue };
+            let decl = match decl {
+                Ok(decl) => decl,
+                Err(d) => {
+                    diagnostics.push(d);
+                    continue;
+                }
+            };
+            if let Some(stmt_span) = &first_stmt {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::DeclAfterStmt,
+                        format!("declaration of `{}` after a statement", decl.name.name),
+                        decl.span.clone(),
+                        "declarations must come before all statements",
+                    )
+                    .with_label(stmt_span.clone(), "the first statement is here")
+                    .with_help("move this declaration above the first statement"),
+                );
+            }
+            program.decls.push(decl);
+        } else {
+            let bound = nesting_bound(toks);
+            if bound > MAX_EXPR_DEPTH {
+                let span = toks[0].1.start..end;
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::TooDeep,
+                        format!(
+                            "expression nested too deeply (up to {bound} levels; the limit is {MAX_EXPR_DEPTH})"
+                        ),
+                        span,
+                        "this statement",
+                    )
+                    .with_help("split the expression into several statements over temporaries"),
+                );
+                continue;
+            }
+            let (stmt, errs) = stmt_parser().parse(input).into_output_errors();
+            diagnostics.extend(errs.into_iter().map(syntax_diagnostic));
+            match stmt {
+                Some(Ok(stmt)) => {
+                    first_stmt.get_or_insert(stmt.span.clone());
+                    program.stmts.push(stmt);
+                }
+                Some(Err(d)) => diagnostics.push(d),
+                None => {}
+            }
+        }
+    }
+    diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
+    Parsed {
+        program,
+        diagnostics,
+    }
+}
+
+/// Cuts the token stream into items. An item starts at a declaration keyword (a qualifier not
+/// directly after `alloc`/`var`, or `alloc`/`var` not directly after a qualifier) or at an
+/// identifier followed by `=`. Stray tokens before the first item form an item of their own, so
+/// they are reported, not lost.
+fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
+    let mut starts = Vec::new();
+    for i in 0..tokens.len() {
+        let t = &tokens[i].0;
+        let prev = i.checked_sub(1).map(|p| &tokens[p].0);
+        let next = tokens.get(i + 1).map(|(t, _)| t);
+        let is_start = match t {
+            Token::Alloc | Token::Var => !prev.is_some_and(|p| p.is_qualifier()),
+            Token::Input | Token::Output | Token::InOut => {
+                !matches!(prev, Some(Token::Alloc | Token::Var))
+            }
+            Token::Ident(_) => next == Some(&Token::Eq),
+            _ => false,
+        };
+        if is_start || i == 0 {
+            starts.push(i);
+        }
+    }
+    let mut items = Vec::new();
+    for (k, &s) in starts.iter().enumerate() {
+        let e = starts.get(k + 1).copied().unwrap_or(tokens.len());
+        items.push(s..e);
+    }
+    items
+}
+
+/// A sound upper bound on the depth of the expression tree a statement can parse to: within
+/// each parenthesis group, every operator token (infix, postfix, prefix keyword) may add one
+/// level, and each nested group adds its own bound plus one for the parentheses.
+fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
+    // Per open group: (operators directly in it, deepest nested group).
+    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    for (t, _) in tokens {
+        match t {
+            Token::LParen => stack.push((0, 0)),
+            Token::RParen => {
+                if stack.len() > 1 {
+                    let (ops, inner) = stack.pop().unwrap_or_default();
+                    let here = ops + inner + 2;
+                    let top = stack.last_mut().expect("outer group");
+                    top.1 = top.1.max(here);
+                }
+            }
+            Token::Plus
+            | Token::Minus
+            | Token::Star
+            | Token::Slash
+            | Token::Hash
+            | Token::Dot
+            | Token::Caret
+            | Token::BinKw(_)
+            | Token::Prod
+            | Token::Red(_)
+            | Token::Transp
+            | Token::Diag
+            | Token::Contr
+            | Token::Expa
+            | Token::Proj => {
+                if let Some(top) = stack.last_mut() {
+                    top.0 += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    // Unclosed groups: fold them outwards as if closed at the end.
+    while stack.len() > 1 {
+        let (ops, inner) = stack.pop().unwrap_or_default();
+        let top = stack.last_mut().expect("outer group");
+        top.1 = top.1.max(ops + inner + 2);
+    }
+    let (ops, inner) = stack[0];
+    ops + inner + 1
+}
+
+fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>) -> Diagnostic {
+    let span = err.span().into_range();
+    let found = match err.found() {
+        Some(t) => t.to_string(),
+        None => "end of input".to_string(),
+    };
+    let mut expected: Vec<String> = err
+        .expected()
+        .map(|p| match p {
+            chumsky::error::RichPattern::Token(t) => t.to_string(),
+            chumsky::error::RichPattern::Label(l) => l.to_string(),
+            chumsky::error::RichPattern::EndOfInput => "end of input".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    expected.sort();
+    expected.dedup();
+    let label = if expected.is_empty() {
+        format!("unexpected {found}")
+    } else {
+        format!("expected {}", join_or(&expected))
+    };
+    let mut d = Diagnostic::new(
+        Code::Syntax,
+        format!("unexpected {found}"),
+        span,
+        label,
+    );
+    if let Some((ctx, ctx_span)) = err.contexts().last() {
+        d = d.with_label(ctx_span.into_range(), format!("while parsing this {ctx}"));
+    }
+    if expected.iter().any(|e| e == "operand") && found.starts_with('`') && !found.contains('(') {
+        d = d.with_help(
+            "operands of prefix operations are atoms: a name, a number or a parenthesised expression",
+        );
+    }
+    d
+}
+
+fn span_of(s: SimpleSpan) -> Span {
+    s.into_range()
+}
+
+fn join_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
+/// A natural number in a type or operation argument. Overflow is reported by the caller as
+/// E0003 through a sentinel `None`.
+fn nat<'t, 'src: 't, I>() -> impl Parser<'t, I, Result<Nat, Diagnostic>, Extra<'t, 'src>> + Clone
+where
+    I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+{
+    select! { Token::Number(s) = e => (s, e.span()) }
+        .try_map(|(s, span): (&str, SimpleSpan), _| {
+            if s.bytes().all(|b| b.is_ascii_digit()) {
+                Ok((s, span))
+            } else {
+                Err(Rich::custom(
+                    span,
+                    format!("expected a natural number, found `{s}`"),
+                ))
+            }
+        })
+        .map(|(s, span)| {
+            let span = span.into_range();
+            s.parse::<u64>()
+                .map(|v| Nat::new(v, span.clone()))
+                .map_err(|_| {
+                    Diagnostic::new(
+                        Code::NumberTooLarge,
+                        format!("number `{s}` does not fit in 64 bits"),
+                        span,
+                        "too large",
+                    )
+                })
+        })
+        .labelled("natural number")
+}
+
+fn decl_parser<'t, 'src: 't, I>(
+) -> impl Parser<'t, I, Result<Decl, Diagnostic>, Extra<'t, 'src>> + Clone
+where
+    I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+{
+    let qualifier = select! {
+        Token::Input => Qualifier::Input,
+        Token::Output => Qualifier::Output,
+        Token::InOut => Qualifier::InOut,
+    }
+    .map_with(|q, e| {
+        let span: SimpleSpan = e.span();
+        (q, span.into_range())
+    })
+    .labelled("qualifier");
+    let keyword = just(Token::Alloc).or(just(Token::Var)).labelled("`alloc` or `var`");
+    let ident = select! { Token::Ident(s) = e => (s, e.span()) }
+        .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
+        .labelled("variable name");
+    let extents = nat()
+        .separated_by(just(Token::Comma).or_not())
+        .allow_trailing()
+        .collect::<Vec<_>>()
+        .delimited_by(just(Token::LBracket), just(Token::RBracket));
+
+    qualifier
+        .clone()
+        .or_not()
+        .then_ignore(keyword)
+        .then(qualifier.or_not())
+        .then(ident)
+        .then_ignore(just(Token::Colon))
+        .then(extents)
+        .then_ignore(end())
+        .map_with(|(((q1, q2), name), extents), e| {
+            let span: SimpleSpan = e.span();
+            let span = span.into_range();
+            let qualifier = match (q1, q2) {
+                (Some(a), Some(b)) => {
+                    return Err(Diagnostic::new(
+                        Code::DuplicateQualifier,
+                        format!("`{}` declared with two qualifiers", name.name),
+                        b.1,
+                        format!("second qualifier `{}`", b.0.keyword()),
+                    )
+                    .with_label(a.1, format!("first qualifier `{}`", a.0.keyword()))
+                    .with_help("use `inout` for a variable that is both read and written"));
+                }
+                (a, b) => a.or(b).map(|q| q.0),
+            };
+            let extents = extents.into_iter().collect::<Result<Vec<_>, _>>()?;
+            Ok(Decl {
+                qualifier,
+                name,
+                extents,
+                span,
+            })
+        })
+        .labelled("declaration")
+        .as_context()
+}
+
+fn stmt_parser<'t, 'src: 't, I>(
+) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, Extra<'t, 'src>> + Clone
+where
+    I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+{
+    let ident = select! { Token::Ident(s) = e => (s, e.span()) }
+        .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
+        .labelled("variable name");
+    ident
+        .then_ignore(just(Token::Eq))
+        .then(expr_parser())
+        .then_ignore(end())
+        .map_with(|(target, value), e| {
+            let value = value?;
+            Ok(Stmt {
+                target,
+                value,
+                span: span_of(e.span()),
+            })
+        })
+        .labelled("statement")
+        .as_context()
+}
+
+/// Expressions. Semantic errors found while parsing (a literal out of range) travel as `Err`
+/// inside the output so that chumsky's own error recovery is not involved.
+type PExpr = Result<Expr, Diagnostic>;
+
+fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Diagnostic> {
+    Ok((Box::new(a?), Box::new(b?)))
+}
+
+fn expr_parser<'t, 'src: 't, I>() -> impl Parser<'t, I, PExpr, Extra<'t, 'src>> + Clone
+where
+    I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+{
+    recursive(|expr| {
+        // A literal may carry a leading minus (an extension: the papers have no negative
+        // literals). Where an operand is expected `-` cannot be infix, so this is unambiguous.
+        let number = just(Token::Minus)
+            .or_not()
+            .then(select! { Token::Number(s) => s })
+            .map_with(|(minus, s), e| {
+                let span: SimpleSpan = e.span();
+                (minus.is_some(), s, span.into_range())
+            })
+            .map(|(minus, s, span): (bool, &str, Span)| match s.parse::<f64>() {
+                Ok(v) if v.is_finite() => {
+                    Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
+                }
+                _ => Err(Diagnostic::new(
+                    Code::LiteralNotFinite,
+                    format!("numeric literal `{s}` is too large for a 64-bit float"),
+                    span,
+                    "rounds to infinity",
+                )),
+            });
+        let var = select! { Token::Ident(s) = e => (s, e.span()) }
+        .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
+            .map(|id| {
+                let span = id.span.clone();
+                Ok(Expr::new(ExprKind::Var(id), span))
+            });
+        let paren = expr
+            .clone()
+            .delimited_by(just(Token::LParen), just(Token::RParen))
+            .map_with(|inner: PExpr, e| {
+                Ok(Expr::new(
+                    ExprKind::Paren(Box::new(inner?)),
+                    span_of(e.span()),
+                ))
+            });
+        let atom = var.or(number).or(paren).labelled("operand").boxed();
+
+        let two = atom.clone().then(atom.clone());
+        let prefix_bin = select! { Token::BinKw(op) => op }
+            .then(two.clone())
+            .map_with(|(op, (a, b)), e| {
+                let (a, b) = boxed2(a, b)?;
+                Ok(Expr::new(ExprKind::Binary(op, a, b), span_of(e.span())))
+            });
+        let prefix_prod = just(Token::Prod).ignore_then(two).map_with(|(a, b), e| {
+            let (a, b) = boxed2(a, b)?;
+            Ok(Expr::new(ExprKind::Prod(a, b), span_of(e.span())))
+        });
+        let prefix_red = select! { Token::Red(op) => op }
+            .then(nat())
+            .then(atom.clone())
+            .map_with(|((op, i), a), e| {
+                Ok(Expr::new(
+                    ExprKind::Reduce(op, i?, Box::new(a?)),
+                    span_of(e.span()),
+                ))
+            });
+        let pair_kw = select! {
+            Token::Transp => 0u8,
+            Token::Diag => 1u8,
+            Token::Contr => 2u8,
+            Token::Expa => 3u8,
+            Token::Proj => 4u8,
+        };
+        let prefix_pair = pair_kw
+            .then(nat())
+            .then(nat())
+            .then(atom.clone())
+            .map_with(|(((kw, i), j), a), e| {
+                let (i, j, a) = (i?, j?, Box::new(a?));
+                let kind = match kw {
+                    0 => ExprKind::Transp(i, j, a),
+                    1 => ExprKind::Diag(i, j, a),
+                    2 => ExprKind::Contr(i, j, a),
+                    3 => ExprKind::Expa(i, j, a),
+                    _ => ExprKind::Proj(i, j, a),
+                };
+                Ok(Expr::new(kind, span_of(e.span())))
+            });
+        let primary = prefix_bin
+            .or(prefix_prod)
+            .or(prefix_red)
+            .or(prefix_pair)
+            .or(atom)
+            .labelled("expression")
+            .boxed();
+
+        // Postfix `.[m n]` (contraction) and `^[m n]` (transposition), tightest of all.
+        let pair = nat()
+            .then_ignore(just(Token::Comma).or_not())
+            .then(nat())
+            .delimited_by(just(Token::LBracket), just(Token::RBracket));
+        let postfix_op = just(Token::Dot)
+            .to(true)
+            .or(just(Token::Caret).to(false))
+            .then(pair)
+            .map_with(|x, e| (x, span_of(e.span())));
+        let postfix = primary.foldl_with(
+            postfix_op.repeated(),
+            |a: PExpr, ((is_contr, (i, j)), _op_span), e| {
+                let (a, i, j) = (Box::new(a?), i?, j?);
+                let kind = if is_contr {
+                    ExprKind::Contr(i, j, a)
+                } else {
+                    ExprKind::Transp(i, j, a)
+                };
+                Ok(Expr::new(kind, span_of(e.span())))
+            },
+        );
+
+        let product = postfix.clone().foldl_with(
+            just(Token::Hash).ignore_then(postfix).repeated(),
+            |a: PExpr, b: PExpr, e| {
+                let (a, b) = boxed2(a, b)?;
+                Ok(Expr::new(ExprKind::Prod(a, b), span_of(e.span())))
+            },
+        );
+
+        let mul_op = just(Token::Star)
+            .to(BinOp::Mul)
+            .or(just(Token::Slash).to(BinOp::Div));
+        let term = product
+            .clone()
+            .foldl_with(mul_op.then(product).repeated(), |a: PExpr, (op, b), e| {
+                let (a, b) = boxed2(a, b)?;
+                Ok(Expr::new(ExprKind::Binary(op, a, b), span_of(e.span())))
+            });
+
+        let add_op = just(Token::Plus)
+            .to(BinOp::Add)
+            .or(just(Token::Minus).to(BinOp::Sub));
+        term.clone()
+            .foldl_with(add_op.then(term).repeated(), |a: PExpr, (op, b), e| {
+                let (a, b) = boxed2(a, b)?;
+                Ok(Expr::new(ExprKind::Binary(op, a, b), span_of(e.span())))
+            })
+            .labelled("expression")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expr(src: &str) -> Expr {
+        let p = parse(&format!("x = {src}"));
+        assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+        p.program.stmts.into_iter().next().unwrap().value
+    }
+
+    /// Renders the tree fully parenthesised, in prefix form, to show grouping.
+    fn sexp(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Var(v) => v.name.clone(),
+            ExprKind::Lit(v) => format!("{v}"),
+            ExprKind::Paren(e) => sexp(e),
+            ExprKind::Binary(op, a, b) => {
+                format!("({} {} {})", op.symbol(), sexp(a), sexp(b))
+            }
+            ExprKind::Prod(a, b) => format!("(# {} {})", sexp(a), sexp(b)),
+            ExprKind::Reduce(op, i, a) => format!("({} {} {})", op.keyword(), i.value, sexp(a)),
+            ExprKind::Transp(i, j, a) => format!("(^ {} {} {})", i.value, j.value, sexp(a)),
+            ExprKind::Contr(i, j, a) => format!("(. {} {} {})", i.value, j.value, sexp(a)),
+            ExprKind::Diag(i, j, a) => format!("(diag {} {} {})", i.value, j.value, sexp(a)),
+            ExprKind::Expa(i, j, a) => format!("(expa {} {} {})", i.value, j.value, sexp(a)),
+            ExprKind::Proj(i, j, a) => format!("(proj {} {} {})", i.value, j.value, sexp(a)),
+            ExprKind::Error => "<error>".into(),
+        }
+    }
+
+    #[test]
+    fn precedence_follows_the_spec() {
+        for (src, tree) in [
+            ("2 * A + B # C", "(+ (* 2 A) (# B C))"),
+            ("A - B - C", "(- (- A B) C)"),
+            ("A # B .[1 2]", "(# A (. 1 2 B))"),
+            ("A / B * C", "(* (/ A B) C)"),
+            ("A # B # C", "(# (# A B) C)"),
+            ("A ^[1 2] .[1 2]", "(. 1 2 (^ 1 2 A))"),
+            ("(A # B) .[2 3]", "(. 2 3 (# A B))"),
+            ("transp 1 2 A + B", "(+ (^ 1 2 A) B)"),
+            ("red+ 2 (diag 2 3 (prod A B))", "(red+ 2 (diag 2 3 (# A B)))"),
+            ("add A B .[1, 2]", "(. 1 2 (+ A B))"),
+            ("expa 1 3 2.5", "(expa 1 3 2.5)"),
+        ] {
+            assert_eq!(sexp(&expr(src)), tree, "{src}");
+        }
+    }
+
+    #[test]
+    fn declarations_in_both_syntaxes() {
+        let p = parse(
+            "alloc a : [2, 3]\nvar b : [2 3]\ninput var c : [4]\nvar input d : []\noutput alloc e : [3, 5,]\ninout var f : [1]",
+        );
+        assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+        let got: Vec<_> = p
+            .program
+            .decls
+            .iter()
+            .map(|d| (d.name.name.as_str(), d.qualifier, d.shape()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", None, vec![2, 3]),
+                ("b", None, vec![2, 3]),
+                ("c", Some(Qualifier::Input), vec![4]),
+                ("d", Some(Qualifier::Input), vec![]),
+                ("e", Some(Qualifier::Output), vec![3, 5]),
+                ("f", Some(Qualifier::InOut), vec![1]),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_bad_item_is_reported() {
+        let p = parse("alloc A : [2]\nA = add A\nA = A + + A\nA = A");
+        let codes: Vec<_> = p.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::Syntax, Code::Syntax]);
+        assert_eq!(p.program.stmts.len(), 1);
+    }
+
+    #[test]
+    fn nesting_bound_counts_operators_and_groups() {
+        let (toks, _) = lex("x = ((A + B) * C)");
+        assert_eq!(nesting_bound(&toks), 1 + (1 + (1 + 2) + 2));
+        let deep = format!("x = {}A{}", "(".repeat(10_000), ")".repeat(10_000));
+        let p = parse(&deep);
+        assert_eq!(p.diagnostics[0].code, Code::TooDeep);
+    }
+}
