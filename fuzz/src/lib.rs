@@ -1,0 +1,6 @@
+//! Random TeIL programs and differential fuzzing (issue 5 builds the campaigns on top).
+//!
+//! [`gen`] produces well-typed programs from shapes, as a proptest strategy that shrinks, or
+//! deterministically from a seed with [`gen::sample`].
+
+pub mod gen;

@@ -1,0 +1,1 @@
+//! TeIL padding-aware C backend. See issue 4.

@@ -1,0 +1,1 @@
+//! TeIL reference interpreter (the oracle) and fast evaluator. See issue 3.
