@@ -8,7 +8,15 @@ fn main() {
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let strategy = gen::program(GenConfig::default());
     for k in 0..n {
-        let style = if k % 2 == 0 { Style::Prefix } else { Style::Infix };
-        println!("// seed {}\n{}", seed + k, program(&gen::sample(&strategy, seed + k), style));
+        let style = if k % 2 == 0 {
+            Style::Prefix
+        } else {
+            Style::Infix
+        };
+        println!(
+            "// seed {}\n{}",
+            seed + k,
+            program(&gen::sample(&strategy, seed + k), style)
+        );
     }
 }

@@ -101,9 +101,8 @@ fn fits(s: &[u64], cfg: &GenConfig) -> bool {
 
 fn leaf(shape: Vec<u64>, cfg: &GenConfig) -> BoxedStrategy<Expr> {
     let s = shape.clone();
-    let var = prop_oneof![3 => Just(0u8), 2 => Just(1u8), 2 => Just(REUSE_SLOT)].prop_map(move |slot| {
-        node(ExprKind::Var(Ident::new(var_name(&s, slot), span())))
-    });
+    let var = prop_oneof![3 => Just(0u8), 2 => Just(1u8), 2 => Just(REUSE_SLOT)]
+        .prop_map(move |slot| node(ExprKind::Var(Ident::new(var_name(&s, slot), span()))));
     if shape.is_empty() && cfg.literals {
         prop_oneof![
             3 => var,
@@ -134,7 +133,11 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
             .collect();
         options.push((
             4,
-            (proptest::sample::select(ops), expr(s.clone(), d, c.clone()), expr(s, d, c))
+            (
+                proptest::sample::select(ops),
+                expr(s.clone(), d, c.clone()),
+                expr(s, d, c),
+            )
                 .prop_map(|(op, a, b)| node(ExprKind::Binary(op, bx(a), bx(b))))
                 .boxed(),
         ));
@@ -167,7 +170,10 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
             2,
             (0..=r)
                 .prop_flat_map(move |k| {
-                    (expr(s[..k].to_vec(), d, c.clone()), expr(s[k..].to_vec(), d, c.clone()))
+                    (
+                        expr(s[..k].to_vec(), d, c.clone()),
+                        expr(s[k..].to_vec(), d, c.clone()),
+                    )
                 })
                 .prop_map(|(a, b)| node(ExprKind::Prod(bx(a), bx(b))))
                 .boxed(),
@@ -192,9 +198,8 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
                 .prop_flat_map({
                     let c = cfg.clone();
                     move |(op, i, child)| {
-                        expr(child, d, c.clone()).prop_map(move |e| {
-                            node(ExprKind::Reduce(op, nat(i as u64), bx(e)))
-                        })
+                        expr(child, d, c.clone())
+                            .prop_map(move |e| node(ExprKind::Reduce(op, nat(i as u64), bx(e))))
                     }
                 })
                 .boxed(),
@@ -273,9 +278,8 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
                 .prop_flat_map(move |i| {
                     let mut child = s.clone();
                     let n = child.remove(i - 1);
-                    expr(child, d, c.clone()).prop_map(move |e| {
-                        node(ExprKind::Expa(nat(i as u64), nat(n), bx(e)))
-                    })
+                    expr(child, d, c.clone())
+                        .prop_map(move |e| node(ExprKind::Expa(nat(i as u64), nat(n), bx(e))))
                 })
                 .boxed(),
         ));
@@ -295,9 +299,8 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
                 .prop_flat_map({
                     let c = cfg.clone();
                     move |(i, m, child)| {
-                        expr(child, d, c.clone()).prop_map(move |e| {
-                            node(ExprKind::Proj(nat(i as u64), nat(m), bx(e)))
-                        })
+                        expr(child, d, c.clone())
+                            .prop_map(move |e| node(ExprKind::Proj(nat(i as u64), nat(m), bx(e))))
                     }
                 })
                 .boxed(),
