@@ -17,6 +17,27 @@ pub fn render_text(diag: &Diagnostic, file: &str, src: &str, color: bool) -> Str
     } else {
         Color::Yellow
     };
+    // Labels are ordered by the line they end on, primary first within a line: ariadne starts
+    // a new section (repeating the file header) whenever a label ends on an earlier line than
+    // the one before it, which would split a report whose context precedes the error.
+    let mut labels: Vec<(std::ops::Range<usize>, &str, Color)> = vec![(
+        clamp(&diag.primary.span),
+        &diag.primary.message,
+        primary_color,
+    )];
+    labels.extend(
+        diag.secondary
+            .iter()
+            .map(|l| (clamp(&l.span), l.message.as_str(), Color::Blue)),
+    );
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.sort_by_key(|&k| {
+        let span = &labels[k].0;
+        (
+            line_col(src, span.end.saturating_sub(1).max(span.start)).0,
+            k,
+        )
+    });
     let mut report = Report::build(kind, (file.clone(), clamp(&diag.primary.span)))
         .with_config(
             Config::new()
@@ -24,23 +45,23 @@ pub fn render_text(diag: &Diagnostic, file: &str, src: &str, color: bool) -> Str
                 .with_color(color),
         )
         .with_code(diag.code.as_str())
-        .with_message(&diag.message)
-        .with_label(
-            Label::new((file.clone(), clamp(&diag.primary.span)))
-                .with_message(&diag.primary.message)
-                .with_color(primary_color)
-                .with_order(0),
-        );
-    for (k, l) in diag.secondary.iter().enumerate() {
+        .with_message(&diag.message);
+    for (rank, &k) in order.iter().enumerate() {
+        let (span, message, color) = &labels[k];
         report = report.with_label(
-            Label::new((file.clone(), clamp(&l.span)))
-                .with_message(&l.message)
-                .with_color(Color::Blue)
-                .with_order(k as i32 + 1),
+            Label::new((file.clone(), span.clone()))
+                .with_message(message)
+                .with_color(*color)
+                .with_order(rank as i32),
         );
     }
     if let Some(rule) = diag.rule {
-        report = report.with_note(format!("violates rule {rule} (spec/typing.md)"));
+        // A warning does not violate its rule (T-Transp allows `transp i i`); it points at it.
+        let note = match diag.severity {
+            Severity::Error => format!("violates rule {rule} (spec/typing.md)"),
+            Severity::Warning => format!("see rule {rule} (spec/typing.md)"),
+        };
+        report = report.with_note(note);
     }
     for n in &diag.notes {
         report = report.with_note(n);
