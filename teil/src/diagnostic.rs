@@ -54,7 +54,12 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(code: Code, message: impl Into<String>, span: Span, label: impl Into<String>) -> Self {
+    pub fn new(
+        code: Code,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> Self {
         Diagnostic {
             code,
             severity: code.severity(),

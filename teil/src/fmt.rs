@@ -61,7 +61,10 @@ fn literal(v: f64, out: &mut String) {
 }
 
 fn is_atom(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Error)
+    matches!(
+        e.kind,
+        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Error
+    )
 }
 
 /// Prefix style; `atom` asks for an operand position, where anything but a name or a number

@@ -96,6 +96,30 @@ impl Token<'_> {
         )
     }
 
+    /// The text of a reserved word (`alloc`, `add`, `red+`, ...), `None` for other tokens.
+    pub fn keyword_text(&self) -> Option<&'static str> {
+        match self {
+            Token::BinKw(op) => Some(op.prefix_keyword()),
+            Token::Red(op) => Some(op.keyword()),
+            Token::Alloc
+            | Token::Var
+            | Token::Input
+            | Token::Output
+            | Token::InOut
+            | Token::Prod
+            | Token::Transp
+            | Token::Diag
+            | Token::Contr
+            | Token::Expa
+            | Token::Proj => Some(self.text()),
+            _ => None,
+        }
+    }
+
+    pub fn is_keyword(&self) -> bool {
+        self.keyword_text().is_some()
+    }
+
     pub fn is_qualifier(&self) -> bool {
         matches!(self, Token::Input | Token::Output | Token::InOut)
     }

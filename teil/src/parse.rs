@@ -32,13 +32,21 @@ pub fn parse(src: &str) -> Parsed {
     let mut diagnostics: Vec<Diagnostic> = lex_errors
         .into_iter()
         .map(|e| {
-            Diagnostic::new(
+            let d = Diagnostic::new(
                 Code::InvalidChar,
                 format!("invalid character {:?}", e.found),
                 e.span,
                 "this character cannot start a token",
-            )
-            .with_help("identifiers are ASCII letters, digits and `_`; comments start with `//`")
+            );
+            if e.found == char::REPLACEMENT_CHARACTER {
+                d.with_help(
+                    "TeIL source is UTF-8 text; bytes that are not UTF-8 are shown as U+FFFD",
+                )
+            } else {
+                d.with_help(
+                    "identifiers are ASCII letters, digits and `_`; comments start with `//`",
+                )
+            }
         })
         .collect();
     let mut program = Program::default();
@@ -48,14 +56,27 @@ pub fn parse(src: &str) -> Parsed {
         .iter()
         .map(|(t, s)| (*t, SimpleSpan::from(s.clone())))
         .collect();
+    // Where the lexer dropped a character the parser sees a gap; the error it then reports
+    // in the same item is a consequence of the first, so only E0002 is shown for that item.
+    let lex_error_at: Vec<usize> = diagnostics.iter().map(|d| d.primary.span.start).collect();
     for item in split_items(&tokens) {
         let toks = &tokens[item.clone()];
         let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
+        let start = toks.first().map(|(_, s)| s.start).unwrap_or(0);
+        let has_lex_error = lex_error_at.iter().any(|&p| start <= p && p < end);
         let eoi = SimpleSpan::from(end..end);
         let input = spanned[item].map(eoi, |(t, s)| (t, s));
+        let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<Diagnostic> {
+            if has_lex_error {
+                return Vec::new();
+            }
+            errs.into_iter()
+                .map(|e| syntax_diagnostic(e, what))
+                .collect()
+        };
         if toks[0].0.starts_decl() {
             let (decl, errs) = decl_parser().parse(input).into_output_errors();
-            diagnostics.extend(errs.into_iter().map(syntax_diagnostic));
+            diagnostics.extend(syntax(errs, "declaration"));
             let Some(decl) = decl else { continue };
             let decl = match decl {
                 Ok(decl) => decl,
@@ -95,7 +116,7 @@ pub fn parse(src: &str) -> Parsed {
                 continue;
             }
             let (stmt, errs) = stmt_parser().parse(input).into_output_errors();
-            diagnostics.extend(errs.into_iter().map(syntax_diagnostic));
+            diagnostics.extend(syntax(errs, "statement"));
             match stmt {
                 Some(Ok(stmt)) => {
                     first_stmt.get_or_insert(stmt.span.clone());
@@ -115,7 +136,7 @@ pub fn parse(src: &str) -> Parsed {
 
 /// Cuts the token stream into items. An item starts at a declaration keyword (a qualifier not
 /// directly after `alloc`/`var`, or `alloc`/`var` not directly after a qualifier) or at an
-/// identifier followed by `=`. Stray tokens before the first item form an item of their own, so
+/// identifier (or a reserved word) followed by `=`. Stray tokens before the first item form an item of their own, so
 /// they are reported, not lost.
 fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
     let mut starts = Vec::new();
@@ -129,6 +150,9 @@ fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
                 !matches!(prev, Some(Token::Alloc | Token::Var))
             }
             Token::Ident(_) => next == Some(&Token::Eq),
+            // A reserved word used as an assignment target (`add = A`): a statement of its
+            // own, so the error names the real problem instead of the previous item.
+            t if t.is_keyword() => next == Some(&Token::Eq),
             _ => false,
         };
         if is_start || i == 0 {
@@ -152,13 +176,12 @@ fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
     for (t, _) in tokens {
         match t {
             Token::LParen => stack.push((0, 0)),
-            Token::RParen => {
-                if stack.len() > 1 {
-                    let (ops, inner) = stack.pop().unwrap_or_default();
-                    let here = ops + inner + 2;
-                    let top = stack.last_mut().expect("outer group");
-                    top.1 = top.1.max(here);
-                }
+            // An unmatched `)` closes nothing (the parser reports it).
+            Token::RParen if stack.len() > 1 => {
+                let (ops, inner) = stack.pop().unwrap_or_default();
+                let here = ops + inner + 2;
+                let top = stack.last_mut().expect("outer group");
+                top.1 = top.1.max(here);
             }
             Token::Plus
             | Token::Minus
@@ -192,18 +215,26 @@ fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
     ops + inner + 1
 }
 
-fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>) -> Diagnostic {
+/// Turns a chumsky error inside one item (a `statement` or a `declaration`, named by `what`)
+/// into E0001. Chumsky sees each item as a whole input, so its "end of input" is the end of
+/// the item and is reported as such.
+fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>, what: &str) -> Diagnostic {
     let span = err.span().into_range();
     let found = match err.found() {
         Some(t) => t.to_string(),
-        None => "end of input".to_string(),
+        None => format!("end of {what}"),
     };
     let mut expected: Vec<String> = err
         .expected()
         .map(|p| match p {
             chumsky::error::RichPattern::Token(t) => t.to_string(),
+            // Only an item's first token can fail with the whole item expected; the item is
+            // then neither a declaration nor a statement.
+            chumsky::error::RichPattern::Label(l) if *l == "statement" => {
+                "a declaration or a statement".to_string()
+            }
             chumsky::error::RichPattern::Label(l) => l.to_string(),
-            chumsky::error::RichPattern::EndOfInput => "end of input".to_string(),
+            chumsky::error::RichPattern::EndOfInput => format!("end of {what}"),
             other => format!("{other:?}"),
         })
         .collect();
@@ -214,14 +245,20 @@ fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>) -> Diagnostic {
     } else {
         format!("expected {}", join_or(&expected))
     };
-    let mut d = Diagnostic::new(
-        Code::Syntax,
-        format!("unexpected {found}"),
-        span,
-        label,
-    );
+    let mut d = Diagnostic::new(Code::Syntax, format!("unexpected {found}"), span, label);
     if let Some((ctx, ctx_span)) = err.contexts().last() {
         d = d.with_label(ctx_span.into_range(), format!("while parsing this {ctx}"));
+    }
+    if let Some(word) = err.found().and_then(Token::keyword_text) {
+        if expected
+            .iter()
+            .any(|e| e == "variable name" || e == "a declaration or a statement")
+        {
+            d = d.with_help(format!(
+                "`{word}` is a reserved word and cannot name a variable (spec/grammar.md)"
+            ));
+            return d;
+        }
     }
     if expected.iter().any(|e| e == "operand") && found.starts_with('`') && !found.contains('(') {
         d = d.with_help(
@@ -291,7 +328,9 @@ where
         (q, span.into_range())
     })
     .labelled("qualifier");
-    let keyword = just(Token::Alloc).or(just(Token::Var)).labelled("`alloc` or `var`");
+    let keyword = just(Token::Alloc)
+        .or(just(Token::Var))
+        .labelled("`alloc` or `var`");
     let ident = select! { Token::Ident(s) = e => (s, e.span()) }
         .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
         .labelled("variable name");
@@ -302,7 +341,6 @@ where
         .delimited_by(just(Token::LBracket), just(Token::RBracket));
 
     qualifier
-        .clone()
         .or_not()
         .then_ignore(keyword)
         .then(qualifier.or_not())
@@ -384,19 +422,21 @@ where
                 let span: SimpleSpan = e.span();
                 (minus.is_some(), s, span.into_range())
             })
-            .map(|(minus, s, span): (bool, &str, Span)| match s.parse::<f64>() {
-                Ok(v) if v.is_finite() => {
-                    Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
-                }
-                _ => Err(Diagnostic::new(
-                    Code::LiteralNotFinite,
-                    format!("numeric literal `{s}` is too large for a 64-bit float"),
-                    span,
-                    "rounds to infinity",
-                )),
-            });
+            .map(
+                |(minus, s, span): (bool, &str, Span)| match s.parse::<f64>() {
+                    Ok(v) if v.is_finite() => {
+                        Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
+                    }
+                    _ => Err(Diagnostic::new(
+                        Code::LiteralNotFinite,
+                        format!("numeric literal `{s}` is too large for a 64-bit float"),
+                        span,
+                        "rounds to infinity",
+                    )),
+                },
+            );
         let var = select! { Token::Ident(s) = e => (s, e.span()) }
-        .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
+            .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
             .map(|id| {
                 let span = id.span.clone();
                 Ok(Expr::new(ExprKind::Var(id), span))
@@ -439,21 +479,22 @@ where
             Token::Expa => 3u8,
             Token::Proj => 4u8,
         };
-        let prefix_pair = pair_kw
-            .then(nat())
-            .then(nat())
-            .then(atom.clone())
-            .map_with(|(((kw, i), j), a), e| {
-                let (i, j, a) = (i?, j?, Box::new(a?));
-                let kind = match kw {
-                    0 => ExprKind::Transp(i, j, a),
-                    1 => ExprKind::Diag(i, j, a),
-                    2 => ExprKind::Contr(i, j, a),
-                    3 => ExprKind::Expa(i, j, a),
-                    _ => ExprKind::Proj(i, j, a),
-                };
-                Ok(Expr::new(kind, span_of(e.span())))
-            });
+        let prefix_pair =
+            pair_kw
+                .then(nat())
+                .then(nat())
+                .then(atom.clone())
+                .map_with(|(((kw, i), j), a), e| {
+                    let (i, j, a) = (i?, j?, Box::new(a?));
+                    let kind = match kw {
+                        0 => ExprKind::Transp(i, j, a),
+                        1 => ExprKind::Diag(i, j, a),
+                        2 => ExprKind::Contr(i, j, a),
+                        3 => ExprKind::Expa(i, j, a),
+                        _ => ExprKind::Proj(i, j, a),
+                    };
+                    Ok(Expr::new(kind, span_of(e.span())))
+                });
         let primary = prefix_bin
             .or(prefix_prod)
             .or(prefix_red)
@@ -496,12 +537,13 @@ where
         let mul_op = just(Token::Star)
             .to(BinOp::Mul)
             .or(just(Token::Slash).to(BinOp::Div));
-        let term = product
-            .clone()
-            .foldl_with(mul_op.then(product).repeated(), |a: PExpr, (op, b), e| {
-                let (a, b) = boxed2(a, b)?;
-                Ok(Expr::new(ExprKind::Binary(op, a, b), span_of(e.span())))
-            });
+        let term =
+            product
+                .clone()
+                .foldl_with(mul_op.then(product).repeated(), |a: PExpr, (op, b), e| {
+                    let (a, b) = boxed2(a, b)?;
+                    Ok(Expr::new(ExprKind::Binary(op, a, b), span_of(e.span())))
+                });
 
         let add_op = just(Token::Plus)
             .to(BinOp::Add)
@@ -556,7 +598,10 @@ mod tests {
             ("A ^[1 2] .[1 2]", "(. 1 2 (^ 1 2 A))"),
             ("(A # B) .[2 3]", "(. 2 3 (# A B))"),
             ("transp 1 2 A + B", "(+ (^ 1 2 A) B)"),
-            ("red+ 2 (diag 2 3 (prod A B))", "(red+ 2 (diag 2 3 (# A B)))"),
+            (
+                "red+ 2 (diag 2 3 (prod A B))",
+                "(red+ 2 (diag 2 3 (# A B)))",
+            ),
             ("add A B .[1, 2]", "(. 1 2 (+ A B))"),
             ("expa 1 3 2.5", "(expa 1 3 2.5)"),
         ] {
