@@ -45,7 +45,11 @@ impl CheckedProgram {
 
     /// The declared shape of a variable.
     pub fn var_shape(&self, name: &str) -> Option<&[u64]> {
-        let i = self.program.decls.iter().position(|d| d.name.name == name)?;
+        let i = self
+            .program
+            .decls
+            .iter()
+            .position(|d| d.name.name == name)?;
         Some(&self.decl_shapes[i])
     }
 
@@ -93,7 +97,9 @@ pub fn check(mut program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), 
         cx.statement(stmt);
     }
     initialization(&program, &mut cx.diags);
-    let Checker { shapes, mut diags, .. } = cx;
+    let Checker {
+        shapes, mut diags, ..
+    } = cx;
     diags.sort_by_key(|d| (d.primary.span.start, d.primary.span.end, d.code));
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
@@ -159,8 +165,7 @@ impl Checker {
             }
             first.insert(&d.name.name, d);
             let ok = self.declaration_shape_ok(d);
-            self.env
-                .insert(d.name.name.clone(), ok.then(|| d.shape()));
+            self.env.insert(d.name.name.clone(), ok.then(|| d.shape()));
         }
     }
 
@@ -266,10 +271,14 @@ impl Checker {
             .with_rule("OK-Stmt")
             .with_label(
                 stmt.target.span.clone(),
-                format!("`{}` is declared with shape {}", stmt.target.name, shape_str(&target)),
+                format!(
+                    "`{}` is declared with shape {}",
+                    stmt.target.name,
+                    shape_str(&target)
+                ),
             );
-            if let Some(help) = reshape_hint(&rhs, &target) {
-                d = d.with_help(help);
+            if let Some(h) = reshape_hint(&rhs, &target) {
+                d = d.with_help(format!("transposing the right-hand side would fit: `{h}`"));
             }
             self.diags.push(d);
         }
@@ -279,7 +288,10 @@ impl Checker {
         let mut best: Option<(usize, &String)> = None;
         for cand in self.env.keys() {
             let d = edit_distance(name, cand);
-            if d <= (name.len() / 3).max(1) && d < name.len() && best.is_none_or(|(bd, bn)| (d, cand) < (bd, bn)) {
+            if d <= (name.len() / 3).max(1)
+                && d < name.len()
+                && best.is_none_or(|(bd, bn)| (d, cand) < (bd, bn))
+            {
                 best = Some((d, cand));
             }
         }
@@ -293,7 +305,10 @@ impl Checker {
         if shape.len() > MAX_RANK {
             self.diags.push(Diagnostic::new(
                 Code::ExprRankTooLarge,
-                format!("expression has {} dimensions; the limit is {MAX_RANK}", shape.len()),
+                format!(
+                    "expression has {} dimensions; the limit is {MAX_RANK}",
+                    shape.len()
+                ),
                 e.span.clone(),
                 "too many dimensions",
             ));
@@ -304,7 +319,10 @@ impl Checker {
             self.diags.push(
                 Diagnostic::new(
                     Code::ExprTooLarge,
-                    format!("expression of shape {} has too many elements", shape_str(&shape)),
+                    format!(
+                        "expression of shape {} has too many elements",
+                        shape_str(&shape)
+                    ),
                     e.span.clone(),
                     "index space does not fit in 64 bits",
                 )
@@ -525,7 +543,7 @@ impl Checker {
                 "TeIL never broadcasts implicitly: give the scalar the other operand's shape with `expa`"
                     .to_string(),
             ),
-            _ => reshape_hint(&tb, &ta).map(|h| format!("for the right operand: {h}")),
+            _ => reshape_hint(&tb, &ta).map(|h| format!("transposing the right operand would fit: `{h}`")),
         };
         if let Some(h) = help {
             d = d.with_help(h);
@@ -535,7 +553,14 @@ impl Checker {
     }
 
     /// Checks that `i` names a dimension of an operand of shape `t` (1 <= i <= rank).
-    fn position(&mut self, i: &Nat, t: &[u64], a: &Expr, rule: &'static str, what: &str) -> Option<()> {
+    fn position(
+        &mut self,
+        i: &Nat,
+        t: &[u64],
+        a: &Expr,
+        rule: &'static str,
+        what: &str,
+    ) -> Option<()> {
         if i.value >= 1 && i.value <= t.len() as u64 {
             return Some(());
         }
@@ -642,7 +667,7 @@ fn nearest_equal_pair(t: &[u64], i: usize, j: usize) -> Option<(usize, usize)> {
     best.map(|(_, p, q)| (p, q))
 }
 
-/// Suggests how to turn shape `have` into `want` when one transposition would do.
+/// The postfix transposition (`^[i j]`) that turns shape `have` into `want`, if one does.
 fn reshape_hint(have: &[u64], want: &[u64]) -> Option<String> {
     if have.len() == want.len() {
         for i in 0..have.len() {
@@ -650,7 +675,7 @@ fn reshape_hint(have: &[u64], want: &[u64]) -> Option<String> {
                 let mut t = have.to_vec();
                 t.swap(i, j);
                 if t == want {
-                    return Some(format!("a transposition would fit: `^[{} {}]`", i + 1, j + 1));
+                    return Some(format!("^[{} {}]", i + 1, j + 1));
                 }
             }
         }
