@@ -68,8 +68,41 @@ pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
         }
         parsed.program
     };
-    print!("{}", fmt::program(&program, style));
+    let text = fmt::program(&program, style);
+    // Printing can nest deeper than the source did (prefix syntax needs parentheses where infix
+    // needs none, and Core-TeIL adds transpositions), so the output is parsed back before it
+    // is printed: `teil fmt` never prints a program that `teil check` would reject as too deep.
+    let reparsed = teil::parse(&text).diagnostics;
+    if let Some(bad) = reparsed.iter().find(|d| d.is_error()) {
+        let line = text[..bad.primary.span.start.min(text.len())]
+            .matches('\n')
+            .count();
+        let diag = match line.checked_sub(program.decls.len()) {
+            Some(k) if bad.code == Code::TooDeep && k < program.stmts.len() => Diagnostic::new(
+                Code::TooDeep,
+                format!(
+                    "{} is nested too deeply to be read back",
+                    what_printed(style, core)
+                ),
+                program.stmts[k].span.clone(),
+                "this statement",
+            )
+            .with_help("split the statement into several statements over temporaries"),
+            _ => bad.clone(),
+        };
+        report(&[diag], &src, Format::Text, color);
+        return 1;
+    }
+    print!("{text}");
     0
+}
+
+fn what_printed(style: fmt::Style, core: bool) -> &'static str {
+    match (core, style) {
+        (true, _) => "the printed Core-TeIL form of this statement",
+        (false, fmt::Style::Prefix) => "the prefix form of this statement",
+        (false, fmt::Style::Infix) => "the infix form of this statement",
+    }
 }
 
 pub fn explain(code: &str) -> u8 {
@@ -81,7 +114,11 @@ pub fn explain(code: &str) -> u8 {
         None => {
             fail(&format!(
                 "unknown diagnostic code `{code}`; known codes: {}",
-                Code::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+                Code::ALL
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
             2
         }

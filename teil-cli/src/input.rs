@@ -22,8 +22,13 @@ pub fn read_source(path: &str) -> Result<Source, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
         (path.to_string(), bytes)
     };
-    let text = String::from_utf8(bytes)
-        .map_err(|e| format!("`{name}` is not valid UTF-8 (byte {})", e.utf8_error().valid_up_to()))?;
+    // A file that is not UTF-8 is an ill-formed program, not an I/O problem: each invalid
+    // sequence becomes U+FFFD, which the lexer reports as an invalid character (E0002), so the
+    // exit code is 1 and the report points at the bad bytes.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
     Ok(Source { name, text })
 }
 
@@ -42,7 +47,8 @@ pub fn report(diags: &[Diagnostic], src: &Source, format: Format, color: Color) 
             let color = use_color(color);
             let mut err = std::io::stderr().lock();
             for d in diags {
-                let _ = err.write_all(render::render_text(d, &src.name, &src.text, color).as_bytes());
+                let _ =
+                    err.write_all(render::render_text(d, &src.name, &src.text, color).as_bytes());
             }
         }
         Format::Json => {
