@@ -1,1 +1,195 @@
-//! TeIL reference interpreter (the oracle) and fast evaluator. See issue 3.
+//! TeIL's evaluators: the reference interpreter (the oracle) and the fast evaluator.
+//!
+//! - [`oracle`]: the denotational semantics of spec/semantics.md, one match arm per equation,
+//!   evaluated pointwise over a store whose every access is bounds-checked (the run-time witness
+//!   of type safety). Generic over the value [`domain`].
+//! - [`fast`]: whole-tensor evaluation on `ndarray`, fusing contractions and reductions of
+//!   products so that `(A # B) .[2 3]` never materialises `A # B`.
+//!
+//! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
+//! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
+//! (spec/interpreter.md).
+
+pub mod domain;
+pub mod error;
+pub mod oracle;
+pub mod store;
+
+pub use domain::{Domain, Val};
+pub use error::{Access, RunError};
+pub use store::{multi_indices, Alloc, Store};
+
+use ndarray::{ArrayD, IxDyn};
+use std::collections::BTreeMap;
+use teil::CheckedProgram;
+
+/// A tensor at the boundary: row-major `f64`, NaN for `•`. A scalar has shape `[]`.
+pub type Tensor = ArrayD<f64>;
+
+/// The shape of a tensor as TeIL extents.
+pub fn tensor_shape(t: &Tensor) -> Vec<u64> {
+    t.shape().iter().map(|&n| n as u64).collect()
+}
+
+/// The initial store μ for the oracle: every declared variable, with the caller's values for
+/// the names in `inputs` (NaN read as `•`) and `•` everywhere else.
+pub fn initial_store(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<Store<Val>, RunError> {
+    let mut store = Store::<Val>::undefined(p)?;
+    for (name, t) in inputs {
+        let expected = check_input(p, name, t)?;
+        let data = t.iter().map(|&x| Val::from_f64(x)).collect();
+        store.replace(name, &expected, data)?;
+    }
+    Ok(store)
+}
+
+/// Checks that `name` is declared with the shape of `t`; returns the declared shape.
+pub fn check_input(p: &CheckedProgram, name: &str, t: &Tensor) -> Result<Vec<u64>, RunError> {
+    let expected = p
+        .var_shape(name)
+        .ok_or_else(|| RunError::UnknownVariable {
+            name: name.to_string(),
+        })?
+        .to_vec();
+    let found = tensor_shape(t);
+    if found != expected {
+        return Err(RunError::InputShape {
+            name: name.to_string(),
+            expected,
+            found,
+        });
+    }
+    Ok(expected)
+}
+
+/// Converts one allocation of the oracle's store to a boundary tensor (`•` becomes NaN).
+pub fn to_tensor(alloc: &Alloc<Val>) -> Result<Tensor, RunError> {
+    let shape: Vec<usize> = alloc.extents.iter().map(|&n| n as usize).collect();
+    let data = alloc.data.iter().map(|v| v.to_f64()).collect();
+    ArrayD::from_shape_vec(IxDyn(&shape), data)
+        .map_err(|e| RunError::Internal(format!("store allocation has an inconsistent shape: {e}")))
+}
+
+/// Runs `p` with the reference interpreter. `inputs` holds the caller-supplied variables
+/// (any subset of the declared ones; the others start undefined). Returns the final value of
+/// EVERY declared variable.
+pub fn run_oracle(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<BTreeMap<String, Tensor>, RunError> {
+    let mut oracle = oracle::Oracle::new(p, initial_store(p, inputs)?);
+    oracle.run()?;
+    oracle
+        .into_store()
+        .iter()
+        .map(|(name, alloc)| Ok((name.clone(), to_tensor(alloc)?)))
+        .collect()
+}
+
+/// Runs `p` with the fast evaluator; same contract as [`run_oracle`].
+pub fn run_fast(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<BTreeMap<String, Tensor>, RunError> {
+    // FIXME(issue 3): the fused whole-tensor evaluator lands next; until then this is the
+    // oracle, so callers can already program against the final API.
+    run_oracle(p, inputs)
+}
+
+/// SplitMix64: a tiny, well-known generator, enough for reproducible test inputs.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// FNV-1a, to give every variable its own stream independent of the other declarations.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Reproducible inputs: every variable the caller supplies (`p.is_input`) filled with small
+/// integers in -3..=3, from a stream determined by `seed` and the variable's name alone.
+/// Variables larger than the evaluators' limit are left out (a run then reports them).
+pub fn random_inputs(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor> {
+    let mut out = BTreeMap::new();
+    for d in p.program().decls.iter().filter(|d| p.is_input(d)) {
+        let extents = d.shape();
+        let Ok(len) = store::checked_elements(&d.name.name, &extents) else {
+            continue;
+        };
+        let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
+        let data: Vec<f64> = (0..len).map(|_| (rng.next() % 7) as f64 - 3.0).collect();
+        let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
+        if let Ok(t) = ArrayD::from_shape_vec(IxDyn(&shape), data) {
+            out.insert(d.name.name.clone(), t);
+        }
+    }
+    out
+}
+
+/// Equality of results (spec/interpreter.md): same shape, and cell by cell either both NaN
+/// (NaN and `•` are not distinguished at the boundary) or numerically equal (`-0 == +0`).
+pub fn same_values(a: &Tensor, b: &Tensor) -> bool {
+    same_values_ulps(a, b, 0)
+}
+
+/// Like [`same_values`], but finite cells may differ by up to `max_ulps` units in the last
+/// place (counted across zero, so `-0` and `+0` are 0 ulps apart). Infinities must be equal.
+pub fn same_values_ulps(a: &Tensor, b: &Tensor, max_ulps: u64) -> bool {
+    a.shape() == b.shape()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(&x, &y)| ulps_apart(x, y) <= max_ulps)
+}
+
+/// The distance between two numbers in units in the last place: 0 for equal numbers (and for
+/// two NaNs), `u64::MAX` when exactly one is NaN or they are different infinities.
+pub fn ulps_apart(x: f64, y: f64) -> u64 {
+    if x.is_nan() || y.is_nan() {
+        return if x.is_nan() && y.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    if x == y {
+        return 0;
+    }
+    if x.is_infinite() || y.is_infinite() {
+        return u64::MAX;
+    }
+    // Map the floats onto a line of integers on which adjacent floats are adjacent.
+    let key = |v: f64| -> i128 {
+        let bits = v.to_bits() as i64;
+        i128::from(if bits < 0 { i64::MIN - bits } else { bits })
+    };
+    u64::try_from((key(x) - key(y)).unsigned_abs()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulps() {
+        assert_eq!(ulps_apart(0.0, -0.0), 0);
+        assert_eq!(ulps_apart(f64::NAN, f64::NAN), 0);
+        assert_eq!(ulps_apart(f64::NAN, 1.0), u64::MAX);
+        assert_eq!(ulps_apart(1.0, f64::from_bits(1.0f64.to_bits() + 1)), 1);
+        assert_eq!(ulps_apart(f64::from_bits(1), -f64::from_bits(1)), 2);
+        assert_eq!(ulps_apart(f64::INFINITY, f64::MAX), u64::MAX);
+        assert_eq!(ulps_apart(f64::INFINITY, f64::INFINITY), 0);
+    }
+}

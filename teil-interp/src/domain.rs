@@ -1,0 +1,175 @@
+//! Value domains for the oracle (spec/values.md).
+//!
+//! The oracle ([`crate::oracle`]) is generic over [`Domain`] so that the same transcription of
+//! the equations can run on plain numbers ([`Val`], IEEE-754 binary64 extended with the
+//! undefined value `•` of report Def. 3/4) and, later, on symbolic values for translation
+//! validation. A domain supplies literals, the undefined value and the six operations that the
+//! equations of spec/semantics.md use; everything else (indices, reductions as left folds, the
+//! store) is the oracle's business and identical for every domain.
+
+use teil::ast::{BinOp, RedOp};
+
+/// What the oracle needs from values.
+pub trait Domain: Clone + std::fmt::Debug {
+    /// A numeric literal `[S-Lit]`, or a number supplied by the caller.
+    fn lit(x: f64) -> Self;
+    /// `•`, the contents of an uninitialized cell (report Def. 3).
+    fn undefined() -> Self;
+    fn add(&self, b: &Self) -> Self;
+    fn sub(&self, b: &Self) -> Self;
+    fn mul(&self, b: &Self) -> Self;
+    fn div(&self, b: &Self) -> Self;
+    /// The binary operation folded by `redmax`.
+    fn max(&self, b: &Self) -> Self;
+    /// The binary operation folded by `redmin`.
+    fn min(&self, b: &Self) -> Self;
+
+    /// The element-wise operator `op`.
+    fn binary(op: BinOp, a: &Self, b: &Self) -> Self {
+        match op {
+            BinOp::Add => a.add(b),
+            BinOp::Sub => a.sub(b),
+            BinOp::Mul => a.mul(b),
+            BinOp::Div => a.div(b),
+        }
+    }
+
+    /// The binary operation that the reduction `op` folds.
+    fn fold_step(op: RedOp, acc: &Self, b: &Self) -> Self {
+        match op {
+            RedOp::Sum => acc.add(b),
+            RedOp::Product => acc.mul(b),
+            RedOp::Max => acc.max(b),
+            RedOp::Min => acc.min(b),
+        }
+    }
+}
+
+/// A value of the reference domain: a binary64 number or `•`.
+///
+/// `•` is absorbing for every operation (spec/values.md). A NaN produced by IEEE arithmetic
+/// (`0/0`, `inf - inf`) stays a `Num`; the two are distinguishable inside the oracle only, and
+/// both are written as NaN at the boundary.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Val {
+    Num(f64),
+    Undef,
+}
+
+impl Val {
+    /// The boundary representation: `•` becomes NaN.
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Val::Num(x) => x,
+            Val::Undef => f64::NAN,
+        }
+    }
+
+    /// Reading a value supplied by the caller: NaN stands for `•` (spec/interpreter.md).
+    pub fn from_f64(x: f64) -> Val {
+        if x.is_nan() {
+            Val::Undef
+        } else {
+            Val::Num(x)
+        }
+    }
+
+    pub fn is_undefined(self) -> bool {
+        matches!(self, Val::Undef)
+    }
+
+    fn lift(self, b: Val, f: impl FnOnce(f64, f64) -> f64) -> Val {
+        match (self, b) {
+            (Val::Num(x), Val::Num(y)) => Val::Num(f(x, y)),
+            _ => Val::Undef,
+        }
+    }
+}
+
+/// `max(a, b)`: NaN if either operand is NaN, else `a` if `a >= b`, else `b` (spec/values.md).
+pub fn max_f64(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a >= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// `min(a, b)`: NaN if either operand is NaN, else `a` if `a <= b`, else `b`.
+pub fn min_f64(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a <= b {
+        a
+    } else {
+        b
+    }
+}
+
+impl Domain for Val {
+    fn lit(x: f64) -> Self {
+        Val::Num(x)
+    }
+    fn undefined() -> Self {
+        Val::Undef
+    }
+    fn add(&self, b: &Self) -> Self {
+        self.lift(*b, |x, y| x + y)
+    }
+    fn sub(&self, b: &Self) -> Self {
+        self.lift(*b, |x, y| x - y)
+    }
+    fn mul(&self, b: &Self) -> Self {
+        self.lift(*b, |x, y| x * y)
+    }
+    /// IEEE division: `x/0` is `±inf` or NaN, never `•` (spec/values.md, "Division").
+    fn div(&self, b: &Self) -> Self {
+        self.lift(*b, |x, y| x / y)
+    }
+    fn max(&self, b: &Self) -> Self {
+        self.lift(*b, max_f64)
+    }
+    fn min(&self, b: &Self) -> Self {
+        self.lift(*b, min_f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undefined_absorbs_every_operation() {
+        let ops: [fn(&Val, &Val) -> Val; 6] =
+            [Val::add, Val::sub, Val::mul, Val::div, Val::max, Val::min];
+        for op in ops {
+            assert_eq!(op(&Val::Undef, &Val::Num(0.0)), Val::Undef);
+            assert_eq!(op(&Val::Num(f64::INFINITY), &Val::Undef), Val::Undef);
+        }
+    }
+
+    #[test]
+    fn division_is_ieee() {
+        assert_eq!(Val::Num(1.0).div(&Val::Num(0.0)), Val::Num(f64::INFINITY));
+        assert_eq!(
+            Val::Num(-1.0).div(&Val::Num(0.0)),
+            Val::Num(f64::NEG_INFINITY)
+        );
+        assert!(matches!(Val::Num(0.0).div(&Val::Num(0.0)), Val::Num(x) if x.is_nan()));
+    }
+
+    #[test]
+    fn max_and_min_propagate_nan() {
+        assert!(max_f64(f64::NAN, 1.0).is_nan());
+        assert!(max_f64(1.0, f64::NAN).is_nan());
+        assert!(min_f64(f64::NAN, 1.0).is_nan());
+        assert!(min_f64(-1.0, f64::NAN).is_nan());
+        assert_eq!(max_f64(-2.0, -3.0), -2.0);
+        assert_eq!(min_f64(-2.0, -3.0), -3.0);
+        // Ties keep the left operand: max(+0, -0) is +0, max(-0, +0) is -0.
+        assert!(max_f64(0.0, -0.0).is_sign_positive());
+        assert!(max_f64(-0.0, 0.0).is_sign_negative());
+    }
+}
