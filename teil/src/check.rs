@@ -198,7 +198,9 @@ impl Checker {
                     d.span.clone(),
                     "too many dimensions",
                 )
-                .with_rule("S-Var"),
+                .with_note(format!(
+                    "the limit is {MAX_RANK} dimensions (spec/limits.md)"
+                )),
             );
             return false;
         }
@@ -219,7 +221,6 @@ impl Checker {
                         d.span.clone(),
                         "too many elements",
                     )
-                    .with_rule("S-Var")
                     .with_note(format!(
                         "the limit is 2^40 = {MAX_DECL_ELEMENTS} elements (spec/limits.md)"
                     )),
@@ -395,7 +396,8 @@ impl Checker {
                             e.span.clone(),
                             "this has no effect",
                         )
-                        .with_rule("T-Transp"),
+                        .with_rule("T-Transp")
+                        .with_help("remove it, or name two different dimensions"),
                     );
                 }
                 let mut t = t;
@@ -633,8 +635,7 @@ impl Checker {
                 ),
             )
             .with_rule(rule)
-            .with_label(a.span.clone(), has_shape(t))
-            .with_note(format!("the extents are {ni} and {nj}"));
+            .with_label(a.span.clone(), has_shape(t));
             if let Some((p, q)) = nearest_equal_pair(t, i.value as usize, j.value as usize) {
                 let postfix = a.span.start == e.span.start;
                 let spelled = match (rule, postfix) {
@@ -735,12 +736,18 @@ fn initialization(program: &Program, diags: &mut Vec<Diagnostic>) {
     }
     for d in &program.decls {
         if d.qualifier == Some(Qualifier::Output) && !defined.contains(d.name.name.as_str()) {
-            diags.push(Diagnostic::new(
-                Code::OutputNeverAssigned,
-                format!("output `{}` is never assigned", d.name.name),
-                d.name.span.clone(),
-                "the caller receives undefined values",
-            ));
+            diags.push(
+                Diagnostic::new(
+                    Code::OutputNeverAssigned,
+                    format!("output `{}` is never assigned", d.name.name),
+                    d.name.span.clone(),
+                    "the caller receives undefined values",
+                )
+                .with_help(format!(
+                    "assign `{}` in a statement, or drop the `output` qualifier",
+                    d.name.name
+                )),
+            );
         }
     }
 }

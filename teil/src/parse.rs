@@ -280,25 +280,27 @@ fn join_or(items: &[String]) -> String {
     }
 }
 
-/// A natural number in a type or operation argument. Overflow is reported by the caller as
-/// E0003 through a sentinel `None`.
+/// A natural number in a type or operation argument. Any numeric token is accepted here, so
+/// that a decimal (`1.5`) or an overflowing number is reported precisely, as an `Err` in the
+/// output: E0001 for a number that is not a natural number, E0003 for one over 64 bits.
 fn nat<'t, 'src: 't, I>() -> impl Parser<'t, I, Result<Nat, Diagnostic>, Extra<'t, 'src>> + Clone
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
 {
     select! { Token::Number(s) = e => (s, e.span()) }
-        .try_map(|(s, span): (&str, SimpleSpan), _| {
-            if s.bytes().all(|b| b.is_ascii_digit()) {
-                Ok((s, span))
-            } else {
-                Err(Rich::custom(
-                    span,
-                    format!("expected a natural number, found `{s}`"),
-                ))
-            }
-        })
-        .map(|(s, span)| {
+        .map(|(s, span): (&str, SimpleSpan)| {
             let span = span.into_range();
+            if !s.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(Diagnostic::new(
+                    Code::Syntax,
+                    format!("expected a natural number, found `{s}`"),
+                    span,
+                    "not a natural number",
+                )
+                .with_help(
+                    "extents, positions and slice numbers are written with decimal digits only",
+                ));
+            }
             s.parse::<u64>()
                 .map(|v| Nat::new(v, span.clone()))
                 .map_err(|_| {
