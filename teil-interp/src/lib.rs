@@ -12,6 +12,7 @@
 
 pub mod domain;
 pub mod error;
+pub mod fast;
 pub mod oracle;
 pub mod store;
 
@@ -94,9 +95,9 @@ pub fn run_fast(
     p: &CheckedProgram,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>, RunError> {
-    // FIXME(issue 3): the fused whole-tensor evaluator lands next; until then this is the
-    // oracle, so callers can already program against the final API.
-    run_oracle(p, inputs)
+    let store = fast_store(p, inputs)?;
+    let (store, _) = fast::run(p, store, fast::Mode::Values)?;
+    Ok(store)
 }
 
 /// SplitMix64: a tiny, well-known generator, enough for reproducible test inputs.
@@ -176,6 +177,35 @@ pub fn ulps_apart(x: f64, y: f64) -> u64 {
         i128::from(if bits < 0 { i64::MIN - bits } else { bits })
     };
     u64::try_from((key(x) - key(y)).unsigned_abs()).unwrap_or(u64::MAX)
+}
+
+
+/// The initial store of the fast evaluator: every declared variable, NaN (`•`) except for the
+/// caller's values in `inputs`.
+pub fn fast_store(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<fast::FastStore, RunError> {
+    for (name, t) in inputs {
+        check_input(p, name, t)?;
+    }
+    let mut store = BTreeMap::new();
+    for d in &p.program().decls {
+        let name = &d.name.name;
+        let t = match inputs.get(name) {
+            Some(t) => t.as_standard_layout().into_owned(),
+            None => {
+                let extents = d.shape();
+                let len = store::checked_elements(name, &extents)?;
+                let data = store::filled(name, len, f64::NAN)?;
+                let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
+                ArrayD::from_shape_vec(IxDyn(&shape), data)
+                    .map_err(|e| RunError::Internal(e.to_string()))?
+            }
+        };
+        store.insert(name.clone(), t);
+    }
+    Ok(store)
 }
 
 #[cfg(test)]

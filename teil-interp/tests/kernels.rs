@@ -1,9 +1,9 @@
-//! The oracle on the papers' example kernels, with expected values computed by hand or by
+//! Both evaluators on the papers' example kernels, with expected values computed by hand or by
 //! loops written here, and St-Stmt semantics of in-place statements.
 
 use ndarray::{arr0, arr1, arr2, ArrayD, IxDyn};
 use std::collections::BTreeMap;
-use teil_interp::{run_oracle, same_values, Tensor};
+use teil_interp::{run_fast, run_oracle, same_values, Tensor};
 
 fn compile(src: &str) -> teil::CheckedProgram {
     match teil::compile(src) {
@@ -18,8 +18,24 @@ fn inputs(list: &[(&str, Tensor)]) -> BTreeMap<String, Tensor> {
         .collect()
 }
 
+/// Runs both evaluators; returns the oracle's results after checking that the fast evaluator
+/// produced the same for every variable (the callers then compare with independent values).
 fn run(src: &str, ins: &[(&str, Tensor)]) -> BTreeMap<String, Tensor> {
-    run_oracle(&compile(src), &inputs(ins)).expect("the oracle runs")
+    let p = compile(src);
+    let oracle = run_oracle(&p, &inputs(ins)).expect("the oracle runs");
+    let fast = run_fast(&p, &inputs(ins)).expect("the fast evaluator runs");
+    assert_eq!(
+        oracle.keys().collect::<Vec<_>>(),
+        fast.keys().collect::<Vec<_>>()
+    );
+    for (name, v) in &oracle {
+        assert!(
+            same_values(v, &fast[name]),
+            "`{name}`: oracle\n{v}\nfast\n{}",
+            fast[name]
+        );
+    }
+    oracle
 }
 
 fn assert_same(got: &Tensor, want: &Tensor) {
