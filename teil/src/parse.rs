@@ -167,21 +167,24 @@ fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
     items
 }
 
-/// A sound upper bound on the depth of the expression tree a statement can parse to: within
-/// each parenthesis group, every operator token (infix, postfix, prefix keyword) may add one
-/// level, and each nested group adds its own bound plus one for the parentheses.
+/// A sound upper bound on the depth of the expression tree a statement can parse to (a leaf
+/// has depth 1). The operator tokens written directly inside one parenthesis group (infix,
+/// postfix, prefix keyword, a literal's minus) are the only nodes that can stand between the
+/// group's root and its atoms, so the group's tree is at most `ops + max(1, deepest atom)`
+/// deep, where an atom is a name, a number (depth 1) or a nested group (one `Paren` node over
+/// the nested group's tree). The bound is exact for nested parentheses and operator chains.
 fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
-    // Per open group: (operators directly in it, deepest nested group).
+    // Per open group: (operators directly in it, deepest nested group as an atom).
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    let content = |(ops, inner): (usize, usize)| ops + inner.max(1);
     for (t, _) in tokens {
         match t {
             Token::LParen => stack.push((0, 0)),
             // An unmatched `)` closes nothing (the parser reports it).
             Token::RParen if stack.len() > 1 => {
-                let (ops, inner) = stack.pop().unwrap_or_default();
-                let here = ops + inner + 2;
+                let group = stack.pop().unwrap_or_default();
                 let top = stack.last_mut().expect("outer group");
-                top.1 = top.1.max(here);
+                top.1 = top.1.max(content(group) + 1);
             }
             Token::Plus
             | Token::Minus
@@ -207,12 +210,11 @@ fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
     }
     // Unclosed groups: fold them outwards as if closed at the end.
     while stack.len() > 1 {
-        let (ops, inner) = stack.pop().unwrap_or_default();
+        let group = stack.pop().unwrap_or_default();
         let top = stack.last_mut().expect("outer group");
-        top.1 = top.1.max(ops + inner + 2);
+        top.1 = top.1.max(content(group) + 1);
     }
-    let (ops, inner) = stack[0];
-    ops + inner + 1
+    content(stack[0])
 }
 
 /// Turns a chumsky error inside one item (a `statement` or a `declaration`, named by `what`)
@@ -646,8 +648,25 @@ mod tests {
 
     #[test]
     fn nesting_bound_counts_operators_and_groups() {
+        // Paren(Mul(Paren(Add(A, B)), C)) is five levels deep, and so is the bound.
         let (toks, _) = lex("x = ((A + B) * C)");
-        assert_eq!(nesting_bound(&toks), 1 + (1 + (1 + 2) + 2));
+        assert_eq!(nesting_bound(&toks), 5);
+        let (toks, _) = lex("x = A");
+        assert_eq!(nesting_bound(&toks), 1);
+        // Four operators at the top (`red+ + - *`, on different branches, but counted
+        // together) over a group of depth 4: a bound of 8 for a tree of depth 6.
+        let (toks, _) = lex("x = red+ 1 (transp 1 2 (A)) + -2 * B");
+        assert_eq!(nesting_bound(&toks), 8);
+        for src in [
+            "x = ((A + B) * C)",
+            "x = add (mul A B) (transp 1 2 ((C)))",
+            "x = A ^[1 2] .[1 2] # B + C * D",
+        ] {
+            let p = parse(src);
+            let (toks, _) = lex(src);
+            let depth = p.program.stmts[0].value.depth();
+            assert!(depth <= nesting_bound(&toks), "{src}: {depth}");
+        }
         let deep = format!("x = {}A{}", "(".repeat(10_000), ")".repeat(10_000));
         let p = parse(&deep);
         assert_eq!(p.diagnostics[0].code, Code::TooDeep);
