@@ -303,6 +303,119 @@ undefined values.
 
     input alloc A : [2]
     output alloc B : [2]   // warning";
+
+    // Guard front ends (spec/frontends.md): E04xx einsum, E05xx/W05xx index notation.
+
+    EinsumSyntax = "E0401", Error, "malformed einsum equation",
+"An einsum equation is a comma-separated list of subscript terms, optionally followed by `->`
+and the output term. Subscripts are ASCII letters; `...` (exactly three dots, at most once per
+term) stands for the dimensions not named by letters. Spaces are ignored.
+
+    teil einsum 'ij,j$->i' --shapes '[[2,3],[3]]'   // error: `$` is not a subscript
+    teil einsum 'ij->i->j' --shapes '[[2,3]]'       // error: `->` given twice";
+
+    EinsumOperandCount = "E0402", Error, "wrong number of shapes",
+"`--shapes` gives one shape per operand of the equation, in order.
+
+    teil einsum 'ij,jk->ik' --shapes '[[2,3]]'   // error: 2 operands, 1 shape";
+
+    EinsumRankMismatch = "E0403", Error, "subscripts do not match the operand's rank",
+"Each operand has one subscript per dimension, or fewer and a `...` that covers the rest.
+
+    teil einsum 'ij->i' --shapes '[[2,3,4]]'   // error: 2 subscripts, 3 dimensions
+    teil einsum '...ij->i...' --shapes '[[2,3,4]]'   // fine: `...` covers [2]";
+
+    EinsumExtentConflict = "E0404", Error, "index bound to different extents",
+"Every occurrence of a subscript letter ranges over one index, so the dimensions it labels must
+have equal extents. Unlike NumPy, an extent of 1 does not broadcast against a larger one for a
+letter; only the dimensions under `...` broadcast.
+
+    teil einsum 'ij,jk->ik' --shapes '[[2,3],[4,5]]'   // error: `j` is 3 and 4";
+
+    EinsumOutputUnknown = "E0405", Error, "output index does not occur in the inputs",
+"An output subscript names a dimension of the result; its extent comes from an operand, so it
+must occur in some operand.
+
+    teil einsum 'ij->iz' --shapes '[[2,3]]'   // error: `z` is in no operand";
+
+    EinsumOutputRepeated = "E0406", Error, "index repeated in the output",
+"Each output subscript names one dimension of the result. To take a diagonal, repeat the index
+in an operand instead (`ii->i`).
+
+    teil einsum 'ij->ii' --shapes '[[2,2]]'   // error";
+
+    EinsumBroadcast = "E0407", Error, "broadcast dimensions do not fit",
+"The dimensions under `...` are aligned from the right across operands, as NumPy broadcasts:
+at each position the extents must be equal or 1 (an extent of 1 is stretched). When the
+operands' `...` cover any dimension, an explicit output must contain `...` too.
+
+    teil einsum '...i,...i->...i' --shapes '[[2,3],[4,3]]'   // error: 2 and 4
+    teil einsum '...i->i' --shapes '[[2,3]]'   // error: the output lacks `...`";
+
+    ShapesSyntax = "E0408", Error, "malformed shape list",
+"`--shapes` is a JSON array of arrays of natural numbers, one array per operand; a scalar
+operand has the shape `[]`.
+
+    teil einsum ',ij->ij' --shapes '[[],[2,3]]'   // fine
+    teil einsum 'ij->ji' --shapes '[2,3]'         // error: not an array of arrays";
+
+    EinsumTooManyOperands = "E0409", Error, "too many einsum operands",
+"An einsum equation may have at most 64 operands (spec/limits.md), so that choosing the order
+of the pairwise contractions stays fast. Split the computation into several equations.";
+
+    TinSyntax = "E0501", Error, "index-notation syntax error",
+"A `.tin` file holds TeIL declarations followed by statements `T(i, j) = e` or `T(i) += e`,
+where `e` is built from accesses `B(i, k)`, scalars `s`, numbers, `+ - * /` and parentheses
+(spec/frontends.md).
+
+    alloc A : [3]
+    alloc B : [3]
+    A(i) = B(i) +      // error: the expression is incomplete";
+
+    TinRankMismatch = "E0502", Error, "wrong number of indices",
+"A tensor is indexed with exactly one index variable per dimension; a scalar is written without
+indices (`s` or `s()`).
+
+    alloc A : [3]
+    alloc B : [3, 4]
+    A(i) = B(i)   // error: `B` has rank 2";
+
+    TinExtentConflict = "E0503", Error, "index ranges over dimensions of different extents",
+"An index variable ranges over one set of values, so every dimension it indexes must have the
+same extent. This is the check that rejects the TVM kernel of the TeIL paper's Fig. 3a, where
+the declarations of `A` and `B` list their extents the wrong way round:
+
+    alloc A : [4, 6]
+    alloc B : [5, 6]
+    alloc C : [4, 5]
+    C(y, x) = A(k, y) * B(k, x)   // error: `k` is 4 in `A` and 5 in `B`";
+
+    TinRepeatedIndex = "E0504", Error, "index repeated on the left-hand side",
+"Each index on the left-hand side names one dimension of the target. Assigning only the
+diagonal of a tensor is not expressible in TeIL.
+
+    alloc A : [3, 3]
+    alloc B : [3]
+    A(i, i) = B(i)   // error";
+
+    TinCompoundAssign = "E0505", Error, "unsupported compound assignment",
+"Only `=` and `+=` assign. Frameworks disagree on what `*=` means when the right-hand side has
+summed indices (Tensor Comprehensions reads it as a product reduction), so write the update out.
+
+    alloc A : [3]
+    alloc B : [3]
+    A(i) *= B(i)   // error: write `A(i) = A(i) * B(i)`";
+
+    TinPartialSum = "W0501", Warning, "summed index missing from a term",
+"An index on the right-hand side that is not on the left is summed over the whole right-hand
+side. A term that does not mention it is therefore counted once per value of the index, i.e.
+multiplied by its extent. Frameworks disagree here (some sum each term over its own indices),
+so the case is flagged.
+
+    alloc A : [3]
+    alloc B : [3, 4]
+    alloc C : [3]
+    A(i) = B(i, k) + C(i)   // warning: means sum_k B(i, k) + 4 * C(i)";
 }
 
 impl Code {

@@ -17,6 +17,7 @@ pub mod check;
 pub mod core;
 pub mod diagnostic;
 pub mod fmt;
+pub mod guard;
 pub mod lexer;
 pub mod limits;
 pub mod parse;

@@ -1,0 +1,527 @@
+//! The index-notation front end (`.tin` files): TACO/TC-style statements to a checked program.
+//!
+//! Meaning of a statement `T(I) = e` (spec/frontends.md, "Index notation"):
+//! - every index variable ranges over dimensions of one extent, taken from the declarations of
+//!   the tensors it indexes (E0503 names the index and labels each occurrence with its extent);
+//! - an index of `e` that is not among `I` is *summed over the whole right-hand side*: the sum
+//!   distributes over `+` and `-`, and a term that does not mention a summed index is multiplied
+//!   by that index's extent (warning W0501, because frameworks disagree here);
+//! - an index of `I` that `e` does not mention broadcasts `e` along it;
+//! - `T(I) += e` is `T(I) = T(I) + e`, with the sum over the indices of `e` alone.
+//!
+//! Each term is lowered as an einsum ([`super::lower`]): products are contracted pairwise in
+//! greedy order, sums of the term's own indices happen as early as possible, and the result is
+//! aligned to `I`. Sub-expressions that are not plain products (a parenthesised sum inside a
+//! product, a division by an indexed expression) are computed over all their indices first,
+//! broadcasting with `expa`, and then enter the product as one factor.
+
+mod syntax;
+
+use super::lower::{distinct, Builder, Factor, Idx};
+use crate::ast::*;
+use crate::check::CheckedProgram;
+use crate::diagnostic::{Code, Diagnostic, Label};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use syntax::{Access, Assign, TExpr, TKind, TStmt};
+
+/// Parses, lowers and checks an index-notation program. `Ok` carries the checked TeIL program
+/// and warnings; `Err` every diagnostic, at least one an error. All spans point into `src`.
+pub fn index_notation(src: &str) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let (file, mut diags) = syntax::parse(src);
+    let mut table: HashMap<&str, &Decl> = HashMap::new();
+    for d in &file.decls {
+        table.entry(d.name.name.as_str()).or_insert(d);
+    }
+    let taken: HashSet<String> = file.decls.iter().map(|d| d.name.name.clone()).collect();
+    let mut b = Builder::new(taken, "_t");
+    for stmt in &file.stmts {
+        lower_statement(stmt, &table, &mut b, &mut diags);
+    }
+    let mut decls = file.decls.clone();
+    if !b.temps.is_empty() && !decls.iter().any(|d| d.qualifier.is_some()) {
+        // Without qualifiers every variable is both read and written by the caller (report
+        // §5). Temporaries must not join that interface, so the user's variables say so
+        // explicitly: `inout` is what an unqualified variable means.
+        for d in &mut decls {
+            d.qualifier = Some(Qualifier::InOut);
+        }
+    }
+    decls.append(&mut b.temps);
+    let program = Program {
+        decls,
+        stmts: std::mem::take(&mut b.stmts),
+    };
+    let front_ok = !diags.iter().any(Diagnostic::is_error);
+    let result = crate::check(program);
+    let sort = |d: &mut Vec<Diagnostic>| {
+        d.sort_by_key(|d| (d.primary.span.start, d.primary.span.end, d.code));
+    };
+    match result {
+        Ok((checked, warnings)) if front_ok => {
+            diags.extend(warnings);
+            sort(&mut diags);
+            Ok((checked, diags))
+        }
+        Ok((_, more)) | Err(more) => {
+            // Statements with front-end errors were dropped, so the checker's warnings (an
+            // output never assigned, a read before a write) may only echo those errors.
+            let echo = !front_ok;
+            diags.extend(more.into_iter().filter(|d| d.is_error() || !echo));
+            sort(&mut diags);
+            Err(diags)
+        }
+    }
+}
+
+/// One occurrence of an index variable inside an access, with the extent it gets there.
+struct Occurrence {
+    span: Span,
+    extent: u64,
+    tensor: String,
+    dim: usize,
+    shape: Vec<u64>,
+}
+
+struct Indices {
+    names: Vec<String>,
+    occurrences: Vec<Vec<Occurrence>>,
+}
+
+impl Indices {
+    fn id(&mut self, name: &str) -> Idx {
+        match self.names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name.to_string());
+                self.occurrences.push(Vec::new());
+                self.names.len() - 1
+            }
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Idx {
+        self.names.iter().position(|n| n == name).unwrap_or(0)
+    }
+}
+
+fn accesses<'a>(e: &'a TExpr, out: &mut Vec<&'a Access>) {
+    match &e.kind {
+        TKind::Num(_) => {}
+        TKind::Access(a) => out.push(a),
+        TKind::Neg(x) | TKind::Paren(x) => accesses(x, out),
+        TKind::Bin(_, a, b) => {
+            accesses(a, out);
+            accesses(b, out);
+        }
+    }
+}
+
+fn shape_str(s: &[u64]) -> String {
+    ShapeDisplay(s).to_string()
+}
+
+/// Resolves names and indices; `None` when the statement cannot be lowered (its errors, if
+/// any, are in `diags`).
+fn resolve(stmt: &TStmt, table: &HashMap<&str, &Decl>, diags: &mut Vec<Diagnostic>) -> Option<Indices> {
+    let mut ix = Indices {
+        names: Vec::new(),
+        occurrences: Vec::new(),
+    };
+    let mut all = vec![&stmt.target];
+    accesses(&stmt.rhs, &mut all);
+    let mut ok = true;
+    for (k, a) in all.iter().enumerate() {
+        let Some(decl) = table.get(a.name.name.as_str()) else {
+            let (code, msg, rule) = if k == 0 {
+                (Code::AssignUndeclared, "assignment to undeclared variable", "OK-Stmt")
+            } else {
+                (Code::UndeclaredVar, "use of undeclared variable", "T-Var")
+            };
+            diags.push(
+                Diagnostic::new(code, format!("{msg} `{}`", a.name.name), a.name.span.clone(), "not declared")
+                    .with_rule(rule)
+                    .with_help(format!(
+                        "declare it first, e.g. `alloc {} : [{}]`",
+                        a.name.name,
+                        vec!["4"; a.indices.len()].join(", ")
+                    )),
+            );
+            ok = false;
+            continue;
+        };
+        let shape = decl.shape();
+        if shape.contains(&0) {
+            // The checker reports the declaration (E0102); nothing sensible to lower.
+            ok = false;
+            continue;
+        }
+        if a.indices.len() != shape.len() {
+            let used = match a.indices.len() {
+                0 => "used without indices".to_string(),
+                1 => "indexed with 1 index".to_string(),
+                n => format!("indexed with {n} indices"),
+            };
+            let mut d = Diagnostic::new(
+                Code::TinRankMismatch,
+                format!("`{}` has rank {} but is {used}", a.name.name, shape.len()),
+                a.span.clone(),
+                format!("needs {} ind{}", shape.len(), if shape.len() == 1 { "ex" } else { "ices" }),
+            )
+            .with_label(
+                decl.name.span.clone(),
+                format!("`{}` is declared with shape {}", a.name.name, shape_str(&shape)),
+            );
+            if a.indices.is_empty() {
+                let idx: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
+                d = d.with_help(format!("write `{}({})`", a.name.name, idx.join(", ")));
+            }
+            diags.push(d);
+            ok = false;
+            continue;
+        }
+        for (dim, i) in a.indices.iter().enumerate() {
+            let id = ix.id(&i.name);
+            ix.occurrences[id].push(Occurrence {
+                span: i.span.clone(),
+                extent: shape[dim],
+                tensor: a.name.name.clone(),
+                dim: dim + 1,
+                shape: shape.clone(),
+            });
+        }
+    }
+    if !ok {
+        return None;
+    }
+    for (id, occ) in ix.occurrences.iter().enumerate() {
+        let first = occ[0].extent;
+        if occ.iter().all(|o| o.extent == first) {
+            continue;
+        }
+        let name = &ix.names[id];
+        let here = |o: &Occurrence| {
+            format!(
+                "`{name}` has extent {} here (dimension {} of `{} : {}`)",
+                o.extent,
+                o.dim,
+                o.tensor,
+                shape_str(&o.shape)
+            )
+        };
+        let mut d = Diagnostic::new(
+            Code::TinExtentConflict,
+            format!("index `{name}` ranges over dimensions of different extents"),
+            occ[0].span.clone(),
+            here(&occ[0]),
+        );
+        for o in &occ[1..] {
+            d = d.with_label(o.span.clone(), here(o));
+        }
+        diags.push(
+            d.with_note("every occurrence of an index variable must range over the same extent")
+                .with_help(
+                    "check the order of the extents in the declarations, or use different index \
+                     variables for dimensions of different extents",
+                ),
+        );
+        ok = false;
+    }
+    let mut seen: HashMap<&str, &Ident> = HashMap::new();
+    for i in &stmt.target.indices {
+        if let Some(first) = seen.insert(i.name.as_str(), i) {
+            diags.push(
+                Diagnostic::new(
+                    Code::TinRepeatedIndex,
+                    format!("index `{}` occurs twice on the left-hand side", i.name),
+                    i.span.clone(),
+                    "repeated here",
+                )
+                .with_label(first.span.clone(), "first here")
+                .with_note(
+                    "each index on the left names one dimension of the target; assigning only \
+                     a diagonal is not expressible in TeIL",
+                ),
+            );
+            ok = false;
+        }
+    }
+    ok.then_some(ix)
+}
+
+/// The labels an expression mentions, each once, in order of first occurrence.
+fn labels(e: &TExpr, ix: &Indices) -> Vec<Idx> {
+    let mut acc = Vec::new();
+    accesses(e, &mut acc);
+    let all: Vec<Idx> = acc
+        .iter()
+        .flat_map(|a| a.indices.iter().map(|i| ix.lookup(&i.name)))
+        .collect();
+    distinct(&all)
+}
+
+/// The additive terms of `e` with their signs (`true` = subtracted).
+fn terms<'a>(e: &'a TExpr, neg: bool, out: &mut Vec<(bool, &'a TExpr)>) {
+    match &e.kind {
+        TKind::Bin(BinOp::Add, a, b) => {
+            terms(a, neg, out);
+            terms(b, neg, out);
+        }
+        TKind::Bin(BinOp::Sub, a, b) => {
+            terms(a, neg, out);
+            terms(b, !neg, out);
+        }
+        TKind::Paren(x) => terms(x, neg, out),
+        TKind::Neg(x) => terms(x, !neg, out),
+        _ => out.push((neg, e)),
+    }
+}
+
+/// A product split into factors and index-free divisors, with the sign it carries.
+struct Product<'a> {
+    neg: bool,
+    factors: Vec<&'a TExpr>,
+    divisors: Vec<&'a TExpr>,
+}
+
+fn collect<'a>(e: &'a TExpr, ix: &Indices, p: &mut Product<'a>) {
+    match &e.kind {
+        TKind::Paren(x) if !matches!(x.kind, TKind::Bin(BinOp::Add | BinOp::Sub, ..)) => {
+            collect(x, ix, p)
+        }
+        TKind::Bin(BinOp::Mul, a, b) => {
+            collect(a, ix, p);
+            collect(b, ix, p);
+        }
+        TKind::Bin(BinOp::Div, a, c) if labels(c, ix).is_empty() => {
+            collect(a, ix, p);
+            p.divisors.push(c);
+        }
+        TKind::Neg(x) => {
+            p.neg = !p.neg;
+            collect(x, ix, p);
+        }
+        _ => p.factors.push(e),
+    }
+}
+
+struct Lowerer<'b> {
+    b: &'b mut Builder,
+    ix: Indices,
+    ext: Vec<u64>,
+    keep_all: Vec<bool>,
+}
+
+impl Lowerer<'_> {
+    fn access(&self, a: &Access) -> Factor {
+        let idx = a.indices.iter().map(|i| self.ix.lookup(&i.name)).collect();
+        Factor::new(self.b.var(&a.name.name, a.span.clone()), idx)
+    }
+
+    /// One factor of a product: an access keeps its repeated indices for the contraction to
+    /// resolve; anything else is computed over all its indices.
+    fn factor(&mut self, e: &TExpr) -> Factor {
+        match &e.kind {
+            TKind::Access(a) => self.access(a),
+            TKind::Num(v) => Factor::new(self.b.lit(*v), Vec::new()),
+            _ => self.full(e),
+        }
+    }
+
+    /// The product `p`, summed over every label not in `keep`.
+    fn product(&mut self, p: &Product<'_>, keep: &[bool]) -> Factor {
+        let factors = p.factors.iter().map(|e| self.factor(e)).collect();
+        let ext = self.ext.clone();
+        let mut f = self.b.contract(factors, keep, &ext);
+        for d in &p.divisors {
+            let s = self.full(d);
+            f.expr = self.b.binary(BinOp::Div, f.expr, s.expr);
+            f = self.b.bind(f, &ext);
+        }
+        f
+    }
+
+    fn negate(&mut self, mut f: Factor) -> Factor {
+        f.expr = self.b.binary(BinOp::Mul, self.b.lit(-1.0), f.expr);
+        let ext = self.ext.clone();
+        self.b.bind(f, &ext)
+    }
+
+    /// `e` over all of its labels (each once), nothing summed.
+    fn full(&mut self, e: &TExpr) -> Factor {
+        let ext = self.ext.clone();
+        match &e.kind {
+            TKind::Paren(x) => self.full(x),
+            TKind::Num(v) => Factor::new(self.b.lit(*v), Vec::new()),
+            TKind::Bin(op @ (BinOp::Add | BinOp::Sub | BinOp::Div), a, c)
+                if *op != BinOp::Div || !labels(c, &self.ix).is_empty() =>
+            {
+                let fa = self.full(a);
+                let fc = self.full(c);
+                let f = if *op == BinOp::Div && fc.idx.is_empty() {
+                    Factor::new(self.b.binary(BinOp::Div, fa.expr, fc.expr), fa.idx)
+                } else {
+                    let mut order = fa.idx.clone();
+                    order.extend(fc.idx.iter().copied().filter(|l| !fa.idx.contains(l)));
+                    self.b.elementwise(*op, fa, fc, &order, &ext)
+                };
+                self.b.bind(f, &ext)
+            }
+            _ => {
+                let mut p = Product {
+                    neg: false,
+                    factors: Vec::new(),
+                    divisors: Vec::new(),
+                };
+                collect(e, &self.ix, &mut p);
+                let keep = self.keep_all.clone();
+                let f = self.product(&p, &keep);
+                if p.neg {
+                    self.negate(f)
+                } else {
+                    f
+                }
+            }
+        }
+    }
+}
+
+fn lower_statement(
+    stmt: &TStmt,
+    table: &HashMap<&str, &Decl>,
+    b: &mut Builder,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let Some(ix) = resolve(stmt, table, diags) else {
+        return;
+    };
+    let ext: Vec<u64> = ix.occurrences.iter().map(|o| o[0].extent).collect();
+    let lhs: Vec<Idx> = stmt.target.indices.iter().map(|i| ix.lookup(&i.name)).collect();
+    let mut keep = vec![false; ext.len()];
+    for &l in &lhs {
+        keep[l] = true;
+    }
+    let summed: Vec<Idx> = labels(&stmt.rhs, &ix).into_iter().filter(|l| !keep[*l]).collect();
+    partial_sum_warnings(stmt, &ix, &summed, &ext, diags);
+
+    b.span = stmt.span.clone();
+    let mut lw = Lowerer {
+        b,
+        keep_all: vec![true; ext.len()],
+        ix,
+        ext: ext.clone(),
+    };
+    let mut parts = Vec::new();
+    terms(&stmt.rhs, false, &mut parts);
+    let mut acc: Option<Factor> = None;
+    for (neg, t) in parts {
+        let mut p = Product {
+            neg,
+            factors: Vec::new(),
+            divisors: Vec::new(),
+        };
+        collect(t, &lw.ix, &mut p);
+        let mut f = lw.product(&p, &keep);
+        let present = labels(t, &lw.ix);
+        let coef: f64 = summed
+            .iter()
+            .filter(|l| !present.contains(l))
+            .map(|&l| ext[l] as f64)
+            .product();
+        if summed.iter().any(|l| !present.contains(l)) {
+            f.expr = lw.b.binary(BinOp::Mul, lw.b.lit(coef), f.expr);
+        }
+        let f = lw.b.align(f, &lhs, &ext);
+        let f = lw.b.bind(f, &ext);
+        let next = match acc.take() {
+            None if p.neg => lw.negate(f),
+            None => f,
+            Some(a) => {
+                let op = if p.neg { BinOp::Sub } else { BinOp::Add };
+                Factor::new(lw.b.binary(op, a.expr, f.expr), lhs.clone())
+            }
+        };
+        acc = Some(lw.b.bind(next, &ext));
+    }
+    let Some(value) = acc else {
+        return;
+    };
+    let target = &stmt.target.name;
+    let value = match stmt.assign {
+        Assign::Set => value.expr,
+        Assign::Add => lw.b.binary(
+            BinOp::Add,
+            lw.b.var(&target.name, stmt.target.span.clone()),
+            value.expr,
+        ),
+    };
+    lw.b.stmts.push(Stmt {
+        target: target.clone(),
+        value,
+        span: stmt.span.clone(),
+    });
+}
+
+/// W0501: a summed index missing from one side of a `+` or `-`.
+fn partial_sum_warnings(stmt: &TStmt, ix: &Indices, summed: &[Idx], ext: &[u64], diags: &mut Vec<Diagnostic>) {
+    let mut lacking: BTreeMap<Idx, Vec<Span>> = BTreeMap::new();
+    walk_sums(&stmt.rhs, ix, summed, &mut lacking);
+    for (l, spans) in lacking {
+        let name = &ix.names[l];
+        let first_use = ix.occurrences[l]
+            .iter()
+            .find(|o| o.span.start >= stmt.rhs.span.start)
+            .map(|o| o.span.clone());
+        let mut d = Diagnostic::new(
+            Code::TinPartialSum,
+            format!("summed index `{name}` does not occur in every term"),
+            spans[0].clone(),
+            format!("this term does not mention `{name}`"),
+        );
+        for s in &spans[1..] {
+            d.secondary.push(Label::new(s.clone(), format!("nor does this term")));
+        }
+        if let Some(u) = first_use {
+            d = d.with_label(
+                u,
+                format!("`{name}` is summed because it does not occur on the left-hand side"),
+            );
+        }
+        diags.push(
+            d.with_note(format!(
+                "the sum over `{name}` covers the whole right-hand side, so a term without `{name}` \
+                 counts once for each of its {} values (spec/frontends.md)",
+                ext[l]
+            ))
+            .with_help(format!(
+                "to sum only the terms that mention `{name}`, assign them to a tensor of their own first"
+            )),
+        );
+    }
+}
+
+fn walk_sums(e: &TExpr, ix: &Indices, summed: &[Idx], lacking: &mut BTreeMap<Idx, Vec<Span>>) {
+    match &e.kind {
+        TKind::Num(_) | TKind::Access(_) => {}
+        TKind::Neg(x) | TKind::Paren(x) => walk_sums(x, ix, summed, lacking),
+        TKind::Bin(op, a, b) => {
+            if matches!(op, BinOp::Add | BinOp::Sub) {
+                let (la, lb) = (labels(a, ix), labels(b, ix));
+                for &l in summed {
+                    let side = match (la.contains(&l), lb.contains(&l)) {
+                        (true, false) => b,
+                        (false, true) => a,
+                        _ => continue,
+                    };
+                    let mut parts = Vec::new();
+                    terms(side, false, &mut parts);
+                    lacking
+                        .entry(l)
+                        .or_default()
+                        .extend(parts.iter().map(|(_, t)| t.span.clone()));
+                }
+            }
+            walk_sums(a, ix, summed, lacking);
+            walk_sums(b, ix, summed, lacking);
+        }
+    }
+}
