@@ -15,7 +15,7 @@ pub fn check(files: &[String], format: Format, color: Color) -> u8 {
                 continue;
             }
         };
-        let diags = match teil::compile(&src.text) {
+        let diags = match teil::guard::load(&src.name, &src.text) {
             Ok((_, warnings)) => warnings,
             Err(diags) => {
                 status = status.max(1);

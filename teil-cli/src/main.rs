@@ -7,7 +7,9 @@
 //! dispatches.
 
 mod check;
+mod einsum;
 mod input;
+mod lower;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
@@ -75,6 +77,37 @@ enum Command {
     },
     /// Print the long explanation of a diagnostic code (for example `E0305`).
     Explain { code: String },
+    /// Lower a NumPy-style einsum equation to a TeIL program (inputs in0, in1, ..., output out).
+    Einsum {
+        /// The equation, e.g. `ij,jk->ik`.
+        #[arg(allow_hyphen_values = true)]
+        equation: String,
+        /// One shape per operand, as JSON: `[[2,3],[3,4]]`; a scalar operand is `[]`.
+        #[arg(long)]
+        shapes: String,
+        /// Write the program here (atomically) instead of to standard output.
+        #[arg(short, long)]
+        output: Option<String>,
+        #[arg(long, value_enum, default_value_t)]
+        syntax: FmtSyntax,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+        #[arg(long, value_enum, default_value_t)]
+        color: Color,
+    },
+    /// Print the TeIL program an index-notation file (`.tin`) lowers to; `-` reads standard input.
+    Lower {
+        file: String,
+        /// Write the program here (atomically) instead of to standard output.
+        #[arg(short, long)]
+        output: Option<String>,
+        #[arg(long, value_enum, default_value_t)]
+        syntax: FmtSyntax,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+        #[arg(long, value_enum, default_value_t)]
+        color: Color,
+    },
 }
 
 fn main() -> ExitCode {
@@ -92,6 +125,21 @@ fn main() -> ExitCode {
             color,
         } => check::fmt(&file, syntax, core, color),
         Command::Explain { code } => check::explain(&code),
+        Command::Einsum {
+            equation,
+            shapes,
+            output,
+            syntax,
+            format,
+            color,
+        } => einsum::einsum(&equation, &shapes, output.as_deref(), syntax, format, color),
+        Command::Lower {
+            file,
+            output,
+            syntax,
+            format,
+            color,
+        } => lower::lower(&file, output.as_deref(), syntax, format, color),
     };
     ExitCode::from(code)
 }

@@ -108,8 +108,12 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<Diagnostic>> {
                 let span = i..i + 3;
                 if let Some((_, first)) = &cur.ellipsis {
                     errors.push(
-                        syntax("`...` given twice in one term", span.clone(), "second `...`")
-                            .with_label(first.clone(), "first `...`"),
+                        syntax(
+                            "`...` given twice in one term",
+                            span.clone(),
+                            "second `...`",
+                        )
+                        .with_label(first.clone(), "first `...`"),
                     );
                 } else {
                     cur.ellipsis = Some((cur.labels.len(), span.clone()));
@@ -160,7 +164,10 @@ pub fn parse_shapes(text: &str) -> Result<Vec<Vec<u64>>, Diagnostic> {
     let shapes = p.list()?;
     p.skip_ws();
     if p.pos < text.len() {
-        return Err(p.error("unexpected text after the shape list", "expected the end here"));
+        return Err(p.error(
+            "unexpected text after the shape list",
+            "expected the end here",
+        ));
     }
     Ok(shapes)
 }
@@ -178,7 +185,10 @@ impl ShapeParser<'_> {
     }
 
     fn error(&self, msg: &str, label: &str) -> Diagnostic {
-        let w = self.text[self.pos..].chars().next().map_or(0, char::len_utf8);
+        let w = self.text[self.pos..]
+            .chars()
+            .next()
+            .map_or(0, char::len_utf8);
         Diagnostic::new(Code::ShapesSyntax, msg, self.pos..self.pos + w, label).with_help(
             "shapes are written as a JSON array of arrays of extents, e.g. `[[2,3],[3,4]]`; a \
              scalar operand has the shape `[]`",
@@ -229,7 +239,10 @@ impl ShapeParser<'_> {
     fn extent(&mut self) -> Result<u64, Diagnostic> {
         self.skip_ws();
         let start = self.pos;
-        let n = self.text[start..].bytes().take_while(u8::is_ascii_digit).count();
+        let n = self.text[start..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
         if n == 0 {
             return Err(self.error("expected an extent", "expected a natural number here"));
         }
@@ -237,7 +250,10 @@ impl ShapeParser<'_> {
         self.text[start..self.pos].parse::<u64>().map_err(|_| {
             Diagnostic::new(
                 Code::ShapesSyntax,
-                format!("extent `{}` does not fit in 64 bits", &self.text[start..self.pos]),
+                format!(
+                    "extent `{}` does not fit in 64 bits",
+                    &self.text[start..self.pos]
+                ),
                 start..self.pos,
                 "too large",
             )
@@ -299,7 +315,9 @@ pub fn einsum<S: AsRef<[u64]>>(
             inputs_span,
             plural(n, "operand"),
         )
-        .with_help("give one shape per operand, in order, e.g. `--shapes '[[2,3],[3,4]]'`")]);
+        .with_help(
+            "give one shape per operand, in order, e.g. `--shapes '[[2,3],[3,4]]'`",
+        )]);
     }
 
     let mut errors = Vec::new();
@@ -312,7 +330,11 @@ pub fn einsum<S: AsRef<[u64]>>(
             None => s.len() == named,
         };
         if !ok {
-            let want = if t.ellipsis.is_some() { "at least " } else { "" };
+            let want = if t.ellipsis.is_some() {
+                "at least "
+            } else {
+                ""
+            };
             errors.push(
                 Diagnostic::new(
                     Code::EinsumRankMismatch,
@@ -326,7 +348,9 @@ pub fn einsum<S: AsRef<[u64]>>(
                     t.span.clone(),
                     format!("needs a shape with {want}{named} dimensions"),
                 )
-                .with_help("write one subscript per dimension, or `...` for the dimensions not named"),
+                .with_help(
+                    "write one subscript per dimension, or `...` for the dimensions not named",
+                ),
             );
             continue;
         }
@@ -383,7 +407,11 @@ pub fn einsum<S: AsRef<[u64]>>(
             Code::EinsumExtentConflict,
             format!(
                 "index `{c}` is bound to different extents ({})",
-                extents.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                extents
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             occ[0].span.clone(),
             here(&occ[0]),
@@ -438,14 +466,15 @@ pub fn einsum<S: AsRef<[u64]>>(
         for k in 0..shapes.len() {
             if let Some((at, span)) = &eq.inputs[k].ellipsis {
                 let dims = &shapes[k][*at..*at + ell_rank[k]];
-                d = d.with_label(span.clone(), format!("`...` of operand {k} covers {}", shape_str(dims)));
+                d = d.with_label(
+                    span.clone(),
+                    format!("`...` of operand {k} covers {}", shape_str(dims)),
+                );
             }
         }
-        errors.push(
-            d.with_note(
-                "aligned from the right, each position needs equal extents or an extent of 1",
-            ),
-        );
+        errors.push(d.with_note(
+            "aligned from the right, each position needs equal extents or an extent of 1",
+        ));
         break;
     }
 
@@ -487,7 +516,10 @@ pub fn einsum<S: AsRef<[u64]>>(
                 }
                 output.push(OutLabel::Label(*c));
             }
-            if t.ellipsis.as_ref().is_some_and(|(at, _)| *at == t.labels.len()) {
+            if t.ellipsis
+                .as_ref()
+                .is_some_and(|(at, _)| *at == t.labels.len())
+            {
                 output.push(OutLabel::Ellipsis);
             }
             if t.ellipsis.is_none() && b_rank > 0 {
@@ -569,7 +601,10 @@ pub fn einsum<S: AsRef<[u64]>>(
             }
             idx.push(letter_idx(*c));
         }
-        if t.ellipsis.as_ref().is_some_and(|(at, _)| *at == t.labels.len()) {
+        if t.ellipsis
+            .as_ref()
+            .is_some_and(|(at, _)| *at == t.labels.len())
+        {
             idx.extend((0..ell_rank[k]).map(|q| ell_idx(off + q)));
         }
         let mut f = Factor::new(b.var(&name, t.span.clone()), idx);
@@ -590,7 +625,10 @@ pub fn einsum<S: AsRef<[u64]>>(
     decls.push(Decl {
         qualifier: Some(Qualifier::Output),
         name: Ident::new("out", out_span.clone()),
-        extents: out_shape.iter().map(|&n| Nat::new(n, out_span.clone())).collect(),
+        extents: out_shape
+            .iter()
+            .map(|&n| Nat::new(n, out_span.clone()))
+            .collect(),
         span: out_span,
     });
     let mut stmts = std::mem::take(&mut b.stmts);
@@ -626,15 +664,24 @@ mod tests {
             }
             s
         };
-        (e.inputs.iter().map(show).collect(), e.output.as_ref().map(show))
+        (
+            e.inputs.iter().map(show).collect(),
+            e.output.as_ref().map(show),
+        )
     }
 
     #[test]
     fn equations_parse_like_numpy() {
-        assert_eq!(terms("ij,jk->ik"), (vec!["ij".into(), "jk".into()], Some("ik".into())));
+        assert_eq!(
+            terms("ij,jk->ik"),
+            (vec!["ij".into(), "jk".into()], Some("ik".into()))
+        );
         assert_eq!(terms(" ii "), (vec!["ii".into()], None));
         assert_eq!(terms(",ij"), (vec!["".into(), "ij".into()], None));
-        assert_eq!(terms("...ij,j...->...i"), (vec!["...ij".into(), "j...".into()], Some("...i".into())));
+        assert_eq!(
+            terms("...ij,j...->...i"),
+            (vec!["...ij".into(), "j...".into()], Some("...i".into()))
+        );
         assert_eq!(terms("i->"), (vec!["i".into()], Some("".into())));
     }
 
@@ -651,7 +698,10 @@ mod tests {
 
     #[test]
     fn shapes_parse_as_json_arrays() {
-        assert_eq!(parse_shapes("[[2,3], [3, 4]]").unwrap(), vec![vec![2, 3], vec![3, 4]]);
+        assert_eq!(
+            parse_shapes("[[2,3], [3, 4]]").unwrap(),
+            vec![vec![2, 3], vec![3, 4]]
+        );
         assert_eq!(parse_shapes(" [[],[5]] ").unwrap(), vec![vec![], vec![5]]);
         assert_eq!(parse_shapes("[]").unwrap(), Vec::<Vec<u64>>::new());
         let e = parse_shapes("[[2,x]]").unwrap_err();

@@ -93,7 +93,11 @@ impl Builder {
 
     /// `red+ (p+1) e` — removes the label at 0-based position `p`.
     pub fn reduce(&self, mut f: Factor, p: usize) -> Factor {
-        f.expr = self.node(ExprKind::Reduce(RedOp::Sum, self.nat(p as u64 + 1), Box::new(f.expr)));
+        f.expr = self.node(ExprKind::Reduce(
+            RedOp::Sum,
+            self.nat(p as u64 + 1),
+            Box::new(f.expr),
+        ));
         f.idx.remove(p);
         f
     }
@@ -168,8 +172,16 @@ impl Builder {
     /// Brings `f` (distinct labels, all in `order`) into exactly the label order `order`:
     /// transpositions for the labels it has, `expa` for the ones it lacks.
     pub fn align(&self, mut f: Factor, order: &[Idx], ext: &[u64]) -> Factor {
-        let present: Vec<Idx> = order.iter().copied().filter(|l| f.idx.contains(l)).collect();
-        debug_assert_eq!(present.len(), f.idx.len(), "factor has labels outside the order");
+        let present: Vec<Idx> = order
+            .iter()
+            .copied()
+            .filter(|l| f.idx.contains(l))
+            .collect();
+        debug_assert_eq!(
+            present.len(),
+            f.idx.len(),
+            "factor has labels outside the order"
+        );
         for (k, want) in present.iter().enumerate() {
             if f.idx[k] != *want {
                 let p = f.idx.iter().position(|l| l == want).unwrap_or(k);
@@ -186,7 +198,14 @@ impl Builder {
 
     /// Broadcasts `f` to the labels `order` and applies `op` element-wise with `g` broadcast
     /// the same way. `order` must contain every label of both.
-    pub fn elementwise(&self, op: BinOp, f: Factor, g: Factor, order: &[Idx], ext: &[u64]) -> Factor {
+    pub fn elementwise(
+        &self,
+        op: BinOp,
+        f: Factor,
+        g: Factor,
+        order: &[Idx],
+        ext: &[u64],
+    ) -> Factor {
         let f = self.align(f, order, ext);
         let g = self.align(g, order, ext);
         Factor::new(self.binary(op, f.expr, g.expr), f.idx)
@@ -305,8 +324,20 @@ impl Builder {
 
     /// Multiplies two factors, summing the shared labels that occur nowhere else and are not
     /// kept; `count` is updated to the factors that remain.
-    fn merge(&self, a: Factor, b: Factor, keep: &[bool], count: &mut [usize], ext: &[u64]) -> Factor {
-        let shared: Vec<Idx> = a.idx.iter().copied().filter(|l| b.idx.contains(l)).collect();
+    fn merge(
+        &self,
+        a: Factor,
+        b: Factor,
+        keep: &[bool],
+        count: &mut [usize],
+        ext: &[u64],
+    ) -> Factor {
+        let shared: Vec<Idx> = a
+            .idx
+            .iter()
+            .copied()
+            .filter(|l| b.idx.contains(l))
+            .collect();
         let summed = |l: Idx, count: &[usize]| !keep[l] && count[l] == 2;
         let mut f;
         if same_set(&a.idx, &b.idx) {
@@ -389,12 +420,17 @@ fn choose_pair(tensors: &[Factor], keep: &[bool], count: &[usize], ext: &[u64]) 
             if !a.iter().any(|l| b.contains(l)) {
                 continue;
             }
-            let result = a.iter().chain(b.iter().filter(|l| !a.contains(l))).copied().filter(|&l| {
-                let shared = a.contains(&l) && b.contains(&l);
-                !(shared && !keep[l] && count[l] == 2)
-            });
+            let result = a
+                .iter()
+                .chain(b.iter().filter(|l| !a.contains(l)))
+                .copied()
+                .filter(|&l| {
+                    let shared = a.contains(&l) && b.contains(&l);
+                    !(shared && !keep[l] && count[l] == 2)
+                });
             let r = size(result, ext);
-            let cost = clamp_i128(r) - clamp_i128(size(a.iter().copied(), ext))
+            let cost = clamp_i128(r)
+                - clamp_i128(size(a.iter().copied(), ext))
                 - clamp_i128(size(b.iter().copied(), ext));
             let key = (cost, r);
             if best.as_ref().is_none_or(|(k, _, _)| key < *k) {

@@ -122,7 +122,11 @@ fn shape_str(s: &[u64]) -> String {
 
 /// Resolves names and indices; `None` when the statement cannot be lowered (its errors, if
 /// any, are in `diags`).
-fn resolve(stmt: &TStmt, table: &HashMap<&str, &Decl>, diags: &mut Vec<Diagnostic>) -> Option<Indices> {
+fn resolve(
+    stmt: &TStmt,
+    table: &HashMap<&str, &Decl>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Indices> {
     let mut ix = Indices {
         names: Vec::new(),
         occurrences: Vec::new(),
@@ -133,18 +137,27 @@ fn resolve(stmt: &TStmt, table: &HashMap<&str, &Decl>, diags: &mut Vec<Diagnosti
     for (k, a) in all.iter().enumerate() {
         let Some(decl) = table.get(a.name.name.as_str()) else {
             let (code, msg, rule) = if k == 0 {
-                (Code::AssignUndeclared, "assignment to undeclared variable", "OK-Stmt")
+                (
+                    Code::AssignUndeclared,
+                    "assignment to undeclared variable",
+                    "OK-Stmt",
+                )
             } else {
                 (Code::UndeclaredVar, "use of undeclared variable", "T-Var")
             };
             diags.push(
-                Diagnostic::new(code, format!("{msg} `{}`", a.name.name), a.name.span.clone(), "not declared")
-                    .with_rule(rule)
-                    .with_help(format!(
-                        "declare it first, e.g. `alloc {} : [{}]`",
-                        a.name.name,
-                        vec!["4"; a.indices.len()].join(", ")
-                    )),
+                Diagnostic::new(
+                    code,
+                    format!("{msg} `{}`", a.name.name),
+                    a.name.span.clone(),
+                    "not declared",
+                )
+                .with_rule(rule)
+                .with_help(format!(
+                    "declare it first, e.g. `alloc {} : [{}]`",
+                    a.name.name,
+                    vec!["4"; a.indices.len()].join(", ")
+                )),
             );
             ok = false;
             continue;
@@ -165,11 +178,19 @@ fn resolve(stmt: &TStmt, table: &HashMap<&str, &Decl>, diags: &mut Vec<Diagnosti
                 Code::TinRankMismatch,
                 format!("`{}` has rank {} but is {used}", a.name.name, shape.len()),
                 a.span.clone(),
-                format!("needs {} ind{}", shape.len(), if shape.len() == 1 { "ex" } else { "ices" }),
+                format!(
+                    "needs {} ind{}",
+                    shape.len(),
+                    if shape.len() == 1 { "ex" } else { "ices" }
+                ),
             )
             .with_label(
                 decl.name.span.clone(),
-                format!("`{}` is declared with shape {}", a.name.name, shape_str(&shape)),
+                format!(
+                    "`{}` is declared with shape {}",
+                    a.name.name,
+                    shape_str(&shape)
+                ),
             );
             if a.indices.is_empty() {
                 let idx: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
@@ -395,12 +416,20 @@ fn lower_statement(
         return;
     };
     let ext: Vec<u64> = ix.occurrences.iter().map(|o| o[0].extent).collect();
-    let lhs: Vec<Idx> = stmt.target.indices.iter().map(|i| ix.lookup(&i.name)).collect();
+    let lhs: Vec<Idx> = stmt
+        .target
+        .indices
+        .iter()
+        .map(|i| ix.lookup(&i.name))
+        .collect();
     let mut keep = vec![false; ext.len()];
     for &l in &lhs {
         keep[l] = true;
     }
-    let summed: Vec<Idx> = labels(&stmt.rhs, &ix).into_iter().filter(|l| !keep[*l]).collect();
+    let summed: Vec<Idx> = labels(&stmt.rhs, &ix)
+        .into_iter()
+        .filter(|l| !keep[*l])
+        .collect();
     partial_sum_warnings(stmt, &ix, &summed, &ext, diags);
 
     b.span = stmt.span.clone();
@@ -462,7 +491,13 @@ fn lower_statement(
 }
 
 /// W0501: a summed index missing from one side of a `+` or `-`.
-fn partial_sum_warnings(stmt: &TStmt, ix: &Indices, summed: &[Idx], ext: &[u64], diags: &mut Vec<Diagnostic>) {
+fn partial_sum_warnings(
+    stmt: &TStmt,
+    ix: &Indices,
+    summed: &[Idx],
+    ext: &[u64],
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut lacking: BTreeMap<Idx, Vec<Span>> = BTreeMap::new();
     walk_sums(&stmt.rhs, ix, summed, &mut lacking);
     for (l, spans) in lacking {
@@ -478,7 +513,8 @@ fn partial_sum_warnings(stmt: &TStmt, ix: &Indices, summed: &[Idx], ext: &[u64],
             format!("this term does not mention `{name}`"),
         );
         for s in &spans[1..] {
-            d.secondary.push(Label::new(s.clone(), format!("nor does this term")));
+            d.secondary
+                .push(Label::new(s.clone(), format!("nor does this term")));
         }
         if let Some(u) = first_use {
             d = d.with_label(

@@ -128,7 +128,11 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
             // `red+` and `red*` are single TeIL tokens; here they are a name and an operator.
             Token::Red(RedOp::Sum | RedOp::Product) => {
                 out.push((Tok::Ident("red"), span.start..span.start + 3));
-                let op = if text.ends_with('+') { Tok::Plus } else { Tok::Star };
+                let op = if text.ends_with('+') {
+                    Tok::Plus
+                } else {
+                    Tok::Star
+                };
                 out.push((op, span.start + 3..span.end));
                 continue;
             }
@@ -148,7 +152,11 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
             Token::RParen => Tok::RParen,
             Token::Comma => Tok::Comma,
             Token::Eq => Tok::Eq,
-            Token::Hash | Token::Dot | Token::Caret | Token::LBracket | Token::RBracket
+            Token::Hash
+            | Token::Dot
+            | Token::Caret
+            | Token::LBracket
+            | Token::RBracket
             | Token::Colon => Tok::Other(text),
         };
         out.push((tok, span));
@@ -579,7 +587,10 @@ mod tests {
     fn every_bad_item_is_reported() {
         let (f, d) = parse("A(i) = B(i) +\nA(i,) = B(i)\nA(i) *= 2\nA(i) = B(i)");
         let codes: Vec<Code> = d.iter().map(|d| d.code).collect();
-        assert_eq!(codes, vec![Code::TinSyntax, Code::TinSyntax, Code::TinCompoundAssign]);
+        assert_eq!(
+            codes,
+            vec![Code::TinSyntax, Code::TinSyntax, Code::TinCompoundAssign]
+        );
         assert_eq!(f.stmts.len(), 1);
     }
 
