@@ -13,8 +13,11 @@
 pub mod domain;
 pub mod error;
 pub mod fast;
+pub mod npy;
 pub mod oracle;
 pub mod store;
+pub mod trace;
+pub mod undefined;
 
 pub use domain::{Domain, Val};
 pub use error::{Access, RunError};
@@ -178,7 +181,6 @@ pub fn ulps_apart(x: f64, y: f64) -> u64 {
     };
     u64::try_from((key(x) - key(y)).unsigned_abs()).unwrap_or(u64::MAX)
 }
-
 
 /// The initial store of the fast evaluator: every declared variable, NaN (`•`) except for the
 /// caller's values in `inputs`.

@@ -1,0 +1,220 @@
+//! Where undefined cells in a result come from.
+//!
+//! At the boundary `•` and NaN are both written as NaN. To tell the caller which result cells
+//! are undefined and which uninitialized variables they came from, this module runs the fast
+//! evaluator in [`Mode::Definedness`]: every initially undefined cell (a variable the caller did
+//! not supply, or a NaN the caller did supply) becomes NaN, every defined cell 1.0, and the
+//! program then yields NaN exactly in the cells the oracle computes as `•`. One more run per
+//! source variable, with only that variable's cells undefined, attributes the cells to it.
+//! NaN cells that are defined in this sense came from IEEE arithmetic (`0/0`, `inf - inf`).
+//!
+//! Backends other than the fast evaluator reuse this unchanged: it needs only the program, the
+//! caller's inputs and the results.
+
+use crate::error::RunError;
+use crate::fast::{self, FastStore, Mode};
+use crate::Tensor;
+use ndarray::{ArrayD, IxDyn};
+use std::collections::BTreeMap;
+use teil::CheckedProgram;
+
+/// Most source variables attributed one by one; beyond this, sources are listed without the
+/// per-variable runs (each costs one evaluation of the program).
+pub const MAX_ATTRIBUTED_SOURCES: usize = 16;
+
+/// Why a variable's cells start undefined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// The caller did not supply it (not an input, or an input left out).
+    NotSupplied,
+    /// The caller supplied NaN in some of its cells.
+    NanInInput,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub name: String,
+    pub kind: SourceKind,
+}
+
+/// NaN cells of one result variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub var: String,
+    /// Cells that are `•` (undefined).
+    pub undefined: u64,
+    /// 1-based index of the first undefined cell in row-major order.
+    pub first_undefined: Option<Vec<u64>>,
+    /// Variables whose undefined initial cells flow into this variable's undefined cells.
+    pub sources: Vec<Source>,
+    /// Defined cells that are NaN by IEEE arithmetic.
+    pub nan: u64,
+    pub first_nan: Option<Vec<u64>>,
+}
+
+impl Report {
+    /// The warning lines `teil run` prints (lower-case, no trailing period).
+    pub fn messages(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(first) = &self.first_undefined {
+            let cells = if self.undefined == 1 { "cell" } else { "cells" };
+            let mut m = format!(
+                "`{}` has {} undefined {cells}, written as NaN (the first is {}{})",
+                self.var,
+                self.undefined,
+                self.var,
+                index(first)
+            );
+            if !self.sources.is_empty() {
+                let list: Vec<String> = self
+                    .sources
+                    .iter()
+                    .map(|s| match s.kind {
+                        SourceKind::NotSupplied => {
+                            format!("`{}`, which was read before it was assigned", s.name)
+                        }
+                        SourceKind::NanInInput => {
+                            format!("`{}`, whose input holds NaN (read as undefined)", s.name)
+                        }
+                    })
+                    .collect();
+                m.push_str(&format!("; they come from {}", list.join(" and from ")));
+            }
+            out.push(m);
+        }
+        if let Some(first) = &self.first_nan {
+            let cells = if self.nan == 1 { "cell" } else { "cells" };
+            out.push(format!(
+                "`{}` has {} NaN {cells} computed from defined values, such as 0/0 (the first is {}{})",
+                self.var,
+                self.nan,
+                self.var,
+                index(first)
+            ));
+        }
+        out
+    }
+}
+
+/// `[1, 2]`, the way the trace and the warnings write 1-based indices.
+pub fn index(idx: &[u64]) -> String {
+    let parts: Vec<String> = idx.iter().map(u64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// 1-based multi-index of the row-major offset `off` in `shape`.
+fn unravel(mut off: usize, shape: &[usize]) -> Vec<u64> {
+    let mut idx = vec![0u64; shape.len()];
+    for p in (0..shape.len()).rev() {
+        idx[p] = (off % shape[p]) as u64 + 1;
+        off /= shape[p];
+    }
+    idx
+}
+
+/// Reports on the NaN cells of the variables named in `outputs` in `results` (the final
+/// store of a run of `p` on `inputs`). Variables without NaN cells get no report.
+pub fn analyse(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+    results: &BTreeMap<String, Tensor>,
+    outputs: &[String],
+) -> Result<Vec<Report>, RunError> {
+    let has_nan = |n: &String| results.get(n).is_some_and(|t| t.iter().any(|x| x.is_nan()));
+    if !outputs.iter().any(has_nan) {
+        return Ok(Vec::new());
+    }
+    // Definedness of the initial store, and the variables that start with undefined cells.
+    let mut sources = Vec::new();
+    let mut base = FastStore::new();
+    for d in &p.program().decls {
+        let shape: Vec<usize> = d.extents.iter().map(|n| n.value as usize).collect();
+        let mask = match inputs.get(&d.name.name) {
+            Some(t) => {
+                let m = t
+                    .as_standard_layout()
+                    .mapv(|x| if x.is_nan() { f64::NAN } else { 1.0 });
+                if m.iter().any(|x| x.is_nan()) {
+                    sources.push(Source {
+                        name: d.name.name.clone(),
+                        kind: SourceKind::NanInInput,
+                    });
+                }
+                m
+            }
+            None => {
+                let len = crate::store::checked_elements(&d.name.name, &d.shape())?;
+                sources.push(Source {
+                    name: d.name.name.clone(),
+                    kind: SourceKind::NotSupplied,
+                });
+                ArrayD::from_shape_vec(
+                    IxDyn(&shape),
+                    crate::store::filled(&d.name.name, len, f64::NAN)?,
+                )
+                .map_err(|e| RunError::Internal(e.to_string()))?
+            }
+        };
+        base.insert(d.name.name.clone(), mask);
+    }
+    let (all, _) = fast::run(p, base.clone(), Mode::Definedness)?;
+    // Per source: only its undefined cells stay NaN.
+    let mut per_source: Vec<(Source, FastStore)> = Vec::new();
+    if sources.len() <= MAX_ATTRIBUTED_SOURCES {
+        for s in &sources {
+            let mut store = base.clone();
+            for (name, m) in store.iter_mut() {
+                if name != &s.name {
+                    m.mapv_inplace(|_| 1.0);
+                }
+            }
+            let (out, _) = fast::run(p, store, Mode::Definedness)?;
+            per_source.push((s.clone(), out));
+        }
+    }
+    let mut reports = Vec::new();
+    for name in outputs.iter().filter(|n| has_nan(n)) {
+        let (Some(res), Some(mask)) = (results.get(name), all.get(name)) else {
+            continue;
+        };
+        let res = res.as_standard_layout();
+        let shape = res.shape().to_vec();
+        let mut r = Report {
+            var: name.clone(),
+            undefined: 0,
+            first_undefined: None,
+            sources: Vec::new(),
+            nan: 0,
+            first_nan: None,
+        };
+        let mut undefined_offsets = Vec::new();
+        for (off, (x, m)) in res.iter().zip(mask.iter()).enumerate() {
+            if m.is_nan() {
+                r.undefined += 1;
+                r.first_undefined
+                    .get_or_insert_with(|| unravel(off, &shape));
+                undefined_offsets.push(off);
+            } else if x.is_nan() {
+                r.nan += 1;
+                r.first_nan.get_or_insert_with(|| unravel(off, &shape));
+            }
+        }
+        if r.undefined > 0 {
+            if per_source.is_empty() {
+                r.sources = sources.clone();
+            }
+            for (s, out) in &per_source {
+                if let Some(m) = out.get(name).and_then(|m| m.as_slice()) {
+                    if undefined_offsets
+                        .iter()
+                        .any(|&o| m.get(o).is_some_and(|x| x.is_nan()))
+                    {
+                        r.sources.push(s.clone());
+                    }
+                }
+            }
+        }
+        reports.push(r);
+    }
+    Ok(reports)
+}

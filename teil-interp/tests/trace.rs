@@ -1,0 +1,110 @@
+//! `teil trace` output, as insta snapshots (the format is documented in spec/interpreter.md).
+
+use ndarray::{arr2, ArrayD, IxDyn};
+use std::collections::BTreeMap;
+use teil::fmt::Style;
+use teil_interp::trace::{trace, Line, TraceError};
+
+fn render(lines: &[Line]) -> String {
+    let width = lines
+        .iter()
+        .map(|l| l.text.chars().count())
+        .max()
+        .unwrap_or(0);
+    lines
+        .iter()
+        .map(|l| {
+            format!("{:width$}  {}", l.text, l.rule)
+                .trim_end()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn compile(src: &str) -> teil::CheckedProgram {
+    teil::compile(src).expect("test program checks").0
+}
+
+#[test]
+fn fig7_matrix_product_symbolic() {
+    let p = compile(
+        "alloc A : [2, 3]\nalloc B : [3, 2]\nalloc C : [2, 2]\nC = red+ 2 (diag 2 3 (prod A B))",
+    );
+    let lines = trace(&p, "C", &[1, 2], None, Style::Prefix).unwrap();
+    insta::assert_snapshot!(render(&lines));
+}
+
+#[test]
+fn contraction_with_values() {
+    let p = compile("var A : [2 3]\nvar B : [3 2]\nvar C : [2 2]\nC = (A # B) .[2 3]");
+    let inputs: BTreeMap<String, ArrayD<f64>> = [
+        (
+            "A".to_string(),
+            arr2(&[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).into_dyn(),
+        ),
+        (
+            "B".to_string(),
+            arr2(&[[1.0, -1.0], [0.0, 2.0], [-2.0, 1.0]]).into_dyn(),
+        ),
+    ]
+    .into();
+    let lines = trace(&p, "C", &[1, 2], Some(&inputs), Style::Infix).unwrap();
+    // By hand: 1·(-1) + 2·2 + 3·1 = 6.
+    assert_eq!(lines.last().unwrap().text.trim_start(), "= 6");
+    insta::assert_snapshot!(render(&lines));
+}
+
+#[test]
+fn long_sums_are_abbreviated() {
+    let p = compile("var x : [9]\nvar y : [9]\nvar s : []\ns = (x # y) .[1 2]");
+    let x = ArrayD::from_shape_fn(IxDyn(&[9]), |i| (i[0] + 1) as f64);
+    let inputs: BTreeMap<String, ArrayD<f64>> =
+        [("x".to_string(), x.clone()), ("y".to_string(), x)].into();
+    let lines = trace(&p, "s", &[], Some(&inputs), Style::Infix).unwrap();
+    // Σ k² for k = 1..9 = 285.
+    assert_eq!(lines.last().unwrap().text.trim_start(), "= 285");
+    insta::assert_snapshot!(render(&lines));
+}
+
+#[test]
+fn every_form_and_in_place_statements() {
+    let p = compile(
+        "var A : [2 2]\nvar v : [2]\nvar s : []\n\
+         v = redmax 1 (A ^[1 2]) - proj 1 2 A / 2\n\
+         s = red* 1 (expa 1 2 (-1) * v)\n\
+         v = v + (A # v) .[2 3] / s",
+    );
+    let inputs: BTreeMap<String, ArrayD<f64>> =
+        [("A".to_string(), arr2(&[[1.0, -2.0], [3.0, 4.0]]).into_dyn())].into();
+    let lines = trace(&p, "v", &[2], Some(&inputs), Style::Infix).unwrap();
+    // By hand: v = [1 - 1.5, 4 - 2] = [-0.5, 2], s = 0.5 · (-2) = -1, A v = [-4.5, 6.5],
+    // so the last statement gives v[2] = 2 + 6.5 / (-1) = -4.5 (reading the old v).
+    assert_eq!(lines.last().unwrap().text.trim_start(), "= -4.5");
+    insta::assert_snapshot!(render(&lines));
+}
+
+#[test]
+fn bad_requests() {
+    let p = compile("var A : [2 2]\nvar B : [2 2]\nB = A");
+    assert_eq!(
+        trace(&p, "X", &[1, 1], None, Style::Infix),
+        Err(TraceError::UnknownVariable("X".into()))
+    );
+    assert_eq!(
+        trace(&p, "B", &[3, 1], None, Style::Infix)
+            .unwrap_err()
+            .to_string(),
+        "`B` has shape [2, 2]; [3, 1] is not one of its cells (indices are 1-based)"
+    );
+    assert_eq!(
+        trace(&p, "B", &[1], None, Style::Infix)
+            .unwrap_err()
+            .to_string(),
+        "`B` has shape [2, 2]; [1] is not one of its cells (indices are 1-based)"
+    );
+    assert_eq!(
+        trace(&p, "A", &[1, 1], None, Style::Infix),
+        Err(TraceError::NeverAssigned("A".into()))
+    );
+}
