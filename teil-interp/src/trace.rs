@@ -484,7 +484,7 @@ fn show_g(g: &G, values: bool, min: u8) -> String {
                     let sep = if *op == RedOp::Sum { " + " } else { " · " };
                     let s = parts.join(sep);
                     let p = if *op == RedOp::Sum { 1 } else { 2 };
-                    if p < min || (parts.len() > 1 && min > p) {
+                    if p < min {
                         format!("({s})")
                     } else {
                         s
