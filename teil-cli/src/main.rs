@@ -10,6 +10,8 @@ mod check;
 mod einsum;
 mod input;
 mod lower;
+mod run;
+mod trace;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
@@ -95,6 +97,44 @@ enum Command {
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
+    /// Evaluate a program on .npy inputs; print the results or write DIR/NAME.npy per output.
+    Run {
+        file: String,
+        /// An input: `NAME=FILE.npy` (float64 or float32, C order); repeat for each input.
+        #[arg(long = "in", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        /// Fill the inputs not given with `--in` with reproducible small integers.
+        #[arg(long, value_name = "SEED")]
+        random_inputs: Option<u64>,
+        /// Write `DIR/NAME.npy` for every output (created if needed; written atomically).
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+        /// Print the results as nested arrays (the default without `--out`).
+        #[arg(long)]
+        print: bool,
+        /// Use the reference interpreter (pointwise, slow) instead of the fast evaluator.
+        #[arg(long)]
+        oracle: bool,
+        #[arg(long, value_enum, default_value_t)]
+        color: Color,
+    },
+    /// Show the semantics unfolding at one cell, e.g. `teil trace mm.teil "C[1,2]"`.
+    Trace {
+        file: String,
+        /// The cell: `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar.
+        cell: String,
+        /// An input: `NAME=FILE.npy`, to show values; repeat for each input.
+        #[arg(long = "in", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        /// Fill the inputs not given with `--in` with reproducible small integers.
+        #[arg(long, value_name = "SEED")]
+        random_inputs: Option<u64>,
+        /// Syntax of the expressions shown (default: the one the program uses).
+        #[arg(long, value_enum)]
+        syntax: Option<FmtSyntax>,
+        #[arg(long, value_enum, default_value_t)]
+        color: Color,
+    },
     /// Print the TeIL program an index-notation file (`.tin`) lowers to; `-` reads standard input.
     Lower {
         file: String,
@@ -140,6 +180,42 @@ fn main() -> ExitCode {
             format,
             color,
         } => lower::lower(&file, output.as_deref(), syntax, format, color),
+        Command::Run {
+            file,
+            inputs,
+            random_inputs,
+            out,
+            print,
+            oracle,
+            color,
+        } => run::run(&run::RunArgs {
+            file,
+            inputs,
+            random_inputs,
+            out,
+            print,
+            backend: if oracle {
+                run::Backend::Oracle
+            } else {
+                run::Backend::Fast
+            },
+            color,
+        }),
+        Command::Trace {
+            file,
+            cell,
+            inputs,
+            random_inputs,
+            syntax,
+            color,
+        } => trace::trace(&trace::TraceArgs {
+            file,
+            cell,
+            inputs,
+            random_inputs,
+            syntax,
+            color,
+        }),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,96 @@
+//! `teil trace FILE C[1,2]`: the unfolding of the semantics at one cell (TeIL paper Fig. 7);
+//! the format is documented in spec/interpreter.md.
+
+use crate::run::{compile, load_inputs};
+use crate::{Color, FmtSyntax};
+use teil::fmt::Style;
+
+pub struct TraceArgs {
+    pub file: String,
+    pub cell: String,
+    pub inputs: Vec<String>,
+    pub random_inputs: Option<u64>,
+    pub syntax: Option<FmtSyntax>,
+    pub color: Color,
+}
+
+/// Parses `C[1,2]`, `C[1, 2]`, `s` or `s[]` into a name and a 1-based multi-index.
+pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
+    let usage = || {
+        format!("cannot read the cell `{cell}`: write it as `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar")
+    };
+    let cell = cell.trim();
+    let (name, rest) = match cell.find('[') {
+        Some(at) => (&cell[..at], Some(&cell[at..])),
+        None => (cell, None),
+    };
+    let name = name.trim();
+    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return Err(usage());
+    }
+    let idx = match rest {
+        None => Vec::new(),
+        Some(r) => {
+            let inner = r
+                .strip_prefix('[')
+                .and_then(|s| s.strip_suffix(']'))
+                .ok_or_else(usage)?;
+            inner
+                .split([',', ' '])
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<u64>().map_err(|_| usage()))
+                .collect::<Result<Vec<u64>, String>>()?
+        }
+    };
+    Ok((name.to_string(), idx))
+}
+
+pub fn trace(args: &TraceArgs) -> u8 {
+    let (name, idx) = match parse_cell(&args.cell) {
+        Ok(c) => c,
+        Err(e) => {
+            crate::input::fail(&e);
+            return 2;
+        }
+    };
+    let p = match compile(&args.file, args.color) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let inputs = if args.inputs.is_empty() && args.random_inputs.is_none() {
+        None
+    } else {
+        match load_inputs(&p, &args.inputs, args.random_inputs) {
+            Ok(i) => Some(i),
+            Err(f) => return f.report(),
+        }
+    };
+    // Show expressions in the syntax the program is written in unless told otherwise.
+    let style = match args.syntax {
+        Some(FmtSyntax::Prefix) => Style::Prefix,
+        Some(FmtSyntax::Infix) => Style::Infix,
+        None => match std::fs::read_to_string(&args.file) {
+            Ok(text) if text.split_whitespace().any(|w| w == "var") => Style::Infix,
+            _ => Style::Prefix,
+        },
+    };
+    match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style) {
+        Ok(lines) => {
+            let width = lines
+                .iter()
+                .map(|l| l.text.chars().count())
+                .max()
+                .unwrap_or(0);
+            for l in lines {
+                let pad = width - l.text.chars().count();
+                let line = format!("{}{}  {}", l.text, " ".repeat(pad), l.rule);
+                println!("{}", line.trim_end());
+            }
+            0
+        }
+        Err(e) => {
+            crate::input::fail(&e.to_string());
+            1
+        }
+    }
+}
