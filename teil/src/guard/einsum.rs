@@ -348,9 +348,11 @@ pub fn einsum<S: AsRef<[u64]>>(
                     t.span.clone(),
                     format!("needs a shape with {want}{named} dimensions"),
                 )
-                .with_help(
-                    "write one subscript per dimension, or `...` for the dimensions not named",
-                ),
+                .with_help(if named == 0 && t.ellipsis.is_none() {
+                    "an empty term stands for a scalar operand, whose shape is `[]`"
+                } else {
+                    "write one subscript per dimension, or `...` for the dimensions not named"
+                }),
             );
             continue;
         }
@@ -457,20 +459,22 @@ pub fn einsum<S: AsRef<[u64]>>(
         if bad.is_empty() {
             continue;
         }
+        let covers = |k: usize| {
+            let at = eq.inputs[k].ellipsis.as_ref().map_or(0, |e| e.0);
+            format!(
+                "`...` of operand {k} covers {}",
+                shape_str(&shapes[k][at..at + ell_rank[k]])
+            )
+        };
+        let span_of = |k: usize| eq.inputs[k].ellipsis.as_ref().map_or(0..0, |e| e.1.clone());
         let mut d = Diagnostic::new(
             Code::EinsumBroadcast,
             "the dimensions under `...` cannot be broadcast together",
-            whole.clone(),
-            "in this equation",
+            span_of(bad[0]),
+            covers(bad[0]),
         );
-        for k in 0..shapes.len() {
-            if let Some((at, span)) = &eq.inputs[k].ellipsis {
-                let dims = &shapes[k][*at..*at + ell_rank[k]];
-                d = d.with_label(
-                    span.clone(),
-                    format!("`...` of operand {k} covers {}", shape_str(dims)),
-                );
-            }
+        for k in (0..shapes.len()).filter(|&k| k != bad[0] && eq.inputs[k].ellipsis.is_some()) {
+            d = d.with_label(span_of(k), covers(k));
         }
         errors.push(d.with_note(
             "aligned from the right, each position needs equal extents or an extent of 1",

@@ -134,31 +134,10 @@ fn resolve(
     let mut all = vec![&stmt.target];
     accesses(&stmt.rhs, &mut all);
     let mut ok = true;
+    let mut undeclared = Vec::new();
     for (k, a) in all.iter().enumerate() {
         let Some(decl) = table.get(a.name.name.as_str()) else {
-            let (code, msg, rule) = if k == 0 {
-                (
-                    Code::AssignUndeclared,
-                    "assignment to undeclared variable",
-                    "OK-Stmt",
-                )
-            } else {
-                (Code::UndeclaredVar, "use of undeclared variable", "T-Var")
-            };
-            diags.push(
-                Diagnostic::new(
-                    code,
-                    format!("{msg} `{}`", a.name.name),
-                    a.name.span.clone(),
-                    "not declared",
-                )
-                .with_rule(rule)
-                .with_help(format!(
-                    "declare it first, e.g. `alloc {} : [{}]`",
-                    a.name.name,
-                    vec!["4"; a.indices.len()].join(", ")
-                )),
-            );
+            undeclared.push((k, *a));
             ok = false;
             continue;
         };
@@ -210,6 +189,9 @@ fn resolve(
                 shape: shape.clone(),
             });
         }
+    }
+    for (k, a) in undeclared {
+        diags.push(undeclared_diagnostic(k == 0, a, &ix));
     }
     if !ok {
         return None;
@@ -499,7 +481,9 @@ fn partial_sum_warnings(
     diags: &mut Vec<Diagnostic>,
 ) {
     let mut lacking: BTreeMap<Idx, Vec<Span>> = BTreeMap::new();
-    walk_sums(&stmt.rhs, ix, summed, &mut lacking);
+    for &l in summed {
+        walk_sums(&stmt.rhs, ix, l, &mut lacking);
+    }
     for (l, spans) in lacking {
         let name = &ix.names[l];
         let first_use = ix.occurrences[l]
@@ -535,29 +519,85 @@ fn partial_sum_warnings(
     }
 }
 
-fn walk_sums(e: &TExpr, ix: &Indices, summed: &[Idx], lacking: &mut BTreeMap<Idx, Vec<Span>>) {
+/// Collects, for the summed label `l`, the terms that lack it where the sum reaches them
+/// linearly: under `+`, `-`, unary minus, and products or quotients whose other operands do not
+/// mention `l`. Inside a product with a factor that mentions `l` (`(B(i,k) + C(i)) * D(k)`), a
+/// term without `l` is broadcast along it, which no framework reads differently.
+fn walk_sums(e: &TExpr, ix: &Indices, l: Idx, lacking: &mut BTreeMap<Idx, Vec<Span>>) {
     match &e.kind {
         TKind::Num(_) | TKind::Access(_) => {}
-        TKind::Neg(x) | TKind::Paren(x) => walk_sums(x, ix, summed, lacking),
-        TKind::Bin(op, a, b) => {
-            if matches!(op, BinOp::Add | BinOp::Sub) {
-                let (la, lb) = (labels(a, ix), labels(b, ix));
-                for &l in summed {
-                    let side = match (la.contains(&l), lb.contains(&l)) {
-                        (true, false) => b,
-                        (false, true) => a,
-                        _ => continue,
-                    };
-                    let mut parts = Vec::new();
-                    terms(side, false, &mut parts);
-                    lacking
-                        .entry(l)
-                        .or_default()
-                        .extend(parts.iter().map(|(_, t)| t.span.clone()));
-                }
+        TKind::Neg(x) | TKind::Paren(x) => walk_sums(x, ix, l, lacking),
+        TKind::Bin(BinOp::Add | BinOp::Sub, a, b) => {
+            let side = match (labels(a, ix).contains(&l), labels(b, ix).contains(&l)) {
+                (true, false) => Some(b),
+                (false, true) => Some(a),
+                _ => None,
+            };
+            if let Some(side) = side {
+                let mut parts = Vec::new();
+                terms(side, false, &mut parts);
+                lacking
+                    .entry(l)
+                    .or_default()
+                    .extend(parts.iter().map(|(_, t)| t.span.clone()));
             }
-            walk_sums(a, ix, summed, lacking);
-            walk_sums(b, ix, summed, lacking);
+            walk_sums(a, ix, l, lacking);
+            walk_sums(b, ix, l, lacking);
+        }
+        TKind::Bin(BinOp::Mul, a, b) => {
+            let (la, lb) = (labels(a, ix).contains(&l), labels(b, ix).contains(&l));
+            if !lb {
+                walk_sums(a, ix, l, lacking);
+            }
+            if !la {
+                walk_sums(b, ix, l, lacking);
+            }
+        }
+        TKind::Bin(BinOp::Div, a, c) => {
+            if !labels(c, ix).contains(&l) {
+                walk_sums(a, ix, l, lacking);
+            }
         }
     }
+}
+
+/// E0201 / E0301 for an access to an undeclared tensor, suggesting a declaration with the
+/// extents its indices have elsewhere in the statement.
+fn undeclared_diagnostic(target: bool, a: &Access, ix: &Indices) -> Diagnostic {
+    let (code, msg, rule) = if target {
+        (
+            Code::AssignUndeclared,
+            "assignment to undeclared variable",
+            "OK-Stmt",
+        )
+    } else {
+        (Code::UndeclaredVar, "use of undeclared variable", "T-Var")
+    };
+    let extents: Option<Vec<String>> = a
+        .indices
+        .iter()
+        .map(|i| {
+            let id = ix.names.iter().position(|n| *n == i.name)?;
+            Some(ix.occurrences[id][0].extent.to_string())
+        })
+        .collect();
+    let help = match extents {
+        Some(e) => format!(
+            "declare it first, e.g. `alloc {} : [{}]`",
+            a.name.name,
+            e.join(", ")
+        ),
+        None => format!(
+            "declare it first, with one extent per index: `alloc {} : [...]`",
+            a.name.name
+        ),
+    };
+    Diagnostic::new(
+        code,
+        format!("{msg} `{}`", a.name.name),
+        a.name.span.clone(),
+        "not declared",
+    )
+    .with_rule(rule)
+    .with_help(help)
 }

@@ -402,7 +402,13 @@ impl<'s> Parser<'_, 's> {
         };
         let rhs = self.expr()?;
         if self.pos < self.toks.len() {
-            return Err(self.error("an operator or the end of the statement"));
+            let d = self.error("an operator or the end of the statement");
+            return Err(match self.peek() {
+                Some((Tok::Other("["), _)) => {
+                    d.with_help("tensors are indexed with parentheses, e.g. `A(i, j)`")
+                }
+                _ => d,
+            });
         }
         let span = target.span.start..rhs.span.end;
         Ok(TStmt {
