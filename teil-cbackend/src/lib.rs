@@ -1,1 +1,75 @@
-//! TeIL padding-aware C backend. See issue 4.
+//! TeIL's padding-aware C backend.
+//!
+//! The pipeline: a [`teil::CheckedProgram`] is lowered ([`lower()`]) to a small loop IR
+//! ([`ir::Kernel`]: buffers, loop nests, accumulators, stores), which [`print::module`] prints as
+//! C99. [`emit_c`] does both for one program. [`run`] compiles generated kernels with the system
+//! C compiler together with a generated driver ([`driver`]) and runs them in a separate process.
+//!
+//! The calling convention is spec/abi.md; why the generated code computes exactly the unpadded
+//! results and leaves all padding zero is spec/padding.md.
+//!
+//! **Architecture Invariant:** the backend reads every shape from the checker
+//! ([`teil::CheckedProgram::shape`]); it never re-derives typing.
+//!
+//! **Architecture Invariant:** generated C depends only on the program and the [`Options`]:
+//! no paths, times or hash-map order.
+
+pub mod driver;
+pub mod ir;
+mod lower;
+pub mod names;
+pub mod print;
+pub mod run;
+
+use teil::CheckedProgram;
+
+/// Default name of the generated function.
+pub const DEFAULT_NAME: &str = "teil_kernel";
+
+/// How to lower a program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The padding multiple M: every extent is rounded up to a multiple of it (1: no padding).
+    pub pad: u64,
+    /// The C function name.
+    pub name: String,
+    /// Contraction lifting (TeIL paper §5). It reassociates sums and products, so results can
+    /// differ from the interpreter by rounding (spec/padding.md); without it, results are
+    /// bit-identical.
+    pub lift: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pad: 1,
+            name: DEFAULT_NAME.to_string(),
+            lift: true,
+        }
+    }
+}
+
+/// Why a program could not be lowered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("the padding multiple must be at least 1, got {0}")]
+    BadPad(u64),
+    #[error("`{0}` cannot be the kernel's C name: {1}")]
+    BadName(String, &'static str),
+    #[error("{what} is too large once padded (more than 2^62 elements)")]
+    TooLarge { what: String },
+    #[error("the program needs too many temporaries")]
+    TooComplex,
+    #[error("internal error in the C backend: {0}")]
+    Internal(String),
+}
+
+/// Lowers a checked program to the loop IR.
+pub fn lower(p: &CheckedProgram, opts: &Options) -> Result<ir::Kernel, Error> {
+    lower::lower(p, opts)
+}
+
+/// Lowers and prints one program as a self-contained C99 translation unit.
+pub fn emit_c(p: &CheckedProgram, opts: &Options) -> Result<String, Error> {
+    Ok(print::module(&[&lower(p, opts)?]))
+}

@@ -1,0 +1,330 @@
+//! Compiling generated kernels with the system C compiler and running them.
+//!
+//! Kernels and the generated [`driver`](crate::driver) are written to a fresh temporary
+//! directory, compiled with `CC FLAGS... -o driver kernels.c driver.c` (no shell), and the
+//! driver runs as a separate process, so sanitizer-instrumented builds
+//! (`-fsanitize=address,undefined`) work and cannot disturb the Rust process. Many kernels and
+//! many jobs go into one compilation and one process ([`run_batch`]).
+//!
+//! On any failure the directory is kept and its path is part of the error, so the generated
+//! source can be inspected.
+
+use crate::ir::{Kernel, Role};
+use ndarray::{ArrayD, IxDyn};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The value the runner writes into the logical cells of output-only parameters before a call.
+/// The ABI leaves them unspecified; a recognisable finite value makes a kernel that forgets to
+/// write one visible.
+pub const OUTPUT_CANARY: f64 = 7.25e300;
+
+/// Which C compiler to run, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Toolchain {
+    /// The compiler command, looked up on `PATH` (default `cc`).
+    pub cc: String,
+    /// Flags placed before the sources (default `-O2`).
+    pub cflags: Vec<String>,
+}
+
+impl Default for Toolchain {
+    fn default() -> Self {
+        Toolchain {
+            cc: "cc".to_string(),
+            cflags: vec!["-O2".to_string()],
+        }
+    }
+}
+
+impl Toolchain {
+    /// Replaces the flags by a whitespace-separated list (`--cflags "-O1 -g"`).
+    pub fn with_cflags(mut self, flags: &str) -> Self {
+        self.cflags = flags.split_whitespace().map(str::to_string).collect();
+        self
+    }
+}
+
+/// One call of one kernel of a batch.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Index into the batch's kernels.
+    pub kernel: usize,
+    /// Logical values of the kernel's input parameters, by TeIL variable name (extra entries
+    /// are ignored). NaN stands for the undefined value.
+    pub inputs: BTreeMap<String, ArrayD<f64>>,
+}
+
+/// What one call left behind.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Every parameter's logical contents after the call, by TeIL variable name.
+    pub values: BTreeMap<String, ArrayD<f64>>,
+    /// Parameters with a non-zero padding cell after the call (must be empty).
+    pub nonzero_padding: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("input `{0}` was not given")]
+    MissingInput(String),
+    #[error("input `{var}` has shape {found:?}, but the program declares {expected:?}")]
+    InputShape {
+        var: String,
+        expected: Vec<u64>,
+        found: Vec<usize>,
+    },
+    #[error("job {job} names kernel {kernel}, but the batch has {count}")]
+    NoSuchKernel {
+        job: usize,
+        kernel: usize,
+        count: usize,
+    },
+    #[error("cannot run the C compiler `{cc}`: {error} (generated source kept in {kept})")]
+    CompilerNotFound {
+        cc: String,
+        error: std::io::Error,
+        kept: PathBuf,
+    },
+    #[error("the C compiler `{cc}` failed ({status}); generated source kept in {kept}\n{message}")]
+    CompileFailed {
+        cc: String,
+        status: String,
+        message: String,
+        kept: PathBuf,
+    },
+    #[error("the compiled kernel failed ({status}); generated source kept in {kept}\n{message}")]
+    KernelFailed {
+        status: String,
+        message: String,
+        kept: PathBuf,
+    },
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+    let what = what.into();
+    move |error| RunError::Io { what, error }
+}
+
+/// Compiles `kernels` into one driver and runs every job in one process.
+pub fn run_batch(
+    tc: &Toolchain,
+    kernels: &[&Kernel],
+    jobs: &[Job],
+) -> Result<Vec<Outcome>, RunError> {
+    let input = encode(kernels, jobs)?;
+    let dir = tempfile::Builder::new()
+        .prefix("teil-cc-")
+        .tempdir()
+        .map_err(io("cannot create a temporary directory"))?;
+    let path = dir.path().to_path_buf();
+    let kernels_c = path.join("kernels.c");
+    let driver_c = path.join("driver.c");
+    let exe = path.join("driver");
+    std::fs::write(&kernels_c, crate::print::module(kernels))
+        .map_err(io("cannot write the generated source"))?;
+    std::fs::write(&driver_c, crate::driver::source(kernels))
+        .map_err(io("cannot write the generated driver"))?;
+
+    let compiled = Command::new(&tc.cc)
+        .args(&tc.cflags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&kernels_c)
+        .arg(&driver_c)
+        .output();
+    let compiled = match compiled {
+        Ok(c) => c,
+        Err(error) => {
+            return Err(RunError::CompilerNotFound {
+                cc: tc.cc.clone(),
+                error,
+                kept: dir.keep(),
+            })
+        }
+    };
+    // Warnings fail the run only when the flags make them errors (`-Werror`).
+    if !compiled.status.success() {
+        return Err(RunError::CompileFailed {
+            cc: tc.cc.clone(),
+            status: compiled.status.to_string(),
+            message: String::from_utf8_lossy(&compiled.stderr).into_owned(),
+            kept: dir.keep(),
+        });
+    }
+
+    let in_bin = path.join("input.bin");
+    let out_bin = path.join("output.bin");
+    std::fs::write(&in_bin, &input).map_err(io("cannot write the kernel inputs"))?;
+    let ran = Command::new(&exe).arg(&in_bin).arg(&out_bin).output();
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(RunError::KernelFailed {
+                status: "not started".to_string(),
+                message: e.to_string(),
+                kept: dir.keep(),
+            })
+        }
+    };
+    // The driver prints nothing itself, so anything on stderr (a sanitizer report, even a
+    // recoverable one) is a failure.
+    if !ran.status.success() || !ran.stderr.is_empty() {
+        return Err(RunError::KernelFailed {
+            status: ran.status.to_string(),
+            message: String::from_utf8_lossy(&ran.stderr).into_owned(),
+            kept: dir.keep(),
+        });
+    }
+    let output = std::fs::read(&out_bin).map_err(io("cannot read the kernel outputs"))?;
+    decode(kernels, jobs, &output).ok_or_else(|| RunError::KernelFailed {
+        status: "exit status 0".to_string(),
+        message: format!(
+            "the driver wrote {} bytes, which does not match the parameters",
+            output.len()
+        ),
+        kept: dir.keep(),
+    })
+}
+
+/// Compiles and runs one kernel once.
+pub fn run(
+    tc: &Toolchain,
+    kernel: &Kernel,
+    inputs: &BTreeMap<String, ArrayD<f64>>,
+) -> Result<Outcome, RunError> {
+    let job = Job {
+        kernel: 0,
+        inputs: inputs.clone(),
+    };
+    let mut out = run_batch(tc, &[kernel], &[job])?;
+    out.pop().ok_or_else(|| RunError::Io {
+        what: "the driver returned no result".to_string(),
+        error: std::io::Error::other("empty output"),
+    })
+}
+
+fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
+    let mut buf = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let k = kernels.get(job.kernel).ok_or(RunError::NoSuchKernel {
+            job: j,
+            kernel: job.kernel,
+            count: kernels.len(),
+        })?;
+        buf.extend_from_slice(&(job.kernel as u64).to_ne_bytes());
+        for &p in &k.params {
+            let b = k.buffer(p);
+            let var = b.var.clone().unwrap_or_default();
+            let input = matches!(b.role, Role::Param { input: true, .. });
+            let mut padded = vec![0.0f64; b.padded_len() as usize];
+            if input {
+                let value = job
+                    .inputs
+                    .get(&var)
+                    .ok_or_else(|| RunError::MissingInput(var.clone()))?;
+                let found: Vec<usize> = value.shape().to_vec();
+                if found.len() != b.logical.len()
+                    || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
+                {
+                    return Err(RunError::InputShape {
+                        var,
+                        expected: b.logical.clone(),
+                        found,
+                    });
+                }
+                // `iter` visits elements in logical row-major order whatever the memory layout.
+                for (i, x) in logical_indices(&b.logical).iter().zip(value.iter()) {
+                    padded[offset(i, &b.padded)] = *x;
+                }
+            } else {
+                for i in logical_indices(&b.logical) {
+                    padded[offset(&i, &b.padded)] = OUTPUT_CANARY;
+                }
+            }
+            for x in padded {
+                buf.extend_from_slice(&x.to_ne_bytes());
+            }
+        }
+    }
+    Ok(buf)
+}
+
+fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome>> {
+    let mut doubles = bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().unwrap_or([0; 8])));
+    if bytes.len() % 8 != 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for job in jobs {
+        let k = kernels.get(job.kernel)?;
+        let mut values = BTreeMap::new();
+        let mut nonzero_padding = Vec::new();
+        for &p in &k.params {
+            let b = k.buffer(p);
+            let padded: Vec<f64> = doubles.by_ref().take(b.padded_len() as usize).collect();
+            if padded.len() as u64 != b.padded_len() {
+                return None;
+            }
+            let shape: Vec<usize> = b.logical.iter().map(|&n| n as usize).collect();
+            let mut logical = Vec::with_capacity(b.logical_len() as usize);
+            for i in logical_indices(&b.logical) {
+                logical.push(padded[offset(&i, &b.padded)]);
+            }
+            let in_logical = |flat: usize| {
+                let mut rest = flat as u64;
+                for d in (0..b.padded.len()).rev() {
+                    if rest % b.padded[d] >= b.logical[d] {
+                        return false;
+                    }
+                    rest /= b.padded[d];
+                }
+                true
+            };
+            let var = b.var.clone().unwrap_or_default();
+            if padded
+                .iter()
+                .enumerate()
+                .any(|(f, &x)| x != 0.0 && !in_logical(f))
+            {
+                nonzero_padding.push(var.clone());
+            }
+            values.insert(var, ArrayD::from_shape_vec(IxDyn(&shape), logical).ok()?);
+        }
+        out.push(Outcome {
+            values,
+            nonzero_padding,
+        });
+    }
+    doubles.next().is_none().then_some(out)
+}
+
+/// Row-major offset of a multi-index in a buffer of the given (padded) shape.
+fn offset(i: &[usize], padded: &[u64]) -> usize {
+    i.iter()
+        .zip(padded)
+        .fold(0usize, |acc, (&x, &n)| acc * n as usize + x)
+}
+
+/// Every multi-index below `shape`, in row-major order.
+fn logical_indices(shape: &[u64]) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new()];
+    for &n in shape {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                (0..n as usize).map(move |x| {
+                    let mut p = prefix.clone();
+                    p.push(x);
+                    p
+                })
+            })
+            .collect();
+    }
+    out
+}
