@@ -8,6 +8,7 @@
 
 mod check;
 mod einsum;
+mod emit_c;
 mod input;
 mod lower;
 mod run;
@@ -148,6 +149,21 @@ enum Command {
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
+    /// Print the C99 code of the padding-aware backend for a program (spec/abi.md).
+    EmitC {
+        file: String,
+        /// Round every extent up to a multiple of M (1: no padding).
+        #[arg(long, value_name = "M", default_value_t = 1)]
+        pad: u64,
+        /// Name of the generated C function.
+        #[arg(long, default_value = "teil_kernel")]
+        name: String,
+        /// Write the C source here (atomically) instead of to standard output.
+        #[arg(short, long)]
+        output: Option<String>,
+        #[arg(long, value_enum, default_value_t)]
+        color: Color,
+    },
 }
 
 fn main() -> ExitCode {
@@ -180,6 +196,13 @@ fn main() -> ExitCode {
             format,
             color,
         } => lower::lower(&file, output.as_deref(), syntax, format, color),
+        Command::EmitC {
+            file,
+            pad,
+            name,
+            output,
+            color,
+        } => emit_c::emit_c(&file, pad, &name, output.as_deref(), color),
         Command::Run {
             file,
             inputs,
