@@ -1,0 +1,534 @@
+//! `teil run` and `teil trace` through the binary: the example kernels with expected values
+//! computed by hand, `.npy` input and output (bytes written and checked by an independent
+//! encoder below), undefined cells, and every bad-input case with its message, its exit code
+//! and no partial output left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data(name: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/run");
+    root.join(name).to_string_lossy().into_owned()
+}
+
+fn teil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An independent `.npy` encoder (format 1.0 as NumPy writes it): `descr` is `<f8`, `<f4`, ...
+fn npy(descr: &str, shape: &[usize], payload: &[u8]) -> Vec<u8> {
+    let dims = match shape {
+        [] => "()".to_string(),
+        [n] => format!("({n},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn f64s(shape: &[usize], values: &[f64]) -> Vec<u8> {
+    assert_eq!(shape.iter().product::<usize>(), values.len());
+    npy(
+        "<f8",
+        shape,
+        &values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
+}
+
+/// The float64 values of a `.npy` file written by `teil run`, after checking its header is
+/// exactly NumPy's for that shape.
+fn read_f64s(path: &Path, shape: &[usize]) -> Vec<f64> {
+    let bytes = std::fs::read(path).expect("output exists");
+    let empty = f64s(shape, &vec![0.0; shape.iter().product()]);
+    let header = empty.len() - 8 * shape.iter().product::<usize>();
+    assert_eq!(
+        &bytes[..header],
+        &empty[..header],
+        "header of {}",
+        path.display()
+    );
+    bytes[header..]
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
+}
+
+struct Matmul {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    a: String,
+    b: String,
+    out: PathBuf,
+}
+
+/// A = [[1, 2, 3], [4, 5, 6]], B = [[1, -1], [0, 2], [-2, 1]]; by hand A B = [[-5, 6], [-8, 12]].
+fn matmul() -> Matmul {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let a = write(
+        &dir,
+        "a.npy",
+        &f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+    );
+    let b = write(
+        &dir,
+        "b.npy",
+        &f64s(&[3, 2], &[1.0, -1.0, 0.0, 2.0, -2.0, 1.0]),
+    );
+    let out = dir.join("out");
+    Matmul {
+        _tmp: tmp,
+        dir,
+        a,
+        b,
+        out,
+    }
+}
+
+#[test]
+fn matrix_product_through_both_evaluators() {
+    for oracle in [false, true] {
+        let m = matmul();
+        let (ia, ib) = (format!("A={}", m.a), format!("B={}", m.b));
+        let out = m.out.to_string_lossy().into_owned();
+        let prog = data("matmul.teil");
+        let mut args = vec!["run", &prog[..], "--in", &ia, "--in", &ib, "--out", &out];
+        let oracle_flag = "--oracle";
+        if oracle {
+            args.push(oracle_flag);
+        }
+        let o = teil(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // Only the output variable is written; nothing else is left in the directory.
+        assert_eq!(entries(&m.out), vec!["C.npy"]);
+        assert_eq!(
+            read_f64s(&m.out.join("C.npy"), &[2, 2]),
+            vec![-5.0, 6.0, -8.0, 12.0]
+        );
+        assert_eq!(stdout(&o), "", "--out without --print prints nothing");
+    }
+}
+
+#[test]
+fn print_shows_nested_arrays() {
+    let m = matmul();
+    let (ia, ib) = (format!("A={}", m.a), format!("B={}", m.b));
+    let o = teil(&["run", &data("matmul.teil"), "--in", &ia, "--in", &ib]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "C : [2, 2] =\n[[-5,  6],\n [-8, 12]]\n");
+}
+
+#[test]
+fn float32_inputs_are_widened() {
+    let m = matmul();
+    let a32: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let a = write(&m.dir, "a32.npy", &npy("<f4", &[2, 3], &a32));
+    let (ia, ib) = (format!("A={a}"), format!("B={}", m.b));
+    let out = m.out.to_string_lossy().into_owned();
+    let o = teil(&[
+        "run",
+        &data("matmul.teil"),
+        "--in",
+        &ia,
+        "--in",
+        &ib,
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        read_f64s(&m.out.join("C.npy"), &[2, 2]),
+        vec![-5.0, 6.0, -8.0, 12.0]
+    );
+}
+
+#[test]
+fn unqualified_programs_write_every_variable_and_scalars() {
+    let m = matmul();
+    // A = [[1, 2], [3, 4]], B = [[5, 6], [7, 8]]: trace(A B) = 19 + 50 = 69.
+    let a = write(&m.dir, "a2.npy", &f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]));
+    let b = write(&m.dir, "b2.npy", &f64s(&[2, 2], &[5.0, 6.0, 7.0, 8.0]));
+    let (ia, ib) = (format!("A={a}"), format!("B={b}"));
+    let out = m.out.to_string_lossy().into_owned();
+    let o = teil(&[
+        "run",
+        &data("trace_of_product.teil"),
+        "--in",
+        &ia,
+        "--in",
+        &ib,
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(entries(&m.out), vec!["A.npy", "B.npy", "s.npy"]);
+    assert_eq!(read_f64s(&m.out.join("s.npy"), &[]), vec![69.0]);
+    assert_eq!(
+        read_f64s(&m.out.join("A.npy"), &[2, 2]),
+        vec![1.0, 2.0, 3.0, 4.0]
+    );
+}
+
+#[test]
+fn fig11_projection_and_expansion() {
+    let m = matmul();
+    let a = write(&m.dir, "a.npy", &f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]));
+    let bv: Vec<f64> = (0..12).map(f64::from).collect();
+    let b = write(&m.dir, "b.npy", &f64s(&[3, 2, 2], &bv));
+    let (ia, ib) = (format!("A={a}"), format!("B={b}"));
+    let out = m.out.to_string_lossy().into_owned();
+    let o = teil(&[
+        "run",
+        &data("fig11.teil"),
+        "--in",
+        &ia,
+        "--in",
+        &ib,
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // C = A + B[2, :, :] = [1+4, 2+5, 3+6, 4+7]; D[k] = A + B[k].
+    assert_eq!(
+        read_f64s(&m.out.join("C.npy"), &[2, 2]),
+        vec![5.0, 7.0, 9.0, 11.0]
+    );
+    let d: Vec<f64> = (0..12)
+        .map(|i| f64::from(i) + [1.0, 2.0, 3.0, 4.0][i as usize % 4])
+        .collect();
+    assert_eq!(read_f64s(&m.out.join("D.npy"), &[3, 2, 2]), d);
+}
+
+#[test]
+fn in_place_statements_and_reductions() {
+    let m = matmul();
+    let a = write(&m.dir, "a.npy", &f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]));
+    let ia = format!("A={a}");
+    let out = m.out.to_string_lossy().into_owned();
+    let o = teil(&["run", &data("inplace.teil"), "--in", &ia, "--out", &out]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A + A^T = [[2, 5], [5, 8]], symmetric, so the transposition keeps it.
+    assert_eq!(
+        read_f64s(&m.out.join("A.npy"), &[2, 2]),
+        vec![2.0, 5.0, 5.0, 8.0]
+    );
+
+    let x = write(
+        &m.dir,
+        "x.npy",
+        &f64s(&[2, 3], &[-1.0, -2.0, -3.0, 4.0, -5.0, 0.5]),
+    );
+    let ix = format!("X={x}");
+    let o = teil(&[
+        "run",
+        &data("reductions.teil"),
+        "--in",
+        &ix,
+        "--out",
+        &out,
+        "--oracle",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read_f64s(&m.out.join("p.npy"), &[2]), vec![-6.0, -10.0]);
+    assert_eq!(read_f64s(&m.out.join("hi.npy"), &[3]), vec![4.0, -2.0, 0.5]);
+    assert_eq!(
+        read_f64s(&m.out.join("lo.npy"), &[3]),
+        vec![-1.0, -5.0, -3.0]
+    );
+}
+
+#[test]
+fn undefined_cells_are_nan_and_reported() {
+    let m = matmul();
+    let a = write(&m.dir, "a.npy", &f64s(&[3], &[1.0, 2.0, 3.0]));
+    let ia = format!("A={a}");
+    let out = m.out.to_string_lossy().into_owned();
+    let o = teil(&["run", &data("undefined.teil"), "--in", &ia, "--out", &out]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read_f64s(&m.out.join("R.npy"), &[3])
+        .iter()
+        .all(|x| x.is_nan()));
+    assert!(read_f64s(&m.out.join("Z.npy"), &[3])
+        .iter()
+        .all(|x| x.is_nan()));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: `R` has 3 undefined cells, written as NaN (the first is R[1]); they come from `T`, which was read before it was assigned"),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: `Z` has 3 NaN cells computed from defined values, such as 0/0 (the first is Z[1])"),
+        "{err}"
+    );
+}
+
+#[test]
+fn random_inputs_are_reproducible_small_integers() {
+    let run = || {
+        let o = teil(&[
+            "run",
+            &data("matmul.teil"),
+            "--random-inputs",
+            "42",
+            "--print",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let first = run();
+    assert_eq!(first, run());
+    // C is a sum of three products of integers in -3..=3.
+    let values: Vec<f64> = first
+        .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert!(values.iter().all(|v| v.abs() <= 27.0), "{first}");
+}
+
+/// Runs `args` expecting exit 1 with `message` on stderr and nothing in the output directory.
+fn rejected(m: &Matmul, extra: &[&str], message: &str) {
+    let out = m.out.to_string_lossy().into_owned();
+    let prog = data("matmul.teil");
+    let mut args = vec!["run", &prog[..]];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out", &out]);
+    let o = teil(&args);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains(message),
+        "expected `{message}` in\n{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        entries(&m.out),
+        Vec::<String>::new(),
+        "partial output for {args:?}"
+    );
+}
+
+#[test]
+fn missing_input() {
+    let m = matmul();
+    let ia = format!("A={}", m.a);
+    rejected(&m, &["--in", &ia], "error: missing input `B` of shape [3, 2]: give `--in B=FILE.npy` or `--random-inputs SEED`");
+}
+
+#[test]
+fn wrong_shape() {
+    let m = matmul();
+    let ia = format!("A={}", m.b);
+    let ib = format!("B={}", m.b);
+    rejected(
+        &m,
+        &["--in", &ia, "--in", &ib],
+        &format!(
+            "error: input `A` has the wrong shape: expected [2, 3], found [3, 2] in `{}`",
+            m.b
+        ),
+    );
+}
+
+#[test]
+fn wrong_dtype() {
+    let m = matmul();
+    let bad = write(&m.dir, "int.npy", &npy("<i8", &[2, 3], &[0u8; 48]));
+    let (ia, ib) = (format!("A={bad}"), format!("B={}", m.b));
+    rejected(
+        &m,
+        &["--in", &ia, "--in", &ib],
+        &format!("error: cannot read input `A` (shape [2, 3]) from `{bad}`: dtype `<i8` is not supported; save the array as float64 (or float32)"),
+    );
+}
+
+#[test]
+fn corrupt_files() {
+    let m = matmul();
+    let ib = format!("B={}", m.b);
+    let good = f64s(&[2, 3], &[0.0; 6]);
+    let mut fortran = npy("<f8", &[2, 3], &[0u8; 48]);
+    let at = fortran.windows(5).position(|w| w == b"False").unwrap();
+    fortran.splice(at..at + 5, b"True ".iter().copied());
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "magic.npy",
+            b"P5 not a numpy file at all".to_vec(),
+            "not a .npy file (it does not start with the NumPy magic string)",
+        ),
+        (
+            "short.npy",
+            good[..good.len() - 5].to_vec(),
+            "the data is truncated: the header promises 48 bytes, the file has 43",
+        ),
+        (
+            "header.npy",
+            good[..30].to_vec(),
+            "the file ends inside its header",
+        ),
+        (
+            "fortran.npy",
+            fortran,
+            "the array is stored in Fortran order; save it in C order (numpy.ascontiguousarray)",
+        ),
+    ];
+    for (name, bytes, msg) in cases {
+        let path = write(&m.dir, name, &bytes);
+        let ia = format!("A={path}");
+        rejected(
+            &m,
+            &["--in", &ia, "--in", &ib],
+            &format!("error: cannot read input `A` (shape [2, 3]) from `{path}`: {msg}"),
+        );
+    }
+}
+
+#[test]
+fn unreadable_file() {
+    let m = matmul();
+    let missing = m.dir.join("nope.npy").to_string_lossy().into_owned();
+    let (ia, ib) = (format!("A={missing}"), format!("B={}", m.b));
+    rejected(
+        &m,
+        &["--in", &ia, "--in", &ib],
+        &format!(
+            "error: cannot read input `A` (shape [2, 3]) from `{missing}`: cannot read the file:"
+        ),
+    );
+}
+
+#[test]
+fn not_an_input() {
+    let m = matmul();
+    let (ia, ib, ic) = (
+        format!("A={}", m.a),
+        format!("B={}", m.b),
+        format!("C={}", m.a),
+    );
+    rejected(
+        &m,
+        &["--in", &ia, "--in", &ib, "--in", &ic],
+        "error: `C` is not an input of the program (only `input` and `inout` variables take `--in`)",
+    );
+    let iz = format!("Z={}", m.a);
+    rejected(
+        &m,
+        &["--in", &ia, "--in", &ib, "--in", &iz],
+        "error: `Z` is not a variable of the program",
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let m = matmul();
+    let o = teil(&["run", &data("matmul.teil"), "--in", &m.a]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("should be `--in NAME=FILE.npy`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = teil(&["run", &m.dir.join("missing.teil").to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(2));
+    let ia = format!("A={}", m.a);
+    let o = teil(&["run", &data("matmul.teil"), "--in", &ia, "--in", &ia]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`--in` gives `A` twice"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn ill_typed_program_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(
+        tmp.path(),
+        "bad.teil",
+        b"var A : [2 3]\nvar C : [2 3]\nC = A ^[1 2]\n",
+    );
+    let o = teil(&["run", &f, "--random-inputs", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("E0"), "{}", stderr(&o));
+}
+
+#[test]
+fn trace_unfolds_fig7() {
+    let o = teil(&[
+        "trace",
+        &data("matmul.teil"),
+        "C[1,2]",
+        "--random-inputs",
+        "7",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!(stdout(&o));
+    let o = teil(&["trace", &data("trace_of_product.teil"), "s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!(stdout(&o));
+}
+
+#[test]
+fn trace_errors() {
+    let o = teil(&["trace", &data("matmul.teil"), "C[3,1]"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(
+        "error: `C` has shape [2, 2]; [3, 1] is not one of its cells (indices are 1-based)"
+    ));
+    let o = teil(&["trace", &data("matmul.teil"), "C[1;2]"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot read the cell `C[1;2]`"),
+        "{}",
+        stderr(&o)
+    );
+}
