@@ -498,7 +498,7 @@ fn partial_sum_warnings(
         );
         for s in &spans[1..] {
             d.secondary
-                .push(Label::new(s.clone(), format!("nor does this term")));
+                .push(Label::new(s.clone(), "nor does this term"));
         }
         if let Some(u) = first_use {
             d = d.with_label(
