@@ -204,12 +204,15 @@ fn the_corpus_covers_every_code() {
             ));
         }
     }
+    // Codes of TeIL source files; the guard front ends' codes (E04xx, E05xx, W05xx) come from
+    // other inputs and are tested with them. E0005 needs a statement hundreds of levels deep;
+    // tests/robustness.rs covers it.
     let missing: Vec<&str> = Code::ALL
         .iter()
         .map(|c| c.as_str())
+        .filter(|c| matches!(&c[..3], "E00" | "E01" | "E02" | "E03" | "W00"))
         .filter(|c| !seen.contains(*c) && *c != "E0005")
         .collect();
-    // E0005 needs a statement hundreds of levels deep; tests/robustness.rs covers it.
     assert!(
         missing.is_empty(),
         "codes without a corpus file: {missing:?}"
