@@ -500,6 +500,9 @@ impl<'s> Evaluator<'_, 's> {
     fn contract(&self, ops: &[&Factor<'s>], keep: &[Label]) -> Result<Factor<'s>, RunError> {
         let extents: Vec<u64> = keep.iter().map(|&l| self.extent(l)).collect();
         let mut z = self.zeros("an intermediate result", &extents)?;
+        // Sums start from -0, the identity of IEEE addition (+0 + -0 would be +0), so a sum
+        // equals the left fold from its first term, signed zeros included.
+        z.fill(-0.0);
         // Output strides (row-major) per kept label.
         let mut zstride = vec![0usize; keep.len()];
         let mut acc = 1usize;

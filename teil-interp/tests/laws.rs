@@ -32,13 +32,19 @@ fn gen() -> impl Strategy<Value = Program> {
 /// Both evaluators' final stores.
 fn both(p: &teil::CheckedProgram, seed: u64) -> [BTreeMap<String, Tensor>; 2] {
     let inputs = random_inputs(p, seed);
-    [run_oracle(p, &inputs).expect("oracle"), run_fast(p, &inputs).expect("fast")]
+    [
+        run_oracle(p, &inputs).expect("oracle"),
+        run_fast(p, &inputs).expect("fast"),
+    ]
 }
 
 /// `p` plus `L : shape = lhs` and `R : shape = rhs`, where `E` in `lhs`/`rhs` stands for the
 /// right-hand side of `p`'s last statement. Returns the checked program.
 fn with_law(p: &Program, shape: &[u64], lhs: &str, rhs: &str) -> teil::CheckedProgram {
-    let e = format!("({})", fmt::expr(&p.stmts.last().expect("a statement").value, Style::Prefix));
+    let e = format!(
+        "({})",
+        fmt::expr(&p.stmts.last().expect("a statement").value, Style::Prefix)
+    );
     let mut text = String::new();
     for d in &p.decls {
         text.push_str(&fmt::decl(d, Style::Prefix));
@@ -47,9 +53,17 @@ fn with_law(p: &Program, shape: &[u64], lhs: &str, rhs: &str) -> teil::CheckedPr
     let extents = ShapeDisplay(shape).to_string();
     text.push_str(&format!("alloc L : {extents}\nalloc R : {extents}\n"));
     for s in &p.stmts {
-        text.push_str(&format!("{} = {}\n", s.target.name, fmt::expr(&s.value, Style::Prefix)));
+        text.push_str(&format!(
+            "{} = {}\n",
+            s.target.name,
+            fmt::expr(&s.value, Style::Prefix)
+        ));
     }
-    text.push_str(&format!("L = {}\nR = {}\n", lhs.replace('E', &e), rhs.replace('E', &e)));
+    text.push_str(&format!(
+        "L = {}\nR = {}\n",
+        lhs.replace('E', &e),
+        rhs.replace('E', &e)
+    ));
     match teil::compile(&text) {
         Ok((c, _)) => c,
         Err(d) => panic!("law program does not check:\n{text}\n{d:#?}"),
@@ -162,8 +176,14 @@ fn infix_contraction_is_prefix_contraction() {
     let a = ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn();
     let b = ndarray::arr2(&[[0.0, 1.0], [-1.0, 2.0]]).into_dyn();
     let inputs: BTreeMap<String, Tensor> = [("A".to_string(), a), ("B".to_string(), b)].into();
-    let infix = teil::compile("var A : [2 2]\nvar B : [2 2]\nvar C : [2 2]\nC = (A # B) .[2 3]").unwrap().0;
-    let prefix = teil::compile("alloc A : [2, 2]\nalloc B : [2, 2]\nalloc C : [2, 2]\nC = contr 2 3 (prod A B)").unwrap().0;
+    let infix = teil::compile("var A : [2 2]\nvar B : [2 2]\nvar C : [2 2]\nC = (A # B) .[2 3]")
+        .unwrap()
+        .0;
+    let prefix = teil::compile(
+        "alloc A : [2, 2]\nalloc B : [2, 2]\nalloc C : [2, 2]\nC = contr 2 3 (prod A B)",
+    )
+    .unwrap()
+    .0;
     // By hand: [[1·0 + 2·(-1), 1·1 + 2·2], [3·0 + 4·(-1), 3·1 + 4·2]].
     let want = ndarray::arr2(&[[-2.0, 5.0], [-4.0, 11.0]]).into_dyn();
     for p in [&infix, &prefix] {
