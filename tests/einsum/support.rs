@@ -169,8 +169,6 @@ pub fn random_tensor(shape: &[usize], rng: &mut Rng) -> Tensor {
     ArrayD::from_shape_vec(IxDyn(shape), data).unwrap()
 }
 
-/// Lowers, runs both evaluators, and compares `out` with the naive einsum. Returns the lowered
-
 /// The operands of one case: small integers, so every sum and product is exact.
 pub fn operands(shapes: &[Vec<usize>], seed: u64) -> Vec<Tensor> {
     let mut rng = Rng(seed);
