@@ -521,3 +521,29 @@ proptest! {
         }
     }
 }
+
+/// Right-hand sides just inside the nesting limit are lowered (no stack overflow on a test
+/// thread's stack) and print within TeIL's own limit.
+#[test]
+fn deep_statements_at_the_limit_are_lowered() {
+    let mut rhs = "B(i, k)".to_string();
+    for n in 0..200 {
+        rhs = match n % 4 {
+            0 => format!("({rhs} + C(k))"),
+            1 => format!("({rhs} * 2)"),
+            2 => format!("-({rhs} / s)"),
+            _ => format!("({rhs} - B(i, k) * C(k))"),
+        };
+    }
+    let src =
+        format!("alloc A : [2]\nalloc B : [2, 3]\nalloc C : [3]\nalloc s : []\nA(i) = {rhs}\n");
+    let (p, _) = guard::index_notation(&src).unwrap_or_else(|d| panic!("{:?}", d[0]));
+    assert_round_trips(&p, "deep statement");
+    let parens = format!(
+        "alloc A : [2]\nA(i) = {}A(i){}\n",
+        "(".repeat(500),
+        ")".repeat(500)
+    );
+    let (p, _) = guard::index_notation(&parens).unwrap_or_else(|d| panic!("{:?}", d[0]));
+    assert_eq!(statements_of(&p), ["A = A"]);
+}
