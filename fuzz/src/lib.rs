@@ -6,3 +6,4 @@
 
 pub mod gen;
 pub mod mutate;
+pub mod shrink;

@@ -1,0 +1,279 @@
+//! Delta debugging for failing programs: reduce the program, its shapes and its input values
+//! while a caller-supplied predicate keeps failing.
+//!
+//! Every candidate is re-checked with [`teil::check`] before the predicate sees it, so the
+//! predicate only ever runs on well-typed programs: a reduction that breaks typing is simply
+//! not taken. The reductions, tried in this order until none applies:
+//!
+//! 1. drop a statement;
+//! 2. make a sub-expression the whole right-hand side (assigned to a fresh variable of its
+//!    shape); replace an expression by one of its operands of the same shape (this also
+//!    removes parentheses), or a scalar expression by the literal `1`;
+//! 3. replace a compound expression by a fresh input variable of its shape (filled with ones);
+//! 4. shrink an extent: every extent `v > 1` in the program becomes `1`, or else `v - 1`
+//!    (in declarations and `expa`, clamping `proj` slices), slicing the inputs to match;
+//! 5. simplify input values: all zeros, all ones, then single elements to zero.
+//!
+//! Unused declarations (and their inputs) are removed from every candidate before the predicate
+//! sees it, so the result is exactly what was last seen failing. The number of predicate calls
+//! is bounded.
+
+use std::collections::BTreeMap;
+use teil::ast::*;
+use teil::CheckedProgram;
+
+pub type Inputs = BTreeMap<String, ndarray::ArrayD<f64>>;
+
+/// Shrinks `(program, inputs)` while `fails` holds, calling it at most `budget` times. The
+/// starting pair must fail and be well-typed; the result fails too.
+pub fn shrink(
+    program: Program,
+    inputs: Inputs,
+    mut fails: impl FnMut(&CheckedProgram, &Inputs) -> bool,
+    budget: usize,
+) -> (Program, Inputs) {
+    let mut cur = (program, inputs);
+    let mut calls = 0usize;
+    'outer: while let Ok((checked, _)) = teil::check(cur.0.clone()) {
+        for cand in candidates(&checked, &cur.1) {
+            if calls >= budget {
+                break 'outer;
+            }
+            // Testing exactly what would be reported: no unused declarations, no stale inputs.
+            let cand = tidy(cand);
+            let Ok((cand_checked, _)) = teil::check(cand.0.clone()) else {
+                continue;
+            };
+            // Only strictly smaller candidates are taken, so shrinking always terminates.
+            if size(&cand) >= size(&cur) {
+                continue;
+            }
+            calls += 1;
+            if fails(&cand_checked, &cand.1) {
+                cur = cand;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    tidy(cur)
+}
+
+/// The well-founded order shrinking descends: expression nodes, then declared elements, then
+/// the complexity of input values (0 < 1 < anything else), then declarations.
+fn size((p, inputs): &Candidate) -> (usize, u64, u64, usize) {
+    let mut nodes = 0;
+    for s in &p.stmts {
+        s.value.walk(&mut |_| nodes += 1);
+    }
+    let elements = p
+        .decls
+        .iter()
+        .map(|d| d.shape().iter().product::<u64>())
+        .sum();
+    let values = inputs
+        .values()
+        .flatten()
+        .map(|&x| match x {
+            0.0 => 0,
+            1.0 => 1,
+            _ => 2,
+        })
+        .sum();
+    (nodes, elements, values, p.decls.len())
+}
+
+/// Removes unused declarations and the inputs of variables no longer declared.
+fn tidy((program, inputs): Candidate) -> Candidate {
+    let program = remove_unused(program);
+    let inputs = inputs
+        .into_iter()
+        .filter(|(n, _)| program.decl(n).is_some())
+        .collect();
+    (program, inputs)
+}
+
+type Candidate = (Program, Inputs);
+
+/// All one-step reductions of the current pair, most aggressive first.
+fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
+    let p = checked.program();
+    let mut out = Vec::new();
+    // 1. Drop a statement.
+    for k in (0..p.stmts.len()).rev() {
+        let mut q = p.clone();
+        q.stmts.remove(k);
+        out.push((q, inputs.clone()));
+    }
+    // 2 and 3. Expression replacements.
+    for (k, s) in p.stmts.iter().enumerate() {
+        let mut ids = Vec::new();
+        s.value.walk(&mut |e| ids.push(e));
+        for e in ids {
+            let shape = checked.shape(e).to_vec();
+            // Hoist a sub-expression into a statement of its own, replacing this statement.
+            if e.id != s.value.id && !matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_)) {
+                let name = fresh_name(p);
+                let mut q = p.clone();
+                q.decls.push(Decl {
+                    qualifier: p.uses_qualifiers().then_some(Qualifier::Output),
+                    name: Ident::new(name.clone(), 0..0),
+                    extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
+                    span: 0..0,
+                });
+                q.stmts[k] = Stmt {
+                    target: Ident::new(name, 0..0),
+                    value: e.clone(),
+                    span: 0..0,
+                };
+                out.push((q, inputs.clone()));
+            }
+            for c in e.children() {
+                if checked.shape(c) == shape.as_slice() {
+                    out.push((replace(p, k, e.id, c.clone()), inputs.clone()));
+                }
+            }
+            let compound = !matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_));
+            if shape.is_empty() && !matches!(e.kind, ExprKind::Lit(_)) {
+                let one = Expr::new(ExprKind::Lit(1.0), 0..0);
+                out.push((replace(p, k, e.id, one), inputs.clone()));
+            }
+            if compound {
+                let name = fresh_name(p);
+                let var = Expr::new(ExprKind::Var(Ident::new(name.clone(), 0..0)), 0..0);
+                let mut q = replace(p, k, e.id, var);
+                q.decls.push(Decl {
+                    qualifier: p.uses_qualifiers().then_some(Qualifier::Input),
+                    name: Ident::new(name.clone(), 0..0),
+                    extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
+                    span: 0..0,
+                });
+                let mut ins = inputs.clone();
+                let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+                ins.insert(name, ndarray::ArrayD::from_elem(dims, 1.0));
+                out.push((q, ins));
+            }
+        }
+    }
+    // 4. Smaller extents.
+    let mut extents: Vec<u64> = p
+        .decls
+        .iter()
+        .flat_map(|d| d.shape())
+        .filter(|&v| v > 1)
+        .collect();
+    extents.sort_unstable();
+    extents.dedup();
+    for &v in extents.iter().rev() {
+        for to in [1, v - 1] {
+            if let Some(c) = shrink_extent(p, inputs, v, to) {
+                out.push(c);
+            }
+            if v - 1 == 1 {
+                break;
+            }
+        }
+    }
+    // 5. Simpler values.
+    for (name, t) in inputs {
+        for fill in [0.0, 1.0] {
+            if t.iter().any(|&x| x != fill) {
+                let mut ins = inputs.clone();
+                ins.insert(name.clone(), t.mapv(|_| fill));
+                out.push((p.clone(), ins));
+            }
+        }
+        if t.len() <= 64 {
+            for (i, &x) in t.iter().enumerate() {
+                if x != 0.0 {
+                    let mut ins = inputs.clone();
+                    let mut u = t.clone();
+                    if let Some(cell) = u.iter_mut().nth(i) {
+                        *cell = 0.0;
+                    }
+                    ins.insert(name.clone(), u);
+                    out.push((p.clone(), ins));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn fresh_name(p: &Program) -> String {
+    (0..)
+        .map(|k| format!("h{k}"))
+        .find(|n| p.decl(n).is_none())
+        .unwrap_or_else(|| "h".into())
+}
+
+/// `p` with the node `id` of statement `k` replaced by `with`.
+fn replace(p: &Program, k: usize, id: ExprId, with: Expr) -> Program {
+    fn go(e: &mut Expr, id: ExprId, with: &Expr) -> bool {
+        if e.id == id {
+            *e = with.clone();
+            return true;
+        }
+        e.children_mut().into_iter().any(|c| go(c, id, with))
+    }
+    let mut q = p.clone();
+    go(&mut q.stmts[k].value, id, &with);
+    q
+}
+
+/// Every extent `v` becomes `to`: in declarations (slicing inputs to match) and in `expa`;
+/// `proj` slices beyond `to` are clamped. The checker decides whether the result still types.
+fn shrink_extent(p: &Program, inputs: &Inputs, v: u64, to: u64) -> Option<Candidate> {
+    fn go(e: &mut Expr, v: u64, to: u64) {
+        match &mut e.kind {
+            ExprKind::Expa(_, n, _) if n.value == v => n.value = to,
+            ExprKind::Proj(_, m, _) if m.value > to => m.value = to,
+            _ => {}
+        }
+        for c in e.children_mut() {
+            go(c, v, to);
+        }
+    }
+    let mut q = p.clone();
+    let mut ins = inputs.clone();
+    for d in &mut q.decls {
+        let mut changed = false;
+        for n in &mut d.extents {
+            if n.value == v {
+                n.value = to;
+                changed = true;
+            }
+        }
+        if changed {
+            if let Some(t) = ins.get_mut(&d.name.name) {
+                let mut s = t.view();
+                for (axis, &len) in t.shape().iter().enumerate() {
+                    if len as u64 == v {
+                        s.slice_axis_inplace(
+                            ndarray::Axis(axis),
+                            ndarray::Slice::from(0..to as usize),
+                        );
+                    }
+                }
+                *t = s.to_owned();
+            }
+        }
+    }
+    for s in &mut q.stmts {
+        go(&mut s.value, v, to);
+    }
+    Some((q, ins))
+}
+
+/// Drops declarations that no statement reads or assigns.
+fn remove_unused(mut p: Program) -> Program {
+    let used = |name: &str, p: &Program| {
+        p.stmts
+            .iter()
+            .any(|s| s.target.name == name || s.value.reads(name))
+    };
+    let keep: Vec<bool> = p.decls.iter().map(|d| used(&d.name.name, &p)).collect();
+    let mut it = keep.into_iter();
+    p.decls.retain(|_| it.next().unwrap_or(true));
+    p
+}
