@@ -44,6 +44,10 @@ proptest! {
     fn fast_matches_oracle_exactly(p in program(GenConfig::default()), seed in any::<u64>()) {
         agree(p, seed)?;
     }
+}
+
+proptest! {
+    #![proptest_config(config(100))]
 
     #[test]
     fn fast_matches_oracle_on_deep_and_wide_programs(
