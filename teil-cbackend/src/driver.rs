@@ -3,10 +3,13 @@
 //! The driver is its own translation unit (so the kernels' file stays free of `<stdio.h>`).
 //! Usage: `driver IN OUT`. `IN` is a sequence of jobs, each a native-endian `u64` kernel index
 //! followed by every parameter of that kernel, in order, as its full padded buffer of native
-//! `f64`s. For each job the driver allocates 64-byte aligned buffers, reads them, calls the
-//! kernel, and appends every parameter's padded buffer to `OUT`, padding included, so the caller
-//! can check that the padding is still zero. Any problem is reported on stderr with exit
+//! `f64`s. For each job the driver allocates zeroed 64-byte aligned buffers, reads them, calls
+//! the kernel, and appends every parameter's padded buffer to `OUT`, padding included, so the
+//! caller can check that the padding is still zero. Any problem is reported on stderr with exit
 //! status 2; the driver prints nothing else.
+//!
+//! Each kernel gets a one-line thunk and a row in a table, so a driver for thousands of kernels
+//! stays small and quick to compile.
 
 use crate::ir::Kernel;
 use std::fmt::Write;
@@ -18,7 +21,7 @@ pub fn source(kernels: &[&Kernel]) -> String {
          #include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n",
     );
     for k in kernels {
-        let params: Vec<&str> = k.params.iter().map(|_| "double *restrict").collect();
+        let params = vec!["double *restrict"; k.params.len()];
         let _ = writeln!(
             out,
             "void {}({});",
@@ -30,6 +33,52 @@ pub fn source(kernels: &[&Kernel]) -> String {
             }
         );
     }
+    out.push('\n');
+    for (i, k) in kernels.iter().enumerate() {
+        let args: Vec<String> = (0..k.params.len()).map(|j| format!("p[{j}]")).collect();
+        if args.is_empty() {
+            let _ = writeln!(
+                out,
+                "static void call_{i}(double **p)\n{{\n    (void)p;\n    {}();\n}}",
+                k.name
+            );
+        } else {
+            let sizes: Vec<String> = k
+                .params
+                .iter()
+                .map(|&p| format!("{}u", k.buffer(p).padded_len()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "static void call_{i}(double **p)\n{{\n    {}({});\n}}\n\
+                 static const unsigned long long sizes_{i}[] = {{{}}};",
+                k.name,
+                args.join(", "),
+                sizes.join(", ")
+            );
+        }
+    }
+    let max_params = kernels.iter().map(|k| k.params.len()).max().unwrap_or(0);
+    let _ = write!(
+        out,
+        "\n#define MAX_PARAMS {}\n\n\
+         struct entry {{\n    void (*call)(double **);\n    int nparams;\n    \
+         const unsigned long long *sizes;\n}};\n\n\
+         static const struct entry table[] = {{\n",
+        max_params.max(1)
+    );
+    for (i, k) in kernels.iter().enumerate() {
+        let sizes = if k.params.is_empty() {
+            "NULL".to_string()
+        } else {
+            format!("sizes_{i}")
+        };
+        let _ = writeln!(out, "    {{call_{i}, {}, {sizes}}},", k.params.len());
+    }
+    if kernels.is_empty() {
+        out.push_str("    {NULL, 0, NULL},\n");
+    }
+    out.push_str("};\n");
     out.push_str(
         r#"
 static FILE *in_file;
@@ -66,35 +115,24 @@ static void put(const double *b, size_t n)
         fail("cannot write output");
 }
 
+/* Reads a job's buffers, calls its kernel, writes the buffers back. */
 static void run(unsigned long long kernel)
 {
-    switch (kernel) {
-"#,
-    );
-    for (i, k) in kernels.iter().enumerate() {
-        let _ = writeln!(out, "    case {i}: {{");
-        let n = k.params.len();
-        if n > 0 {
-            let _ = writeln!(out, "        void *raw[{n}];\n        double *p[{n}];");
-            for (j, &p) in k.params.iter().enumerate() {
-                let len = k.buffer(p).padded_len();
-                let _ = writeln!(
-                    out,
-                    "        p[{j}] = buffer({len}u, &raw[{j}]);\n        get(p[{j}], {len}u);"
-                );
-            }
-        }
-        let args: Vec<String> = (0..n).map(|j| format!("p[{j}]")).collect();
-        let _ = writeln!(out, "        {}({});", k.name, args.join(", "));
-        for (j, &p) in k.params.iter().enumerate() {
-            let len = k.buffer(p).padded_len();
-            let _ = writeln!(out, "        put(p[{j}], {len}u);\n        free(raw[{j}]);");
-        }
-        out.push_str("        break;\n    }\n");
-    }
-    out.push_str(
-        r#"    default:
+    const struct entry *e;
+    void *raw[MAX_PARAMS];
+    double *p[MAX_PARAMS];
+    int j;
+    if (kernel >= sizeof table / sizeof table[0] || table[kernel].call == NULL)
         fail("unknown kernel index");
+    e = &table[kernel];
+    for (j = 0; j < e->nparams; j++) {
+        p[j] = buffer((size_t)e->sizes[j], &raw[j]);
+        get(p[j], (size_t)e->sizes[j]);
+    }
+    e->call(p);
+    for (j = 0; j < e->nparams; j++) {
+        put(p[j], (size_t)e->sizes[j]);
+        free(raw[j]);
     }
 }
 

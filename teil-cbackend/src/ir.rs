@@ -144,6 +144,9 @@ pub struct Kernel {
     pub steps: Vec<Step>,
     /// Doubles of heap workspace for internal variables and temporaries.
     pub workspace: u64,
+    /// How many sum-of-products regions contraction lifting rewrote (0: every value is
+    /// computed with exactly the interpreter's operations, spec/padding.md).
+    pub lifted: usize,
 }
 
 impl Kernel {

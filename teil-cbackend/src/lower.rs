@@ -71,6 +71,7 @@ struct Lowerer<'p> {
     steps: Vec<Step>,
     names: Names,
     temps: usize,
+    lifted: usize,
 }
 
 pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> {
@@ -89,6 +90,7 @@ pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Err
         steps: Vec::new(),
         names: Names::default(),
         temps: 0,
+        lifted: 0,
     };
     let program = prog.program();
     let interface: BTreeSet<&str> = prog.interface().map(|d| d.name.name.as_str()).collect();
@@ -210,6 +212,7 @@ pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Err
         params,
         steps: lw.steps,
         workspace: 0,
+        lifted: lw.lifted,
     };
     // Workspace layout: every used non-parameter buffer at a 64-byte multiple.
     let used = kernel.referenced();
@@ -593,6 +596,7 @@ impl Lowerer<'_> {
         if lifted >= fused {
             return Ok(None);
         }
+        self.lifted += 1;
         let comment = format!("lifted contraction for: {origin}");
         self.build(&region, &factors, &plan, true, pre, &comment)
             .map(Some)

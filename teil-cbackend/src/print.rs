@@ -316,8 +316,17 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
                 names: BTreeMap::new(),
                 out: String::new(),
             };
-            p.nodes(body, 1);
+            // A scalar target has no loop around its accumulators: give them a block of
+            // their own so that the next nest can reuse their names.
+            let block = body.iter().any(|n| matches!(n, Node::AccInit { .. }));
+            if block {
+                out.push_str("    {\n");
+            }
+            p.nodes(body, if block { 2 } else { 1 });
             out.push_str(&p.out);
+            if block {
+                out.push_str("    }\n");
+            }
         }
     }
 }

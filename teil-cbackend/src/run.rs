@@ -52,7 +52,7 @@ pub struct Job {
     /// Index into the batch's kernels.
     pub kernel: usize,
     /// Logical values of the kernel's input parameters, by TeIL variable name (extra entries
-    /// are ignored). NaN stands for the undefined value.
+    /// are ignored). NaN stands for the undefined value; an input not given starts undefined.
     pub inputs: BTreeMap<String, ArrayD<f64>>,
 }
 
@@ -67,8 +67,6 @@ pub struct Outcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("input `{0}` was not given")]
-    MissingInput(String),
     #[error("input `{var}` has shape {found:?}, but the program declares {expected:?}")]
     InputShape {
         var: String,
@@ -100,6 +98,8 @@ pub enum RunError {
         message: String,
         kept: PathBuf,
     },
+    #[error("the kernels' buffers need {bytes} bytes, more than this machine can provide")]
+    TooLarge { bytes: u64 },
     #[error("{what}: {error}")]
     Io { what: String, error: std::io::Error },
 }
@@ -208,45 +208,61 @@ pub fn run(
 }
 
 fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
-    let mut buf = Vec::new();
+    // Size everything first, so that a batch too large for memory is an error, not an abort.
+    let mut total = 0u64;
     for (j, job) in jobs.iter().enumerate() {
         let k = kernels.get(job.kernel).ok_or(RunError::NoSuchKernel {
             job: j,
             kernel: job.kernel,
             count: kernels.len(),
         })?;
+        total = k
+            .params
+            .iter()
+            .try_fold(total.saturating_add(8), |t, &p| {
+                k.buffer(p).padded_len().checked_mul(8)?.checked_add(t)
+            })
+            .unwrap_or(u64::MAX);
+    }
+    let too_large = || RunError::TooLarge { bytes: total };
+    let mut buf: Vec<u8> = Vec::new();
+    buf.try_reserve_exact(usize::try_from(total).map_err(|_| too_large())?)
+        .map_err(|_| too_large())?;
+    for job in jobs {
+        let Some(k) = kernels.get(job.kernel) else {
+            continue;
+        };
         buf.extend_from_slice(&(job.kernel as u64).to_ne_bytes());
         for &p in &k.params {
             let b = k.buffer(p);
             let var = b.var.clone().unwrap_or_default();
             let input = matches!(b.role, Role::Param { input: true, .. });
-            let mut padded = vec![0.0f64; b.padded_len() as usize];
-            if input {
-                let value = job
-                    .inputs
-                    .get(&var)
-                    .ok_or_else(|| RunError::MissingInput(var.clone()))?;
-                let found: Vec<usize> = value.shape().to_vec();
-                if found.len() != b.logical.len()
-                    || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
-                {
-                    return Err(RunError::InputShape {
-                        var,
-                        expected: b.logical.clone(),
-                        found,
-                    });
+            let start = buf.len();
+            buf.resize(start + b.padded_len() as usize * 8, 0);
+            let mut set = |flat: u64, x: f64| {
+                let at = start + 8 * padded_offset(flat, &b.logical, &b.padded);
+                buf[at..at + 8].copy_from_slice(&x.to_ne_bytes());
+            };
+            match job.inputs.get(&var).filter(|_| input) {
+                Some(value) => {
+                    let found: Vec<usize> = value.shape().to_vec();
+                    if found.len() != b.logical.len()
+                        || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
+                    {
+                        return Err(RunError::InputShape {
+                            var,
+                            expected: b.logical.clone(),
+                            found,
+                        });
+                    }
+                    // `iter` visits elements in logical row-major order whatever the layout.
+                    for (f, x) in value.iter().enumerate() {
+                        set(f as u64, *x);
+                    }
                 }
-                // `iter` visits elements in logical row-major order whatever the memory layout.
-                for (i, x) in logical_indices(&b.logical).iter().zip(value.iter()) {
-                    padded[offset(i, &b.padded)] = *x;
-                }
-            } else {
-                for i in logical_indices(&b.logical) {
-                    padded[offset(&i, &b.padded)] = OUTPUT_CANARY;
-                }
-            }
-            for x in padded {
-                buf.extend_from_slice(&x.to_ne_bytes());
+                // An input the caller does not supply starts undefined.
+                None if input => (0..b.logical_len()).for_each(|f| set(f, f64::NAN)),
+                None => (0..b.logical_len()).for_each(|f| set(f, OUTPUT_CANARY)),
             }
         }
     }
@@ -273,8 +289,8 @@ fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome
             }
             let shape: Vec<usize> = b.logical.iter().map(|&n| n as usize).collect();
             let mut logical = Vec::with_capacity(b.logical_len() as usize);
-            for i in logical_indices(&b.logical) {
-                logical.push(padded[offset(&i, &b.padded)]);
+            for f in 0..b.logical_len() {
+                logical.push(padded[padded_offset(f, &b.logical, &b.padded)]);
             }
             let in_logical = |flat: usize| {
                 let mut rest = flat as u64;
@@ -304,27 +320,14 @@ fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome
     doubles.next().is_none().then_some(out)
 }
 
-/// Row-major offset of a multi-index in a buffer of the given (padded) shape.
-fn offset(i: &[usize], padded: &[u64]) -> usize {
-    i.iter()
-        .zip(padded)
-        .fold(0usize, |acc, (&x, &n)| acc * n as usize + x)
-}
-
-/// Every multi-index below `shape`, in row-major order.
-fn logical_indices(shape: &[u64]) -> Vec<Vec<usize>> {
-    let mut out = vec![Vec::new()];
-    for &n in shape {
-        out = out
-            .into_iter()
-            .flat_map(|prefix| {
-                (0..n as usize).map(move |x| {
-                    let mut p = prefix.clone();
-                    p.push(x);
-                    p
-                })
-            })
-            .collect();
+/// Where the `flat`-th logical element (row-major) lives in the padded buffer.
+fn padded_offset(mut flat: u64, logical: &[u64], padded: &[u64]) -> usize {
+    let mut off = 0u64;
+    let mut stride = 1u64;
+    for (&n, &p) in logical.iter().zip(padded).rev() {
+        off += (flat % n) * stride;
+        flat /= n;
+        stride *= p;
     }
-    out
+    off as usize
 }
