@@ -79,20 +79,20 @@ pub enum RunError {
         kernel: usize,
         count: usize,
     },
-    #[error("cannot run the C compiler `{cc}`: {error} (generated source kept in {kept})")]
+    #[error("cannot run the C compiler `{cc}`: {error} (generated source kept at {kept})")]
     CompilerNotFound {
         cc: String,
         error: std::io::Error,
         kept: PathBuf,
     },
-    #[error("the C compiler `{cc}` failed ({status}); generated source kept in {kept}\n{message}")]
+    #[error("the C compiler `{cc}` failed ({status}); generated source kept at {kept}\n{message}")]
     CompileFailed {
         cc: String,
         status: String,
         message: String,
         kept: PathBuf,
     },
-    #[error("the compiled kernel failed ({status}); generated source kept in {kept}\n{message}")]
+    #[error("the compiled kernel failed ({status}); generated source kept at {kept}\n{message}")]
     KernelFailed {
         status: String,
         message: String,
@@ -142,7 +142,7 @@ pub fn run_batch(
             return Err(RunError::CompilerNotFound {
                 cc: tc.cc.clone(),
                 error,
-                kept: dir.keep(),
+                kept: dir.keep().join("kernels.c"),
             })
         }
     };
@@ -152,7 +152,7 @@ pub fn run_batch(
             cc: tc.cc.clone(),
             status: compiled.status.to_string(),
             message: String::from_utf8_lossy(&compiled.stderr).into_owned(),
-            kept: dir.keep(),
+            kept: dir.keep().join("kernels.c"),
         });
     }
 
@@ -166,7 +166,7 @@ pub fn run_batch(
             return Err(RunError::KernelFailed {
                 status: "not started".to_string(),
                 message: e.to_string(),
-                kept: dir.keep(),
+                kept: dir.keep().join("kernels.c"),
             })
         }
     };
@@ -176,7 +176,7 @@ pub fn run_batch(
         return Err(RunError::KernelFailed {
             status: ran.status.to_string(),
             message: String::from_utf8_lossy(&ran.stderr).into_owned(),
-            kept: dir.keep(),
+            kept: dir.keep().join("kernels.c"),
         });
     }
     let output = std::fs::read(&out_bin).map_err(io("cannot read the kernel outputs"))?;
@@ -186,7 +186,7 @@ pub fn run_batch(
             "the driver wrote {} bytes, which does not match the parameters",
             output.len()
         ),
-        kept: dir.keep(),
+        kept: dir.keep().join("kernels.c"),
     })
 }
 

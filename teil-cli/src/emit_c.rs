@@ -4,11 +4,20 @@
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program was rejected, 2 usage or I/O
 //! problems (including a `--pad` or `--name` the backend cannot use).
+//!
+//! [`CBackend`] is the `teil run --backend c` evaluator: compiler missing, compile errors and
+//! crashes of the compiled program are usage/environment problems (exit 2) whose message
+//! carries the compiler's output and the path of the kept source.
 
 use crate::einsum::write_output;
 use crate::input::{fail, read_source, report};
+use crate::run::Failure;
 use crate::{Color, Format};
+use std::collections::BTreeMap;
+use teil::CheckedProgram;
+use teil_cbackend::run::{RunError, Toolchain};
 use teil_cbackend::Options;
+use teil_interp::Tensor;
 
 pub fn emit_c(path: &str, pad: u64, name: &str, output: Option<&str>, color: Color) -> u8 {
     let src = match read_source(path) {
@@ -44,5 +53,55 @@ pub fn emit_c(path: &str, pad: u64, name: &str, output: Option<&str>, color: Col
             fail(&e);
             2
         }
+    }
+}
+
+/// `teil run --backend c`: lowers the program, compiles it with a generated driver, runs the
+/// driver in its own process, and returns every parameter's final value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CBackend {
+    pub pad: u64,
+    pub toolchain: Toolchain,
+}
+
+impl CBackend {
+    /// `cflags`, when given, replaces the default `-O2` (split on whitespace).
+    pub fn new(pad: u64, cc: String, cflags: Option<&str>) -> Self {
+        let toolchain = Toolchain {
+            cc,
+            ..Toolchain::default()
+        };
+        let toolchain = match cflags {
+            Some(f) => toolchain.with_cflags(f),
+            None => toolchain,
+        };
+        CBackend { pad, toolchain }
+    }
+
+    pub fn run(
+        &self,
+        p: &CheckedProgram,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<BTreeMap<String, Tensor>, Failure> {
+        let opts = Options {
+            pad: self.pad,
+            ..Options::default()
+        };
+        let kernel = teil_cbackend::lower(p, &opts).map_err(|e| match e {
+            teil_cbackend::Error::BadPad(_) => Failure::Usage(e.to_string()),
+            _ => Failure::Rejected(vec![e.to_string()]),
+        })?;
+        let outcome =
+            teil_cbackend::run::run(&self.toolchain, &kernel, inputs).map_err(|e| match e {
+                RunError::InputShape { .. } => Failure::Rejected(vec![e.to_string()]),
+                _ => Failure::Usage(e.to_string()),
+            })?;
+        if !outcome.nonzero_padding.is_empty() {
+            return Err(Failure::Usage(format!(
+                "internal error: the generated kernel left non-zero padding in {}",
+                outcome.nonzero_padding.join(", ")
+            )));
+        }
+        Ok(outcome.values)
     }
 }

@@ -56,6 +56,17 @@ pub enum FmtSyntax {
     Infix,
 }
 
+/// The evaluators of `teil run --backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RunBackend {
+    /// The whole-tensor evaluator.
+    Fast,
+    /// The reference interpreter.
+    Oracle,
+    /// The padding-aware C backend (spec/abi.md).
+    C,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Parse and type-check programs; `-` reads standard input.
@@ -114,8 +125,20 @@ enum Command {
         #[arg(long)]
         print: bool,
         /// Use the reference interpreter (pointwise, slow) instead of the fast evaluator.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "backend")]
         oracle: bool,
+        /// The evaluator (default `fast`); `c` compiles the generated C with `--cc`.
+        #[arg(long, value_enum)]
+        backend: Option<RunBackend>,
+        /// With `--backend c`: round every extent up to a multiple of M.
+        #[arg(long, value_name = "M", default_value_t = 1)]
+        pad: u64,
+        /// With `--backend c`: the C compiler to run (looked up on PATH).
+        #[arg(long, default_value = "cc")]
+        cc: String,
+        /// With `--backend c`: compiler flags replacing the default `-O2` (split on whitespace).
+        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+        cflags: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -210,6 +233,10 @@ fn main() -> ExitCode {
             out,
             print,
             oracle,
+            backend,
+            pad,
+            cc,
+            cflags,
             color,
         } => run::run(&run::RunArgs {
             file,
@@ -217,10 +244,12 @@ fn main() -> ExitCode {
             random_inputs,
             out,
             print,
-            backend: if oracle {
-                run::Backend::Oracle
-            } else {
-                run::Backend::Fast
+            backend: match (oracle, backend) {
+                (true, _) | (_, Some(RunBackend::Oracle)) => run::Backend::Oracle,
+                (_, Some(RunBackend::C)) => {
+                    run::Backend::C(emit_c::CBackend::new(pad, cc, cflags.as_deref()))
+                }
+                _ => run::Backend::Fast,
             },
             color,
         }),

@@ -19,24 +19,29 @@ use teil_interp::{npy, RunError, Tensor};
 
 /// The evaluators `teil run` can use. Add a variant for a new backend and an arm in
 /// [`Backend::evaluate`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// The whole-tensor evaluator with fused contractions (default).
     Fast,
     /// The reference interpreter, pointwise (`--oracle`).
     Oracle,
+    /// The padding-aware C backend, compiled and run in a separate process (`--backend c`).
+    C(crate::emit_c::CBackend),
 }
 
 impl Backend {
-    /// Runs `p` on `inputs`; returns the final value of every variable.
+    /// Runs `p` on `inputs`; returns the final value of every variable (of every parameter,
+    /// for the C backend).
     pub fn evaluate(
-        self,
+        &self,
         p: &CheckedProgram,
         inputs: &BTreeMap<String, Tensor>,
-    ) -> Result<BTreeMap<String, Tensor>, RunError> {
+    ) -> Result<BTreeMap<String, Tensor>, Failure> {
+        let rejected = |e: RunError| Failure::Rejected(vec![e.to_string()]);
         match self {
-            Backend::Fast => teil_interp::run_fast(p, inputs),
-            Backend::Oracle => teil_interp::run_oracle(p, inputs),
+            Backend::Fast => teil_interp::run_fast(p, inputs).map_err(rejected),
+            Backend::Oracle => teil_interp::run_oracle(p, inputs).map_err(rejected),
+            Backend::C(c) => c.run(p, inputs),
         }
     }
 }
@@ -89,7 +94,7 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let results = match args.backend.evaluate(&p, &inputs) {
         Ok(r) => r,
-        Err(e) => return Failure::Rejected(vec![e.to_string()]).report(),
+        Err(f) => return f.report(),
     };
     let outputs = output_names(&p);
     for w in undefined_warnings(&p, &inputs, &results, &outputs) {
