@@ -1,0 +1,225 @@
+//! Edge-case programs through the C compiler, and how the runner reports failures.
+
+use std::collections::BTreeMap;
+use teil_cbackend::ir::Kernel;
+use teil_cbackend::run::{run, run_batch, Job, RunError, Toolchain};
+use teil_cbackend::Options;
+
+const STRICT: &str = "-std=c99 -O2 -Wall -Wextra -Werror -pedantic";
+
+/// Programs that stress the printer: names C cannot use verbatim, no statements, no
+/// parameters, scalars only, unused and never-assigned parameters, reads of undefined values.
+const EDGE: &[&str] = &[
+    "",
+    "var x : [2]",
+    "input var x : [2]\noutput var y : [2]",
+    "var s : []\ns = 3",
+    "var s : []\nvar t : []\ns = red+ 1 (expa 1 4 t)\nt = s * s - 1 / s",
+    "var int : [2]\nvar double : [2 2]\nvar main : [2]\nvar restrict : [2]\n\
+     int = (double # main) .[2 3] + restrict",
+    "var _Bool : [3]\nvar __x : [3]\nvar i0 : [3]\nvar acc0 : [3]\nvar tmp0 : [3]\n\
+     var k0 : [3]\nvar teil_ws : [3]\nvar NULL : [3]\nvar errno : [3]\nvar linux : [3]\n\
+     _Bool = __x + i0 * acc0 - tmp0 / k0\nteil_ws = NULL ^[1 1] + errno\nlinux = _Bool",
+    "input var A : [2 3]\noutput var B : [3 2]\nvar T : [3 2]\nT = A ^[1 2]\nB = T + T",
+    "input var A : [3]\noutput var B : [3]\nA = A + A\nB = A",
+    "output var B : [3]\nvar U : [3]\nB = U + 1 * U",
+    "output var B : [2 2]\ninput var A : [2 2]\nB = B + A",
+    "inout var A : [3 3]\nA = A ^[1 2]\nA = (A # A) .[2 3]\nA = A + A ^[1 2]",
+    "input var v : [4]\noutput var m : []\noutput var n : []\nm = redmax 1 v\nn = redmin 1 v",
+    "input var v : [4]\noutput var p : [4]\np = expa 1 4 (red* 1 v) / v",
+    "input var T : [2 3 4]\noutput var r : [3]\n\
+     r = diag 1 2 (proj 1 2 ((diag 1 4 (T ^[2 3] # T)) .[2 5]))",
+];
+
+fn compile(src: &str) -> teil::CheckedProgram {
+    teil::compile(src)
+        .unwrap_or_else(|d| panic!("does not check: {d:?}\n{src}"))
+        .0
+}
+
+fn kernels(pads: &[u64]) -> Vec<(usize, Kernel)> {
+    let mut out = Vec::new();
+    for (i, src) in EDGE.iter().enumerate() {
+        let p = compile(src);
+        for &pad in pads {
+            let opts = Options {
+                pad,
+                name: format!("edge_{i}_m{pad}"),
+                lift: true,
+            };
+            out.push((i, teil_cbackend::lower(&p, &opts).expect("lowers")));
+        }
+    }
+    out
+}
+
+fn check_edge_programs(tc: &Toolchain) {
+    let ks = kernels(&[1, 4]);
+    let refs: Vec<&Kernel> = ks.iter().map(|(_, k)| k).collect();
+    let mut expected = Vec::new();
+    let jobs: Vec<Job> = ks
+        .iter()
+        .enumerate()
+        .map(|(j, (i, _))| {
+            let p = compile(EDGE[*i]);
+            let inputs = teil_interp::random_inputs(&p, 3);
+            expected.push(teil_interp::run_oracle(&p, &inputs).expect("the oracle runs"));
+            Job { kernel: j, inputs }
+        })
+        .collect();
+    let outcomes = run_batch(tc, &refs, &jobs).unwrap_or_else(|e| panic!("{e}"));
+    for (((i, k), out), want) in ks.iter().zip(outcomes).zip(expected) {
+        let p = compile(EDGE[*i]);
+        assert!(
+            out.nonzero_padding.is_empty(),
+            "{}: {:?}",
+            k.name,
+            out.nonzero_padding
+        );
+        for d in p.interface().filter(|d| p.is_output(d)) {
+            let name = &d.name.name;
+            assert!(
+                teil_interp::same_values(&want[name], &out.values[name]),
+                "{} `{name}`:\noracle {}\nC      {}\n{}",
+                k.name,
+                want[name],
+                out.values[name],
+                EDGE[*i]
+            );
+        }
+    }
+}
+
+#[test]
+fn edge_programs_compile_cleanly_and_agree_with_the_oracle() {
+    check_edge_programs(&Toolchain::default().with_cflags(STRICT));
+}
+
+/// GCC's GNU modes (the default without `-std`) predefine `linux` and `unix` as macros.
+#[test]
+fn edge_programs_compile_in_gnu_mode_too() {
+    check_edge_programs(&Toolchain::default().with_cflags("-O2 -Wall -Wextra -Werror"));
+}
+
+#[test]
+fn edge_programs_are_clean_under_sanitizers() {
+    check_edge_programs(
+        &Toolchain::default()
+            .with_cflags("-std=c99 -O1 -fsanitize=address,undefined -fno-sanitize-recover=all"),
+    );
+}
+
+#[test]
+fn mangled_names_appear_in_the_source() {
+    let c = teil_cbackend::emit_c(&compile(EDGE[5]), &Options::default()).expect("emits");
+    assert!(c.contains(
+        "void teil_kernel(double *restrict v_int, double *restrict v_double, \
+         double *restrict v_main, double *restrict v_restrict)"
+    ));
+    // The parameter table keeps the TeIL names.
+    assert!(c.contains(" *   v_int       int       inout  [2]"), "{c}");
+}
+
+fn one_kernel() -> (Kernel, BTreeMap<String, teil_interp::Tensor>) {
+    let p = compile("input var A : [2]\noutput var B : [2]\nB = A + A");
+    let k = teil_cbackend::lower(&p, &Options::default()).expect("lowers");
+    (k, teil_interp::random_inputs(&p, 1))
+}
+
+fn kept_source(e: &RunError) -> std::path::PathBuf {
+    match e {
+        RunError::CompilerNotFound { kept, .. }
+        | RunError::CompileFailed { kept, .. }
+        | RunError::KernelFailed { kept, .. } => kept.clone(),
+        other => panic!("unexpected error {other}"),
+    }
+}
+
+fn cleanup(p: &std::path::Path) {
+    if let Some(dir) = p.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
+fn a_missing_compiler_is_reported_and_the_source_kept() {
+    let (k, inputs) = one_kernel();
+    let tc = Toolchain {
+        cc: "teil-no-such-compiler".to_string(),
+        cflags: vec![],
+    };
+    let e = run(&tc, &k, &inputs).expect_err("no compiler");
+    assert!(matches!(e, RunError::CompilerNotFound { .. }), "{e}");
+    let kept = kept_source(&e);
+    assert!(e.to_string().contains("teil-no-such-compiler"), "{e}");
+    assert!(e.to_string().contains(&kept.display().to_string()), "{e}");
+    let src = std::fs::read_to_string(&kept).expect("source kept");
+    assert!(src.contains("void teil_kernel("));
+    cleanup(&kept);
+}
+
+#[test]
+fn a_compile_error_carries_the_compiler_message() {
+    let (k, inputs) = one_kernel();
+    let tc = Toolchain::default().with_cflags("-O2 -fno-such-flag-for-teil");
+    let e = run(&tc, &k, &inputs).expect_err("bad flag");
+    assert!(matches!(e, RunError::CompileFailed { .. }), "{e}");
+    assert!(e.to_string().contains("-fno-such-flag-for-teil"), "{e}");
+    let kept = kept_source(&e);
+    assert!(kept.exists());
+    cleanup(&kept);
+}
+
+/// Links an extra C file into the driver (through the flags, no shell involved).
+fn with_extra_c(body: &str, flags: &str) -> (tempfile::TempDir, Toolchain) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("extra.c");
+    std::fs::write(&file, body).expect("write");
+    let tc = Toolchain::default().with_cflags(&format!("{flags} {}", file.display()));
+    (dir, tc)
+}
+
+#[test]
+fn a_crash_of_the_compiled_program_is_reported() {
+    let (k, inputs) = one_kernel();
+    let (_dir, tc) = with_extra_c(
+        "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n",
+        "-O2",
+    );
+    let e = run(&tc, &k, &inputs).expect_err("crash");
+    assert!(matches!(e, RunError::KernelFailed { .. }), "{e}");
+    assert!(e.to_string().contains("the compiled kernel failed"), "{e}");
+    cleanup(&kept_source(&e));
+}
+
+#[test]
+fn a_recoverable_sanitizer_report_still_fails_the_run() {
+    let (k, inputs) = one_kernel();
+    let (_dir, tc) = with_extra_c(
+        "#include <limits.h>\nvolatile int teil_test_big = INT_MAX;\n\
+         __attribute__((constructor)) static void overflow(void) { teil_test_big += 1; }\n",
+        "-O0 -fsanitize=undefined",
+    );
+    let e = run(&tc, &k, &inputs).expect_err("sanitizer report");
+    assert!(e.to_string().contains("signed integer overflow"), "{e}");
+    cleanup(&kept_source(&e));
+}
+
+#[test]
+fn inputs_of_the_wrong_shape_are_rejected_before_compiling() {
+    let (k, _) = one_kernel();
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "A".to_string(),
+        teil_interp::Tensor::zeros(ndarray::IxDyn(&[3])),
+    );
+    let e = run(&Toolchain::default(), &k, &inputs).expect_err("wrong shape");
+    assert!(matches!(e, RunError::InputShape { .. }), "{e}");
+}
+
+#[test]
+fn an_input_not_supplied_is_undefined() {
+    let (k, _) = one_kernel();
+    let out = run(&Toolchain::default(), &k, &BTreeMap::new()).expect("runs");
+    assert!(out.values["B"].iter().all(|x| x.is_nan()));
+}
