@@ -155,7 +155,10 @@ fn target_loops(body: &[Node]) -> Vec<(u64, u64, u64)> {
     out
 }
 
-fn nests(k: &Kernel) -> Vec<(String, Vec<(u64, u64, u64)>)> {
+/// Each nest's comment with its target loops as (start, extent, logical).
+type Nests = Vec<(String, Vec<(u64, u64, u64)>)>;
+
+fn nests(k: &Kernel) -> Nests {
     k.steps
         .iter()
         .filter_map(|s| match s {
@@ -168,7 +171,7 @@ fn nests(k: &Kernel) -> Vec<(String, Vec<(u64, u64, u64)>)> {
 const DECLS: &str = "input var A : [3 5]\ninput var B : [3 5]\ninput var s : []\n\
                      input var w : [5]\ninput var T : [3 5 2]\noutput var C : [3 5]\n";
 
-fn loops_for(rhs: &str) -> Vec<(String, Vec<(u64, u64, u64)>)> {
+fn loops_for(rhs: &str) -> Nests {
     nests(&lower(&format!("{DECLS}C = {rhs}"), 4))
 }
 
