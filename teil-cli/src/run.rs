@@ -333,9 +333,12 @@ pub fn nested(t: &Tensor) -> String {
             (0..n).map(Some).collect()
         }
     };
+    // Shortest round-trip decimals; exponent notation for very large or very small magnitudes.
     let num = |x: f64| {
         if x.is_nan() {
             "NaN".to_string()
+        } else if x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) {
+            format!("{x:e}")
         } else {
             format!("{x}")
         }

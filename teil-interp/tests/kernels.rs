@@ -209,3 +209,25 @@ fn diag_keeps_the_smaller_position_either_order() {
         assert_same(&out["d"], &arr1(&[1.0, 4.0]).into_dyn());
     }
 }
+
+#[test]
+fn deepest_accepted_expressions_do_not_exhaust_the_stack() {
+    // A left-nested chain of 510 additions (within the parser's depth limit), run on a test
+    // thread's default stack by both evaluators: B = 511 · A.
+    let mut src = String::from("var A : [2]\nvar B : [2]\nB = A");
+    for _ in 0..510 {
+        src.push_str(" + A");
+    }
+    let out = run(&src, &[("A", arr1(&[1.0, -2.0]).into_dyn())]);
+    assert_same(&out["B"], &arr1(&[511.0, -1022.0]).into_dyn());
+    let mut nested = String::from("A");
+    // The oracle is pointwise: each level doubles its work (2^12 reads here).
+    for _ in 0..12 {
+        nested = format!("red+ 1 (expa 1 2 ({nested}))");
+    }
+    let out = run(
+        &format!("var A : [2]\nvar B : [2]\nB = {nested}"),
+        &[("A", arr1(&[1.0, 0.5]).into_dyn())],
+    );
+    assert_same(&out["B"], &arr1(&[4096.0, 2048.0]).into_dyn());
+}
