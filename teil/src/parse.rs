@@ -25,6 +25,13 @@ pub struct Parsed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Statements whose nesting bound is at most this parse on the caller's stack.
+const SHALLOW: usize = 32;
+
+/// Stack reserved for parsing a deeper statement: enough for `MAX_EXPR_DEPTH` levels in a
+/// debug build, with a wide margin.
+const DEEP_PARSE_STACK: usize = 256 << 20;
+
 type Extra<'t, 'src> = extra::Err<Rich<'t, Token<'src>, SimpleSpan>>;
 
 pub fn parse(src: &str) -> Parsed {
@@ -115,7 +122,16 @@ pub fn parse(src: &str) -> Parsed {
                 );
                 continue;
             }
-            let (stmt, errs) = stmt_parser().parse(input).into_output_errors();
+            // Chumsky recurses through a dozen combinator frames per nesting level, several
+            // KiB each in unoptimised builds: a statement near the depth limit needs tens of
+            // MiB. Deep statements therefore parse on a fresh stack segment (reserved, not
+            // committed, until used).
+            let parse_stmt = || stmt_parser().parse(input).into_output_errors();
+            let (stmt, errs) = if bound > SHALLOW {
+                stacker::grow(DEEP_PARSE_STACK, parse_stmt)
+            } else {
+                parse_stmt()
+            };
             diagnostics.extend(syntax(errs, "statement"));
             match stmt {
                 Some(Ok(stmt)) => {

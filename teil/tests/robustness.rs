@@ -301,3 +301,39 @@ fn the_depth_limit_is_sharp() {
         );
     }
 }
+
+/// Nested prefix applications cost chumsky many stack frames per level. In an unoptimised
+/// build they are so large that chumsky's own stack-growth checks come too late (`teil check`
+/// overflowed its 8 MiB stack at 100 levels), so the parser moves deep statements onto a stack
+/// segment of its own. Whatever the build, parsing the deepest such statement then needs almost
+/// nothing from the caller's stack.
+#[test]
+fn nested_prefix_applications_at_the_limit_check() {
+    let nest = |n: usize| {
+        format!(
+            "alloc A : [2]\nA = {}A{}\n",
+            "(red+ 1 (expa 1 2 ".repeat(n),
+            "))".repeat(n)
+        )
+    };
+    let deepest = (1..200)
+        .take_while(|&n| teil::compile(&nest(n)).is_ok())
+        .last()
+        .expect("shallow nests check");
+    assert!(deepest >= 100, "only {deepest} levels");
+    assert_eq!(
+        codes(&teil::compile(&nest(deepest + 1)).expect_err("over the limit")),
+        vec![Code::TooDeep]
+    );
+    let src = nest(deepest);
+    let parsed = std::thread::Builder::new()
+        .stack_size(64 << 10)
+        .spawn(move || teil::parse(&src))
+        .expect("spawn")
+        .join()
+        .expect("parsing does not overflow a small stack");
+    assert!(parsed.diagnostics.is_empty());
+    let (checked, _) = teil::check(parsed.program).expect("at the limit");
+    let text = fmt::program(checked.program(), Style::Prefix);
+    assert!(teil::parse(&text).program.same_as(checked.program()));
+}
