@@ -121,13 +121,15 @@ pub fn module(kernels: &[&Kernel]) -> String {
              return (a != a || b != b) ? a + b : (a <= b ? a : b);\n}\n\n",
         );
     }
-    for k in kernels {
+    for (i, k) in kernels.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
         kernel(k, &mut out);
-        out.push('\n');
     }
     if h.nan || h.inf || h.alloc {
         out.push_str(
-            "/* Runtime support. The headers come last so that none of their macros can\n \
+            "\n/* Runtime support. The headers come last so that none of their macros can\n \
              * capture a name used above. */\n",
         );
         if h.nan || h.inf {

@@ -239,30 +239,34 @@ fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
             let input = matches!(b.role, Role::Param { input: true, .. });
             let start = buf.len();
             buf.resize(start + b.padded_len() as usize * 8, 0);
-            let mut set = |flat: u64, x: f64| {
-                let at = start + 8 * padded_offset(flat, &b.logical, &b.padded);
-                buf[at..at + 8].copy_from_slice(&x.to_ne_bytes());
-            };
-            match job.inputs.get(&var).filter(|_| input) {
-                Some(value) => {
-                    let found: Vec<usize> = value.shape().to_vec();
-                    if found.len() != b.logical.len()
-                        || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
-                    {
-                        return Err(RunError::InputShape {
-                            var,
-                            expected: b.logical.clone(),
-                            found,
-                        });
-                    }
-                    // `iter` visits elements in logical row-major order whatever the layout.
-                    for (f, x) in value.iter().enumerate() {
-                        set(f as u64, *x);
-                    }
+            let given = job.inputs.get(&var).filter(|_| input);
+            if let Some(value) = given {
+                let found: Vec<usize> = value.shape().to_vec();
+                if found.len() != b.logical.len()
+                    || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
+                {
+                    return Err(RunError::InputShape {
+                        var,
+                        expected: b.logical.clone(),
+                        found,
+                    });
                 }
-                // An input the caller does not supply starts undefined.
-                None if input => (0..b.logical_len()).for_each(|f| set(f, f64::NAN)),
-                None => (0..b.logical_len()).for_each(|f| set(f, OUTPUT_CANARY)),
+            }
+            // `iter` visits elements in logical row-major order whatever the memory layout. An
+            // input the caller does not supply starts undefined; output-only parameters get
+            // the canary.
+            let fill = if input { f64::NAN } else { OUTPUT_CANARY };
+            let mut values = given.map(|v| v.iter().copied());
+            let n = *b.logical.last().unwrap_or(&1) as usize;
+            for (row, logical) in padded_rows(&b.logical, &b.padded) {
+                if !logical {
+                    continue;
+                }
+                for i in 0..n {
+                    let x = values.as_mut().and_then(Iterator::next).unwrap_or(fill);
+                    let at = start + 8 * (row + i);
+                    buf[at..at + 8].copy_from_slice(&x.to_ne_bytes());
+                }
             }
         }
     }
@@ -270,12 +274,15 @@ fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
 }
 
 fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome>> {
-    let mut doubles = bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_ne_bytes(c.try_into().unwrap_or([0; 8])));
     if bytes.len() % 8 != 0 {
         return None;
     }
+    let at = |i: usize| {
+        let c = &bytes[8 * i..8 * i + 8];
+        f64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))
+    };
+    let total = bytes.len() / 8;
+    let mut next = 0usize;
     let mut out = Vec::new();
     for job in jobs {
         let k = kernels.get(job.kernel)?;
@@ -283,33 +290,26 @@ fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome
         let mut nonzero_padding = Vec::new();
         for &p in &k.params {
             let b = k.buffer(p);
-            let padded: Vec<f64> = doubles.by_ref().take(b.padded_len() as usize).collect();
-            if padded.len() as u64 != b.padded_len() {
+            let start = next;
+            next = next.checked_add(b.padded_len() as usize)?;
+            if next > total {
                 return None;
             }
-            let shape: Vec<usize> = b.logical.iter().map(|&n| n as usize).collect();
+            let n = *b.logical.last().unwrap_or(&1) as usize;
+            let p = *b.padded.last().unwrap_or(&1) as usize;
             let mut logical = Vec::with_capacity(b.logical_len() as usize);
-            for f in 0..b.logical_len() {
-                logical.push(padded[padded_offset(f, &b.logical, &b.padded)]);
+            let mut zero = true;
+            for (row, is_logical) in padded_rows(&b.logical, &b.padded) {
+                let row = start + row;
+                let kept = if is_logical { n } else { 0 };
+                logical.extend((row..row + kept).map(at));
+                zero &= (row + kept..row + p).all(|i| at(i) == 0.0);
             }
-            let in_logical = |flat: usize| {
-                let mut rest = flat as u64;
-                for d in (0..b.padded.len()).rev() {
-                    if rest % b.padded[d] >= b.logical[d] {
-                        return false;
-                    }
-                    rest /= b.padded[d];
-                }
-                true
-            };
             let var = b.var.clone().unwrap_or_default();
-            if padded
-                .iter()
-                .enumerate()
-                .any(|(f, &x)| x != 0.0 && !in_logical(f))
-            {
+            if !zero {
                 nonzero_padding.push(var.clone());
             }
+            let shape: Vec<usize> = b.logical.iter().map(|&n| n as usize).collect();
             values.insert(var, ArrayD::from_shape_vec(IxDyn(&shape), logical).ok()?);
         }
         out.push(Outcome {
@@ -317,17 +317,25 @@ fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome
             nonzero_padding,
         });
     }
-    doubles.next().is_none().then_some(out)
+    (next == total).then_some(out)
 }
 
-/// Where the `flat`-th logical element (row-major) lives in the padded buffer.
-fn padded_offset(mut flat: u64, logical: &[u64], padded: &[u64]) -> usize {
-    let mut off = 0u64;
-    let mut stride = 1u64;
-    for (&n, &p) in logical.iter().zip(padded).rev() {
-        off += (flat % n) * stride;
-        flat /= n;
-        stride *= p;
+/// The offset of every row of a padded buffer (all dimensions but the last; the last is
+/// contiguous), in row-major order, with whether the row holds logical cells. A scalar is one
+/// row of one logical cell.
+fn padded_rows(logical: &[u64], padded: &[u64]) -> Vec<(usize, bool)> {
+    let k = padded.len().saturating_sub(1);
+    let row_len = padded.last().copied().unwrap_or(1) as usize;
+    let mut rows = vec![(0usize, true)];
+    for d in 0..k {
+        let inner = padded[d + 1..k].iter().product::<u64>() as usize * row_len;
+        let mut next = Vec::with_capacity(rows.len() * padded[d] as usize);
+        for &(off, logical_row) in &rows {
+            for i in 0..padded[d] {
+                next.push((off + i as usize * inner, logical_row && i < logical[d]));
+            }
+        }
+        rows = next;
     }
-    off as usize
+    rows
 }
