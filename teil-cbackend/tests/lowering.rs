@@ -285,3 +285,40 @@ fn bad_options_are_errors() {
     .expect_err("too large");
     assert!(e.to_string().contains("too large"), "{e}");
 }
+
+/// The deepest expressions the checker accepts lower and print on an ordinary test thread.
+#[test]
+fn deeply_nested_statements_lower_without_exhausting_the_stack() {
+    let nest = |open: &str, close: &str, leaf: &str, n: usize| {
+        format!("{}{leaf}{}", open.repeat(n), close.repeat(n))
+    };
+    let mut chain = "A".to_string();
+    for _ in 0..120 {
+        chain = format!("(({chain} # A) .[2 3])");
+    }
+    let programs = [
+        format!("var A : [2 2]\nA = {}", nest("A + (", ")", "A", 250)),
+        format!("var A : [2 2]\nA = {}", nest("transp 1 2 (", ")", "A", 250)),
+        format!(
+            "var A : [2 2]\nA = {}",
+            nest("red+ 1 (expa 1 2 (", "))", "A", 125)
+        ),
+        format!(
+            "var A : [2 2]\nvar s : []\nA = {}",
+            nest("s * (", ")", "A", 250)
+        ),
+        format!("var A : [2 2]\nA = {chain}"),
+    ];
+    for src in &programs {
+        let (p, _) = teil::compile(src).expect("checks");
+        let c = teil_cbackend::emit_c(
+            &p,
+            &Options {
+                pad: 4,
+                ..Options::default()
+            },
+        )
+        .expect("emits");
+        assert!(c.contains("void teil_kernel("));
+    }
+}
