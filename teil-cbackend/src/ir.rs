@@ -11,9 +11,10 @@
 //! a loop variable indexing a dimension of logical extent `n` runs either over `0..n` or over
 //! `0..⌈n⌉_M`, and `⌈n⌉_M` is that dimension's padded extent (report Def. 7, Lemma 3).
 //!
-//! **Architecture Invariant:** every padding cell of every buffer is zero before and after every
-//! step (report Theorem 2); see spec/padding.md for why each loop that runs over padded extents
-//! only ever writes zeros there.
+//! **Architecture Invariant:** every padding cell of every buffer is zero between steps (report
+//! Theorem 2), except right after a nest whose innermost loop was padded for vectorisation,
+//! which the very next step re-zeroes; spec/padding.md says why every other loop that runs over
+//! padded extents only ever writes zeros there.
 
 use teil::ast::{BinOp, RedOp};
 
