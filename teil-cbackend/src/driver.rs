@@ -9,7 +9,8 @@
 //! status 2; the driver prints nothing else.
 //!
 //! Each kernel gets a one-line thunk and a row in a table, so a driver for thousands of kernels
-//! stays small and quick to compile.
+//! stays small and quick to compile. The driver's own names all start with `teil_`, which
+//! kernel names cannot (except `teil_kernel`).
 
 use crate::ir::Kernel;
 use std::fmt::Write;
@@ -39,7 +40,7 @@ pub fn source(kernels: &[&Kernel]) -> String {
         if args.is_empty() {
             let _ = writeln!(
                 out,
-                "static void call_{i}(double **p)\n{{\n    (void)p;\n    {}();\n}}",
+                "static void teil_call_{i}(double **p)\n{{\n    (void)p;\n    {}();\n}}",
                 k.name
             );
         } else {
@@ -50,8 +51,8 @@ pub fn source(kernels: &[&Kernel]) -> String {
                 .collect();
             let _ = writeln!(
                 out,
-                "static void call_{i}(double **p)\n{{\n    {}({});\n}}\n\
-                 static const unsigned long long sizes_{i}[] = {{{}}};",
+                "static void teil_call_{i}(double **p)\n{{\n    {}({});\n}}\n\
+                 static const unsigned long long teil_sizes_{i}[] = {{{}}};",
                 k.name,
                 args.join(", "),
                 sizes.join(", ")
@@ -61,19 +62,19 @@ pub fn source(kernels: &[&Kernel]) -> String {
     let max_params = kernels.iter().map(|k| k.params.len()).max().unwrap_or(0);
     let _ = write!(
         out,
-        "\n#define MAX_PARAMS {}\n\n\
-         struct entry {{\n    void (*call)(double **);\n    int nparams;\n    \
+        "\n#define teil_max_params {}\n\n\
+         struct teil_entry {{\n    void (*call)(double **);\n    int nparams;\n    \
          const unsigned long long *sizes;\n}};\n\n\
-         static const struct entry table[] = {{\n",
+         static const struct teil_entry teil_table[] = {{\n",
         max_params.max(1)
     );
     for (i, k) in kernels.iter().enumerate() {
         let sizes = if k.params.is_empty() {
             "NULL".to_string()
         } else {
-            format!("sizes_{i}")
+            format!("teil_sizes_{i}")
         };
-        let _ = writeln!(out, "    {{call_{i}, {}, {sizes}}},", k.params.len());
+        let _ = writeln!(out, "    {{teil_call_{i}, {}, {sizes}}},", k.params.len());
     }
     if kernels.is_empty() {
         out.push_str("    {NULL, 0, NULL},\n");
@@ -81,57 +82,57 @@ pub fn source(kernels: &[&Kernel]) -> String {
     out.push_str("};\n");
     out.push_str(
         r#"
-static FILE *in_file;
-static FILE *out_file;
+static FILE *teil_in;
+static FILE *teil_out;
 
-static void fail(const char *what)
+static void teil_fail(const char *what)
 {
     fprintf(stderr, "teil driver: %s\n", what);
     exit(2);
 }
 
 /* A zero-filled buffer of n doubles at a 64-byte boundary; *raw receives what to free. */
-static double *buffer(size_t n, void **raw)
+static double *teil_buffer(size_t n, void **raw)
 {
     uintptr_t p;
     if (n > (SIZE_MAX - 64) / sizeof(double))
-        fail("buffer too large");
+        teil_fail("buffer too large");
     *raw = calloc(n * sizeof(double) + 64, 1);
     if (*raw == NULL)
-        fail("out of memory");
+        teil_fail("out of memory");
     p = ((uintptr_t)*raw + 63) & ~(uintptr_t)63;
     return (double *)p;
 }
 
-static void get(double *b, size_t n)
+static void teil_get(double *b, size_t n)
 {
-    if (fread(b, sizeof(double), n, in_file) != n)
-        fail("truncated input");
+    if (fread(b, sizeof(double), n, teil_in) != n)
+        teil_fail("truncated input");
 }
 
-static void put(const double *b, size_t n)
+static void teil_put(const double *b, size_t n)
 {
-    if (fwrite(b, sizeof(double), n, out_file) != n)
-        fail("cannot write output");
+    if (fwrite(b, sizeof(double), n, teil_out) != n)
+        teil_fail("cannot write output");
 }
 
 /* Reads a job's buffers, calls its kernel, writes the buffers back. */
-static void run(unsigned long long kernel)
+static void teil_run(unsigned long long kernel)
 {
-    const struct entry *e;
-    void *raw[MAX_PARAMS];
-    double *p[MAX_PARAMS];
+    const struct teil_entry *e;
+    void *raw[teil_max_params];
+    double *p[teil_max_params];
     int j;
-    if (kernel >= sizeof table / sizeof table[0] || table[kernel].call == NULL)
-        fail("unknown kernel index");
-    e = &table[kernel];
+    if (kernel >= sizeof teil_table / sizeof teil_table[0] || teil_table[kernel].call == NULL)
+        teil_fail("unknown kernel index");
+    e = &teil_table[kernel];
     for (j = 0; j < e->nparams; j++) {
-        p[j] = buffer((size_t)e->sizes[j], &raw[j]);
-        get(p[j], (size_t)e->sizes[j]);
+        p[j] = teil_buffer((size_t)e->sizes[j], &raw[j]);
+        teil_get(p[j], (size_t)e->sizes[j]);
     }
     e->call(p);
     for (j = 0; j < e->nparams; j++) {
-        put(p[j], (size_t)e->sizes[j]);
+        teil_put(p[j], (size_t)e->sizes[j]);
         free(raw[j]);
     }
 }
@@ -140,18 +141,18 @@ int main(int argc, char **argv)
 {
     unsigned long long kernel;
     if (argc != 3)
-        fail("usage: driver IN OUT");
-    in_file = fopen(argv[1], "rb");
-    out_file = fopen(argv[2], "wb");
-    if (in_file == NULL || out_file == NULL)
-        fail("cannot open the data files");
-    while (fread(&kernel, sizeof kernel, 1, in_file) == 1)
-        run(kernel);
-    if (ferror(in_file))
-        fail("cannot read input");
-    if (fclose(out_file) != 0)
-        fail("cannot write output");
-    fclose(in_file);
+        teil_fail("usage: driver IN OUT");
+    teil_in = fopen(argv[1], "rb");
+    teil_out = fopen(argv[2], "wb");
+    if (teil_in == NULL || teil_out == NULL)
+        teil_fail("cannot open the data files");
+    while (fread(&kernel, sizeof kernel, 1, teil_in) == 1)
+        teil_run(kernel);
+    if (ferror(teil_in))
+        teil_fail("cannot read input");
+    if (fclose(teil_out) != 0)
+        teil_fail("cannot write output");
+    fclose(teil_in);
     return 0;
 }
 "#,

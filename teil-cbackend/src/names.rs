@@ -123,7 +123,8 @@ pub fn check_function_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Functions of the headers the generated file includes (stdlib.h, math.h) and of the driver.
+/// Names the generated file and the driver declare at file scope through their headers
+/// (stdlib.h, math.h, stdio.h, stdint.h).
 const LIBRARY: &[&str] = &[
     "abort", "abs", "atexit", "atof", "atoi", "atol", "atoll", "bsearch", "calloc", "div", "exit",
     "free", "getenv", "labs", "llabs", "ldiv", "lldiv", "malloc", "mblen", "mbstowcs", "mbtowc",
