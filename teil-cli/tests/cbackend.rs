@@ -274,9 +274,7 @@ fn kept(err: &str) -> PathBuf {
         .expect("the message names the kept source")
         + "kept at ".len();
     let rest = &err[at..];
-    let end = rest
-        .find([')', '\n'])
-        .unwrap_or(rest.len());
+    let end = rest.find([')', '\n']).unwrap_or(rest.len());
     PathBuf::from(&rest[..end])
 }
 
