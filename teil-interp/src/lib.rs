@@ -16,6 +16,7 @@ pub mod fast;
 pub mod npy;
 pub mod oracle;
 pub mod store;
+pub mod symbolic;
 pub mod trace;
 pub mod undefined;
 
