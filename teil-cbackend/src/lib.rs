@@ -18,6 +18,10 @@ pub mod driver;
 pub mod ir;
 mod lower;
 pub mod names;
+/// Deliberate miscompilations for testing the fuzzer and the validator; the backend never
+/// applies them itself.
+#[doc(hidden)]
+pub mod plant;
 pub mod print;
 pub mod run;
 

@@ -1,0 +1,341 @@
+//! Planted bugs: deliberate miscompilations, so that the fuzzer (and the translation validator)
+//! can be shown to find them (issue 5, "the harness must be able to fail").
+//!
+//! Each [`Bug`] is a rewrite of a lowered [`Kernel`] ([`apply`]): the lowering itself is
+//! untouched, and nothing in the backend applies a bug on its own. Only the fuzzing campaign
+//! (`teil_fuzz::campaign::Config::plant`, the hidden `teil fuzz --plant BUG` flag) and the tests
+//! do. The rewrites imitate mistakes a backend author could make; every rewritten kernel still
+//! accesses memory only inside its (padded) buffers, so a planted bug shows up as wrong values
+//! or non-zero padding, never as a crash.
+//!
+//! | bug | rewrite |
+//! |---|---|
+//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator) over an extent `n ≥ 2` stops at `n - 1` |
+//! | [`Bug::PaddingNotRezeroed`] | target loops over a broadcast dimension (one the stored value does not depend on: an `expa`) run over the padded extent, and the re-zeroing nest after a broadcast innermost loop is dropped |
+//! | [`Bug::AliasingIgnored`] | a statement that reads its target at other indices is computed in place: the alias temporary becomes the target, the copy-back is dropped |
+//! | [`Bug::RedmaxPadded`] | `redmax` loops run over the padded extent, folding padding zeros into the maximum |
+//! | [`Bug::WrongStride`] | loads from input parameters of rank ≥ 2 use the row-major strides of the logical shape instead of the padded one (through an extra [`Buffer`] with the parameter's C name and `padded == logical`, which is not in [`Kernel::params`]) |
+//!
+//! With `M = 1` (no padding) only [`Bug::OffByOne`] and [`Bug::AliasingIgnored`] change a
+//! kernel.
+
+use crate::ir::*;
+use teil::ast::RedOp;
+
+/// A deliberate miscompilation (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Bug {
+    OffByOne,
+    PaddingNotRezeroed,
+    AliasingIgnored,
+    RedmaxPadded,
+    WrongStride,
+}
+
+impl Bug {
+    pub const ALL: [Bug; 5] = [
+        Bug::OffByOne,
+        Bug::PaddingNotRezeroed,
+        Bug::AliasingIgnored,
+        Bug::RedmaxPadded,
+        Bug::WrongStride,
+    ];
+
+    /// The name used on the command line (`--plant NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::OffByOne => "off-by-one",
+            Bug::PaddingNotRezeroed => "no-rezero",
+            Bug::AliasingIgnored => "alias",
+            Bug::RedmaxPadded => "redmax-padding",
+            Bug::WrongStride => "wrong-stride",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Bug> {
+        Bug::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// One line saying what the bug does.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Bug::OffByOne => "reduction loops stop one iteration early",
+            Bug::PaddingNotRezeroed => "padding written by broadcast (expa) loops is not re-zeroed",
+            Bug::AliasingIgnored => {
+                "statements reading their target at other indices are computed in place"
+            }
+            Bug::RedmaxPadded => "redmax loops run over padded extents",
+            Bug::WrongStride => "input parameters are read with their logical strides",
+        }
+    }
+}
+
+impl std::fmt::Display for Bug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Plants `bug` in `k`. Returns whether the kernel changed (a kernel without the construct the
+/// bug needs stays as it was).
+pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
+    match bug {
+        Bug::OffByOne => reduction_loops(k, &|_, n| (n >= 2).then(|| n - 1)),
+        Bug::RedmaxPadded => {
+            let pad = k.pad;
+            reduction_loops(k, &|op, n| {
+                let padded = n.checked_next_multiple_of(pad).unwrap_or(n);
+                (op == RedOp::Max && padded > n).then_some(padded)
+            })
+        }
+        Bug::PaddingNotRezeroed => no_rezero(k),
+        Bug::AliasingIgnored => alias(k),
+        Bug::WrongStride => wrong_stride(k),
+    }
+}
+
+/// Sets the extent of every reduction loop to `new(op, extent)` where that is `Some`.
+fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> bool {
+    fn go(ns: &mut [Node], new: &dyn Fn(RedOp, u64) -> Option<u64>, changed: &mut bool) {
+        for n in ns {
+            if let Node::Loop {
+                start,
+                extent,
+                body,
+                ..
+            } = n
+            {
+                let op = body.iter().find_map(|b| match b {
+                    Node::AccUpdate { op, .. } => Some(*op),
+                    _ => None,
+                });
+                if let Some(e) = op.and_then(|op| new(op, *extent)).filter(|_| *start == 0) {
+                    *extent = e;
+                    *changed = true;
+                }
+                go(body, new, changed);
+            }
+        }
+    }
+    let mut changed = false;
+    for s in &mut k.steps {
+        if let Step::Nest { body, .. } = s {
+            go(body, new, &mut changed);
+        }
+    }
+    changed
+}
+
+fn val_uses(v: &Val, l: Label) -> bool {
+    match v {
+        Val::Load(_, idx) => idx.contains(&Ix::Var(l)),
+        Val::Bin(_, a, b) => val_uses(a, l) || val_uses(b, l),
+        Val::Lit(_) | Val::Acc(_) | Val::Undefined => false,
+    }
+}
+
+/// Whether any value computed in `ns` (loads of stores and accumulator updates) uses `l`.
+fn values_use(ns: &[Node], l: Label) -> bool {
+    ns.iter().any(|n| match n {
+        Node::Loop { body, .. } => values_use(body, l),
+        Node::AccInit { .. } => false,
+        Node::AccUpdate { value, .. } | Node::Store { value, .. } => val_uses(value, l),
+    })
+}
+
+/// Whether some store in `ns` is indexed by `l`.
+fn stores_at(ns: &[Node], l: Label) -> bool {
+    ns.iter().any(|n| match n {
+        Node::Loop { body, .. } => stores_at(body, l),
+        Node::Store { index, .. } => index.contains(&Ix::Var(l)),
+        Node::AccInit { .. } | Node::AccUpdate { .. } => false,
+    })
+}
+
+fn stores_only_undefined(ns: &[Node]) -> bool {
+    ns.iter().all(|n| match n {
+        Node::Loop { body, .. } => stores_only_undefined(body),
+        Node::Store { value, .. } => *value == Val::Undefined,
+        Node::AccInit { .. } | Node::AccUpdate { .. } => false,
+    })
+}
+
+/// The re-zeroing nest the lowering emits after a nest whose innermost loop it padded: stores of
+/// the literal zero, with a loop that starts inside the padding.
+fn is_rezero(s: &Step) -> bool {
+    fn go(ns: &[Node], padding_loop: bool) -> bool {
+        ns.iter().all(|n| match n {
+            Node::Loop { start, body, .. } => go(body, padding_loop || *start > 0),
+            Node::Store { value, .. } => padding_loop && *value == Val::Lit(0.0),
+            Node::AccInit { .. } | Node::AccUpdate { .. } => false,
+        })
+    }
+    match s {
+        Step::Nest { body, .. } => !body.is_empty() && go(body, false),
+        Step::Copy { .. } => false,
+    }
+}
+
+/// The label of the innermost target loop of a nest, if the nest is a perfect nest of target
+/// loops around its body.
+fn innermost_target(ns: &[Node]) -> Option<Label> {
+    let mut cur = ns;
+    let mut last = None;
+    loop {
+        match cur {
+            [Node::Loop { var, body, .. }] if stores_at(body, *var) => {
+                last = Some(*var);
+                cur = body;
+            }
+            _ => return last,
+        }
+    }
+}
+
+fn no_rezero(k: &mut Kernel) -> bool {
+    fn go(ns: &mut [Node], pad: u64, changed: &mut bool) {
+        for n in ns {
+            if let Node::Loop {
+                var,
+                start,
+                extent,
+                logical,
+                body,
+            } = n
+            {
+                let padded = logical.checked_next_multiple_of(pad).unwrap_or(*logical);
+                if *start == 0
+                    && *extent < padded
+                    && stores_at(body, *var)
+                    && !values_use(body, *var)
+                {
+                    *extent = padded;
+                    *changed = true;
+                }
+                go(body, pad, changed);
+            }
+        }
+    }
+    let mut changed = false;
+    let pad = k.pad;
+    let mut keep = vec![true; k.steps.len()];
+    for i in 0..k.steps.len() {
+        if is_rezero(&k.steps[i]) {
+            continue;
+        }
+        let Step::Nest { body, .. } = &mut k.steps[i] else {
+            continue;
+        };
+        // Filling a variable with `•` is not a broadcast of a computed value.
+        if stores_only_undefined(body) {
+            continue;
+        }
+        let broadcast_inner =
+            innermost_target(body).is_some_and(|l| stores_at(body, l) && !values_use(body, l));
+        go(body, pad, &mut changed);
+        if broadcast_inner && k.steps.get(i + 1).is_some_and(is_rezero) {
+            keep[i + 1] = false;
+            changed = true;
+        }
+    }
+    let mut it = keep.into_iter();
+    k.steps.retain(|_| it.next().unwrap_or(true));
+    changed
+}
+
+fn rename_nodes(ns: &mut [Node], from: BufId, to: BufId) {
+    fn val(v: &mut Val, from: BufId, to: BufId) {
+        match v {
+            Val::Load(b, _) if *b == from => *b = to,
+            Val::Bin(_, a, b) => {
+                val(a, from, to);
+                val(b, from, to);
+            }
+            _ => {}
+        }
+    }
+    for n in ns {
+        match n {
+            Node::Loop { body, .. } => rename_nodes(body, from, to),
+            Node::AccInit { .. } => {}
+            Node::AccUpdate { value, .. } => val(value, from, to),
+            Node::Store { buf, value, .. } => {
+                if *buf == from {
+                    *buf = to;
+                }
+                val(value, from, to);
+            }
+        }
+    }
+}
+
+fn alias(k: &mut Kernel) -> bool {
+    let mut changed = false;
+    let mut i = 0;
+    while i < k.steps.len() {
+        if let Step::Copy { dst, src, .. } = k.steps[i] {
+            if k.buffer(src).role == Role::Temp {
+                for s in &mut k.steps[..i] {
+                    if let Step::Nest { body, .. } = s {
+                        rename_nodes(body, src, dst);
+                    }
+                }
+                k.steps.remove(i);
+                changed = true;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    changed
+}
+
+fn wrong_stride(k: &mut Kernel) -> bool {
+    fn loads(ns: &mut [Node], from: BufId, to: BufId) {
+        fn val(v: &mut Val, from: BufId, to: BufId) {
+            match v {
+                Val::Load(b, _) if *b == from => *b = to,
+                Val::Bin(_, a, b) => {
+                    val(a, from, to);
+                    val(b, from, to);
+                }
+                _ => {}
+            }
+        }
+        for n in ns {
+            match n {
+                Node::Loop { body, .. } => loads(body, from, to),
+                Node::AccInit { .. } => {}
+                Node::AccUpdate { value, .. } | Node::Store { value, .. } => val(value, from, to),
+            }
+        }
+    }
+    let mut changed = false;
+    for p in k.params.clone() {
+        let b = k.buffer(p).clone();
+        let input = matches!(b.role, Role::Param { input: true, .. });
+        if !input || b.logical.len() < 2 || b.strides() == logical_strides(&b.logical) {
+            continue;
+        }
+        k.buffers.push(Buffer {
+            padded: b.logical.clone(),
+            ..b
+        });
+        let fake = BufId(k.buffers.len() - 1);
+        for s in &mut k.steps {
+            if let Step::Nest { body, .. } = s {
+                loads(body, p, fake);
+            }
+        }
+        changed = true;
+    }
+    changed
+}
+
+fn logical_strides(logical: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; logical.len()];
+    for d in (0..logical.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * logical[d + 1];
+    }
+    s
+}
