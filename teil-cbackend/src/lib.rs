@@ -18,6 +18,7 @@ pub mod driver;
 pub mod ir;
 mod lower;
 pub mod names;
+pub mod opt;
 /// Deliberate miscompilations for testing the fuzzer and the validator; the backend never
 /// applies them itself.
 #[doc(hidden)]

@@ -22,6 +22,7 @@
 
 use crate::ir::*;
 use crate::names::Names;
+use crate::opt::Tuning;
 use crate::{Error, Options};
 use std::collections::{BTreeMap, BTreeSet};
 use teil::ast::{BinOp, Expr, ExprKind, RedOp};
@@ -63,6 +64,7 @@ struct Lowerer<'p> {
     prog: &'p CheckedProgram,
     pad: u64,
     lift: bool,
+    tuning: Tuning,
     /// Logical extent of each label.
     labels: Vec<u64>,
     buffers: Vec<Buffer>,
@@ -75,6 +77,14 @@ struct Lowerer<'p> {
 }
 
 pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> {
+    lower_tuned(prog, opts, &Tuning::default())
+}
+
+pub(crate) fn lower_tuned(
+    prog: &CheckedProgram,
+    opts: &Options,
+    tuning: &Tuning,
+) -> Result<Kernel, Error> {
     if opts.pad == 0 {
         return Err(Error::BadPad(opts.pad));
     }
@@ -84,6 +94,7 @@ pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Err
         prog,
         pad: opts.pad,
         lift: opts.lift,
+        tuning: *tuning,
         labels: Vec::new(),
         buffers: Vec::new(),
         var_buf: BTreeMap::new(),

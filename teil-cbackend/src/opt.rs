@@ -1,0 +1,42 @@
+//! Performance optimisations of the C backend (issue 7, PERFORMANCE.md).
+//!
+//! Every optimisation here is *exact*: the generated C computes every cell with the same
+//! operations in the same order as the unoptimised loop nest (spec/padding.md, "Contraction
+//! kernels" and "Tiled nests"). [`Tuning`] switches them individually, so that the benchmark can
+//! show what each one gains and the tests can compare optimised and plain kernels bit for bit.
+
+use crate::{ir::Kernel, Error, Options};
+use teil::CheckedProgram;
+
+/// Which optimisations [`lower_tuned`] applies. [`crate::lower`] uses [`Tuning::default`]:
+/// all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Contractions of two operands become [`crate::ir::Node::Contract`] nodes, printed as a
+    /// packed, register-blocked matrix-multiplication kernel or as register-blocked dot
+    /// products.
+    pub contract: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { contract: true }
+    }
+}
+
+impl Tuning {
+    /// No optimisation: the loop nests of issue 4.
+    pub fn none() -> Self {
+        Tuning { contract: false }
+    }
+}
+
+/// Lowers with the given optimisations.
+pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Kernel, Error> {
+    crate::lower::lower_tuned(p, opts, t)
+}
+
+/// Lowers without any optimisation of this module (the baseline of PERFORMANCE.md).
+pub fn lower_plain(p: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> {
+    lower_tuned(p, opts, &Tuning::none())
+}
