@@ -1,0 +1,684 @@
+//! Translation validation of the loop IR (spec/validation.md).
+//!
+//! [`validate`] runs a lowered [`Kernel`] for its concrete shapes over symbolic values
+//! ([`teil_interp::symbolic::Sym`]: terms over the input cells), follows exactly what the printed
+//! C does, and compares every output cell with the oracle evaluated over the same symbolic
+//! domain. Sums and products are compared up to associativity, commutativity and distributivity
+//! (the rewrites contraction lifting and loop reordering make); everything else must match
+//! operation for operation. It also checks that every padding cell of every buffer ends up
+//! provably zero (spec/padding.md, (P2)) and that input-only buffers are left alone
+//! (spec/abi.md).
+//!
+//! The machine models the C closely: parameters are separate buffers (the ABI makes them
+//! `restrict`), with the caller's input cells as leaves (`A[1,2]`), unspecified leaves
+//! (`?C[1,2]`) in the logical cells of output-only parameters, and zero padding; every other
+//! buffer lives at its offset in one zeroed workspace (`calloc`), so overlapping temporaries
+//! would be seen. Loops run from `start` to `extent`; an accumulator starts from its operator's
+//! identity, and folding `x` into the identity gives `x` (exact in binary64, spec/padding.md).
+//! Any access outside a buffer's padded shape, an unbound loop variable or an uninitialised
+//! accumulator rejects the kernel ([`Failure::Malformed`]).
+//!
+//! Symbolic evaluation is bounded ([`Limits`]): a program whose evaluation would exceed the
+//! bounds is refused with [`Failure::TooLarge`], never a hang. Validation is meant for small
+//! shapes.
+
+use crate::ir::*;
+use std::collections::BTreeMap;
+use std::fmt;
+use teil::ast::{Expr, ExprKind, RedOp, ShapeDisplay};
+use teil::CheckedProgram;
+use teil_interp::oracle::Oracle;
+use teil_interp::symbolic::{self, Sym};
+use teil_interp::{multi_indices, Domain, RunError, Store};
+
+/// Bounds on one validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest estimated number of symbolic operations: the oracle's pointwise evaluation
+    /// (every cell of every statement, reductions unrolled) plus the kernel's static work
+    /// ([`Kernel::work`]).
+    pub max_operations: u128,
+    /// Largest number of cells the symbolic machine holds (padded parameters and workspace).
+    pub max_cells: u64,
+    /// Bounds on the terms themselves (size, nesting, total work).
+    pub terms: symbolic::Limits,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_operations: 4_000_000,
+            max_cells: 1 << 21,
+            terms: symbolic::Limits::default(),
+        }
+    }
+}
+
+/// What was checked, for a kernel that validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Validated {
+    /// The padding multiple M.
+    pub pad: u64,
+    /// Every parameter (TeIL variable) with its logical shape, in declaration order.
+    pub shapes: Vec<(String, Vec<u64>)>,
+    /// Output cells compared with the oracle.
+    pub output_cells: u64,
+    /// Padding cells checked to be zero (all buffers).
+    pub padding_cells: u64,
+    /// Sum-of-products regions contraction lifting rewrote ([`Kernel::lifted`]).
+    pub lifted: usize,
+}
+
+impl fmt::Display for Validated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shapes: Vec<String> = self
+            .shapes
+            .iter()
+            .map(|(v, s)| format!("{v} {}", ShapeDisplay(s)))
+            .collect();
+        write!(
+            f,
+            "validated for these shapes: {} with M = {}: {} output cells equal the semantics up \
+             to reassociation of + and *, {} padding cells are zero",
+            if shapes.is_empty() {
+                "no parameters".to_string()
+            } else {
+                shapes.join(", ")
+            },
+            self.pad,
+            self.output_cells,
+            self.padding_cells
+        )
+    }
+}
+
+/// 1-based multi-index as `[1,2]`.
+struct Cell<'a>(&'a [u64]);
+
+impl fmt::Display for Cell<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u64::to_string).collect();
+        write!(f, "[{}]", parts.join(","))
+    }
+}
+
+/// Why a kernel did not validate. Every index is 1-based (as in the semantics); padding cells
+/// are indexed in the buffer's padded shape.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum Failure {
+    /// An output cell whose term differs from the semantics.
+    #[error(
+        "output cell {var}{} differs from the semantics\n  kernel: {kernel}\n  oracle: {oracle}",
+        Cell(index)
+    )]
+    Differs {
+        var: String,
+        index: Vec<u64>,
+        kernel: Sym,
+        oracle: Sym,
+    },
+    /// A padding cell that is not provably zero at the end of the kernel.
+    #[error(
+        "padding cell {buffer}{} ({}, logical shape {}, padded {}) is not zero at the end\n  kernel: {term}",
+        Cell(index),
+        role_name(*role),
+        ShapeDisplay(logical),
+        ShapeDisplay(padded)
+    )]
+    Padding {
+        /// The C name of the buffer.
+        buffer: String,
+        role: Role,
+        index: Vec<u64>,
+        logical: Vec<u64>,
+        padded: Vec<u64>,
+        term: Sym,
+    },
+    /// A logical cell of an input-only parameter that the kernel changed.
+    #[error(
+        "the kernel wrote the input-only parameter {var} at {var}{}\n  kernel: {term}",
+        Cell(index)
+    )]
+    InputWritten {
+        var: String,
+        index: Vec<u64>,
+        term: Sym,
+    },
+    /// The kernel breaks an invariant of the loop IR (an out-of-bounds access, an unbound loop
+    /// variable, ...); the C it prints would have undefined behaviour.
+    #[error("step {step} ({comment}): {what}")]
+    Malformed {
+        step: usize,
+        comment: String,
+        what: String,
+    },
+    /// The shapes are too large for symbolic evaluation; nothing is known about the kernel.
+    #[error("cannot validate: {0}; validation is for small shapes")]
+    TooLarge(String),
+    /// The oracle refused the program.
+    #[error("cannot validate: the oracle failed: {0}")]
+    Oracle(RunError),
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Param { .. } => "a parameter",
+        Role::Internal => "an internal variable",
+        Role::InputCopy => "the private copy of an input",
+        Role::Temp => "a temporary",
+    }
+}
+
+impl Failure {
+    /// Whether the kernel was shown wrong (as opposed to the validation being refused).
+    pub fn is_rejection(&self) -> bool {
+        matches!(
+            self,
+            Failure::Differs { .. }
+                | Failure::Padding { .. }
+                | Failure::InputWritten { .. }
+                | Failure::Malformed { .. }
+        )
+    }
+}
+
+/// Validates `kernel`, lowered from `p`, with the default [`Limits`].
+pub fn validate(p: &CheckedProgram, kernel: &Kernel) -> Result<Validated, Failure> {
+    validate_with(p, kernel, &Limits::default())
+}
+
+/// Validates `kernel`, lowered from `p`.
+pub fn validate_with(
+    p: &CheckedProgram,
+    kernel: &Kernel,
+    limits: &Limits,
+) -> Result<Validated, Failure> {
+    let operations = oracle_operations(p).saturating_add(kernel.work());
+    if operations > limits.max_operations {
+        return Err(Failure::TooLarge(format!(
+            "symbolic evaluation would take about {operations} operations, more than the limit \
+             of {}",
+            limits.max_operations
+        )));
+    }
+    let cells = kernel
+        .params
+        .iter()
+        .map(|&b| kernel.buffer(b).padded_len())
+        .fold(kernel.workspace, u64::saturating_add);
+    if cells > limits.max_cells {
+        return Err(Failure::TooLarge(format!(
+            "the kernel's buffers have {cells} cells, more than the limit of {}",
+            limits.max_cells
+        )));
+    }
+    let (result, _) = symbolic::with_limits(limits.terms, || {
+        let oracle = run_oracle(p)?;
+        let mut m = Machine::new(kernel);
+        for (i, s) in kernel.steps.iter().enumerate() {
+            m.step(i, s)?;
+        }
+        m.compare(&oracle)
+    });
+    result
+}
+
+/// The oracle over the symbolic domain: every input cell a leaf.
+fn run_oracle(p: &CheckedProgram) -> Result<Store<Sym>, Failure> {
+    let mut store = Store::<Sym>::undefined(p).map_err(Failure::Oracle)?;
+    for d in p.program().decls.iter().filter(|d| p.is_input(d)) {
+        let shape = d.shape();
+        let data = multi_indices(&shape)
+            .map(|k| Sym::input(&d.name.name, k))
+            .collect();
+        store
+            .replace(&d.name.name, &shape, data)
+            .map_err(Failure::Oracle)?;
+    }
+    let mut oracle = Oracle::new(p, store);
+    oracle.run().map_err(Failure::Oracle)?;
+    Ok(oracle.into_store())
+}
+
+/// The number of domain operations the oracle performs: each statement evaluates its whole
+/// right-hand side at every cell, unrolling every reduction (spec/interpreter.md).
+pub fn oracle_operations(p: &CheckedProgram) -> u128 {
+    fn cost(p: &CheckedProgram, e: &Expr) -> u128 {
+        match &e.kind {
+            ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Error => 1,
+            ExprKind::Paren(a)
+            | ExprKind::Transp(_, _, a)
+            | ExprKind::Diag(_, _, a)
+            | ExprKind::Expa(_, _, a)
+            | ExprKind::Proj(_, _, a) => cost(p, a),
+            ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) => {
+                cost(p, a).saturating_add(cost(p, b)).saturating_add(1)
+            }
+            ExprKind::Reduce(_, i, a) | ExprKind::Contr(i, _, a) => {
+                let n = usize::try_from(i.value)
+                    .ok()
+                    .and_then(|i| p.shape(a).get(i.wrapping_sub(1)))
+                    .copied()
+                    .unwrap_or(1);
+                u128::from(n).saturating_mul(cost(p, a).saturating_add(1))
+            }
+        }
+    }
+    p.program()
+        .stmts
+        .iter()
+        .map(|s| {
+            let cells: u128 = p
+                .shape(&s.value)
+                .iter()
+                .fold(1u128, |acc, &n| acc.saturating_mul(u128::from(n)));
+            cells.saturating_mul(cost(p, &s.value))
+        })
+        .fold(0u128, u128::saturating_add)
+}
+
+/// An accumulator: its operator's identity until the first fold.
+#[derive(Clone)]
+enum Acc {
+    Identity(RedOp),
+    Value(Sym),
+}
+
+fn identity(op: RedOp) -> Sym {
+    Sym::lit(match op {
+        RedOp::Sum => -0.0,
+        RedOp::Product => 1.0,
+        RedOp::Max => f64::NEG_INFINITY,
+        RedOp::Min => f64::INFINITY,
+    })
+}
+
+/// Where a buffer's cells live.
+#[derive(Clone, Copy)]
+enum Home {
+    /// The i-th parameter's own buffer.
+    Param(usize),
+    /// At this offset in the workspace.
+    Workspace(u64),
+}
+
+/// The symbolic machine: the kernel's memory and the state of the nest being run.
+struct Machine<'k> {
+    k: &'k Kernel,
+    params: Vec<Vec<Sym>>,
+    workspace: Vec<Sym>,
+    homes: Vec<Home>,
+    strides: Vec<Vec<u64>>,
+    /// Loop variables bound in the current nest.
+    env: BTreeMap<Label, u64>,
+    accs: BTreeMap<u32, Acc>,
+    /// Where the current step is, for error messages.
+    step: usize,
+}
+
+/// The 1-based logical multi-index of a 0-based padded offset, if the cell is logical.
+fn logical_index(b: &Buffer, strides: &[u64], offset: u64) -> (Vec<u64>, bool) {
+    let mut idx = Vec::with_capacity(b.padded.len());
+    let mut logical = true;
+    for (d, &s) in strides.iter().enumerate() {
+        let i = (offset / s) % b.padded[d].max(1);
+        logical &= i < b.logical[d];
+        idx.push(i + 1);
+    }
+    (idx, logical)
+}
+
+impl<'k> Machine<'k> {
+    fn new(k: &'k Kernel) -> Self {
+        let strides: Vec<Vec<u64>> = k.buffers.iter().map(Buffer::strides).collect();
+        let mut homes: Vec<Home> = k
+            .buffers
+            .iter()
+            .map(|b| Home::Workspace(b.offset))
+            .collect();
+        let mut params = Vec::new();
+        for (i, &p) in k.params.iter().enumerate() {
+            let b = k.buffer(p);
+            homes[p.0] = Home::Param(i);
+            let var = b.var.clone().unwrap_or_else(|| b.c_name.clone());
+            let input = matches!(b.role, Role::Param { input: true, .. });
+            let cells = (0..b.padded_len())
+                .map(|off| match logical_index(b, &strides[p.0], off) {
+                    (idx, true) if input => Sym::input(&var, idx),
+                    (idx, true) => Sym::unspecified(&var, idx),
+                    (_, false) => Sym::lit(0.0),
+                })
+                .collect();
+            params.push(cells);
+        }
+        Machine {
+            k,
+            params,
+            workspace: vec![Sym::lit(0.0); k.workspace as usize],
+            homes,
+            strides,
+            env: BTreeMap::new(),
+            accs: BTreeMap::new(),
+            step: 0,
+        }
+    }
+
+    fn malformed(&self, what: String) -> Failure {
+        let comment = match self.k.steps.get(self.step) {
+            Some(Step::Nest { comment, .. } | Step::Copy { comment, .. }) => comment.clone(),
+            None => String::new(),
+        };
+        Failure::Malformed {
+            step: self.step + 1,
+            comment,
+            what,
+        }
+    }
+
+    fn buffer_name(&self, b: BufId) -> String {
+        self.k
+            .buffers
+            .get(b.0)
+            .map_or_else(|| format!("buffer #{}", b.0), |b| b.c_name.clone())
+    }
+
+    /// The cell `b[index]`: (parameter or workspace, position), checking every coordinate
+    /// against the padded shape and the buffer against the workspace.
+    fn locate(&self, b: BufId, index: &[u64]) -> Result<(Option<usize>, usize), Failure> {
+        let buf =
+            self.k.buffers.get(b.0).ok_or_else(|| {
+                self.malformed(format!("access to unknown {}", self.buffer_name(b)))
+            })?;
+        if index.len() != buf.padded.len() || index.iter().zip(&buf.padded).any(|(&i, &n)| i >= n) {
+            let one_based: Vec<u64> = index.iter().map(|i| i + 1).collect();
+            return Err(self.malformed(format!(
+                "out-of-bounds access {}{} (padded shape {})",
+                buf.c_name,
+                Cell(&one_based),
+                ShapeDisplay(&buf.padded)
+            )));
+        }
+        let off: u64 = index
+            .iter()
+            .zip(&self.strides[b.0])
+            .map(|(&i, &s)| i * s)
+            .sum();
+        match self.homes[b.0] {
+            Home::Param(i) => Ok((Some(i), off as usize)),
+            Home::Workspace(base) => {
+                let end = base.checked_add(buf.padded_len());
+                if buf.is_param() || end.is_none_or(|e| e > self.k.workspace) {
+                    return Err(self.malformed(format!(
+                        "{} (offset {base}, {} cells) does not fit the workspace of {} cells",
+                        buf.c_name,
+                        buf.padded_len(),
+                        self.k.workspace
+                    )));
+                }
+                Ok((None, (base + off) as usize))
+            }
+        }
+    }
+
+    fn read(&self, b: BufId, index: &[u64]) -> Result<Sym, Failure> {
+        Ok(match self.locate(b, index)? {
+            (Some(p), off) => self.params[p][off].clone(),
+            (None, off) => self.workspace[off].clone(),
+        })
+    }
+
+    fn write(&mut self, b: BufId, index: &[u64], v: Sym) -> Result<(), Failure> {
+        match self.locate(b, index)? {
+            (Some(p), off) => self.params[p][off] = v,
+            (None, off) => self.workspace[off] = v,
+        }
+        Ok(())
+    }
+
+    fn index(&self, idx: &[Ix]) -> Result<Vec<u64>, Failure> {
+        idx.iter()
+            .map(|ix| match ix {
+                Ix::Const(c) => Ok(*c),
+                Ix::Var(l) => {
+                    self.env.get(l).copied().ok_or_else(|| {
+                        self.malformed(format!("loop variable l{} is not bound", l.0))
+                    })
+                }
+            })
+            .collect()
+    }
+
+    fn step(&mut self, i: usize, s: &Step) -> Result<(), Failure> {
+        self.step = i;
+        self.env.clear();
+        self.accs.clear();
+        match s {
+            Step::Copy { dst, src, .. } => {
+                let n = self.k.buffers.get(src.0).map_or(0, Buffer::padded_len);
+                let m = self.k.buffers.get(dst.0).map_or(0, Buffer::padded_len);
+                if n > m {
+                    return Err(self.malformed(format!(
+                        "copy of {n} cells into {}, which has {m}",
+                        self.buffer_name(*dst)
+                    )));
+                }
+                // Whole padded buffers: copy cell by cell through flat offsets.
+                for off in 0..n {
+                    let v = self.read_flat(*src, off)?;
+                    self.write_flat(*dst, off, v)?;
+                }
+                Ok(())
+            }
+            Step::Nest { body, .. } => self.nodes(body),
+        }
+    }
+
+    fn flat_index(&self, b: BufId, off: u64) -> Vec<u64> {
+        let buf = self.k.buffer(b);
+        self.strides[b.0]
+            .iter()
+            .zip(&buf.padded)
+            .map(|(&s, &n)| (off / s) % n.max(1))
+            .collect()
+    }
+
+    fn read_flat(&self, b: BufId, off: u64) -> Result<Sym, Failure> {
+        self.read(b, &self.flat_index(b, off))
+    }
+
+    fn write_flat(&mut self, b: BufId, off: u64, v: Sym) -> Result<(), Failure> {
+        let idx = self.flat_index(b, off);
+        self.write(b, &idx, v)
+    }
+
+    fn nodes(&mut self, ns: &[Node]) -> Result<(), Failure> {
+        for n in ns {
+            self.node(n)?;
+        }
+        Ok(())
+    }
+
+    fn node(&mut self, n: &Node) -> Result<(), Failure> {
+        match n {
+            Node::Loop {
+                var,
+                start,
+                extent,
+                body,
+                ..
+            } => {
+                if self.env.contains_key(var) {
+                    return Err(self.malformed(format!(
+                        "loop variable l{} is bound by two enclosing loops",
+                        var.0
+                    )));
+                }
+                for v in *start..*extent {
+                    self.env.insert(*var, v);
+                    self.nodes(body)?;
+                }
+                self.env.remove(var);
+                Ok(())
+            }
+            Node::AccInit { acc, op } => {
+                self.accs.insert(*acc, Acc::Identity(*op));
+                Ok(())
+            }
+            Node::AccUpdate { acc, op, value } => {
+                let v = self.val(value)?;
+                let cur = self.accs.get(acc).cloned().ok_or_else(|| {
+                    self.malformed(format!(
+                        "accumulator acc{acc} is used before it is declared"
+                    ))
+                })?;
+                let next = match cur {
+                    // identity ⊙ x = x, exactly (spec/padding.md).
+                    Acc::Identity(init) if init == *op => v,
+                    Acc::Identity(init) => Sym::fold_step(*op, &identity(init), &v),
+                    Acc::Value(a) => Sym::fold_step(*op, &a, &v),
+                };
+                self.accs.insert(*acc, Acc::Value(next));
+                Ok(())
+            }
+            Node::Store { buf, index, value } => {
+                let v = self.val(value)?;
+                let idx = self.index(index)?;
+                self.write(*buf, &idx, v)
+            }
+        }
+    }
+
+    fn val(&self, v: &Val) -> Result<Sym, Failure> {
+        Ok(match v {
+            Val::Load(b, idx) => self.read(*b, &self.index(idx)?)?,
+            Val::Lit(x) => Sym::lit(*x),
+            Val::Undefined => Sym::undefined(),
+            Val::Acc(a) => match self.accs.get(a) {
+                Some(Acc::Identity(op)) => identity(*op),
+                Some(Acc::Value(s)) => s.clone(),
+                None => {
+                    return Err(
+                        self.malformed(format!("accumulator acc{a} is read before it is declared"))
+                    )
+                }
+            },
+            Val::Bin(op, a, b) => Sym::binary(*op, &self.val(a)?, &self.val(b)?),
+        })
+    }
+
+    /// Outputs against the oracle, input-only parameters unchanged, then every padding cell.
+    fn compare(&self, oracle: &Store<Sym>) -> Result<Validated, Failure> {
+        let too_large = |what: String| {
+            Failure::TooLarge(format!(
+                "{what} needs a term larger than the symbolic limits (spec/validation.md)"
+            ))
+        };
+        let mut shapes = Vec::new();
+        let mut output_cells = 0u64;
+        for (i, &p) in self.k.params.iter().enumerate() {
+            let b = self.k.buffer(p);
+            let var = b.var.clone().unwrap_or_else(|| b.c_name.clone());
+            shapes.push((var.clone(), b.logical.clone()));
+            let Role::Param { input, output } = b.role else {
+                continue;
+            };
+            if !output && !input {
+                continue;
+            }
+            let expected = oracle.get(&var);
+            for off in 0..b.padded_len() {
+                let (idx, logical) = logical_index(b, &self.strides[p.0], off);
+                if !logical {
+                    continue;
+                }
+                let got = &self.params[i][off as usize];
+                let want = if output {
+                    let alloc = expected.ok_or_else(|| Failure::Malformed {
+                        step: 0,
+                        comment: "parameters".to_string(),
+                        what: format!("parameter {var} is not a variable of the program"),
+                    })?;
+                    alloc
+                        .offset(&idx)
+                        .and_then(|o| alloc.data.get(o))
+                        .cloned()
+                        .ok_or_else(|| Failure::Malformed {
+                            step: 0,
+                            comment: "parameters".to_string(),
+                            what: format!(
+                                "parameter {var} has logical shape {} but the variable has {}",
+                                ShapeDisplay(&b.logical),
+                                ShapeDisplay(&alloc.extents)
+                            ),
+                        })?
+                } else {
+                    Sym::input(&var, idx.clone())
+                };
+                if got.is_too_large() || want.is_too_large() {
+                    return Err(too_large(format!("{var}{}", Cell(&idx))));
+                }
+                if *got != want {
+                    return Err(if output {
+                        Failure::Differs {
+                            var,
+                            index: idx,
+                            kernel: got.clone(),
+                            oracle: want,
+                        }
+                    } else {
+                        Failure::InputWritten {
+                            var,
+                            index: idx,
+                            term: got.clone(),
+                        }
+                    });
+                }
+                output_cells += u64::from(output);
+            }
+        }
+        // Padding: parameters first, then the workspace buffers some step uses.
+        let used = self.k.referenced();
+        let mut order: Vec<BufId> = self.k.params.clone();
+        order.extend(
+            (0..self.k.buffers.len())
+                .map(BufId)
+                .filter(|b| used[b.0] && !self.k.buffer(*b).is_param()),
+        );
+        let mut padding_cells = 0u64;
+        for b in order {
+            let buf = self.k.buffer(b);
+            for off in 0..buf.padded_len() {
+                let (idx, logical) = logical_index(buf, &self.strides[b.0], off);
+                if logical {
+                    continue;
+                }
+                let v = self.read_flat(b, off)?;
+                if v.is_too_large() {
+                    return Err(too_large(format!(
+                        "padding cell {}{}",
+                        buf.c_name,
+                        Cell(&idx)
+                    )));
+                }
+                if !v.is_zero() {
+                    return Err(Failure::Padding {
+                        buffer: buf.c_name.clone(),
+                        role: buf.role,
+                        index: idx,
+                        logical: buf.logical.clone(),
+                        padded: buf.padded.clone(),
+                        term: v,
+                    });
+                }
+                padding_cells += 1;
+            }
+        }
+        Ok(Validated {
+            pad: self.k.pad,
+            shapes,
+            output_cells,
+            padding_cells,
+            lifted: self.k.lifted,
+        })
+    }
+}
