@@ -1,6 +1,6 @@
-//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c]`: prints the C99 translation unit the
-//! padding-aware backend generates for a program (spec/abi.md), on standard output or
-//! atomically into a file.
+//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate]`: prints the C99
+//! translation unit the padding-aware backend generates for a program (spec/abi.md), on standard
+//! output or atomically into a file; `--validate` checks it first (spec/validation.md).
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program was rejected, 2 usage or I/O
 //! problems (including a `--pad` or `--name` the backend cannot use).
@@ -19,7 +19,17 @@ use teil_cbackend::run::{RunError, Toolchain};
 use teil_cbackend::Options;
 use teil_interp::Tensor;
 
-pub fn emit_c(path: &str, pad: u64, name: &str, output: Option<&str>, color: Color) -> u8 {
+/// With `validate`, the kernel is first checked by translation validation (spec/validation.md):
+/// the verdict goes to standard error, and the C is written only when the kernel validated. A
+/// kernel shown wrong exits with 1, shapes too large to validate with 2.
+pub fn emit_c(
+    path: &str,
+    pad: u64,
+    name: &str,
+    output: Option<&str>,
+    validate: bool,
+    color: Color,
+) -> u8 {
     let src = match read_source(path) {
         Ok(s) => s,
         Err(e) => {
@@ -40,13 +50,27 @@ pub fn emit_c(path: &str, pad: u64, name: &str, output: Option<&str>, color: Col
         name: name.to_string(),
         ..Options::default()
     };
-    let c = match teil_cbackend::emit_c(&checked, &opts) {
-        Ok(c) => c,
+    let kernel = match teil_cbackend::lower(&checked, &opts) {
+        Ok(k) => k,
         Err(e) => {
             fail(&e.to_string());
             return 2;
         }
     };
+    if validate {
+        match teil_cbackend::validate::validate(&checked, &kernel) {
+            Ok(v) => eprintln!("{v}"),
+            Err(e) if e.is_rejection() => {
+                fail(&format!("the generated kernel does not validate: {e}"));
+                return 1;
+            }
+            Err(e) => {
+                fail(&e.to_string());
+                return 2;
+            }
+        }
+    }
+    let c = teil_cbackend::print::module(&[&kernel]);
     match write_output(output, &c) {
         Ok(()) => 0,
         Err(e) => {

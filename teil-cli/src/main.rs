@@ -184,6 +184,10 @@ enum Command {
         /// Write the C source here (atomically) instead of to standard output.
         #[arg(short, long)]
         output: Option<String>,
+        /// Check the loop IR against the semantics over symbolic values for these shapes
+        /// first (spec/validation.md); the C is written only if it validates.
+        #[arg(long)]
+        validate: bool,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -224,8 +228,9 @@ fn main() -> ExitCode {
             pad,
             name,
             output,
+            validate,
             color,
-        } => emit_c::emit_c(&file, pad, &name, output.as_deref(), color),
+        } => emit_c::emit_c(&file, pad, &name, output.as_deref(), validate, color),
         Command::Run {
             file,
             inputs,

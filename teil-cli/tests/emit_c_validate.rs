@@ -1,0 +1,109 @@
+//! `teil emit-c FILE --validate` (spec/validation.md): the verdict on standard error, the C on
+//! standard output (or `-o`) only when the kernel validated; refusal for large shapes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn teil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn write(dir: &Path, name: &str, src: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, src).expect("write");
+    p.to_string_lossy().into_owned()
+}
+
+const MATMUL: &str = "input var A : [3 5]\ninput var B : [5 6]\ninput var s : []\n\
+                      output var C : [3 6]\nC = (A # B) .[2 3]\nC = C / s\n";
+
+#[test]
+fn a_valid_kernel_is_reported_and_printed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(dir.path(), "mm.teil", MATMUL);
+    let o = teil(&["emit-c", &file, "--pad", "4", "--validate"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr),
+        "validated for these shapes: A [3, 5], B [5, 6], s [], C [3, 6] with M = 4: 18 output \
+         cells equal the semantics up to reassociation of + and *, 65 padding cells are zero\n"
+    );
+    // The C is exactly what emit-c prints without the flag.
+    let plain = teil(&["emit-c", &file, "--pad", "4"]);
+    assert_eq!(plain.status.code(), Some(0));
+    assert!(text(&plain.stderr).is_empty());
+    assert_eq!(o.stdout, plain.stdout);
+    assert!(text(&o.stdout).contains("void teil_kernel("));
+}
+
+#[test]
+fn validation_with_an_output_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(
+        dir.path(),
+        "cfd.teil",
+        "input var A : [3 3]\ninput var B : [3 3]\ninput var C : [3 3]\n\
+         input var u : [3 3 3]\noutput var v : [3 3 3]\n\
+         v = (A # B # C # u) .[2 7] .[3 6] .[4 5]\n",
+    );
+    let out = dir.path().join("cfd.c");
+    let o = teil(&[
+        "emit-c",
+        &file,
+        "--validate",
+        "--pad",
+        "3",
+        "-o",
+        &out.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).is_empty());
+    assert!(text(&o.stderr).starts_with("validated for these shapes: A [3, 3], B [3, 3], C [3, 3], u [3, 3, 3], v [3, 3, 3] with M = 3: 27 output cells"));
+    let c = std::fs::read_to_string(&out).expect("written");
+    assert!(c.contains("lifted contraction"));
+}
+
+#[test]
+fn shapes_too_large_to_validate_are_refused_without_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(
+        dir.path(),
+        "big.teil",
+        "input var A : [200 200]\ninput var B : [200 200]\noutput var C : [200 200]\n\
+         C = (A # B) .[2 3]\n",
+    );
+    let out = dir.path().join("big.c");
+    let o = teil(&["emit-c", &file, "--validate", "-o", &out.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stdout).is_empty());
+    assert!(
+        text(&o.stderr).starts_with(
+            "error: cannot validate: symbolic evaluation would take about 40080000 operations"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn rejected_programs_are_reported_before_validation() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(
+        dir.path(),
+        "bad.teil",
+        "var A : [2]\nvar B : [3]\nA = A + B\n",
+    );
+    let o = teil(&["emit-c", &file, "--validate"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stdout).is_empty());
+    assert!(!text(&o.stderr).contains("validated"));
+}
