@@ -1,0 +1,1136 @@
+//! Differential fuzzing campaigns (issue 5; spec/fuzzing.md): random well-typed programs
+//! through every evaluator, metamorphic variants, ill-typed mutants, and the C backend at
+//! several padding multiples, batched so that compiling does not dominate.
+//!
+//! For each program (drawn from [`gen`] with a seed derived from the campaign seed and the
+//! program's index, [`program_seed`]):
+//!
+//! 1. the oracle runs on reproducible small-integer inputs; a well-typed program on which it
+//!    trips the out-of-bounds witness or fails internally is a mismatch ([`Check::Oracle`]); a
+//!    program too large for it is discarded and counted;
+//! 2. the fast evaluator agrees with the oracle ([`Check::Fast`]);
+//! 3. metamorphic variants agree: printing in each syntax and re-parsing gives the same program
+//!    and the same values ([`Check::RoundTrip`]); the Core-TeIL desugaring evaluates to the same
+//!    store under both evaluators ([`Check::Core`]); so does a chain of three rewrites by the
+//!    §3.6 laws ([`Check::Laws`], see [`laws`]);
+//! 4. one ill-typed mutant is rejected with exactly the code of the rule it breaks
+//!    ([`Check::IllTyped`]);
+//! 5. the C backend at every padding multiple `M` agrees with the oracle, leaves every padding
+//!    cell of every parameter zero and does not write input-only parameters ([`Check::C`]).
+//!    Kernels of a whole chunk of programs are compiled into one translation unit and run by
+//!    one driver process.
+//!
+//! A failing program is shrunk ([`shrink`]) with a predicate that re-runs exactly the failing
+//! check, and written as a reproducer ([`crate::repro`]) that `teil fuzz --replay FILE` runs
+//! again.
+
+use crate::compare::{self, Cells, Tolerance};
+use crate::gen::{self, GenConfig};
+use crate::inplace;
+use crate::laws::{self, Law};
+use crate::mutate::{self, Mutation};
+use crate::shrink::{self, Inputs};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use teil::ast::{BinOp, ExprKind, Program};
+use teil::fmt::Style;
+use teil::CheckedProgram;
+use teil_cbackend::ir::Kernel;
+use teil_cbackend::plant::{self, Bug};
+use teil_cbackend::run::{self, Job, Outcome, Toolchain};
+use teil_cbackend::Options;
+use teil_interp::Tensor;
+
+/// A final store: every variable's value (the oracle's and the fast evaluator's results).
+pub type Store = BTreeMap<String, Tensor>;
+
+/// Compiler flags of a campaign unless `--cflags` says otherwise. `-O0` keeps the compiler's
+/// share of the time small enough for the throughput goal (spec/fuzzing.md measures it);
+/// `-std=c99` rules out floating-point contraction, as spec/padding.md requires.
+pub const DEFAULT_CFLAGS: &str = "-std=c99 -O0";
+
+/// Padding multiples of a campaign unless `--pad` says otherwise.
+pub const DEFAULT_PADS: [u64; 3] = [1, 4, 8];
+
+/// Programs per translation unit unless configured otherwise.
+pub const DEFAULT_CHUNK: usize = 100;
+
+/// What a campaign runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How many programs (`None`: until [`Config::time`] runs out).
+    pub programs: Option<u64>,
+    /// The campaign seed; program `k` uses [`program_seed`]`(seed, k)`.
+    pub seed: u64,
+    /// Index of the first program (to re-run one program of a campaign: `skip = k`,
+    /// `programs = 1`).
+    pub skip: u64,
+    /// Padding multiples at which the C backend runs.
+    pub pads: Vec<u64>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Stop starting new chunks of programs after this long.
+    pub time: Option<Duration>,
+    /// Programs per chunk: one translation unit and one driver process each.
+    pub chunk: usize,
+    pub toolchain: Toolchain,
+    /// Whether to run the C backend at all.
+    pub c_backend: bool,
+    /// A planted bug applied to every kernel (test-only, see [`teil_cbackend::plant`]).
+    pub plant: Option<Bug>,
+    /// How many failing programs to shrink (the first ones, by index).
+    pub shrink: usize,
+    /// Where reproducers are written (`None`: nowhere).
+    pub out: Option<PathBuf>,
+    /// Stop starting new chunks once this many failing programs were found.
+    pub stop_after: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            programs: Some(1000),
+            seed: 0,
+            skip: 0,
+            pads: DEFAULT_PADS.to_vec(),
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            time: None,
+            chunk: DEFAULT_CHUNK,
+            toolchain: Toolchain::default().with_cflags(DEFAULT_CFLAGS),
+            c_backend: true,
+            plant: None,
+            shrink: 3,
+            out: None,
+            stop_after: None,
+        }
+    }
+}
+
+/// The generator settings, by `index % 4`.
+pub const FLAVOURS: [&str; 4] = ["plain", "division", "deep", "rank-5"];
+
+/// The generator settings for program `index` (see [`FLAVOURS`]): the default settings; with
+/// division; deeper, longer programs without qualifiers (every variable a parameter); ranks up
+/// to 5 for declared variables.
+pub fn flavour(index: u64) -> GenConfig {
+    let base = GenConfig::default();
+    match index % 4 {
+        0 => base,
+        1 => GenConfig {
+            division: true,
+            ..base
+        },
+        2 => GenConfig {
+            max_depth: 5,
+            max_stmts: 4,
+            max_elements: 1024,
+            qualifiers: false,
+            ..base
+        },
+        _ => GenConfig {
+            max_rank: 5,
+            max_extent: 2,
+            max_depth: 3,
+            ..base
+        },
+    }
+}
+
+/// SplitMix64 step.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The seed of program `index` of the campaign with seed `seed`: it determines the program,
+/// its inputs, its variants and its mutant.
+pub fn program_seed(seed: u64, index: u64) -> u64 {
+    mix(seed ^ mix(index))
+}
+
+/// The program with seed `seed`: drawn from `strategy` (the generator for its flavour,
+/// [`flavour`]); for a quarter of the seeds one statement is then retargeted to a variable it
+/// reads ([`inplace::retarget`]), for another quarter one statement gets a term reading its
+/// target elsewhere ([`inplace::self_read`]). Returns whether the program was changed so.
+pub fn generate(
+    strategy: &impl proptest::strategy::Strategy<Value = Program>,
+    seed: u64,
+) -> (Program, bool) {
+    let p = gen::sample(strategy, seed);
+    let r = mix(seed ^ 0x696e_706c);
+    let change: fn(&CheckedProgram, u64) -> Option<Program> = match r % 4 {
+        0 => inplace::retarget,
+        1 => inplace::self_read,
+        _ => return (p, false),
+    };
+    match teil::check(p.clone()) {
+        Ok((c, _)) => match change(&c, r >> 2) {
+            Some(q) => (q, true),
+            None => (p, false),
+        },
+        Err(_) => (p, false),
+    }
+}
+
+/// One check of the campaign, with what is needed to run it again on a shrunk program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// The generator produced a program that does not type-check.
+    Generator,
+    /// The oracle tripped the out-of-bounds witness or failed internally.
+    Oracle,
+    /// The fast evaluator against the oracle.
+    Fast,
+    /// Printing in a syntax and parsing again.
+    RoundTrip(Style),
+    /// The Core-TeIL desugaring, under both evaluators.
+    Core,
+    /// A chain of law rewrites (chosen from the program seed), under both evaluators.
+    Laws(Vec<Law>),
+    /// A mutant that must be rejected with exactly `mutation.expected()`.
+    IllTyped { mutation: Mutation, choice: usize },
+    /// The C backend refused a well-typed program.
+    Lower { pad: u64 },
+    /// The C backend at padding multiple `pad`, with or without contraction lifting.
+    C { pad: u64, lift: bool },
+}
+
+impl Check {
+    /// What the check compares, for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Check::Generator => "the generated program is ill-typed".into(),
+            Check::Oracle => "the oracle fails on a well-typed program".into(),
+            Check::Fast => "the fast evaluator differs from the oracle".into(),
+            Check::RoundTrip(s) => format!(
+                "printing in the {} syntax and parsing again changes the program",
+                style_name(*s)
+            ),
+            Check::Core => "the Core-TeIL form evaluates differently".into(),
+            Check::Laws(laws) => {
+                let names: Vec<&str> = laws.iter().map(|l| l.equation()).collect();
+                format!(
+                    "rewriting by the laws [{}] changes the values",
+                    names.join("; ")
+                )
+            }
+            Check::IllTyped { mutation, .. } => format!(
+                "the mutant {mutation:?} is not rejected with exactly {}",
+                mutation.expected().as_str()
+            ),
+            Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
+            Check::C { pad, lift: true } => {
+                format!("the C backend at M = {pad} differs from the oracle")
+            }
+            Check::C { pad, lift: false } => format!(
+                "the C backend at M = {pad} without contraction lifting differs from the oracle"
+            ),
+        }
+    }
+
+    /// How many predicate calls shrinking may spend (a C check compiles once per call).
+    fn shrink_budget(&self) -> usize {
+        match self {
+            Check::C { .. } | Check::Lower { .. } => 150,
+            _ => 2000,
+        }
+    }
+}
+
+fn style_name(s: Style) -> &'static str {
+    match s {
+        Style::Prefix => "prefix",
+        Style::Infix => "infix",
+    }
+}
+
+/// One failed check.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub check: Check,
+    pub detail: String,
+}
+
+/// A shrunk reproducer.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    pub program: Program,
+    pub inputs: Inputs,
+    /// The failure as seen on the shrunk program.
+    pub failure: Failure,
+    /// The reproducer file, when one was written, and why writing failed otherwise.
+    pub file: Option<Result<PathBuf, String>>,
+}
+
+/// A program on which some check failed.
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    /// Its index in the campaign (`None` for a replay).
+    pub index: Option<u64>,
+    /// Its seed ([`program_seed`]).
+    pub seed: u64,
+    pub failures: Vec<Failure>,
+    pub program: Program,
+    pub inputs: Inputs,
+    pub shrunk: Option<Shrunk>,
+}
+
+/// Counters of what a campaign did.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Programs whose checks all ran.
+    pub programs: u64,
+    /// Programs the oracle refused as too large (not mismatches).
+    pub discarded: u64,
+    /// Programs per flavour ([`FLAVOURS`]).
+    pub by_flavour: [u64; 4],
+    /// Programs with division.
+    pub division: u64,
+    /// Programs with a statement retargeted in place ([`generate`]).
+    pub retargeted: u64,
+    /// C kernel runs.
+    pub kernels: u64,
+    /// Kernel runs in which contraction lifting fired.
+    pub lifted: u64,
+    /// Kernel runs compared with the bound rather than exactly.
+    pub bounded: u64,
+    /// Kernels the planted bug changed.
+    pub planted: u64,
+    /// C compiler runs.
+    pub compiles: u64,
+    /// Metamorphic variants evaluated (round trips, Core-TeIL, law chains).
+    pub variants: u64,
+    /// Law rewrites applied, by [`Law::ALL`] position.
+    pub laws: [u64; 7],
+    /// Ill-typed mutants checked.
+    pub mutants: u64,
+    pub cells: Cells,
+}
+
+impl Stats {
+    fn add(&mut self, o: &Stats) {
+        self.programs += o.programs;
+        self.discarded += o.discarded;
+        for i in 0..4 {
+            self.by_flavour[i] += o.by_flavour[i];
+        }
+        self.division += o.division;
+        self.retargeted += o.retargeted;
+        self.kernels += o.kernels;
+        self.lifted += o.lifted;
+        self.bounded += o.bounded;
+        self.planted += o.planted;
+        self.compiles += o.compiles;
+        self.variants += o.variants;
+        for i in 0..self.laws.len() {
+            self.laws[i] += o.laws[i];
+        }
+        self.mutants += o.mutants;
+        self.cells.add(o.cells);
+    }
+}
+
+/// What a campaign found.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub stats: Stats,
+    /// Failing programs, by index.
+    pub mismatches: Vec<Mismatch>,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// Programs per second of wall time.
+    pub fn rate(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.stats.programs as f64 / s
+        } else {
+            0.0
+        }
+    }
+
+    /// The one-line summary: `N programs, K mismatches, R programs/s`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} programs, {} mismatches, {:.1} programs/s",
+            self.stats.programs,
+            self.mismatches.len(),
+            self.rate()
+        )
+    }
+}
+
+/// Progress of a running campaign, reported after every chunk.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: u64,
+    pub total: Option<u64>,
+    pub mismatches: usize,
+}
+
+/// Runs a campaign. `progress` is called (from worker threads) after every chunk.
+pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
+    let start = Instant::now();
+    let total = cfg.programs;
+    let jobs = cfg.jobs.max(1);
+    let chunk = match total {
+        Some(n) => (cfg.chunk as u64).min(n.div_ceil(jobs as u64)).max(1),
+        None => cfg.chunk.max(1) as u64,
+    };
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let failing = AtomicUsize::new(0);
+    let shrinks = AtomicUsize::new(0);
+    let results: Mutex<Vec<(Stats, Vec<Mismatch>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let mut gens: BTreeMap<u64, proptest::strategy::BoxedStrategy<Program>> =
+                    BTreeMap::new();
+                loop {
+                    if cfg.time.is_some_and(|t| start.elapsed() >= t)
+                        || cfg
+                            .stop_after
+                            .is_some_and(|n| failing.load(Ordering::SeqCst) >= n)
+                    {
+                        break;
+                    }
+                    let c = next.fetch_add(1, Ordering::SeqCst);
+                    let first = c.saturating_mul(chunk);
+                    let end = match total {
+                        Some(n) => n.min(first.saturating_add(chunk)),
+                        None => first.saturating_add(chunk),
+                    };
+                    if first >= end {
+                        break;
+                    }
+                    let mut stats = Stats::default();
+                    let mut programs = Vec::new();
+                    for k in first..end {
+                        let index = cfg.skip.saturating_add(k);
+                        let seed = program_seed(cfg.seed, index);
+                        let strategy = gens
+                            .entry(index % 4)
+                            .or_insert_with(|| gen::program(flavour(index)));
+                        let (p, retargeted) = generate(strategy, seed);
+                        programs.push((index, seed, p));
+                        stats.by_flavour[(index % 4) as usize] += 1;
+                        stats.retargeted += u64::from(retargeted);
+                    }
+                    let mut found = check_chunk(cfg, programs, &mut stats);
+                    for m in &mut found {
+                        if shrinks.fetch_add(1, Ordering::SeqCst) < cfg.shrink {
+                            m.shrunk = shrink_mismatch(cfg, m);
+                        }
+                    }
+                    failing.fetch_add(found.len(), Ordering::SeqCst);
+                    let d = done.fetch_add(end - first, Ordering::SeqCst) + (end - first);
+                    progress(Progress {
+                        done: d,
+                        total,
+                        mismatches: failing.load(Ordering::SeqCst),
+                    });
+                    if let Ok(mut r) = results.lock() {
+                        r.push((stats, found));
+                    }
+                }
+            });
+        }
+    });
+    let mut stats = Stats::default();
+    let mut mismatches = Vec::new();
+    for (s, m) in results.into_inner().unwrap_or_default() {
+        stats.add(&s);
+        mismatches.extend(m);
+    }
+    mismatches.sort_by_key(|m| m.index);
+    Report {
+        stats,
+        mismatches,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Runs every check on one given program and inputs (a reproducer), with `seed` choosing its
+/// variants and mutant. Nothing is shrunk.
+pub fn replay(cfg: &Config, program: Program, inputs: Inputs, seed: u64) -> Report {
+    let start = Instant::now();
+    let mut stats = Stats::default();
+    let mismatches = match teil::check(program.clone()) {
+        Err(d) => vec![Mismatch {
+            index: None,
+            seed,
+            failures: vec![Failure {
+                check: Check::Generator,
+                detail: codes(&d),
+            }],
+            program,
+            inputs,
+            shrunk: None,
+        }],
+        Ok((checked, _)) => {
+            let mut out = Vec::new();
+            let prepared = prepare(cfg, None, seed, checked, inputs, 0, &mut stats, &mut out);
+            run_c(cfg, prepared.into_iter().collect(), &mut stats, &mut out);
+            out
+        }
+    };
+    Report {
+        stats,
+        mismatches,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// A program that passed the interpreter-side checks, with its C kernels.
+struct Prepared {
+    index: Option<u64>,
+    seed: u64,
+    checked: CheckedProgram,
+    inputs: Inputs,
+    expected: Store,
+    division: bool,
+    kernels: Vec<(Check, Kernel)>,
+    failures: Vec<Failure>,
+}
+
+fn check_chunk(
+    cfg: &Config,
+    programs: Vec<(u64, u64, Program)>,
+    stats: &mut Stats,
+) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let mut prepared = Vec::new();
+    for (slot, (index, seed, program)) in programs.into_iter().enumerate() {
+        match teil::check(program.clone()) {
+            Err(d) => out.push(Mismatch {
+                index: Some(index),
+                seed,
+                failures: vec![Failure {
+                    check: Check::Generator,
+                    detail: codes(&d),
+                }],
+                program,
+                inputs: Inputs::new(),
+                shrunk: None,
+            }),
+            Ok((checked, _)) => {
+                let inputs = teil_interp::random_inputs(&checked, seed);
+                prepared.extend(prepare(
+                    cfg,
+                    Some(index),
+                    seed,
+                    checked,
+                    inputs,
+                    slot,
+                    stats,
+                    &mut out,
+                ));
+            }
+        }
+    }
+    run_c(cfg, prepared, stats, &mut out);
+    out.sort_by_key(|m| m.index);
+    out
+}
+
+fn codes(d: &[teil::Diagnostic]) -> String {
+    let codes: BTreeSet<&str> = d
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.code.as_str())
+        .collect();
+    format!(
+        "the checker reports {}",
+        codes.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
+fn has_division(p: &CheckedProgram) -> bool {
+    let mut found = false;
+    for s in &p.program().stmts {
+        s.value.walk(&mut |e| {
+            found |= matches!(e.kind, ExprKind::Binary(BinOp::Div, ..));
+        });
+    }
+    found
+}
+
+/// The interpreter-side checks of one program (steps 1 to 4 of the module documentation) and
+/// its lowered kernels; their failures travel with the result. A program on which the oracle
+/// fails is pushed to `out` at once; one the oracle refuses as too large is discarded.
+#[allow(clippy::too_many_arguments)]
+fn prepare(
+    cfg: &Config,
+    index: Option<u64>,
+    seed: u64,
+    checked: CheckedProgram,
+    inputs: Inputs,
+    slot: usize,
+    stats: &mut Stats,
+    out: &mut Vec<Mismatch>,
+) -> Option<Prepared> {
+    let fail = |failures: Vec<Failure>, checked: &CheckedProgram, inputs: &Inputs| Mismatch {
+        index,
+        seed,
+        failures,
+        program: checked.program().clone(),
+        inputs: inputs.clone(),
+        shrunk: None,
+    };
+    let expected = match teil_interp::run_oracle(&checked, &inputs) {
+        Ok(e) => e,
+        Err(e) if e.is_internal() => {
+            let f = Failure {
+                check: Check::Oracle,
+                detail: e.to_string(),
+            };
+            out.push(fail(vec![f], &checked, &inputs));
+            return None;
+        }
+        Err(_) => {
+            stats.discarded += 1;
+            return None;
+        }
+    };
+    let division = has_division(&checked);
+    stats.division += u64::from(division);
+    let mut failures = Vec::new();
+    let mut interpreter_checks = vec![
+        Check::Fast,
+        Check::RoundTrip(Style::Prefix),
+        Check::RoundTrip(Style::Infix),
+        Check::Core,
+    ];
+    // The law chain and the mutant are determined by the seed; `Laws` records which laws it
+    // applied, `IllTyped` the mutation.
+    match law_variant(&checked, seed) {
+        Ok(Some((_, applied))) => {
+            for l in &applied {
+                if let Some(i) = Law::ALL.iter().position(|x| x == l) {
+                    stats.laws[i] += 1;
+                }
+            }
+            interpreter_checks.push(Check::Laws(applied));
+        }
+        Ok(None) => {}
+        Err(detail) => failures.push(Failure {
+            check: Check::Laws(Vec::new()),
+            detail,
+        }),
+    }
+    if let Some((mutation, choice)) = pick_mutant(&checked, seed) {
+        stats.mutants += 1;
+        interpreter_checks.push(Check::IllTyped { mutation, choice });
+    }
+    for check in interpreter_checks {
+        if matches!(check, Check::RoundTrip(_) | Check::Core | Check::Laws(_)) {
+            stats.variants += 1;
+        }
+        if let Err(detail) = run_check(cfg, &check, &checked, &inputs, &expected, seed, stats) {
+            failures.push(Failure { check, detail });
+        }
+    }
+    let mut kernels = Vec::new();
+    if cfg.c_backend {
+        let mut lifted_somewhere = false;
+        for &pad in &cfg.pads {
+            match lower(cfg, &checked, pad, true, &format!("p{slot}_m{pad}"), stats) {
+                Ok(k) => {
+                    lifted_somewhere |= k.lifted > 0;
+                    kernels.push((Check::C { pad, lift: true }, k));
+                }
+                Err(detail) => failures.push(Failure {
+                    check: Check::Lower { pad },
+                    detail,
+                }),
+            }
+        }
+        // A lifted program also runs once without lifting, where it must agree bit for bit.
+        if let (true, Some(&pad)) = (lifted_somewhere, cfg.pads.first()) {
+            match lower(
+                cfg,
+                &checked,
+                pad,
+                false,
+                &format!("p{slot}_m{pad}_exact"),
+                stats,
+            ) {
+                Ok(k) => kernels.push((Check::C { pad, lift: false }, k)),
+                Err(detail) => failures.push(Failure {
+                    check: Check::Lower { pad },
+                    detail,
+                }),
+            }
+        }
+    }
+    Some(Prepared {
+        index,
+        seed,
+        checked,
+        inputs,
+        expected,
+        division,
+        kernels,
+        failures,
+    })
+}
+
+fn lower(
+    cfg: &Config,
+    checked: &CheckedProgram,
+    pad: u64,
+    lift: bool,
+    name: &str,
+    stats: &mut Stats,
+) -> Result<Kernel, String> {
+    let opts = Options {
+        pad,
+        name: name.to_string(),
+        lift,
+    };
+    let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(|e| e.to_string())?;
+    if let Some(bug) = cfg.plant {
+        if plant::apply(&mut k, bug) {
+            stats.planted += 1;
+        }
+    }
+    Ok(k)
+}
+
+/// Runs every kernel of `prepared` in one batch and turns every program with a failure into a
+/// [`Mismatch`].
+fn run_c(cfg: &Config, prepared: Vec<Prepared>, stats: &mut Stats, out: &mut Vec<Mismatch>) {
+    let runs: Vec<(&Kernel, &Inputs)> = prepared
+        .iter()
+        .flat_map(|p| p.kernels.iter().map(move |(_, k)| (k, &p.inputs)))
+        .collect();
+    let mut outcomes = if runs.is_empty() {
+        Vec::new()
+    } else {
+        run_kernels(&cfg.toolchain, &runs, stats)
+    }
+    .into_iter();
+    for p in prepared {
+        let mut failures = p.failures.clone();
+        stats.programs += 1;
+        for (check, k) in &p.kernels {
+            let outcome = outcomes
+                .next()
+                .unwrap_or_else(|| Err("the batch returned too few results".into()));
+            stats.kernels += 1;
+            stats.lifted += u64::from(k.lifted > 0);
+            let result = outcome.and_then(|o| {
+                compare_c(&p.checked, &p.inputs, &p.expected, p.division, k, &o, stats)
+            });
+            if let Err(detail) = result {
+                failures.push(Failure {
+                    check: check.clone(),
+                    detail,
+                });
+            }
+        }
+        if !failures.is_empty() {
+            out.push(Mismatch {
+                index: p.index,
+                seed: p.seed,
+                failures,
+                program: p.checked.program().clone(),
+                inputs: p.inputs,
+                shrunk: None,
+            });
+        }
+    }
+}
+
+/// Runs `runs` in one driver process; when the batch fails (a compile error, a crash), splits
+/// it until the failing kernels are isolated. One result per run, in order.
+fn run_kernels(
+    tc: &Toolchain,
+    runs: &[(&Kernel, &Inputs)],
+    stats: &mut Stats,
+) -> Vec<Result<Outcome, String>> {
+    let kernels: Vec<&Kernel> = runs.iter().map(|r| r.0).collect();
+    let jobs: Vec<Job> = runs
+        .iter()
+        .enumerate()
+        .map(|(kernel, r)| Job {
+            kernel,
+            inputs: r.1.clone(),
+        })
+        .collect();
+    stats.compiles += 1;
+    let result =
+        guarded(|| run::run_batch(tc, &kernels, &jobs).map_err(|e| (e.to_string(), Some(e))))
+            .and_then(|r| {
+                r.map_err(|(msg, e)| {
+                    // The source of a batch that is split further is not interesting on its own.
+                    if runs.len() > 1 {
+                        if let Some(e) = e {
+                            remove_kept(&e);
+                        }
+                    }
+                    msg
+                })
+            });
+    match result {
+        Ok(o) if o.len() == runs.len() => o.into_iter().map(Ok).collect(),
+        Ok(_) => vec![Err("the driver returned the wrong number of results".into()); runs.len()],
+        Err(e) if runs.len() == 1 => vec![Err(format!("the kernel did not run: {e}"))],
+        Err(_) => {
+            let (a, b) = runs.split_at(runs.len() / 2);
+            let mut out = run_kernels(tc, a, stats);
+            out.extend(run_kernels(tc, b, stats));
+            out
+        }
+    }
+}
+
+/// Runs `f`, turning a panic (a bug in the code under test) into an error message.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        format!("the C backend panicked: {msg}")
+    })
+}
+
+fn remove_kept(e: &run::RunError) {
+    let kept = match e {
+        run::RunError::CompilerNotFound { kept, .. }
+        | run::RunError::CompileFailed { kept, .. }
+        | run::RunError::KernelFailed { kept, .. } => kept,
+        _ => return,
+    };
+    if let Some(dir) = kept.parent() {
+        if dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("teil-cc-"))
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The C backend's results against the oracle's (spec/fuzzing.md): outputs equal (exactly,
+/// or within the bound for lifted kernels that round), padding zero, inputs untouched.
+fn compare_c(
+    checked: &CheckedProgram,
+    inputs: &Inputs,
+    expected: &Store,
+    division: bool,
+    k: &Kernel,
+    o: &Outcome,
+    stats: &mut Stats,
+) -> Result<(), String> {
+    if !o.nonzero_padding.is_empty() {
+        return Err(format!(
+            "non-zero padding in {} after the call",
+            o.nonzero_padding
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let outputs: Vec<String> = checked
+        .interface()
+        .filter(|d| checked.is_output(d))
+        .map(|d| d.name.name.clone())
+        .collect();
+    let exact = k.lifted == 0
+        || (!division && compare::small_integers(outputs.iter().filter_map(|n| expected.get(n))));
+    stats.bounded += u64::from(!exact);
+    let tol = if exact {
+        Tolerance::Exact
+    } else {
+        Tolerance::Bound
+    };
+    let label = format!("C backend at M = {}", k.pad);
+    let cells = compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label))?;
+    stats.cells.add(cells);
+    for d in checked
+        .interface()
+        .filter(|d| checked.is_input(d) && !checked.is_output(d))
+    {
+        let name = &d.name.name;
+        if let (Some(given), Some(after)) = (inputs.get(name), o.values.get(name)) {
+            compare::tensors(name, given, after, Tolerance::Exact, ("input", "kernel"))
+                .map_err(|e| format!("the kernel wrote its input-only parameter: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The tolerance between the oracle and an evaluator that reassociates (the fast evaluator).
+fn fast_tolerance(division: bool) -> Tolerance {
+    if division {
+        Tolerance::Loose
+    } else {
+        Tolerance::Exact
+    }
+}
+
+fn names(s: &Store) -> Vec<String> {
+    s.keys().cloned().collect()
+}
+
+/// Runs one non-C check (or one C kernel, compiled on its own) on a program whose oracle
+/// results are `expected`. `Err` says how it failed.
+fn run_check(
+    cfg: &Config,
+    check: &Check,
+    c: &CheckedProgram,
+    inputs: &Inputs,
+    expected: &Store,
+    seed: u64,
+    stats: &mut Stats,
+) -> Result<(), String> {
+    let division = has_division(c);
+    let all = names(expected);
+    match check {
+        Check::Generator | Check::Oracle => Ok(()),
+        Check::Fast => {
+            let got = teil_interp::run_fast(c, inputs)
+                .map_err(|e| format!("the fast evaluator failed: {e}"))?;
+            let cells = compare::stores(
+                &all,
+                expected,
+                &got,
+                fast_tolerance(division),
+                ("oracle", "fast evaluator"),
+            )?;
+            stats.cells.add(cells);
+            Ok(())
+        }
+        Check::RoundTrip(style) => {
+            let text = teil::fmt::program(c.program(), *style);
+            let parsed = teil::parse(&text);
+            if parsed.diagnostics.iter().any(|d| d.is_error()) {
+                return Err(format!(
+                    "the printed program does not parse ({})\n{text}",
+                    codes(&parsed.diagnostics)
+                ));
+            }
+            if !parsed.program.same_as(c.program()) {
+                return Err(format!(
+                    "parsing the printed program gives another program\n{text}"
+                ));
+            }
+            let (again, _) = teil::check(parsed.program)
+                .map_err(|d| format!("the re-parsed program does not check: {}", codes(&d)))?;
+            evaluate_variant(&again, inputs, expected, division, false, stats)
+        }
+        Check::Core => {
+            let core = teil::core::desugar(c)
+                .map_err(|d| format!("cannot desugar: {} {}", d.code.as_str(), d.message))?;
+            let (core, _) = teil::check(core)
+                .map_err(|d| format!("the Core-TeIL form does not check: {}", codes(&d)))?;
+            evaluate_variant(&core, inputs, expected, division, true, stats)
+        }
+        Check::Laws(_) => match law_variant(c, seed)? {
+            None => Ok(()),
+            Some((variant, _)) => {
+                evaluate_variant(&variant, inputs, expected, division, true, stats).map_err(|e| {
+                    format!(
+                        "{e}\nrewritten program:\n{}",
+                        teil::fmt::program(variant.program(), Style::Infix)
+                    )
+                })
+            }
+        },
+        Check::IllTyped { mutation, choice } => {
+            let Some(bad) = mutate::ill_typed(c, *mutation, *choice) else {
+                return Ok(());
+            };
+            let style = if seed % 2 == 0 {
+                Style::Prefix
+            } else {
+                Style::Infix
+            };
+            let text = teil::fmt::program(&bad, style);
+            let want = BTreeSet::from([mutation.expected().as_str()]);
+            match teil::compile(&text) {
+                Ok(_) => Err(format!("the mutant is accepted\n{text}")),
+                Err(d) => {
+                    let got: BTreeSet<&str> = d
+                        .iter()
+                        .filter(|d| d.is_error())
+                        .map(|d| d.code.as_str())
+                        .collect();
+                    if got == want {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "expected {}, the checker reports {}\n{text}",
+                            mutation.expected().as_str(),
+                            got.into_iter().collect::<Vec<_>>().join(", ")
+                        ))
+                    }
+                }
+            }
+        }
+        Check::Lower { pad } => lower(cfg, c, *pad, true, "teil_kernel", stats).map(|_| ()),
+        Check::C { pad, lift } => {
+            let k = lower(cfg, c, *pad, *lift, "teil_kernel", stats)?;
+            let runs = [(&k, inputs)];
+            let o = run_kernels(&cfg.toolchain, &runs, stats)
+                .pop()
+                .unwrap_or_else(|| Err("no result".into()))?;
+            compare_c(c, inputs, expected, division, &k, &o, stats)
+        }
+    }
+}
+
+/// A variant must give the original's store: under the oracle bit for bit when `exact_oracle`
+/// (law rewrites and Core-TeIL perform the same operations on the same cells), and under the
+/// fast evaluator within its tolerance.
+fn evaluate_variant(
+    v: &CheckedProgram,
+    inputs: &Inputs,
+    expected: &Store,
+    division: bool,
+    oracle: bool,
+    stats: &mut Stats,
+) -> Result<(), String> {
+    let all = names(expected);
+    if oracle {
+        let got = teil_interp::run_oracle(v, inputs)
+            .map_err(|e| format!("the oracle failed on the variant: {e}"))?;
+        let cells = compare::stores(
+            &all,
+            expected,
+            &got,
+            Tolerance::Exact,
+            ("oracle", "variant"),
+        )?;
+        stats.cells.add(cells);
+    }
+    let got = teil_interp::run_fast(v, inputs)
+        .map_err(|e| format!("the fast evaluator failed on the variant: {e}"))?;
+    let cells = compare::stores(
+        &all,
+        expected,
+        &got,
+        fast_tolerance(division),
+        ("oracle", "fast evaluator on the variant"),
+    )?;
+    stats.cells.add(cells);
+    Ok(())
+}
+
+/// Number of law rewrites chained in one variant.
+const LAW_CHAIN: usize = 3;
+
+/// The law variant of `c` for `seed`: [`LAW_CHAIN`] rewrites, each by the first law (from a
+/// seed-chosen starting point in [`Law::ALL`]) that applies. `Err` when a rewrite produced an
+/// ill-typed program.
+#[allow(clippy::type_complexity)]
+pub fn law_variant(
+    c: &CheckedProgram,
+    seed: u64,
+) -> Result<Option<(CheckedProgram, Vec<Law>)>, String> {
+    let mut state = seed ^ 0x6c61_7773;
+    let mut cur: Option<CheckedProgram> = None;
+    let mut applied = Vec::new();
+    for _ in 0..LAW_CHAIN {
+        state = mix(state);
+        let start = (state % Law::ALL.len() as u64) as usize;
+        state = mix(state);
+        let choice = state;
+        let base = cur.as_ref().unwrap_or(c);
+        let found = (0..Law::ALL.len()).find_map(|t| {
+            let law = Law::ALL[(start + t) % Law::ALL.len()];
+            laws::rewrite(base, law, choice).map(|p| (law, p))
+        });
+        let Some((law, p)) = found else {
+            break;
+        };
+        let text = teil::fmt::program(&p, Style::Infix);
+        let (checked, _) = teil::check(p).map_err(|d| {
+            format!(
+                "rewriting by {} gives an ill-typed program ({})\n{text}",
+                law.equation(),
+                codes(&d)
+            )
+        })?;
+        applied.push(law);
+        cur = Some(checked);
+    }
+    Ok(cur.map(|c| (c, applied)))
+}
+
+/// The mutation for `seed`: the first of [`Mutation::ALL`], from a seed-chosen starting point,
+/// that applies to the program.
+fn pick_mutant(c: &CheckedProgram, seed: u64) -> Option<(Mutation, usize)> {
+    let n = Mutation::ALL.len();
+    let start = (mix(seed ^ 0x6d75_7461) % n as u64) as usize;
+    let choice = (seed >> 16) as usize;
+    (0..n)
+        .map(|t| Mutation::ALL[(start + t) % n])
+        .find(|&m| mutate::ill_typed(c, m, choice).is_some())
+        .map(|m| (m, choice))
+}
+
+/// Shrinks a mismatch by its first shrinkable failure and writes the reproducer.
+fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Option<Shrunk> {
+    let first = m
+        .failures
+        .iter()
+        .find(|f| f.check != Check::Generator)?
+        .clone();
+    let check = first.check.clone();
+    let seed = m.seed;
+    let mut scratch = Stats::default();
+    let fails = |c: &CheckedProgram, inputs: &Inputs| -> bool {
+        let mut stats = Stats::default();
+        match teil_interp::run_oracle(c, inputs) {
+            Err(e) => check == Check::Oracle && e.is_internal(),
+            Ok(expected) => {
+                check != Check::Oracle
+                    && run_check(cfg, &check, c, inputs, &expected, seed, &mut stats).is_err()
+            }
+        }
+    };
+    let (program, inputs) = shrink::shrink(
+        m.program.clone(),
+        m.inputs.clone(),
+        fails,
+        check.shrink_budget(),
+    );
+    let (checked, _) = teil::check(program.clone()).ok()?;
+    let detail = match teil_interp::run_oracle(&checked, &inputs) {
+        Err(e) => e.to_string(),
+        Ok(expected) => run_check(
+            cfg,
+            &check,
+            &checked,
+            &inputs,
+            &expected,
+            seed,
+            &mut scratch,
+        )
+        .err()
+        .unwrap_or_else(|| first.detail.clone()),
+    };
+    let failure = Failure { check, detail };
+    let file = cfg
+        .out
+        .as_ref()
+        .map(|dir| crate::repro::write(dir, cfg, seed, &failure, &program, &inputs, m.index));
+    Some(Shrunk {
+        program,
+        inputs,
+        failure,
+        file,
+    })
+}

@@ -1,0 +1,235 @@
+//! Comparing results of two evaluations, with the tolerances of spec/fuzzing.md.
+//!
+//! At the boundary a tensor is `f64` with NaN for `•`; NaN and `•` are equal, and so are `-0`
+//! and `+0` (spec/values.md). [`Tolerance::Exact`] is bit-for-bit equality in that sense. The
+//! other two apply only where an evaluator reassociates sums and products and the program
+//! rounds (division, or values too large to be exact):
+//!
+//! - [`Tolerance::Bound`] is the C backend's bound for lifted kernels (spec/padding.md,
+//!   *Exactness*): finite cells within `1e-9 · (1 + max(|x|, |y|))`; where one cell is not
+//!   finite the other must not be finite either.
+//! - [`Tolerance::Loose`] is the fast evaluator's with division (spec/interpreter.md): finite
+//!   cells within the same bound; a cell that is not finite on one side may be anything on the
+//!   other (`inf·(2 + -1) = inf` but `inf·2 + inf·(-1) = NaN`). Such cells are counted.
+
+use std::collections::BTreeMap;
+use teil::ast::ShapeDisplay;
+use teil_interp::{ulps_apart, Tensor};
+
+/// How closely two results must agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tolerance {
+    Exact,
+    Bound,
+    Loose,
+}
+
+/// Relative (and, near zero, absolute) bound for reassociated results.
+pub const RELATIVE: f64 = 1e-9;
+
+fn within(x: f64, y: f64) -> bool {
+    (x - y).abs() <= RELATIVE * (1.0 + x.abs().max(y.abs()))
+}
+
+/// Cells compared, and cells accepted only because one side was not finite ([`Tolerance::Loose`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cells {
+    pub compared: u64,
+    pub nonfinite_tolerated: u64,
+}
+
+impl Cells {
+    pub fn add(&mut self, o: Cells) {
+        self.compared += o.compared;
+        self.nonfinite_tolerated += o.nonfinite_tolerated;
+    }
+}
+
+/// Compares one variable. `Err` describes the first differing cell (1-based index) and how
+/// many differ.
+pub fn tensors(
+    name: &str,
+    want: &Tensor,
+    got: &Tensor,
+    tol: Tolerance,
+    labels: (&str, &str),
+) -> Result<Cells, String> {
+    if want.shape() != got.shape() {
+        let s = |t: &Tensor| ShapeDisplay(&teil_interp::tensor_shape(t)).to_string();
+        return Err(format!(
+            "`{name}` has shape {} from the {} but {} from the {}",
+            s(want),
+            labels.0,
+            s(got),
+            labels.1
+        ));
+    }
+    let mut cells = Cells::default();
+    let mut first: Option<(Vec<usize>, f64, f64)> = None;
+    let mut differing = 0u64;
+    let shape = want.shape().to_vec();
+    for (flat, (&x, &y)) in want.iter().zip(got.iter()).enumerate() {
+        cells.compared += 1;
+        let ok = match tol {
+            _ if ulps_apart(x, y) == 0 => true,
+            Tolerance::Exact => false,
+            Tolerance::Bound => {
+                if x.is_finite() && y.is_finite() {
+                    within(x, y)
+                } else {
+                    !x.is_finite() && !y.is_finite()
+                }
+            }
+            Tolerance::Loose => {
+                if x.is_finite() && y.is_finite() {
+                    within(x, y)
+                } else {
+                    cells.nonfinite_tolerated += 1;
+                    true
+                }
+            }
+        };
+        if !ok {
+            differing += 1;
+            if first.is_none() {
+                first = Some((unflatten(flat, &shape), x, y));
+            }
+        }
+    }
+    match first {
+        None => Ok(cells),
+        Some((at, x, y)) => {
+            let at: Vec<String> = at.iter().map(|i| (i + 1).to_string()).collect();
+            let more = if differing > 1 {
+                format!(" ({} cells differ)", differing)
+            } else {
+                String::new()
+            };
+            Err(format!(
+                "`{name}`[{}]: {} {}, {} {}{more}",
+                at.join(", "),
+                labels.0,
+                show(x),
+                labels.1,
+                show(y)
+            ))
+        }
+    }
+}
+
+/// Compares the variables `names` of two stores; a variable missing from `got` is a
+/// difference.
+pub fn stores(
+    names: &[String],
+    want: &BTreeMap<String, Tensor>,
+    got: &BTreeMap<String, Tensor>,
+    tol: Tolerance,
+    labels: (&str, &str),
+) -> Result<Cells, String> {
+    let mut cells = Cells::default();
+    for name in names {
+        let (Some(w), Some(g)) = (want.get(name), got.get(name)) else {
+            return Err(format!("no value for `{name}` from the {}", labels.1));
+        };
+        cells.add(tensors(name, w, g, tol, labels)?);
+    }
+    Ok(cells)
+}
+
+fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut at = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let n = shape[d].max(1);
+        at[d] = flat % n;
+        flat /= n;
+    }
+    at
+}
+
+/// A value as the report shows it: NaN for `•`, shortest round-trip decimal otherwise.
+pub fn show(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".to_string()
+    } else {
+        format!("{x}")
+    }
+}
+
+/// Below this magnitude, integer-valued results are exact in any association.
+pub const EXACT_LIMIT: f64 = (1u64 << 50) as f64;
+
+/// Whether every value is NaN or an integer of magnitude below [`EXACT_LIMIT`].
+pub fn small_integers<'a>(values: impl IntoIterator<Item = &'a Tensor>) -> bool {
+    values
+        .into_iter()
+        .flat_map(|t| t.iter())
+        .all(|x| x.is_nan() || (x.abs() < EXACT_LIMIT && x.fract() == 0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{arr1, arr2};
+
+    fn t2(v: [[f64; 2]; 2]) -> Tensor {
+        arr2(&v).into_dyn()
+    }
+
+    #[test]
+    fn exact_equates_nan_and_signed_zeros_only() {
+        let a = t2([[f64::NAN, -0.0], [1.0, 2.0]]);
+        let b = t2([[f64::NAN, 0.0], [1.0, 2.0]]);
+        assert_eq!(
+            tensors("x", &a, &b, Tolerance::Exact, ("a", "b")).map(|c| c.compared),
+            Ok(4)
+        );
+        let c = t2([[f64::NAN, 0.0], [1.0, 2.0 + 1e-15]]);
+        assert_eq!(
+            tensors("x", &a, &c, Tolerance::Exact, ("oracle", "C")),
+            Err("`x`[2, 2]: oracle 2, C 2.000000000000001".to_string())
+        );
+        assert!(tensors("x", &a, &c, Tolerance::Bound, ("a", "b")).is_ok());
+    }
+
+    #[test]
+    fn bound_and_loose_differ_on_non_finite_cells() {
+        let a = arr1(&[f64::INFINITY, 1.0, 5.0]).into_dyn();
+        let b = arr1(&[3.0, 1.0, 5.0]).into_dyn();
+        assert_eq!(
+            tensors("v", &a, &b, Tolerance::Bound, ("a", "b")),
+            Err("`v`[1]: a inf, b 3".to_string())
+        );
+        assert_eq!(
+            tensors("v", &a, &b, Tolerance::Loose, ("a", "b")),
+            Ok(Cells {
+                compared: 3,
+                nonfinite_tolerated: 1
+            })
+        );
+        let c = arr1(&[f64::INFINITY, 1.5, 6.0]).into_dyn();
+        assert_eq!(
+            tensors("v", &a, &c, Tolerance::Loose, ("a", "b")),
+            Err("`v`[2]: a 1, b 1.5 (2 cells differ)".to_string())
+        );
+    }
+
+    #[test]
+    fn shapes_must_match() {
+        let a = arr1(&[1.0, 2.0]).into_dyn();
+        let b = arr1(&[1.0, 2.0, 3.0]).into_dyn();
+        assert_eq!(
+            tensors("v", &a, &b, Tolerance::Exact, ("oracle", "C")),
+            Err("`v` has shape [2] from the oracle but [3] from the C".to_string())
+        );
+    }
+
+    #[test]
+    fn small_integer_detection() {
+        let a = arr1(&[1.0, f64::NAN, -3.0]).into_dyn();
+        let b = arr1(&[0.5]).into_dyn();
+        let c = arr1(&[EXACT_LIMIT]).into_dyn();
+        assert!(small_integers([&a]));
+        assert!(!small_integers([&a, &b]));
+        assert!(!small_integers([&c]));
+    }
+}

@@ -1,0 +1,164 @@
+//! Reproducers: a shrunk failing program as `DIR/repro_<seed>.teil`, its inputs as
+//! `DIR/repro_<seed>/<variable>.npy`, and the one command that runs it again
+//! (`teil fuzz --replay DIR/repro_<seed>.teil`).
+//!
+//! The `.teil` file starts with comment lines saying what failed and how; one of them,
+//! `// fuzz-replay: seed=S pads=M,... [plant=BUG]`, is read back by [`read`]: the seed chooses
+//! the program's law variant and mutant as in the campaign, `pads` the padding multiples to run
+//! the C backend at, and `plant` the planted bug that was active (test campaigns only).
+//!
+//! Every file is written under a temporary name in `DIR` and renamed into place; the `.teil`
+//! file comes last, so a reproducer that exists is complete.
+
+use crate::campaign::{Check, Config, Failure};
+use crate::shrink::Inputs;
+use std::path::{Path, PathBuf};
+use teil::ast::Program;
+use teil::fmt::Style;
+use teil_cbackend::plant::Bug;
+
+/// The marker of the machine-readable header line.
+const MARKER: &str = "// fuzz-replay:";
+
+/// A reproducer read back from disk.
+#[derive(Clone, Debug)]
+pub struct Reproducer {
+    pub program: Program,
+    pub inputs: Inputs,
+    pub seed: u64,
+    pub pads: Vec<u64>,
+    pub plant: Option<Bug>,
+}
+
+/// The command that replays the reproducer at `path`.
+pub fn replay_command(path: &Path) -> String {
+    let p = path.to_string_lossy();
+    let quoted = if p
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c))
+    {
+        p.into_owned()
+    } else {
+        format!("'{}'", p.replace('\'', r"'\''"))
+    };
+    format!("teil fuzz --replay {quoted}")
+}
+
+/// Writes the reproducer of a failure found on program `index` (if any) with seed `seed`.
+/// Returns the `.teil` file's path.
+pub fn write(
+    dir: &Path,
+    cfg: &Config,
+    seed: u64,
+    failure: &Failure,
+    program: &Program,
+    inputs: &Inputs,
+    index: Option<u64>,
+) -> Result<PathBuf, String> {
+    let io = |what: &Path, e: std::io::Error| format!("cannot write `{}`: {e}", what.display());
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let stem = format!("repro_{seed}");
+    let file = dir.join(format!("{stem}.teil"));
+    let data = dir.join(&stem);
+    let tmp = dir.join(format!(".{stem}.tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    for (name, t) in inputs {
+        let path = tmp.join(format!("{name}.npy"));
+        std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+    }
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::rename(&tmp, &data).map_err(|e| io(&data, e))?;
+
+    let pads: Vec<u64> = match failure.check {
+        Check::C { pad, .. } | Check::Lower { pad } => vec![pad],
+        _ => cfg.pads.clone(),
+    };
+    let mut text = format!("// teil fuzz reproducer: {}\n", failure.check.describe());
+    for line in failure.detail.lines().take(1) {
+        text.push_str(&format!("// {line}\n"));
+    }
+    if let Some(k) = index {
+        text.push_str(&format!(
+            "// found as program {k} of `teil fuzz --seed {}`, then shrunk\n",
+            cfg.seed
+        ));
+    }
+    text.push_str(&format!("// run again with: {}\n", replay_command(&file)));
+    let pads_text: Vec<String> = pads.iter().map(u64::to_string).collect();
+    text.push_str(&format!(
+        "{MARKER} seed={seed} pads={}",
+        pads_text.join(",")
+    ));
+    if let Some(b) = cfg.plant {
+        text.push_str(&format!(" plant={}", b.name()));
+    }
+    text.push('\n');
+    text.push_str(&teil::fmt::program(program, Style::Infix));
+    let tmp_file = dir.join(format!(".{stem}.teil.tmp{}", std::process::id()));
+    std::fs::write(&tmp_file, text).map_err(|e| io(&tmp_file, e))?;
+    std::fs::rename(&tmp_file, &file).map_err(|e| io(&file, e))?;
+    Ok(file)
+}
+
+/// Reads a reproducer written by [`write`] (or a hand-written program with such a header line;
+/// without one, seed 0 and no pads are assumed).
+pub fn read(path: &Path) -> Result<Reproducer, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let parsed = teil::parse(&text);
+    if parsed.diagnostics.iter().any(|d| d.is_error()) {
+        return Err(format!("`{}` does not parse", path.display()));
+    }
+    let mut seed = 0;
+    let mut pads = Vec::new();
+    let mut plant = None;
+    if let Some(line) = text.lines().find_map(|l| l.trim().strip_prefix(MARKER)) {
+        for field in line.split_whitespace() {
+            let bad = || {
+                format!(
+                    "`{}`: cannot read `{field}` in the replay line",
+                    path.display()
+                )
+            };
+            match field.split_once('=') {
+                Some(("seed", v)) => seed = v.parse().map_err(|_| bad())?,
+                Some(("pads", v)) => {
+                    pads = v
+                        .split(',')
+                        .map(|m| m.parse::<u64>())
+                        .collect::<Result<_, _>>()
+                        .map_err(|_| bad())?
+                }
+                Some(("plant", v)) => plant = Some(Bug::from_name(v).ok_or_else(bad)?),
+                _ => return Err(bad()),
+            }
+        }
+    }
+    let data = path.with_extension("");
+    let mut inputs = Inputs::new();
+    if data.is_dir() {
+        let entries = std::fs::read_dir(&data)
+            .map_err(|e| format!("cannot read `{}`: {e}", data.display()))?;
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for f in files {
+            if f.extension().is_some_and(|e| e == "npy") {
+                let name = f
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let t = teil_interp::npy::read(&f)
+                    .map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+                inputs.insert(name, t);
+            }
+        }
+    }
+    Ok(Reproducer {
+        program: parsed.program,
+        inputs,
+        seed,
+        pads,
+        plant,
+    })
+}
