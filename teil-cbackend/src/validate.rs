@@ -300,6 +300,8 @@ enum Home {
     Param(usize),
     /// At this offset in the workspace.
     Workspace(u64),
+    /// A parameter-role buffer that names no parameter.
+    Nowhere,
 }
 
 /// The symbolic machine: the kernel's memory and the state of the nest being run.
@@ -331,15 +333,28 @@ fn logical_index(b: &Buffer, strides: &[u64], offset: u64) -> (Vec<u64>, bool) {
 impl<'k> Machine<'k> {
     fn new(k: &'k Kernel) -> Self {
         let strides: Vec<Vec<u64>> = k.buffers.iter().map(Buffer::strides).collect();
-        let mut homes: Vec<Home> = k
+        // In the C, a buffer is its name: a parameter-role buffer that is not itself a parameter
+        // but has a parameter's C name reads that parameter's memory (with its own strides).
+        let homes: Vec<Home> = k
             .buffers
             .iter()
-            .map(|b| Home::Workspace(b.offset))
+            .enumerate()
+            .map(|(i, b)| {
+                let param = k.params.iter().position(|p| p.0 == i).or_else(|| {
+                    k.params
+                        .iter()
+                        .position(|&p| b.is_param() && k.buffer(p).c_name == b.c_name)
+                });
+                match param {
+                    Some(i) => Home::Param(i),
+                    None if b.is_param() => Home::Nowhere,
+                    None => Home::Workspace(b.offset),
+                }
+            })
             .collect();
         let mut params = Vec::new();
-        for (i, &p) in k.params.iter().enumerate() {
+        for &p in &k.params {
             let b = k.buffer(p);
-            homes[p.0] = Home::Param(i);
             let var = b.var.clone().unwrap_or_else(|| b.c_name.clone());
             let input = matches!(b.role, Role::Param { input: true, .. });
             let cells = (0..b.padded_len())
@@ -404,10 +419,24 @@ impl<'k> Machine<'k> {
             .map(|(&i, &s)| i * s)
             .sum();
         match self.homes[b.0] {
-            Home::Param(i) => Ok((Some(i), off as usize)),
+            Home::Param(i) => {
+                let len = self.params[i].len() as u64;
+                if off >= len {
+                    return Err(self.malformed(format!(
+                        "{}{} is past the end of its parameter's {len} cells",
+                        buf.c_name,
+                        Cell(&index.iter().map(|i| i + 1).collect::<Vec<_>>())
+                    )));
+                }
+                Ok((Some(i), off as usize))
+            }
+            Home::Nowhere => Err(self.malformed(format!(
+                "{} is a parameter buffer but not a parameter of the kernel",
+                buf.c_name
+            ))),
             Home::Workspace(base) => {
                 let end = base.checked_add(buf.padded_len());
-                if buf.is_param() || end.is_none_or(|e| e > self.k.workspace) {
+                if end.is_none_or(|e| e > self.k.workspace) {
                     return Err(self.malformed(format!(
                         "{} (offset {base}, {} cells) does not fit the workspace of {} cells",
                         buf.c_name,
