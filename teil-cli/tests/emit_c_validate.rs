@@ -107,3 +107,22 @@ fn rejected_programs_are_reported_before_validation() {
     assert!(text(&o.stdout).is_empty());
     assert!(!text(&o.stderr).contains("validated"));
 }
+
+#[test]
+fn the_example_of_the_validation_chapter_validates_at_every_padding() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let spec = std::fs::read_to_string(root.join("spec/validation.md")).expect("spec");
+    let start = spec.find("```teil ok\n").expect("example") + "```teil ok\n".len();
+    let end = spec[start..].find("```").expect("closing fence") + start;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(dir.path(), "cfd.teil", &spec[start..end]);
+    for pad in ["1", "3", "4"] {
+        let o = teil(&["emit-c", &file, "--validate", "--pad", pad]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(&format!("with M = {pad}: 27 output cells")),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
