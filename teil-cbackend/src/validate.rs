@@ -201,14 +201,30 @@ pub fn validate_with(
             limits.max_operations
         )));
     }
+    if let Some(&b) = kernel.params.iter().find(|b| b.0 >= kernel.buffers.len()) {
+        return Err(Failure::Malformed {
+            step: 0,
+            comment: "parameters".to_string(),
+            what: format!("parameter buffer #{} does not exist", b.0),
+        });
+    }
     let cells = kernel
         .params
         .iter()
         .map(|&b| kernel.buffer(b).padded_len())
         .fold(kernel.workspace, u64::saturating_add);
-    if cells > limits.max_cells {
+    // The oracle's store holds every declared variable.
+    let declared = p
+        .program()
+        .decls
+        .iter()
+        .map(|d| d.shape().iter().fold(1u64, |a, &n| a.saturating_mul(n)))
+        .fold(0u64, u64::saturating_add);
+    if cells.max(declared) > limits.max_cells {
         return Err(Failure::TooLarge(format!(
-            "the kernel's buffers have {cells} cells, more than the limit of {}",
+            "the program's variables and the kernel's buffers have {} cells, more than the \
+             limit of {}",
+            cells.max(declared),
             limits.max_cells
         )));
     }
@@ -323,7 +339,7 @@ fn logical_index(b: &Buffer, strides: &[u64], offset: u64) -> (Vec<u64>, bool) {
     let mut idx = Vec::with_capacity(b.padded.len());
     let mut logical = true;
     for (d, &s) in strides.iter().enumerate() {
-        let i = (offset / s) % b.padded[d].max(1);
+        let i = offset.checked_div(s).unwrap_or(0) % b.padded[d].max(1);
         logical &= i < b.logical[d];
         idx.push(i + 1);
     }
@@ -507,7 +523,7 @@ impl<'k> Machine<'k> {
         self.strides[b.0]
             .iter()
             .zip(&buf.padded)
-            .map(|(&s, &n)| (off / s) % n.max(1))
+            .map(|(&s, &n)| off.checked_div(s).unwrap_or(0) % n.max(1))
             .collect()
     }
 

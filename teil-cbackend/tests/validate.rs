@@ -476,3 +476,14 @@ fn a_missing_undefined_fill_is_rejected() {
         e => panic!("{e}"),
     }
 }
+
+#[test]
+fn large_unused_variables_are_refused_before_anything_is_allocated() {
+    let p = compile("input var x : [2]\noutput var y : [2]\nvar Z : [100000 100000]\ny = x + x\n");
+    let e = validate::validate(&p, &lower(&p, 1, true)).expect_err("too large");
+    assert_eq!(
+        e.to_string(),
+        "cannot validate: the program's variables and the kernel's buffers have 10000000004 \
+         cells, more than the limit of 2097152; validation is for small shapes"
+    );
+}
