@@ -242,8 +242,16 @@ static int cmp(const void *a, const void *b)
         let _ = writeln!(
             out,
             "    static const long long l{j}[] = {{{}}}, p{j}[] = {{{}}};",
-            if rank == 0 { "0".into() } else { logical.join(", ") },
-            if rank == 0 { "0".into() } else { padded.join(", ") },
+            if rank == 0 {
+                "0".into()
+            } else {
+                logical.join(", ")
+            },
+            if rank == 0 {
+                "0".into()
+            } else {
+                padded.join(", ")
+            },
         );
         let _ = writeln!(out, "    double *b{j} = buffer({}u);", buf.padded_len());
         if matches!(buf.role, Role::Param { input: true, .. }) {
@@ -434,7 +442,10 @@ fn main() {
         .unwrap_or_default();
     let mut entries = Vec::new();
     for b in suite() {
-        if a.only.as_ref().is_some_and(|o| !o.iter().any(|n| n == b.name)) {
+        if a.only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == b.name))
+        {
             continue;
         }
         let mut builds = Vec::new();
@@ -481,7 +492,13 @@ fn main() {
         let operands: Vec<String> = b
             .operands
             .iter()
-            .map(|(n, s)| format!("{{\"name\": {}, \"shape\": {}}}", json_str(n), json_shape(s)))
+            .map(|(n, s)| {
+                format!(
+                    "{{\"name\": {}, \"shape\": {}}}",
+                    json_str(n),
+                    json_shape(s)
+                )
+            })
             .collect();
         entries.push(format!(
             "  {{\"name\": {}, \"einsum\": {}, \"numpy\": {}, \"statement\": {}, \"target\": {},\n   \

@@ -148,6 +148,13 @@ pub struct Kernel {
     /// How many sum-of-products regions contraction lifting rewrote (0: every value is
     /// computed with exactly the interpreter's operations, spec/padding.md).
     pub lifted: usize,
+    /// How the printer may print nests (PERFORMANCE.md). These choices never change what a nest
+    /// computes: a contraction nest ([`crate::opt::contract`]) may be printed as a packed
+    /// matrix-product kernel or as register-blocked dot products, which compute every cell
+    /// with the nest's operations in the nest's order, only working on several cells at once
+    /// (spec/padding.md, "Contraction kernels"). Interpreting the steps as written gives
+    /// exactly the values the printed C computes.
+    pub tuning: crate::opt::Tuning,
 }
 
 impl Kernel {

@@ -57,6 +57,9 @@ const MAX_TEMPS: usize = 100_000;
 /// Buffers larger than this many doubles are rejected (index arithmetic uses `long long`).
 const MAX_ELEMENTS: u64 = 1 << 62;
 
+/// Largest temporary (in cells) that splitting a nested sum may create (Tuning::split).
+const MAX_SPLIT_CELLS: u128 = 1 << 20;
+
 /// Longest statement comment kept in the C source.
 const MAX_COMMENT: usize = 240;
 
@@ -224,6 +227,7 @@ pub(crate) fn lower_tuned(
         steps: lw.steps,
         workspace: 0,
         lifted: lw.lifted,
+        tuning: lw.tuning,
     };
     // Workspace layout: every used non-parameter buffer at a 64-byte multiple.
     let used = kernel.referenced();
@@ -444,6 +448,9 @@ impl Lowerer<'_> {
             self.lift(&mut value, &mut pre, &comment)?;
             self.hoist(&mut value, &mut bound, lift, &mut pre, &comment)?;
         }
+        if self.tuning.split {
+            self.split(&mut value, lift, &mut pre, &comment)?;
+        }
         for p in pre {
             self.schedule(p)?;
         }
@@ -504,6 +511,47 @@ impl Lowerer<'_> {
             IExpr::Bin(_, a, b) => {
                 self.hoist(a, bound, lift, pre, origin)?;
                 self.hoist(b, bound, lift, pre, origin)
+            }
+            IExpr::Load(..) | IExpr::Lit(_) => Ok(()),
+        }
+    }
+
+    /// Computes the inner sums of `Σ_l Σ_k a * b` (any outer reduction whose body is a sum of
+    /// products of two loads that depends on `l`) into a temporary indexed by the inner sum's
+    /// free labels (Tuning::split). Exact: each inner sum is computed with the same operations
+    /// in the same order, once, and the outer reduction folds the same values.
+    fn split(
+        &mut self,
+        e: &mut IExpr,
+        lift: bool,
+        pre: &mut Vec<Assign>,
+        origin: &str,
+    ) -> Result<(), Error> {
+        match e {
+            IExpr::Reduce(_, l, body) => {
+                if is_pair_sum(body) {
+                    let labels: Vec<Label> = free(body).into_iter().collect();
+                    let cells = labels
+                        .iter()
+                        .map(|&l| u128::from(self.extent(l)))
+                        .fold(1u128, u128::saturating_mul);
+                    if labels.contains(l) && cells <= MAX_SPLIT_CELLS {
+                        let value = std::mem::replace(&mut **body, IExpr::Lit(0.0));
+                        **body = self.materialize(
+                            &labels,
+                            value,
+                            lift,
+                            pre,
+                            format!("inner sums for: {origin}"),
+                        )?;
+                        return Ok(());
+                    }
+                }
+                self.split(body, lift, pre, origin)
+            }
+            IExpr::Bin(_, a, b) => {
+                self.split(a, lift, pre, origin)?;
+                self.split(b, lift, pre, origin)
             }
             IExpr::Load(..) | IExpr::Lit(_) => Ok(()),
         }
@@ -596,8 +644,12 @@ impl Lowerer<'_> {
             fmask,
             dangling,
             full: if n == 64 { u64::MAX } else { (1u64 << n) - 1 },
+            merge_ops: if self.tuning.order { 2.0 } else { 1.0 },
         };
-        let fused = region.prod(fmask | mask_of(&mut summed.iter().copied()));
+        // The fused nest runs every label's loop; with operation counting (Tuning::order) each
+        // iteration costs one multiplication per factor beyond the first and one addition.
+        let fused = region.prod(fmask | mask_of(&mut summed.iter().copied()))
+            * if self.tuning.order { n as f64 } else { 1.0 };
         let plan = if n <= 10 {
             region.dp()
         } else {
@@ -702,6 +754,13 @@ impl Lowerer<'_> {
             });
         }
     }
+}
+
+/// `Σ_k a * b` with `a` and `b` loads: what a contraction nest computes.
+fn is_pair_sum(e: &IExpr) -> bool {
+    matches!(e, IExpr::Reduce(RedOp::Sum, _, body)
+        if matches!(&**body, IExpr::Bin(BinOp::Mul, a, b)
+            if matches!(**a, IExpr::Load(..)) && matches!(**b, IExpr::Load(..))))
 }
 
 fn has_reduction(e: &IExpr) -> bool {
@@ -900,6 +959,9 @@ struct Region {
     /// Summed labels no factor uses (each multiplies the result by its extent).
     dangling: u128,
     full: u64,
+    /// Operations per iteration of a pairwise contraction: 1 counts iterations (issue 4's
+    /// model), 2 counts a multiplication and an addition (Tuning::order).
+    merge_ops: f64,
 }
 
 impl Region {
@@ -945,7 +1007,7 @@ impl Region {
     }
 
     fn merge(&self, a: u64, b: u64, root: bool) -> f64 {
-        let loops = self.prod(self.need(a) | self.need(b));
+        let loops = self.prod(self.need(a) | self.need(b)) * self.merge_ops;
         if root {
             loops * self.prod(self.dangling)
         } else {

@@ -5,6 +5,8 @@
 //! kernels" and "Tiled nests"). [`Tuning`] switches them individually, so that the benchmark can
 //! show what each one gains and the tests can compare optimised and plain kernels bit for bit.
 
+pub mod contract;
+
 use crate::{ir::Kernel, Error, Options};
 use teil::CheckedProgram;
 
@@ -16,18 +18,36 @@ pub struct Tuning {
     /// packed, register-blocked matrix-multiplication kernel or as register-blocked dot
     /// products.
     pub contract: bool,
+    /// Contraction lifting (when [`Options::lift`] allows it) compares plans by counting
+    /// multiplications and additions instead of loop iterations, so that a fused nest that
+    /// multiplies three or more factors per iteration loses to pairwise contractions of the
+    /// same iteration count (the MTTKRP of PERFORMANCE.md). Changes which programs are lifted,
+    /// so it only acts where reassociation is allowed anyway.
+    pub order: bool,
+    /// A sum whose body is a sum of products of two operands (`Σ_i Σ_j a * b`) computes the
+    /// inner sums into a temporary first, one cell per outer index: the same operations in
+    /// the same order, and the inner sums become a contraction nest (exact).
+    pub split: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { contract: true }
+        Tuning {
+            contract: true,
+            order: true,
+            split: true,
+        }
     }
 }
 
 impl Tuning {
     /// No optimisation: the loop nests of issue 4.
     pub fn none() -> Self {
-        Tuning { contract: false }
+        Tuning {
+            contract: false,
+            order: false,
+            split: false,
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! `-std=c99 -Wall -Wextra -Werror -pedantic`.
 
 use crate::ir::*;
+use crate::opt::contract::{self, Contraction, Strategy};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use teil::ast::{BinOp, RedOp};
@@ -22,6 +23,10 @@ struct Helpers {
     nan: bool,
     inf: bool,
     alloc: bool,
+    /// Scratch memory for packed panels (contraction kernels).
+    scratch: bool,
+    /// The register tile of the packed contraction kernel.
+    tile: bool,
 }
 
 impl Helpers {
@@ -32,6 +37,8 @@ impl Helpers {
             nan: self.nan || o.nan,
             inf: self.inf || o.inf,
             alloc: self.alloc || o.alloc,
+            scratch: self.scratch || o.scratch,
+            tile: self.tile || o.tile,
         }
     }
 }
@@ -78,9 +85,24 @@ fn helpers(k: &Kernel) -> Helpers {
     for s in &k.steps {
         if let Step::Nest { body, .. } = s {
             nodes(body, &mut h);
+            if let Some(c) = contraction(k, body) {
+                let packed = c.strategy(k) == Strategy::Packed;
+                h.scratch |= packed;
+                h.tile |= packed;
+            }
         }
     }
     h
+}
+
+/// The contraction a nest computes, when the kernel's tuning lets the printer use a
+/// contraction kernel for it.
+fn contraction<'k>(k: &Kernel, body: &'k [Node]) -> Option<Contraction<'k>> {
+    if k.tuning.contract {
+        Contraction::of(body)
+    } else {
+        None
+    }
 }
 
 /// One translation unit defining every kernel in `kernels` (their names must differ).
@@ -104,7 +126,15 @@ pub fn module(kernels: &[&Kernel]) -> String {
         out.push_str("static double *teil_alloc(unsigned long long n);\n");
         out.push_str("static void teil_release(double *p);\n");
     }
-    if h.nan || h.inf || h.alloc {
+    if h.scratch {
+        out.push_str("static void *teil_scratch(unsigned long long n, unsigned long long size);\n");
+        out.push_str("static void teil_scratch_free(void *p);\n");
+    }
+    if h.nan || h.inf || h.alloc || h.scratch {
+        out.push('\n');
+    }
+    if h.tile {
+        out.push_str(contract::TILE_HELPER.trim_start());
         out.push('\n');
     }
     if h.max {
@@ -127,7 +157,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
         }
         kernel(k, &mut out);
     }
-    if h.nan || h.inf || h.alloc {
+    if h.nan || h.inf || h.alloc || h.scratch {
         out.push_str(
             "\n/* Runtime support. The headers come last so that none of their macros can\n \
              * capture a name used above. */\n",
@@ -135,7 +165,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
         if h.nan || h.inf {
             out.push_str("#include <math.h>\n");
         }
-        if h.alloc {
+        if h.alloc || h.scratch {
             out.push_str("#include <stdlib.h>\n");
         }
         if h.nan {
@@ -156,6 +186,19 @@ pub fn module(kernels: &[&Kernel]) -> String {
                  if (p == NULL)\n        abort();\n    \
                  return p;\n}\n\n\
                  static void teil_release(double *p)\n{\n    free(p);\n}\n",
+            );
+        }
+        if h.scratch {
+            out.push_str(
+                "\n/* Uninitialised memory for packed panels; every cell is written before it is\n \
+                 * read. Running out of memory aborts, as for the workspace. */\n\
+                 static void *teil_scratch(unsigned long long n, unsigned long long size)\n{\n    \
+                 void *p;\n    \
+                 if (n == 0 || n > (unsigned long long)((size_t)-1) / size)\n        abort();\n    \
+                 p = malloc((size_t)(n * size));\n    \
+                 if (p == NULL)\n        abort();\n    \
+                 return p;\n}\n\n\
+                 static void teil_scratch_free(void *p)\n{\n    free(p);\n}\n",
             );
         }
     }
@@ -313,6 +356,17 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
         }
         Step::Nest { comment, body } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
+            if let Some(c) = contraction(k, body) {
+                let mut count = 0usize;
+                let mut fresh = || {
+                    count += 1;
+                    format!("i{}", count - 1)
+                };
+                out.push_str("    {\n");
+                contract::print(k, &c, out, 2, &mut fresh);
+                out.push_str("    }\n");
+                return;
+            }
             let mut p = Printer {
                 k,
                 names: BTreeMap::new(),
