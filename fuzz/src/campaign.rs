@@ -386,7 +386,6 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let failing = AtomicUsize::new(0);
-    let shrinks = AtomicUsize::new(0);
     let results: Mutex<Vec<(Stats, Vec<Mismatch>)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..jobs {
@@ -423,12 +422,7 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
                         stats.by_flavour[(index % 4) as usize] += 1;
                         stats.retargeted += u64::from(retargeted);
                     }
-                    let mut found = check_chunk(cfg, programs, &mut stats);
-                    for m in &mut found {
-                        if shrinks.fetch_add(1, Ordering::SeqCst) < cfg.shrink {
-                            m.shrunk = shrink_mismatch(cfg, m);
-                        }
-                    }
+                    let found = check_chunk(cfg, programs, &mut stats);
                     failing.fetch_add(found.len(), Ordering::SeqCst);
                     let d = done.fetch_add(end - first, Ordering::SeqCst) + (end - first);
                     progress(Progress {
@@ -450,6 +444,26 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
         mismatches.extend(m);
     }
     mismatches.sort_by_key(|m| m.index);
+    // The first failing programs by index, whichever thread found them: which programs are
+    // shrunk does not depend on scheduling.
+    let queue: Vec<Mutex<&mut Mismatch>> = mismatches
+        .iter_mut()
+        .take(cfg.shrink)
+        .map(Mutex::new)
+        .collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(queue.len()) {
+            s.spawn(|| {
+                while let Some(slot) = queue.get(next.fetch_add(1, Ordering::SeqCst)) {
+                    if let Ok(mut m) = slot.lock() {
+                        m.shrunk = shrink_mismatch(cfg, &m);
+                    }
+                }
+            });
+        }
+    });
+    drop(queue);
     Report {
         stats,
         mismatches,

@@ -1,0 +1,196 @@
+//! The short differential campaign CI runs (spec/fuzzing.md), and the campaign's
+//! bookkeeping: determinism, one program re-run on its own, the time limit, replays.
+
+use std::time::Duration;
+use teil_fuzz::campaign::{self, Check, Config, FLAVOURS};
+use teil_fuzz::laws::Law;
+use teil_fuzz::repro;
+
+/// The CI campaign: 240 programs (60 of each flavour) through every check at M = 1, 4, 8.
+#[test]
+fn short_campaign_finds_no_mismatch() {
+    let cfg = Config {
+        programs: Some(240),
+        seed: 20261122,
+        jobs: 2,
+        shrink: 1,
+        ..Config::default()
+    };
+    let report = campaign::run(&cfg, &|_| {});
+    let s = &report.stats;
+    let failures: Vec<String> = report
+        .mismatches
+        .iter()
+        .flat_map(|m| {
+            m.failures.iter().map(move |f| {
+                format!(
+                    "program {:?}: {}: {}\n{}",
+                    m.index,
+                    f.check.describe(),
+                    f.detail,
+                    teil::fmt::program(&m.program, teil::fmt::Style::Infix)
+                )
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n---\n"));
+    assert_eq!(
+        report.summary().split(", ").take(2).collect::<Vec<_>>(),
+        ["240 programs", "0 mismatches"]
+    );
+    assert_eq!(s.programs, 240);
+    assert_eq!(s.discarded, 0);
+    assert_eq!(s.by_flavour, [60; FLAVOURS.len()]);
+    // Every division program is a "division" flavour program (the others have none).
+    assert!(s.division > 0 && s.division <= 60, "{}", s.division);
+    // Three kernels per program, plus the exact re-runs of lifted ones.
+    assert!(s.kernels >= 3 * 240, "{}", s.kernels);
+    assert!(s.lifted > 0, "no kernel was lifted");
+    assert!(
+        s.compiles >= 2 && s.compiles <= 10,
+        "{} compiler runs",
+        s.compiles
+    );
+    // Two round trips, Core-TeIL and a law chain per program.
+    assert_eq!(s.variants, 4 * 240);
+    assert!(s.mutants >= 200, "{}", s.mutants);
+    for (i, law) in Law::ALL.iter().enumerate() {
+        assert!(s.laws[i] > 0, "{law:?} never applied: {:?}", s.laws);
+    }
+    assert!(s.retargeted >= 30, "{}", s.retargeted);
+    assert_eq!(s.planted, 0);
+}
+
+#[test]
+fn programs_are_determined_by_the_seed_and_their_index() {
+    assert_eq!(campaign::program_seed(7, 3), campaign::program_seed(7, 3));
+    assert_ne!(campaign::program_seed(7, 3), campaign::program_seed(7, 4));
+    assert_ne!(campaign::program_seed(7, 3), campaign::program_seed(8, 3));
+    // One program of a campaign, re-run on its own with `skip`, is checked identically.
+    let base = Config {
+        seed: 11,
+        c_backend: false,
+        jobs: 1,
+        ..Config::default()
+    };
+    let whole = campaign::run(
+        &Config {
+            programs: Some(12),
+            ..base.clone()
+        },
+        &|_| {},
+    );
+    let alone = campaign::run(
+        &Config {
+            programs: Some(1),
+            skip: 9,
+            ..base.clone()
+        },
+        &|_| {},
+    );
+    let again = campaign::run(
+        &Config {
+            programs: Some(12),
+            jobs: 2,
+            chunk: 5,
+            ..base
+        },
+        &|_| {},
+    );
+    assert_eq!(whole.stats.programs, 12);
+    assert_eq!(alone.stats.programs, 1);
+    assert_eq!(alone.stats.by_flavour, [0, 1, 0, 0]);
+    // Splitting into other chunks on other threads compares the same cells.
+    assert_eq!(whole.stats.cells, again.stats.cells);
+    assert_eq!(whole.stats.laws, again.stats.laws);
+    assert!(alone.stats.cells.compared > 0);
+    assert!(alone.stats.cells.compared < whole.stats.cells.compared);
+}
+
+#[test]
+fn the_time_limit_stops_the_campaign() {
+    let cfg = Config {
+        programs: None,
+        time: Some(Duration::ZERO),
+        ..Config::default()
+    };
+    let report = campaign::run(&cfg, &|_| {});
+    assert_eq!(report.stats.programs, 0);
+    assert_eq!(report.summary(), "0 programs, 0 mismatches, 0.0 programs/s");
+
+    // A limit that leaves time for a few chunks: whole chunks only.
+    let cfg = Config {
+        programs: None,
+        time: Some(Duration::from_millis(300)),
+        chunk: 4,
+        c_backend: false,
+        jobs: 1,
+        ..Config::default()
+    };
+    let report = campaign::run(&cfg, &|_| {});
+    assert!(report.stats.programs >= 4, "{}", report.stats.programs);
+    assert_eq!(report.stats.programs % 4, 0);
+    assert!(report.mismatches.is_empty());
+}
+
+#[test]
+fn progress_is_reported_after_every_chunk() {
+    let seen = std::sync::Mutex::new(Vec::new());
+    let cfg = Config {
+        programs: Some(10),
+        chunk: 3,
+        c_backend: false,
+        jobs: 1,
+        ..Config::default()
+    };
+    campaign::run(&cfg, &|p| {
+        seen.lock().unwrap().push((p.done, p.total, p.mismatches))
+    });
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        [
+            (3, Some(10), 0),
+            (6, Some(10), 0),
+            (9, Some(10), 0),
+            (10, Some(10), 0)
+        ]
+    );
+}
+
+#[test]
+fn a_hand_written_reproducer_replays_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mm.teil");
+    std::fs::write(
+        &file,
+        "// fuzz-replay: seed=5 pads=1,3\ninput var A : [2 3]\ninput var B : [3 2]\noutput var C : [2 2]\nC = (A # B) .[2 3]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("mm")).unwrap();
+    let a = ndarray::ArrayD::from_shape_vec(vec![2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+    std::fs::write(dir.path().join("mm/A.npy"), teil_interp::npy::to_bytes(&a)).unwrap();
+    let r = repro::read(&file).unwrap();
+    assert_eq!((r.seed, r.pads.clone(), r.plant), (5, vec![1, 3], None));
+    assert_eq!(r.inputs.keys().collect::<Vec<_>>(), ["A"]);
+    let cfg = Config {
+        pads: r.pads.clone(),
+        ..Config::default()
+    };
+    // B is not given: it is undefined, so C is undefined everywhere, in every evaluator.
+    let report = campaign::replay(&cfg, r.program, r.inputs, r.seed);
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    assert_eq!(report.stats.programs, 1);
+    assert_eq!(report.stats.kernels, 2);
+}
+
+#[test]
+fn replay_reports_an_ill_typed_program() {
+    let p = teil::parse("var A : [2]\nvar B : [3]\nA = B\n").program;
+    let report = campaign::replay(&Config::default(), p, Default::default(), 0);
+    assert_eq!(report.mismatches.len(), 1);
+    assert_eq!(report.mismatches[0].failures[0].check, Check::Generator);
+    assert_eq!(
+        report.mismatches[0].failures[0].detail,
+        "the checker reports E0202"
+    );
+}

@@ -1,0 +1,204 @@
+//! The harness can fail: with each planted bug (teil_cbackend::plant) the campaign finds a
+//! mismatch within the budget stated in spec/fuzzing.md, only the C backend's checks fail, and
+//! without a bug the same programs are clean. A found bug shrinks to a small reproducer that
+//! replays the failure with the bug and passes without it.
+
+use teil::ast::{ExprKind, RedOp};
+use teil_cbackend::plant::Bug;
+use teil_fuzz::campaign::{self, Check, Config, Report};
+use teil_fuzz::repro;
+
+/// Programs within which the campaign must find each bug (spec/fuzzing.md: about five times
+/// the mean distance between detections measured over 1,600 programs).
+fn budget(bug: Bug) -> u64 {
+    match bug {
+        Bug::OffByOne => 10,
+        Bug::PaddingNotRezeroed => 40,
+        Bug::AliasingIgnored => 150,
+        Bug::RedmaxPadded => 100,
+        Bug::WrongStride => 10,
+    }
+}
+
+const SEEDS: [u64; 2] = [1, 2];
+
+fn planted(bug: Bug, seed: u64) -> Report {
+    let cfg = Config {
+        programs: Some(budget(bug)),
+        seed,
+        plant: Some(bug),
+        shrink: 0,
+        stop_after: Some(1),
+        jobs: 2,
+        ..Config::default()
+    };
+    campaign::run(&cfg, &|_| {})
+}
+
+fn found_within_budget(bug: Bug) {
+    for seed in SEEDS {
+        let report = planted(bug, seed);
+        let first = report.mismatches.first().unwrap_or_else(|| {
+            panic!(
+                "{bug} was not found in {} programs (seed {seed}); {} kernels were changed",
+                budget(bug),
+                report.stats.planted
+            )
+        });
+        let index = first.index.expect("campaign programs have an index");
+        assert!(index < budget(bug), "{bug}: found only at program {index}");
+        assert!(report.stats.planted > 0);
+        // The bug is in the C backend: no other check may fail.
+        for m in &report.mismatches {
+            for f in &m.failures {
+                assert!(
+                    matches!(f.check, Check::C { .. }),
+                    "{bug}, seed {seed}, program {:?}: {} ({})",
+                    m.index,
+                    f.check.describe(),
+                    f.detail
+                );
+            }
+        }
+        eprintln!("{bug}, seed {seed}: found at program {index}");
+    }
+}
+
+#[test]
+fn off_by_one_loop_bound_is_found() {
+    found_within_budget(Bug::OffByOne);
+}
+
+#[test]
+fn padding_not_rezeroed_after_expa_is_found() {
+    found_within_budget(Bug::PaddingNotRezeroed);
+}
+
+#[test]
+fn ignored_in_place_aliasing_is_found() {
+    found_within_budget(Bug::AliasingIgnored);
+}
+
+#[test]
+fn redmax_over_padded_extents_is_found() {
+    found_within_budget(Bug::RedmaxPadded);
+}
+
+#[test]
+fn wrong_stride_is_found() {
+    found_within_budget(Bug::WrongStride);
+}
+
+#[test]
+fn without_a_planted_bug_the_same_programs_are_clean() {
+    let longest = Bug::ALL.into_iter().map(budget).max().unwrap_or(0);
+    for seed in SEEDS {
+        let cfg = Config {
+            programs: Some(longest),
+            seed,
+            shrink: 0,
+            jobs: 2,
+            ..Config::default()
+        };
+        let report = campaign::run(&cfg, &|_| {});
+        assert_eq!(report.stats.programs, longest);
+        assert!(
+            report.mismatches.is_empty(),
+            "seed {seed}: {:?}",
+            report.mismatches[0].failures
+        );
+    }
+}
+
+fn nodes(p: &teil::ast::Program) -> usize {
+    let mut n = 0;
+    for s in &p.stmts {
+        s.value.walk(&mut |_| n += 1);
+    }
+    n
+}
+
+/// Finds `bug`, shrinks the first failing program, writes and reads back its reproducer, and
+/// replays it with and without the bug. Returns the shrunk program.
+fn shrinks_and_replays(bug: Bug) -> teil::ast::Program {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        programs: Some(budget(bug)),
+        seed: 1,
+        plant: Some(bug),
+        shrink: 1,
+        stop_after: Some(1),
+        out: Some(dir.path().join("failures")),
+        jobs: 2,
+        ..Config::default()
+    };
+    let report = campaign::run(&cfg, &|_| {});
+    let m = report.mismatches.first().expect("the bug is found");
+    let s = m.shrunk.as_ref().expect("the first mismatch is shrunk");
+    assert!(matches!(s.failure.check, Check::C { .. }));
+    assert!(nodes(&s.program) <= nodes(&m.program));
+    let file = s
+        .file
+        .clone()
+        .expect("a reproducer directory was given")
+        .unwrap();
+    assert_eq!(
+        file,
+        dir.path()
+            .join("failures")
+            .join(format!("repro_{}.teil", m.seed))
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains(&format!(
+            "// run again with: {}",
+            repro::replay_command(&file)
+        )),
+        "{text}"
+    );
+    let r = repro::read(&file).unwrap();
+    assert!(r.program.same_as(&s.program), "{text}");
+    assert_eq!(r.inputs, s.inputs);
+    assert_eq!((r.seed, r.plant), (m.seed, Some(bug)));
+    let Check::C { pad, .. } = s.failure.check else {
+        unreachable!()
+    };
+    assert_eq!(r.pads, vec![pad]);
+    let replay_cfg = Config {
+        pads: r.pads.clone(),
+        plant: r.plant,
+        ..Config::default()
+    };
+    let again = campaign::replay(&replay_cfg, r.program.clone(), r.inputs.clone(), r.seed);
+    assert_eq!(again.mismatches.len(), 1, "{text}");
+    assert_eq!(again.mismatches[0].failures[0].check, s.failure.check);
+    let fixed = Config {
+        plant: None,
+        ..replay_cfg
+    };
+    let clean = campaign::replay(&fixed, r.program, r.inputs, r.seed);
+    assert!(clean.mismatches.is_empty(), "{text}");
+    s.program.clone()
+}
+
+#[test]
+fn an_aliasing_bug_shrinks_to_one_small_statement_that_reads_its_target() {
+    let p = shrinks_and_replays(Bug::AliasingIgnored);
+    let text = teil::fmt::program(&p, teil::fmt::Style::Infix);
+    assert_eq!(p.stmts.len(), 1, "{text}");
+    assert!(p.stmts[0].value.reads(&p.stmts[0].target.name), "{text}");
+    assert!(nodes(&p) <= 6, "{text}");
+}
+
+#[test]
+fn a_redmax_padding_bug_shrinks_to_a_redmax() {
+    let p = shrinks_and_replays(Bug::RedmaxPadded);
+    let text = teil::fmt::program(&p, teil::fmt::Style::Infix);
+    assert_eq!(p.stmts.len(), 1, "{text}");
+    let mut redmax = 0;
+    p.stmts[0].value.walk(&mut |e| {
+        redmax += usize::from(matches!(e.kind, ExprKind::Reduce(RedOp::Max, ..)));
+    });
+    assert_eq!(redmax, 1, "{text}");
+    assert!(nodes(&p) <= 4, "{text}");
+}

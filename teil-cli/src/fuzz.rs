@@ -1,0 +1,256 @@
+//! `teil fuzz`: the differential fuzzing campaign of spec/fuzzing.md, on the command line.
+//!
+//! The campaign itself is `teil_fuzz::campaign`; this module only reads the flags, shows a
+//! progress bar (when standard error is a terminal), reports every failing program on standard
+//! error and prints one summary line on standard output:
+//!
+//! ```text
+//! 1000 programs, 0 mismatches, 123.4 programs/s
+//! ```
+//!
+//! `teil fuzz --replay FILE` runs every check on one reproducer written by an earlier campaign.
+//!
+//! Exit codes: 0 no mismatch, 1 some program failed a check, 2 usage or I/O problems
+//! (including a C compiler that cannot be run at all).
+
+use crate::input::fail;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+use teil_cbackend::plant::Bug;
+use teil_cbackend::run::Toolchain;
+use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report};
+use teil_fuzz::repro;
+
+pub struct FuzzArgs {
+    pub programs: Option<u64>,
+    pub seed: u64,
+    pub skip: u64,
+    pub pads: Option<String>,
+    pub jobs: Option<usize>,
+    pub time: Option<f64>,
+    pub chunk: usize,
+    pub cc: String,
+    pub cflags: Option<String>,
+    pub no_c: bool,
+    pub out: PathBuf,
+    pub shrink: usize,
+    pub replay: Option<PathBuf>,
+    pub plant: Option<String>,
+}
+
+pub fn fuzz(args: &FuzzArgs) -> u8 {
+    let cfg = match config(args) {
+        Ok(c) => c,
+        Err(msg) => {
+            fail(&msg);
+            return 2;
+        }
+    };
+    if cfg.c_backend {
+        if let Err(msg) = preflight(&cfg.toolchain) {
+            fail(&msg);
+            return 2;
+        }
+    }
+    let (report, cfg) = match &args.replay {
+        Some(file) => match replay(args, cfg, file) {
+            Ok(r) => r,
+            Err(msg) => {
+                fail(&msg);
+                return 2;
+            }
+        },
+        None => (run(&cfg), cfg),
+    };
+    for m in &report.mismatches {
+        eprint!("{}", describe(m, &cfg));
+    }
+    println!("{}", report.summary());
+    u8::from(!report.mismatches.is_empty())
+}
+
+fn config(args: &FuzzArgs) -> Result<Config, String> {
+    let mut cfg = Config {
+        programs: match (args.programs, args.time) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(1000),
+        },
+        seed: args.seed,
+        skip: args.skip,
+        chunk: args.chunk.max(1),
+        c_backend: !args.no_c,
+        shrink: args.shrink,
+        out: Some(args.out.clone()),
+        ..Config::default()
+    };
+    if let Some(p) = &args.pads {
+        cfg.pads = parse_pads(p)?;
+    }
+    if let Some(j) = args.jobs {
+        if j == 0 {
+            return Err("`--jobs` must be at least 1".into());
+        }
+        cfg.jobs = j;
+    }
+    if let Some(t) = args.time {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(format!("`--time {t}` is not a number of seconds"));
+        }
+        cfg.time = Some(Duration::from_secs_f64(t.min(1e9)));
+    }
+    let tc = Toolchain {
+        cc: args.cc.clone(),
+        ..cfg.toolchain.clone()
+    };
+    cfg.toolchain = match &args.cflags {
+        Some(f) => tc.with_cflags(f),
+        None => tc,
+    };
+    if let Some(name) = &args.plant {
+        cfg.plant = Some(parse_plant(name)?);
+    }
+    Ok(cfg)
+}
+
+fn parse_pads(text: &str) -> Result<Vec<u64>, String> {
+    let pads: Vec<u64> = text
+        .split(',')
+        .map(|m| match m.trim().parse::<u64>() {
+            Ok(m) if m >= 1 => Ok(m),
+            _ => Err(format!(
+                "`--pad {text}`: every padding multiple must be a whole number of at least 1"
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    if pads.is_empty() {
+        return Err("`--pad` needs at least one padding multiple".into());
+    }
+    Ok(pads)
+}
+
+fn parse_plant(name: &str) -> Result<Bug, String> {
+    Bug::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
+        format!(
+            "`--plant {name}` is not a planted bug; the bugs are {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// Compiles and runs one trivial kernel, so that a missing or broken C compiler is one usage
+/// error rather than a mismatch for every program.
+fn preflight(tc: &Toolchain) -> Result<(), String> {
+    let (checked, _) = teil::compile("var x : [2]\nx = 2 * x\n")
+        .map_err(|_| "internal error: the preflight program does not check".to_string())?;
+    let kernel = teil_cbackend::lower(&checked, &teil_cbackend::Options::default())
+        .map_err(|e| format!("internal error: {e}"))?;
+    let inputs = teil_interp::random_inputs(&checked, 0);
+    teil_cbackend::run::run(tc, &kernel, &inputs)
+        .map(|_| ())
+        .map_err(|e| format!("the C backend cannot run: {e}"))
+}
+
+fn run(cfg: &Config) -> Report {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = match cfg.programs {
+            Some(n) => indicatif::ProgressBar::new(n),
+            None => indicatif::ProgressBar::new_spinner(),
+        };
+        let template = match cfg.programs {
+            Some(_) => "{elapsed_precise} [{bar:40}] {pos}/{len} programs, {msg}",
+            None => "{elapsed_precise} {spinner} {pos} programs, {msg}",
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message("0 mismatches");
+        bar
+    });
+    let progress = |p: Progress| {
+        if let Some(bar) = &bar {
+            bar.set_position(p.done);
+            bar.set_message(format!("{} mismatches", p.mismatches));
+        }
+    };
+    let report = campaign::run(cfg, &progress);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report
+}
+
+/// Replays `file` with the padding multiples and planted bug of its header, unless the flags
+/// give others.
+fn replay(
+    args: &FuzzArgs,
+    mut cfg: Config,
+    file: &std::path::Path,
+) -> Result<(Report, Config), String> {
+    let r = repro::read(file)?;
+    if args.pads.is_none() && !r.pads.is_empty() {
+        cfg.pads = r.pads.clone();
+    }
+    if args.plant.is_none() {
+        cfg.plant = r.plant;
+    }
+    let report = campaign::replay(&cfg, r.program, r.inputs, r.seed);
+    Ok((report, cfg))
+}
+
+/// The report of one failing program, several lines, each ending in a newline.
+fn describe(m: &Mismatch, cfg: &Config) -> String {
+    let mut out = String::new();
+    let what = match m.index {
+        Some(k) => format!("program {k} (seed {})", m.seed),
+        None => format!("the reproducer (seed {})", m.seed),
+    };
+    for (i, f) in m.failures.iter().enumerate() {
+        if i == 0 {
+            out.push_str(&format!("mismatch: {what}: {}\n", f.check.describe()));
+        } else {
+            out.push_str(&format!("  and: {}\n", f.check.describe()));
+        }
+        for line in f.detail.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    if let Some(s) = &m.shrunk {
+        let nodes: usize = s
+            .program
+            .stmts
+            .iter()
+            .map(|st| {
+                let mut n = 0;
+                st.value.walk(&mut |_| n += 1);
+                n
+            })
+            .sum();
+        out.push_str(&format!(
+            "  shrunk to {} statement(s), {nodes} expression node(s): {}\n",
+            s.program.stmts.len(),
+            s.failure.detail.lines().next().unwrap_or("")
+        ));
+        match &s.file {
+            Some(Ok(path)) => {
+                out.push_str(&format!("  reproduce: {}\n", repro::replay_command(path)))
+            }
+            Some(Err(e)) => out.push_str(&format!("  the reproducer was not written: {e}\n")),
+            None => {}
+        }
+    }
+    if let Some(k) = m.index {
+        let mut cmd = format!("teil fuzz --seed {} --skip {k} --programs 1", cfg.seed);
+        if cfg.pads != campaign::DEFAULT_PADS {
+            let pads: Vec<String> = cfg.pads.iter().map(u64::to_string).collect();
+            cmd.push_str(&format!(" --pad {}", pads.join(",")));
+        }
+        if let Some(b) = cfg.plant {
+            cmd.push_str(&format!(" --plant {}", b.name()));
+        }
+        out.push_str(&format!("  the whole program: {cmd}\n"));
+    }
+    out
+}

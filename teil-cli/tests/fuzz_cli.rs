@@ -1,0 +1,167 @@
+//! `teil fuzz` through the binary: the summary line and exit codes, a planted bug found,
+//! shrunk, written as a reproducer and replayed by the one printed command, and the usage
+//! errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn teil_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `N programs, K mismatches, R programs/s` on a line of its own: returns (N, K).
+fn summary(o: &Output) -> (u64, u64) {
+    let out = stdout(o);
+    let line = out.strip_suffix('\n').unwrap_or(&out);
+    assert!(
+        !line.contains('\n'),
+        "more than one line on stdout: {out:?}"
+    );
+    let parts: Vec<&str> = line.split(", ").collect();
+    assert_eq!(parts.len(), 3, "{line}");
+    let n = parts[0]
+        .strip_suffix(" programs")
+        .expect(line)
+        .parse()
+        .expect(line);
+    let k = parts[1]
+        .strip_suffix(" mismatches")
+        .expect(line)
+        .parse()
+        .expect(line);
+    let r: f64 = parts[2]
+        .strip_suffix(" programs/s")
+        .expect(line)
+        .parse()
+        .expect(line);
+    assert!(r >= 0.0, "{line}");
+    (n, k)
+}
+
+#[test]
+fn a_clean_campaign_prints_one_summary_line_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = teil_in(
+        dir.path(),
+        &["fuzz", "--programs", "24", "--seed", "5", "--pad", "1,3"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(summary(&o), (24, 0));
+    // Not a terminal: no progress bar, nothing else on stderr.
+    assert_eq!(stderr(&o), "");
+    assert!(!dir.path().join("fuzz-failures").exists());
+}
+
+#[test]
+fn interpreters_only_and_a_zero_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = teil_in(
+        dir.path(),
+        &["fuzz", "--programs", "12", "--no-c", "--jobs", "1"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(summary(&o), (12, 0));
+    let o = teil_in(dir.path(), &["fuzz", "--time", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "0 programs, 0 mismatches, 0.0 programs/s\n");
+}
+
+#[test]
+fn a_planted_bug_is_reported_shrunk_and_replayed_by_the_printed_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = teil_in(
+        dir.path(),
+        &[
+            "fuzz",
+            "--programs",
+            "30",
+            "--seed",
+            "1",
+            "--plant",
+            "redmax-padding",
+            "--shrink",
+            "1",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (n, k) = summary(&o);
+    assert_eq!(n, 30);
+    assert!(k >= 1, "{err}");
+    assert_eq!(err.matches("mismatch: program ").count() as u64, k, "{err}");
+    assert!(err.contains("differs from the oracle"), "{err}");
+    assert!(
+        err.contains("  the whole program: teil fuzz --seed 1 --skip "),
+        "{err}"
+    );
+    // Exactly one reproducer, with its command.
+    let commands: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("  reproduce: "))
+        .collect();
+    assert_eq!(commands.len(), 1, "{err}");
+    let args: Vec<&str> = commands[0].split(' ').collect();
+    assert_eq!(args[..3], ["teil", "fuzz", "--replay"], "{err}");
+    let file = dir.path().join(args[3]);
+    assert!(file.starts_with(dir.path().join("fuzz-failures")));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("redmax"), "{text}");
+    assert!(text.contains("plant=redmax-padding"), "{text}");
+    // The printed command, as printed, in the same directory.
+    let o = teil_in(dir.path(), &args[1..]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(summary(&o), (1, 1));
+    assert!(
+        stderr(&o).contains("mismatch: the reproducer"),
+        "{}",
+        stderr(&o)
+    );
+    // The reproducer is a plain TeIL program: `teil check` accepts it.
+    let o = teil_in(dir.path(), &["check", args[3]]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["fuzz", "--pad", "1,0"],
+            "`--pad 1,0`: every padding multiple must be a whole number of at least 1",
+        ),
+        (&["fuzz", "--jobs", "0"], "`--jobs` must be at least 1"),
+        (
+            &["fuzz", "--plant", "typo"],
+            "`--plant typo` is not a planted bug; the bugs are off-by-one, no-rezero, alias, redmax-padding, wrong-stride",
+        ),
+        (&["fuzz", "--time", "inf"], "`--time inf` is not a number of seconds"),
+        (
+            &["fuzz", "--cc", "/nonexistent/cc", "--programs", "1"],
+            "the C backend cannot run: cannot run the C compiler `/nonexistent/cc`",
+        ),
+        (&["fuzz", "--replay", "missing.teil"], "cannot read `missing.teil`"),
+    ];
+    for (args, message) in cases {
+        let o = teil_in(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with(&format!("error: {message}")),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+}
