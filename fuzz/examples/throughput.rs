@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p teil-fuzz --example throughput -- [--programs N] [--repeat R]
-//!     [--seed S] [--jobs J] [--chunk C] [--pad 1,4,8] [--cflags "-std=c99 -O0"]
+//!     [--seed S] [--jobs J] [--chunk C] [--pad 1,4,8] [--cflags "-std=c99 -O0"] [--no-validate]
 //! ```
 //!
 //! Runs the same campaign (default settings unless given: 1000 programs, seed 20261122) R times
@@ -39,6 +39,7 @@ fn main() -> ExitCode {
     if let Some(f) = arg(&args, "--cflags") {
         cfg.toolchain = cfg.toolchain.with_cflags(&f);
     }
+    cfg.validation = !args.iter().any(|a| a == "--no-validate");
     let repeat = num("--repeat", 3).max(1);
     println!(
         "campaign: {} programs, seed {}, {} jobs, chunks of {}, pads {:?}, cc {} {}",
@@ -56,7 +57,7 @@ fn main() -> ExitCode {
         let report = campaign::run(&cfg, &|_| {});
         let s = &report.stats;
         println!(
-            "run {}: {} ({:.2} s; {} kernels in {} compiler runs, {} lifted, {} compared with the bound; {} variants, {} mutants, {} discarded)",
+            "run {}: {} ({:.2} s; {} kernels in {} compiler runs, {} lifted, {} compared with the bound; {} validated, {} too large to validate; {} variants, {} mutants, {} discarded)",
             r + 1,
             report.summary(),
             report.elapsed.as_secs_f64(),
@@ -64,6 +65,8 @@ fn main() -> ExitCode {
             s.compiles,
             s.lifted,
             s.bounded,
+            s.validated,
+            s.not_validated,
             s.variants,
             s.mutants,
             s.discarded

@@ -18,7 +18,9 @@
 //! 5. the C backend at every padding multiple `M` agrees with the oracle, leaves every padding
 //!    cell of every parameter zero and does not write input-only parameters ([`Check::C`]).
 //!    Kernels of a whole chunk of programs are compiled into one translation unit and run by
-//!    one driver process.
+//!    one driver process;
+//! 6. one kernel per program, if its shapes are small, goes through the translation validator
+//!    (`teil_cbackend::validate`), which must not reject it ([`Check::Validate`]).
 //!
 //! A failing program is shrunk ([`shrink`]) with a predicate that re-runs exactly the failing
 //! check, and written as a reproducer ([`crate::repro`]) that `teil fuzz --replay FILE` runs
@@ -41,7 +43,7 @@ use teil::CheckedProgram;
 use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{self, Job, Outcome, Toolchain};
-use teil_cbackend::Options;
+use teil_cbackend::{validate, Options};
 use teil_interp::Tensor;
 
 /// A final store: every variable's value (the oracle's and the fast evaluator's results).
@@ -79,6 +81,8 @@ pub struct Config {
     pub toolchain: Toolchain,
     /// Whether to run the C backend at all.
     pub c_backend: bool,
+    /// Whether to run the translation validator on one small kernel per program.
+    pub validation: bool,
     /// A planted bug applied to every kernel (test-only, see [`teil_cbackend::plant`]).
     pub plant: Option<Bug>,
     /// How many failing programs to shrink (the first ones, by index).
@@ -101,6 +105,7 @@ impl Default for Config {
             chunk: DEFAULT_CHUNK,
             toolchain: Toolchain::default().with_cflags(DEFAULT_CFLAGS),
             c_backend: true,
+            validation: true,
             plant: None,
             shrink: 3,
             out: None,
@@ -198,6 +203,8 @@ pub enum Check {
     Lower { pad: u64 },
     /// The C backend at padding multiple `pad`, with or without contraction lifting.
     C { pad: u64, lift: bool },
+    /// The translation validator (spec/validation.md) rejects the kernel at `pad`.
+    Validate { pad: u64 },
 }
 
 impl Check {
@@ -230,6 +237,9 @@ impl Check {
             Check::C { pad, lift: false } => format!(
                 "the C backend at M = {pad} without contraction lifting differs from the oracle"
             ),
+            Check::Validate { pad } => {
+                format!("the translation validator rejects the kernel for M = {pad}")
+            }
         }
     }
 
@@ -237,6 +247,7 @@ impl Check {
     fn shrink_budget(&self) -> usize {
         match self {
             Check::C { .. } | Check::Lower { .. } => 150,
+            Check::Validate { .. } => 500,
             _ => 2000,
         }
     }
@@ -303,6 +314,10 @@ pub struct Stats {
     pub planted: u64,
     /// C compiler runs.
     pub compiles: u64,
+    /// Kernels the translation validator accepted.
+    pub validated: u64,
+    /// Kernels too large for the validator's bounds (not mismatches).
+    pub not_validated: u64,
     /// Metamorphic variants evaluated (round trips, Core-TeIL, law chains).
     pub variants: u64,
     /// Law rewrites applied, by [`Law::ALL`] position.
@@ -326,6 +341,8 @@ impl Stats {
         self.bounded += o.bounded;
         self.planted += o.planted;
         self.compiles += o.compiles;
+        self.validated += o.validated;
+        self.not_validated += o.not_validated;
         self.variants += o.variants;
         for i in 0..self.laws.len() {
             self.laws[i] += o.laws[i];
@@ -684,6 +701,25 @@ fn prepare(
             }
         }
     }
+    // One kernel per program also goes through the translation validator, when it is small
+    // enough for symbolic evaluation.
+    // The lifted kernel at a seed-chosen multiple: a replay with just that multiple validates
+    // the same kernel.
+    let chosen = cfg
+        .pads
+        .get((seed % cfg.pads.len().max(1) as u64) as usize)
+        .copied();
+    let kernel = kernels
+        .iter()
+        .find(|(c, _)| Some(c) == chosen.map(|pad| Check::C { pad, lift: true }).as_ref());
+    if let Some((_, k)) = kernel.filter(|_| cfg.validation) {
+        if let Err(detail) = validate(&checked, k, stats) {
+            failures.push(Failure {
+                check: Check::Validate { pad: k.pad },
+                detail,
+            });
+        }
+    }
     Some(Prepared {
         index,
         seed,
@@ -716,6 +752,34 @@ fn lower(
         }
     }
     Ok(k)
+}
+
+/// Bounds of the validator in a campaign: small shapes only (the defaults of
+/// `teil_cbackend::validate` allow far larger programs, at seconds each).
+fn validation_limits() -> validate::Limits {
+    validate::Limits {
+        max_operations: VALIDATION_OPERATIONS,
+        ..validate::Limits::default()
+    }
+}
+
+/// Largest symbolic work (oracle operations plus kernel work) of a validated kernel.
+pub const VALIDATION_OPERATIONS: u128 = 20_000;
+
+/// Validates `k`; `Err` when the validator shows it wrong. Kernels beyond the bounds count as
+/// not validated.
+fn validate(checked: &CheckedProgram, k: &Kernel, stats: &mut Stats) -> Result<(), String> {
+    match guarded(|| validate::validate_with(checked, k, &validation_limits()))? {
+        Ok(_) => {
+            stats.validated += 1;
+            Ok(())
+        }
+        Err(f) if f.is_rejection() => Err(f.to_string()),
+        Err(_) => {
+            stats.not_validated += 1;
+            Ok(())
+        }
+    }
 }
 
 /// Runs every kernel of `prepared` in one batch and turns every program with a failure into a
@@ -994,6 +1058,10 @@ fn run_check(
             }
         }
         Check::Lower { pad } => lower(cfg, c, *pad, true, "teil_kernel", stats).map(|_| ()),
+        Check::Validate { pad } => {
+            let k = lower(cfg, c, *pad, true, "teil_kernel", stats)?;
+            validate(c, &k, stats)
+        }
         Check::C { pad, lift } => {
             let k = lower(cfg, c, *pad, *lift, "teil_kernel", stats)?;
             let runs = [(&k, inputs)];
@@ -1095,12 +1163,15 @@ fn pick_mutant(c: &CheckedProgram, seed: u64) -> Option<(Mutation, usize)> {
         .map(|m| (m, choice))
 }
 
-/// Shrinks a mismatch by its first shrinkable failure and writes the reproducer.
+/// Shrinks a mismatch by one of its failures (a C run if there is one) and writes the
+/// reproducer.
 fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Option<Shrunk> {
+    // A run of the C backend with concrete wrong values makes the most convincing reproducer.
     let first = m
         .failures
         .iter()
-        .find(|f| f.check != Check::Generator)?
+        .find(|f| matches!(f.check, Check::C { .. }))
+        .or_else(|| m.failures.iter().find(|f| f.check != Check::Generator))?
         .clone();
     let check = first.check.clone();
     let seed = m.seed;

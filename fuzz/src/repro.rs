@@ -71,7 +71,7 @@ pub fn write(
     std::fs::rename(&tmp, &data).map_err(|e| io(&data, e))?;
 
     let pads: Vec<u64> = match failure.check {
-        Check::C { pad, .. } | Check::Lower { pad } => vec![pad],
+        Check::C { pad, .. } | Check::Lower { pad } | Check::Validate { pad } => vec![pad],
         _ => cfg.pads.clone(),
     };
     let mut text = format!("// teil fuzz reproducer: {}\n", failure.check.describe());
