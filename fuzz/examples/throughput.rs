@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p teil-fuzz --example throughput -- [--programs N] [--repeat R]
-//!     [--seed S] [--jobs J] [--chunk C] [--pad 1,4,8] [--cflags "-std=c99 -O0"] [--no-validate]
+//!     [--seed S] [--jobs J] [--chunk C] [--pad 1,3,8] [--cflags "-std=c99 -O0"] [--no-validate]
 //! ```
 //!
 //! Runs the same campaign (default settings unless given: 1000 programs, seed 20261122) R times

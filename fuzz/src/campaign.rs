@@ -54,8 +54,11 @@ pub type Store = BTreeMap<String, Tensor>;
 /// `-std=c99` rules out floating-point contraction, as spec/padding.md requires.
 pub const DEFAULT_CFLAGS: &str = "-std=c99 -O0";
 
-/// Padding multiples of a campaign unless `--pad` says otherwise.
-pub const DEFAULT_PADS: [u64; 3] = [1, 4, 8];
+/// Padding multiples of a campaign unless `--pad` says otherwise: no padding; 3, which pads
+/// dimensions of extent 1 and 2 but not 3 (the generator's extents are 1 to 3) and is not a
+/// power of two; 8, which pads every dimension, by a common vector width. (4 would pad exactly
+/// the dimensions 8 pads.)
+pub const DEFAULT_PADS: [u64; 3] = [1, 3, 8];
 
 /// Programs per translation unit unless configured otherwise.
 pub const DEFAULT_CHUNK: usize = 100;

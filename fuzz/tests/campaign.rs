@@ -6,7 +6,7 @@ use teil_fuzz::campaign::{self, Check, Config, FLAVOURS};
 use teil_fuzz::laws::Law;
 use teil_fuzz::repro;
 
-/// The CI campaign: 240 programs (60 of each flavour) through every check at M = 1, 4, 8.
+/// The CI campaign: 240 programs (60 of each flavour) through every check at M = 1, 3, 8.
 #[test]
 fn short_campaign_finds_no_mismatch() {
     let cfg = Config {

@@ -31,6 +31,8 @@ fn planted(bug: Bug, seed: u64) -> Report {
         shrink: 0,
         stop_after: Some(1),
         jobs: 2,
+        // Small chunks, so that the campaign stops soon after the first find.
+        chunk: 16,
         ..Config::default()
     };
     campaign::run(&cfg, &|_| {})
@@ -131,6 +133,7 @@ fn shrinks_and_replays(bug: Bug) -> teil::ast::Program {
         stop_after: Some(1),
         out: Some(dir.path().join("failures")),
         jobs: 2,
+        chunk: 16,
         ..Config::default()
     };
     let report = campaign::run(&cfg, &|_| {});

@@ -204,7 +204,7 @@ enum Command {
         /// Start at program K of the campaign (with `--programs 1`: re-run one program).
         #[arg(long, value_name = "K", default_value_t = 0)]
         skip: u64,
-        /// Padding multiples for the C backend, comma-separated (default 1,4,8).
+        /// Padding multiples for the C backend, comma-separated (default 1,3,8).
         #[arg(long, value_name = "M,...")]
         pad: Option<String>,
         /// Worker threads (default: the number of cores).
