@@ -695,7 +695,12 @@ impl Lowerer<'_> {
                 }
                 let keep = r.need(*m);
                 let value = r.wrap_sum(loops & !keep, prod);
-                self.materialize(&r.labels_of(keep), value, false, pre, comment.to_string())
+                let labels = if self.tuning.order {
+                    r.layout(keep, r.need(a.mask()), r.need(b.mask()))
+                } else {
+                    r.labels_of(keep)
+                };
+                self.materialize(&labels, value, false, pre, comment.to_string())
             }
         }
     }
@@ -988,6 +993,24 @@ impl Region {
             .filter(|b| m >> b & 1 == 1)
             .map(|b| self.labels[b])
             .collect()
+    }
+
+    /// The dimension order of the temporary holding the labels `keep` of a pairwise
+    /// contraction of groups that keep `a` and `b` (Tuning::order): labels of both first, then
+    /// those of the side with more cells, then those of the other side innermost. A contraction
+    /// kernel then writes whole rows of the smaller side's labels (its columns) at a time, and
+    /// the next contraction reads them with unit stride.
+    fn layout(&self, keep: u128, a: u128, b: u128) -> Vec<Label> {
+        let (both, only_a, only_b) = (keep & a & b, keep & a & !b, keep & b & !a);
+        let (outer, inner) = if self.prod(only_a) >= self.prod(only_b) {
+            (only_a, only_b)
+        } else {
+            (only_b, only_a)
+        };
+        let mut labels = self.labels_of(both);
+        labels.extend(self.labels_of(outer));
+        labels.extend(self.labels_of(inner));
+        labels
     }
 
     /// `Σ_{l in m} e`, outermost label first.

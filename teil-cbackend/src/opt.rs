@@ -6,8 +6,10 @@
 //! show what each one gains and the tests can compare optimised and plain kernels bit for bit.
 
 pub mod contract;
+pub mod tile;
 
-use crate::{ir::Kernel, Error, Options};
+use crate::ir::{Kernel, Node, Step};
+use crate::{Error, Options};
 use teil::CheckedProgram;
 
 /// Which optimisations [`lower_tuned`] applies. [`crate::lower`] uses [`Tuning::default`]:
@@ -28,6 +30,9 @@ pub struct Tuning {
     /// inner sums into a temporary first, one cell per outer index: the same operations in
     /// the same order, and the inner sums become a contraction nest (exact).
     pub split: bool,
+    /// Reduction-free nests whose store and some load run through memory in different orders
+    /// (transpositions) are printed in blocks of both orders ([`tile`]).
+    pub tile: bool,
 }
 
 impl Default for Tuning {
@@ -36,6 +41,7 @@ impl Default for Tuning {
             contract: true,
             order: true,
             split: true,
+            tile: true,
         }
     }
 }
@@ -47,6 +53,7 @@ impl Tuning {
             contract: false,
             order: false,
             split: false,
+            tile: false,
         }
     }
 }
@@ -59,4 +66,45 @@ pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Ker
 /// Lowers without any optimisation of this module (the baseline of PERFORMANCE.md).
 pub fn lower_plain(p: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> {
     lower_tuned(p, opts, &Tuning::none())
+}
+
+/// How the printer prints one step of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Printing {
+    /// As written: the loop nest, or the copy loop.
+    Plain,
+    /// A contraction nest as the packed matrix-product kernel ([`contract`]).
+    Packed,
+    /// A contraction nest as register-blocked dot products ([`contract`]).
+    Dot,
+    /// A transposing copy nest in blocks ([`tile`]).
+    Tiled,
+}
+
+/// How [`crate::print`] prints the nest `body` of kernel `k`: the one place that decides.
+pub(crate) fn printing_of(k: &Kernel, body: &[Node]) -> Printing {
+    if k.tuning.contract {
+        if let Some(c) = contract::Contraction::of(body) {
+            match c.strategy(k) {
+                Some(contract::Strategy::Packed) => return Printing::Packed,
+                Some(contract::Strategy::Dot) => return Printing::Dot,
+                None => {}
+            }
+        }
+    }
+    if k.tuning.tile && tile::Tiled::of(k, body).is_some() {
+        return Printing::Tiled;
+    }
+    Printing::Plain
+}
+
+/// How each step of `k` is printed, in order.
+pub fn printing(k: &Kernel) -> Vec<Printing> {
+    k.steps
+        .iter()
+        .map(|s| match s {
+            Step::Nest { body, .. } => printing_of(k, body),
+            Step::Copy { .. } => Printing::Plain,
+        })
+        .collect()
 }

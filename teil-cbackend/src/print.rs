@@ -11,7 +11,9 @@
 //! `-std=c99 -Wall -Wextra -Werror -pedantic`.
 
 use crate::ir::*;
-use crate::opt::contract::{self, Contraction, Strategy};
+use crate::opt::contract::{self, Contraction};
+use crate::opt::tile::{Tiled, TILE};
+use crate::opt::{printing_of, Printing};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use teil::ast::{BinOp, RedOp};
@@ -85,24 +87,12 @@ fn helpers(k: &Kernel) -> Helpers {
     for s in &k.steps {
         if let Step::Nest { body, .. } = s {
             nodes(body, &mut h);
-            if let Some(c) = contraction(k, body) {
-                let packed = c.strategy(k) == Strategy::Packed;
-                h.scratch |= packed;
-                h.tile |= packed;
-            }
+            let packed = printing_of(k, body) == Printing::Packed;
+            h.scratch |= packed;
+            h.tile |= packed;
         }
     }
     h
-}
-
-/// The contraction a nest computes, when the kernel's tuning lets the printer use a
-/// contraction kernel for it.
-fn contraction<'k>(k: &Kernel, body: &'k [Node]) -> Option<Contraction<'k>> {
-    if k.tuning.contract {
-        Contraction::of(body)
-    } else {
-        None
-    }
 }
 
 /// One translation unit defining every kernel in `kernels` (their names must differ).
@@ -356,7 +346,8 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
         }
         Step::Nest { comment, body } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
-            if let Some(c) = contraction(k, body) {
+            let how = printing_of(k, body);
+            if let (Printing::Packed | Printing::Dot, Some(c)) = (how, Contraction::of(body)) {
                 let mut count = 0usize;
                 let mut fresh = || {
                     count += 1;
@@ -374,6 +365,11 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
             };
             // A scalar target has no loop around its accumulators: give them a block of
             // their own so that the next nest can reuse their names.
+            if let (Printing::Tiled, Some(t)) = (how, Tiled::of(k, body)) {
+                p.tiled(&t, 1);
+                out.push_str(&p.out);
+                return;
+            }
             let block = body.iter().any(|n| matches!(n, Node::AccInit { .. }));
             if block {
                 out.push_str("    {\n");
@@ -391,6 +387,53 @@ impl Printer<'_> {
     fn indent(&mut self, depth: usize) {
         for _ in 0..depth {
             self.out.push_str("    ");
+        }
+    }
+
+    /// A tiled nest (crate::opt::tile): the loops in their order with the two tiled labels
+    /// stepping over blocks, then the point loops of `q` and `p`, then the store.
+    fn tiled(&mut self, t: &Tiled, depth: usize) {
+        let mut d = depth;
+        let mut blocks = BTreeMap::new();
+        for &(l, extent, logical) in &t.loops {
+            let name = format!("i{}", self.names.len());
+            self.names.insert(l, name.clone());
+            let note = if extent != logical {
+                format!(" /* padded; logical extent {logical} */")
+            } else {
+                String::new()
+            };
+            self.indent(d);
+            if l == t.p || l == t.q {
+                let b = format!("teil_b{}", blocks.len());
+                let _ = writeln!(
+                    self.out,
+                    "for (long long {b} = 0; {b} < {extent}; {b} += {TILE}) {{{note}"
+                );
+                blocks.insert(l, (b, extent));
+            } else {
+                let _ = writeln!(
+                    self.out,
+                    "for (long long {name} = 0; {name} < {extent}; {name}++) {{{note}"
+                );
+            }
+            d += 1;
+        }
+        for l in [t.q, t.p] {
+            let name = self.names[&l].clone();
+            let (b, extent) = blocks[&l].clone();
+            self.indent(d);
+            let _ = writeln!(
+                self.out,
+                "for (long long {name} = {b}; {name} < ({b} + {TILE} < {extent} ? {b} + {TILE} : {extent}); {name}++) {{"
+            );
+            d += 1;
+        }
+        self.node(t.store, d);
+        while d > depth {
+            d -= 1;
+            self.indent(d);
+            self.out.push_str("}\n");
         }
     }
 

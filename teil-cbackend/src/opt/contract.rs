@@ -37,6 +37,12 @@ const KC: u64 = 256;
 const MC: u64 = 72;
 /// Columns per packed panel of the `n` side.
 const NC: u64 = 4080;
+/// Smallest number of multiplications (cells times terms) for which the packed kernel is
+/// used; below it packing costs more than it saves, and the dot-product printer is shorter.
+pub const PACKED_MIN_WORK: u128 = 4096;
+/// Smallest number of multiplications for which the dot-product printer is used (it also needs
+/// at least [`LANES`] cells along the target's innermost label).
+pub const DOT_MIN_WORK: u128 = 512;
 /// Cells computed together by the dot-product printer.
 pub(crate) const LANES: u64 = 8;
 
@@ -161,16 +167,27 @@ impl<'k> Contraction<'k> {
         })
     }
 
-    /// Which printer [`print`] uses.
-    pub fn strategy(&self, k: &Kernel) -> Strategy {
+    /// Which printer [`print`] uses; `None` for contractions too small to gain from either
+    /// (the plain nest is printed).
+    pub fn strategy(&self, k: &Kernel) -> Option<Strategy> {
         let sa = Strides::of(k, &self.a);
         let sb = Strides::of(k, &self.b);
         let only_a = self.free.iter().any(|(l, _)| sa.has(*l) && !sb.has(*l));
         let only_b = self.free.iter().any(|(l, _)| sb.has(*l) && !sa.has(*l));
-        if only_a && only_b {
-            Strategy::Packed
+        let work: u128 = self
+            .free
+            .iter()
+            .map(|f| u128::from(f.1))
+            .product::<u128>()
+            .saturating_mul(u128::from(self.k.1));
+        let st = Strides::of(k, &self.target);
+        let lane = self.free.iter().min_by_key(|(l, _)| st.get(*l));
+        if only_a && only_b && work >= PACKED_MIN_WORK {
+            Some(Strategy::Packed)
+        } else if lane.is_some_and(|l| l.1 >= LANES) && work >= DOT_MIN_WORK {
+            Some(Strategy::Dot)
         } else {
-            Strategy::Dot
+            None
         }
     }
 }
@@ -239,8 +256,8 @@ pub(crate) fn print(
     fresh: &mut dyn FnMut() -> String,
 ) {
     match c.strategy(k) {
-        Strategy::Packed => packed(k, c, out, depth, fresh),
-        Strategy::Dot => dot(k, c, out, depth, fresh),
+        Some(Strategy::Packed) => packed(k, c, out, depth, fresh),
+        Some(Strategy::Dot) | None => dot(k, c, out, depth, fresh),
     }
 }
 
@@ -310,6 +327,24 @@ fn dot(
     }
     indent(out, d + 1);
     let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
+    // Lanes that are rows of an operand stream through several cache lines at once, which
+    // the hardware prefetchers follow badly: fetch the next block's rows, one cache line per
+    // term, while this block runs (only where the next block exists and lies inside the rows
+    // it will read).
+    for (name, s, o) in [(&na, &sa, &oa), (&nb, &sb, &ob)] {
+        let (sl, sk) = (s.get(lane), s.get(c.k.0));
+        if sk == 1 && sl >= kn && full > lanes {
+            out.push_str("#if defined(__GNUC__) && !defined(teil_portable)\n");
+            indent(out, d + 2);
+            let _ = writeln!(
+                out,
+                "if ({lv} + {lanes} < {full}) __builtin_prefetch(&{name}[{o} + {} + {kv} * {}]);",
+                lanes * sl,
+                lanes - 1
+            );
+            out.push_str("#endif\n");
+        }
+    }
     for u in 0..lanes {
         indent(out, d + 2);
         let _ = writeln!(
@@ -686,8 +721,8 @@ fn packed(
 /// `j < nr`, starting from `-0.0` when `first`, else from the cell's current value (the partial
 /// sum of the previous panels of terms). Products are added in the order of `p`. With GCC or
 /// Clang the 6 x 8 tile lives in twelve vector registers of four doubles (generic vector
-/// extensions: AVX with `-mavx`, pairs of SSE2 registers otherwise); other compilers get the same
-/// computation in plain C.
+/// extensions: AVX with `-mavx`, pairs of SSE2 registers otherwise); other compilers (and
+/// `-Dteil_portable`, which the tests use to check it) get the same computation in plain C.
 pub(crate) const TILE_HELPER: &str = r#"
 /* The register tile of the packed contraction kernel (spec/padding.md, "Contraction kernels"):
  * t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + pa[0][i] * pb[0][j] + ...,
@@ -709,7 +744,7 @@ static void teil_tile(long long kc, const double *pa, const double *pb, double *
                 for (j = 0; j < nr; j++)
                     w[i * 8 + j] = t[rows[i] + cols[j]];
     }
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(teil_portable)
     {
         typedef double teil_v4 __attribute__((vector_size(32)));
         teil_v4 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
