@@ -64,9 +64,10 @@ def time_numpy(f, min_seconds):
     return times[0], times[len(times) // 2]
 
 
-def run_teil(build, min_seconds):
+def run_teil(build, min_seconds, env=None):
     out = subprocess.run(
         [build["exe"], build["out"], str(min_seconds)],
+        env=env,
         check=True,
         capture_output=True,
         text=True,
@@ -108,10 +109,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=0.5)
     ap.add_argument("--write", help="replace the results section of this markdown file")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads for NumPy, OMP_NUM_THREADS for TeIL")
+    ap.add_argument("--section", default="main", help="which results section of --write to replace")
     args = ap.parse_args()
     with open(args.manifest) as f:
         manifest = json.load(f)
-    threadpool_limits(limits=1)
+    threadpool_limits(limits=args.threads)
+    teil_env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     blas = [
         f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels, "
         f"{i.get('num_threads')} thread{'s' if i.get('num_threads') != 1 else ''})"
@@ -129,7 +133,7 @@ def main():
         f()
         expected = out.copy()
         for b in k["builds"]:
-            run_teil(b, 0.0)
+            run_teil(b, 0.0, teil_env)
             got = np.fromfile(b["out"], dtype=np.float64).reshape(k["output"]["shape"])
             diff = float(np.max(np.abs(got - expected))) if got.size else 0.0
             scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 0.0)
@@ -145,7 +149,7 @@ def main():
     for r in range(args.rounds):
         for k in kernels:
             for b in k["builds"]:
-                best, med = run_teil(b, args.min_seconds)
+                best, med = run_teil(b, args.min_seconds, teil_env)
                 results[(k["name"], b["pad"])]["teil"].append(best)
                 results[(k["name"], b["pad"])]["teil_med"].append(med)
             ops = [operand(o["shape"], seed) for seed, o in enumerate(k["operands"])]
@@ -158,10 +162,14 @@ def main():
     main_pad = pads[0]
     lines = []
     lines.append(f"Machine: {machine()}.  ")
-    lines.append(f"C compiler: {manifest['cc']}, flags `{manifest['cflags']}`"
-                 + (" (kernels lowered without optimisations)" if manifest.get("plain") else "") + ".  ")
+    lines.append(f"C compiler: {manifest['cc']}, flags `{manifest['cflags']}`; optimisations: "
+                 + f"`{manifest.get('tuning', '?')}`.  ")
     lines.append(f"NumPy {np.__version__}, Python {platform.python_version()}, BLAS: {'; '.join(blas) or 'none found'}.  ")
-    lines.append("Environment: " + ", ".join(f"{k}={'unset' if v is None else v}" for k, v in env.items()) + ".  ")
+    outer = os.environ.get("TEIL_BENCH_OUTER_ENV")
+    lines.append("Environment of the NumPy process: " + ", ".join(f"{k}={'unset' if v is None else v}" for k, v in env.items())
+                 + (f" (bench/run's own environment: {outer})" if outer else "") + ".  ")
+    if args.threads != 1:
+        lines.append(f"Threads: {args.threads} (TeIL: OpenMP, OMP_NUM_THREADS={args.threads}; NumPy: {args.threads} BLAS threads).  ")
     lines.append(f"Times: minimum over {args.rounds} rounds of each side's minimum over at least "
                  f"{args.min_seconds} s of calls (median of medians in parentheses); M = {main_pad}.")
     lines.append("")
@@ -199,7 +207,7 @@ def main():
     table = "\n".join(lines)
     print(table)
     if args.write:
-        begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+        begin, end = f"<!-- bench:{args.section}:begin -->", f"<!-- bench:{args.section}:end -->"
         with open(args.write) as f:
             text = f.read()
         if begin in text and end in text:

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release -p teil-cbackend --example bench_suite -- [--out DIR] [--pad M,M,...]
-//!     [--cc CC] [--cflags "FLAGS"] [--plain] [--only NAME,NAME] [--run]
+//!     [--cc CC] [--cflags "FLAGS"] [--plain | --tuning LIST] [--openmp] [--only NAME,NAME]
+//!     [--run]
 //! ```
 //!
 //! `bench/run` calls this and then `bench/numpy_bench.py`, which reads `DIR/manifest.json`,
@@ -19,7 +20,9 @@
 //! kernel's own workspace allocation is (it is part of the call).
 //!
 //! `--plain` lowers without the optimisations of `teil_cbackend::opt` (the baseline of
-//! PERFORMANCE.md), `--pad` chooses the padding multiples (default 1).
+//! PERFORMANCE.md), `--tuning contract,order,split,tile` with only those named, `--pad` chooses
+//! the padding multiples (default 1). `--openmp` adds parallel outer loops (`Tuning::openmp`)
+//! and compiles with `-fopenmp`; the number of threads is then `OMP_NUM_THREADS`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -310,8 +313,12 @@ struct Args {
     cc: String,
     cflags: Vec<String>,
     plain: bool,
+    /// Which optimisations (`--tuning contract,order,split,tile`); `None`: all.
+    tuning: Option<teil_cbackend::opt::Tuning>,
     only: Option<Vec<String>>,
     run: bool,
+    /// Parallel outer loops (`Tuning::openmp`), compiled with `-fopenmp`.
+    openmp: bool,
 }
 
 /// Flags of the benchmark build: optimised for this machine, and no contraction of `a * b + c`
@@ -325,8 +332,10 @@ fn args() -> Result<Args, String> {
         cc: "cc".to_string(),
         cflags: CFLAGS.split_whitespace().map(str::to_string).collect(),
         plain: false,
+        tuning: None,
         only: None,
         run: false,
+        openmp: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -344,8 +353,23 @@ fn args() -> Result<Args, String> {
                 a.cflags = value()?.split_whitespace().map(str::to_string).collect();
             }
             "--plain" => a.plain = true,
+            "--tuning" => {
+                let mut t = teil_cbackend::opt::Tuning::none();
+                for name in value()?.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    match name {
+                        "contract" => t.contract = true,
+                        "order" => t.order = true,
+                        "split" => t.split = true,
+                        "tile" => t.tile = true,
+                        "none" => {}
+                        other => return Err(format!("--tuning: unknown optimisation `{other}`")),
+                    }
+                }
+                a.tuning = Some(t);
+            }
             "--only" => a.only = Some(value()?.split(',').map(str::to_string).collect()),
             "--run" => a.run = true,
+            "--openmp" => a.openmp = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -374,6 +398,15 @@ fn json_shape(s: &[u64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// The optimisations the arguments ask for (without OpenMP).
+fn tuning(a: &Args) -> teil_cbackend::opt::Tuning {
+    match (a.plain, a.tuning) {
+        (true, _) => teil_cbackend::opt::Tuning::none(),
+        (false, Some(t)) => t,
+        (false, None) => teil_cbackend::opt::Tuning::default(),
+    }
+}
+
 fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel), String> {
     let src = program(b);
     let (p, _) =
@@ -383,12 +416,12 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
         name: format!("bench_{}", b.name),
         lift: true,
     };
-    let kernel = if a.plain {
-        teil_cbackend::opt::lower_plain(&p, &opts)
-    } else {
-        teil_cbackend::lower(&p, &opts)
-    }
-    .map_err(|e| format!("{}: {e}", b.name))?;
+    let tuning = teil_cbackend::opt::Tuning {
+        openmp: a.openmp,
+        ..tuning(a)
+    };
+    let kernel = teil_cbackend::opt::lower_tuned(&p, &opts, &tuning)
+        .map_err(|e| format!("{}: {e}", b.name))?;
     let stem = format!("{}_m{pad}", b.name);
     let kernel_c = dir.join(format!("{stem}.c"));
     let main_c = dir.join(format!("{stem}_main.c"));
@@ -400,6 +433,7 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
     write(&main_c, harness(&kernel, b))?;
     let out = Command::new(&a.cc)
         .args(&a.cflags)
+        .args(a.openmp.then_some("-fopenmp"))
         .arg("-o")
         .arg(&exe)
         .arg(&kernel_c)
@@ -515,10 +549,17 @@ fn main() {
         ));
     }
     let manifest = format!(
-        "{{\"cc\": {}, \"cflags\": {}, \"plain\": {}, \"min_seconds\": {MIN_SECONDS},\n \"kernels\": [\n{}\n]}}\n",
+        "{{\"cc\": {}, \"cflags\": {}, \"plain\": {}, \"tuning\": {}, \"min_seconds\": {MIN_SECONDS},\n \"kernels\": [\n{}\n]}}\n",
         json_str(&format!("{} ({cc_version})", a.cc)),
         json_str(&a.cflags.join(" ")),
         a.plain,
+        json_str(&format!(
+            "{:?}",
+            teil_cbackend::opt::Tuning {
+                openmp: a.openmp,
+                ..tuning(&a)
+            }
+        )),
         entries.join(",\n")
     );
     let path = dir.join("manifest.json");

@@ -696,7 +696,7 @@ impl Lowerer<'_> {
                 let keep = r.need(*m);
                 let value = r.wrap_sum(loops & !keep, prod);
                 let labels = if self.tuning.order {
-                    r.layout(keep, r.need(a.mask()), r.need(b.mask()))
+                    r.layout(keep)
                 } else {
                     r.labels_of(keep)
                 };
@@ -995,21 +995,18 @@ impl Region {
             .collect()
     }
 
-    /// The dimension order of the temporary holding the labels `keep` of a pairwise
-    /// contraction of groups that keep `a` and `b` (Tuning::order): labels of both first, then
-    /// those of the side with more cells, then those of the other side innermost. A contraction
-    /// kernel then writes whole rows of the smaller side's labels (its columns) at a time, and
-    /// the next contraction reads them with unit stride.
-    fn layout(&self, keep: u128, a: u128, b: u128) -> Vec<Label> {
-        let (both, only_a, only_b) = (keep & a & b, keep & a & !b, keep & b & !a);
-        let (outer, inner) = if self.prod(only_a) >= self.prod(only_b) {
-            (only_a, only_b)
-        } else {
-            (only_b, only_a)
-        };
-        let mut labels = self.labels_of(both);
-        labels.extend(self.labels_of(outer));
-        labels.extend(self.labels_of(inner));
+    /// The dimension order of a temporary of a lifted plan holding the labels `keep`
+    /// (Tuning::order): label order, except that the region's last free label (the statement
+    /// target's innermost dimension), if the temporary has it, is innermost. The kernels that
+    /// compute and read the temporary then run along the target's innermost dimension, as the
+    /// statement's own nest does.
+    fn layout(&self, keep: u128) -> Vec<Label> {
+        let mut labels = self.labels_of(keep);
+        let last = self.labels_of(self.fmask).pop();
+        if let Some(p) = labels.iter().position(|&l| Some(l) == last) {
+            let l = labels.remove(p);
+            labels.push(l);
+        }
         labels
     }
 

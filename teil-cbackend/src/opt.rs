@@ -33,6 +33,10 @@ pub struct Tuning {
     /// Reduction-free nests whose store and some load run through memory in different orders
     /// (transpositions) are printed in blocks of both orders ([`tile`]).
     pub tile: bool,
+    /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
+    /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;
+    /// the C must then be compiled with `-fopenmp` (spec/abi.md, "OpenMP").
+    pub openmp: bool,
 }
 
 impl Default for Tuning {
@@ -42,6 +46,7 @@ impl Default for Tuning {
             order: true,
             split: true,
             tile: true,
+            openmp: false,
         }
     }
 }
@@ -54,6 +59,7 @@ impl Tuning {
             order: false,
             split: false,
             tile: false,
+            openmp: false,
         }
     }
 }

@@ -336,6 +336,9 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
     match s {
         Step::Copy { comment, dst, src } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
+            if k.tuning.openmp {
+                out.push_str("#pragma omp parallel for\n");
+            }
             let _ = writeln!(
                 out,
                 "    for (long long k0 = 0; k0 < {}; k0++) {{\n        {}[k0] = {}[k0];\n    }}",
@@ -366,11 +369,20 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
             // A scalar target has no loop around its accumulators: give them a block of
             // their own so that the next nest can reuse their names.
             if let (Printing::Tiled, Some(t)) = (how, Tiled::of(k, body)) {
+                if k.tuning.openmp {
+                    p.out.push_str("#pragma omp parallel for\n");
+                }
                 p.tiled(&t, 1);
                 out.push_str(&p.out);
                 return;
             }
             let block = body.iter().any(|n| matches!(n, Node::AccInit { .. }));
+            // Each iteration of a nest's outermost (target) loop writes its own cells and reads
+            // the target only at the cell it writes (spec/padding.md), so the iterations can
+            // run in parallel.
+            if k.tuning.openmp && matches!(body.as_slice(), [Node::Loop { .. }]) {
+                p.out.push_str("#pragma omp parallel for\n");
+            }
             if block {
                 out.push_str("    {\n");
             }

@@ -28,6 +28,7 @@ pub fn emit_c(
     name: &str,
     output: Option<&str>,
     validate: bool,
+    openmp: bool,
     color: Color,
 ) -> u8 {
     let src = match read_source(path) {
@@ -50,13 +51,14 @@ pub fn emit_c(
         name: name.to_string(),
         ..Options::default()
     };
-    let kernel = match teil_cbackend::lower(&checked, &opts) {
+    let mut kernel = match teil_cbackend::lower(&checked, &opts) {
         Ok(k) => k,
         Err(e) => {
             fail(&e.to_string());
             return 2;
         }
     };
+    kernel.tuning.openmp = openmp;
     if validate {
         match teil_cbackend::validate::validate(&checked, &kernel) {
             Ok(v) => eprintln!("{v}"),
@@ -86,6 +88,8 @@ pub fn emit_c(
 pub struct CBackend {
     pub pad: u64,
     pub toolchain: Toolchain,
+    /// Parallel outer loops (`--openmp`); the toolchain then has `-fopenmp`.
+    pub openmp: bool,
 }
 
 impl CBackend {
@@ -99,7 +103,20 @@ impl CBackend {
             Some(f) => toolchain.with_cflags(f),
             None => toolchain,
         };
-        CBackend { pad, toolchain }
+        CBackend {
+            pad,
+            toolchain,
+            openmp: false,
+        }
+    }
+
+    /// With `on`, kernels get OpenMP pragmas and are compiled with `-fopenmp`.
+    pub fn with_openmp(mut self, on: bool) -> Self {
+        if on && !self.openmp {
+            self.toolchain.cflags.push("-fopenmp".to_string());
+        }
+        self.openmp |= on;
+        self
     }
 
     pub fn run(
@@ -111,10 +128,11 @@ impl CBackend {
             pad: self.pad,
             ..Options::default()
         };
-        let kernel = teil_cbackend::lower(p, &opts).map_err(|e| match e {
+        let mut kernel = teil_cbackend::lower(p, &opts).map_err(|e| match e {
             teil_cbackend::Error::BadPad(_) => Failure::Usage(e.to_string()),
             _ => Failure::Rejected(vec![e.to_string()]),
         })?;
+        kernel.tuning.openmp = self.openmp;
         let outcome =
             teil_cbackend::run::run(&self.toolchain, &kernel, inputs).map_err(|e| match e {
                 RunError::InputShape { .. } => Failure::Rejected(vec![e.to_string()]),

@@ -140,6 +140,9 @@ enum Command {
         /// With `--backend c`: compiler flags replacing the default `-O2` (split on whitespace).
         #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
         cflags: Option<String>,
+        /// With `--backend c`: parallel outer loops, compiled with `-fopenmp` (spec/abi.md).
+        #[arg(long)]
+        openmp: bool,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -189,6 +192,9 @@ enum Command {
         /// first (spec/validation.md); the C is written only if it validates.
         #[arg(long)]
         validate: bool,
+        /// Parallel outer loops (OpenMP pragmas, spec/abi.md); compile with `-fopenmp`.
+        #[arg(long)]
+        openmp: bool,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -276,8 +282,17 @@ fn main() -> ExitCode {
             name,
             output,
             validate,
+            openmp,
             color,
-        } => emit_c::emit_c(&file, pad, &name, output.as_deref(), validate, color),
+        } => emit_c::emit_c(
+            &file,
+            pad,
+            &name,
+            output.as_deref(),
+            validate,
+            openmp,
+            color,
+        ),
         Command::Run {
             file,
             inputs,
@@ -289,6 +304,7 @@ fn main() -> ExitCode {
             pad,
             cc,
             cflags,
+            openmp,
             color,
         } => run::run(&run::RunArgs {
             file,
@@ -298,9 +314,9 @@ fn main() -> ExitCode {
             print,
             backend: match (oracle, backend) {
                 (true, _) | (_, Some(RunBackend::Oracle)) => run::Backend::Oracle,
-                (_, Some(RunBackend::C)) => {
-                    run::Backend::C(emit_c::CBackend::new(pad, cc, cflags.as_deref()))
-                }
+                (_, Some(RunBackend::C)) => run::Backend::C(
+                    emit_c::CBackend::new(pad, cc, cflags.as_deref()).with_openmp(openmp),
+                ),
                 _ => run::Backend::Fast,
             },
             color,

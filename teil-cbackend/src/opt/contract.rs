@@ -280,9 +280,13 @@ fn dot(
         .expect("dot products need a target label");
     let mut names: BTreeMap<Label, String> = BTreeMap::new();
     let mut d = depth;
+    let mut pragma = k.tuning.openmp;
     for &(l, n) in &c.free {
         if l == lane {
             continue;
+        }
+        if std::mem::take(&mut pragma) {
+            out.push_str("#pragma omp parallel for\n");
         }
         let name = fresh();
         indent(out, d);
@@ -316,6 +320,9 @@ fn dot(
     );
     let kn = c.k.1;
     let full = lane_n - lane_n % lanes;
+    if pragma {
+        out.push_str("#pragma omp parallel for\n");
+    }
     indent(out, d);
     let _ = writeln!(
         out,
@@ -485,29 +492,27 @@ fn packed(
     );
     ind(out, d, "{");
     d += 1;
+    let openmp = k.tuning.openmp;
     let _ = writeln!(
         out,
-        "{}double *teil_pa = teil_scratch({}, sizeof(double)), *teil_pb = teil_scratch({}, sizeof(double));",
+        "{}double *teil_pb = teil_scratch({}, sizeof(double));",
         "    ".repeat(d),
-        mc * kc,
         nc * kc
     );
     let _ = writeln!(
         out,
         "{}long long *teil_ix = teil_scratch({}, sizeof(long long));",
         "    ".repeat(d),
-        mc + 2 * nc + 2 * kc
+        2 * nc + 2 * kc
     );
     ind(
         out,
         d,
         &format!(
-            "long long *teil_mc = teil_ix, *teil_nb = teil_mc + {mc}, *teil_nt = teil_nb + {nc}, \
+            "long long *teil_nb = teil_ix, *teil_nt = teil_nb + {nc}, \
              *teil_ka = teil_nt + {nc}, *teil_kb = teil_ka + {kc};"
         ),
     );
-    ind(out, d, "long long teil_q, teil_x, teil_oa, teil_ot;");
-    ind(out, d, "(void)teil_q;");
     // Batch labels: ordinary loops around the product.
     let mut names: BTreeMap<Label, String> = BTreeMap::new();
     let open = d;
@@ -554,7 +559,10 @@ fn packed(
         d,
         "for (long long teil_j = 0; teil_j < teil_ncb; teil_j++) {",
     );
-    ind(out, d + 1, "long long teil_ob, teil_oc;");
+    ind(out, d + 1, "long long teil_ob, teil_oc, teil_x;");
+    if cols.len() > 1 {
+        ind(out, d + 1, "long long teil_q;");
+    }
     ind(out, d + 1, "teil_x = teil_jc + teil_j;");
     decompose(
         &cols,
@@ -625,6 +633,28 @@ fn packed(
     ind(out, d + 2, "}");
     ind(out, d + 1, "}");
     ind(out, d, "}");
+    // The row panels: with OpenMP each thread packs its own (spec/abi.md, "OpenMP").
+    if openmp {
+        out.push_str("#pragma omp parallel\n");
+    }
+    ind(out, d, "{");
+    d += 1;
+    ind(
+        out,
+        d,
+        &format!(
+            "double *teil_pa = teil_scratch({}, sizeof(double));",
+            mc * kc
+        ),
+    );
+    ind(
+        out,
+        d,
+        &format!("long long *teil_mc = teil_scratch({mc}, sizeof(long long));"),
+    );
+    if openmp {
+        out.push_str("#pragma omp for\n");
+    }
     ind(
         out,
         d,
@@ -650,6 +680,10 @@ fn packed(
         &format!("for (int teil_i = 0; teil_i < {MR}; teil_i++) {{"),
     );
     ind(out, d + 2, "if (teil_i0 + teil_i < teil_mcb) {");
+    ind(out, d + 3, "long long teil_x, teil_oa, teil_ot;");
+    if rows.len() > 1 {
+        ind(out, d + 3, "long long teil_q;");
+    }
     ind(out, d + 3, "teil_x = teil_ic + teil_i0 + teil_i;");
     decompose(
         &rows,
@@ -701,7 +735,11 @@ fn packed(
     );
     ind(out, d + 1, "}");
     ind(out, d, "}");
-    // close ic, pc, jc
+    // close ic, the row panels' block, pc, jc
+    d -= 1;
+    ind(out, d, "}");
+    ind(out, d, "teil_scratch_free(teil_mc);");
+    ind(out, d, "teil_scratch_free(teil_pa);");
     for _ in 0..3 {
         d -= 1;
         ind(out, d, "}");
@@ -712,7 +750,6 @@ fn packed(
     }
     ind(out, d, "teil_scratch_free(teil_ix);");
     ind(out, d, "teil_scratch_free(teil_pb);");
-    ind(out, d, "teil_scratch_free(teil_pa);");
     d -= 1;
     ind(out, d, "}");
 }
