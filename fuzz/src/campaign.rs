@@ -768,12 +768,18 @@ fn lower(
 fn validation_limits() -> validate::Limits {
     validate::Limits {
         max_operations: VALIDATION_OPERATIONS,
+        max_cells: VALIDATION_CELLS,
         ..validate::Limits::default()
     }
 }
 
 /// Largest symbolic work (oracle operations plus kernel work) of a validated kernel.
 pub const VALIDATION_OPERATIONS: u128 = 20_000;
+
+/// Largest number of cells (padded parameters and workspace) of a validated kernel. Checking
+/// every padding cell symbolically is what makes validation slow at large `M`: at `M = 8` a
+/// rank-4 buffer alone has 4096 cells.
+pub const VALIDATION_CELLS: u64 = 20_000;
 
 /// Validates `k`; `Err` when the validator shows it wrong. Kernels beyond the bounds count as
 /// not validated.
