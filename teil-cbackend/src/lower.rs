@@ -12,11 +12,18 @@
 //!    loop variable is *hoisted* into a temporary (same operations, fewer times). Then
 //!    *contraction lifting* (TeIL paper §5): a maximal sum-of-products region is split into a
 //!    sequence of pairwise contractions over temporaries when that lowers the iteration count
-//!    (this reassociates, see spec/padding.md for the numerical consequences). A statement whose
-//!    target is read at a different index is computed into a temporary and copied back.
+//!    (this reassociates, see spec/padding.md for the numerical consequences); with
+//!    [`Tuning::order`] plans are compared by operation counts and their temporaries keep the
+//!    target's innermost dimension innermost. Then, with [`Tuning::split`], a sum whose body is
+//!    a sum of products of two loads computes the inner sums into a temporary (exact). A
+//!    statement whose target is read at a different index is computed into a temporary and
+//!    copied back.
 //! 3. **Loop nests.** Each assignment becomes one loop nest. A loop over a dimension of the
 //!    target runs over the padded extent only when [`zero_labels`] proves the value computed in
 //!    padding is zero; reduction loops always run over logical extents.
+//!
+//! How the printer prints the nests (contraction kernels, tiled nests: `crate::opt`) is not
+//! decided here; the kernel only records the [`Tuning`].
 //!
 //! Shapes are read from the checker ([`CheckedProgram::shape`]), never re-derived.
 

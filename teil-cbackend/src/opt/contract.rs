@@ -492,7 +492,10 @@ fn packed(
     );
     ind(out, d, "{");
     d += 1;
-    let openmp = k.tuning.openmp;
+    // With OpenMP, threads share out the row panels (each packing its own) when there are
+    // several, and otherwise the column slivers of the one row panel.
+    let by_rows = k.tuning.openmp && m > mc;
+    let by_cols = k.tuning.openmp && m <= mc;
     let _ = writeln!(
         out,
         "{}double *teil_pb = teil_scratch({}, sizeof(double));",
@@ -634,7 +637,7 @@ fn packed(
     ind(out, d + 1, "}");
     ind(out, d, "}");
     // The row panels: with OpenMP each thread packs its own (spec/abi.md, "OpenMP").
-    if openmp {
+    if by_rows {
         out.push_str("#pragma omp parallel\n");
     }
     ind(out, d, "{");
@@ -652,7 +655,7 @@ fn packed(
         d,
         &format!("long long *teil_mc = teil_scratch({mc}, sizeof(long long));"),
     );
-    if openmp {
+    if by_rows {
         out.push_str("#pragma omp for\n");
     }
     ind(
@@ -713,6 +716,9 @@ fn packed(
     );
     ind(out, d + 1, "}");
     ind(out, d, "}");
+    if by_cols {
+        out.push_str("#pragma omp parallel for\n");
+    }
     ind(
         out,
         d,
