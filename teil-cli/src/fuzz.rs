@@ -22,20 +22,49 @@ use teil_cbackend::run::Toolchain;
 use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report};
 use teil_fuzz::repro;
 
+#[derive(clap::Args)]
 pub struct FuzzArgs {
+    /// How many programs (default 1000, or unlimited with `--time`).
+    #[arg(long, value_name = "N")]
     pub programs: Option<u64>,
+    /// The campaign seed: the same seed gives the same programs.
+    #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
+    /// Start at program K of the campaign (with `--programs 1`: re-run one program).
+    #[arg(long, value_name = "K", default_value_t = 0)]
     pub skip: u64,
+    /// Padding multiples for the C backend, comma-separated (default 1,3,8).
+    #[arg(long = "pad", value_name = "M,...")]
     pub pads: Option<String>,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, value_name = "J")]
     pub jobs: Option<usize>,
+    /// Stop starting new programs after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
     pub time: Option<f64>,
+    /// Programs per C translation unit and driver process.
+    #[arg(long, value_name = "C", default_value_t = teil_fuzz::campaign::DEFAULT_CHUNK)]
     pub chunk: usize,
+    /// The C compiler to run (looked up on PATH).
+    #[arg(long, default_value = "cc")]
     pub cc: String,
+    /// Compiler flags replacing the default `-std=c99 -O0` (split on whitespace).
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub cflags: Option<String>,
+    /// Skip the C backend (interpreters, variants and mutants only).
+    #[arg(long)]
     pub no_c: bool,
+    /// Where reproducers of failing programs are written.
+    #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
     pub out: PathBuf,
+    /// Shrink and write reproducers for at most this many failing programs.
+    #[arg(long, value_name = "N", default_value_t = 3)]
     pub shrink: usize,
+    /// Run every check on one reproducer written by an earlier campaign.
+    #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// Test only: plant a bug in every generated kernel (spec/fuzzing.md).
+    #[arg(long, value_name = "BUG", hide = true)]
     pub plant: Option<String>,
 }
 

@@ -200,50 +200,7 @@ enum Command {
     },
     /// Differential fuzzing: random programs through the oracle, the fast evaluator and the C
     /// backend at several padding multiples, with metamorphic variants (spec/fuzzing.md).
-    Fuzz {
-        /// How many programs (default 1000, or unlimited with `--time`).
-        #[arg(long, value_name = "N")]
-        programs: Option<u64>,
-        /// The campaign seed: the same seed gives the same programs.
-        #[arg(long, value_name = "S", default_value_t = 0)]
-        seed: u64,
-        /// Start at program K of the campaign (with `--programs 1`: re-run one program).
-        #[arg(long, value_name = "K", default_value_t = 0)]
-        skip: u64,
-        /// Padding multiples for the C backend, comma-separated (default 1,3,8).
-        #[arg(long, value_name = "M,...")]
-        pad: Option<String>,
-        /// Worker threads (default: the number of cores).
-        #[arg(long, value_name = "J")]
-        jobs: Option<usize>,
-        /// Stop starting new programs after this many seconds.
-        #[arg(long, value_name = "SECONDS")]
-        time: Option<f64>,
-        /// Programs per C translation unit and driver process.
-        #[arg(long, value_name = "C", default_value_t = teil_fuzz::campaign::DEFAULT_CHUNK)]
-        chunk: usize,
-        /// The C compiler to run (looked up on PATH).
-        #[arg(long, default_value = "cc")]
-        cc: String,
-        /// Compiler flags replacing the default `-std=c99 -O0` (split on whitespace).
-        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
-        cflags: Option<String>,
-        /// Skip the C backend (interpreters, variants and mutants only).
-        #[arg(long)]
-        no_c: bool,
-        /// Where reproducers of failing programs are written.
-        #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
-        out: std::path::PathBuf,
-        /// Shrink and write reproducers for at most this many failing programs.
-        #[arg(long, value_name = "N", default_value_t = 3)]
-        shrink: usize,
-        /// Run every check on one reproducer written by an earlier campaign.
-        #[arg(long, value_name = "FILE")]
-        replay: Option<std::path::PathBuf>,
-        /// Test only: plant a bug in every generated kernel (spec/fuzzing.md).
-        #[arg(long, value_name = "BUG", hide = true)]
-        plant: Option<String>,
-    },
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -336,37 +293,7 @@ fn main() -> ExitCode {
             syntax,
             color,
         }),
-        Command::Fuzz {
-            programs,
-            seed,
-            skip,
-            pad,
-            jobs,
-            time,
-            chunk,
-            cc,
-            cflags,
-            no_c,
-            out,
-            shrink,
-            replay,
-            plant,
-        } => fuzz::fuzz(&fuzz::FuzzArgs {
-            programs,
-            seed,
-            skip,
-            pads: pad,
-            jobs,
-            time,
-            chunk,
-            cc,
-            cflags,
-            no_c,
-            out,
-            shrink,
-            replay,
-            plant,
-        }),
+        Command::Fuzz(args) => fuzz::fuzz(&args),
     };
     ExitCode::from(code)
 }
