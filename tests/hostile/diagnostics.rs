@@ -1,0 +1,2 @@
+//! Hostile inputs: diagnostics (cases added by the work).
+#[allow(unused_imports)] use crate::support::*;
