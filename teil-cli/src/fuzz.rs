@@ -219,6 +219,16 @@ fn replay(
     file: &std::path::Path,
 ) -> Result<(Report, Config), String> {
     let r = repro::read(file)?;
+    // The oracle computes the expected values: refuse a reproducer it could not finish.
+    if let Ok((checked, _)) = teil::check(r.program.clone()) {
+        let budget = teil_interp::Budget::default();
+        budget
+            .check_memory(&teil_interp::budget::oracle_bytes(&checked))
+            .and_then(|()| {
+                budget.check_work("the oracle", teil_interp::budget::oracle_work(&checked))
+            })
+            .map_err(|e| e.coded())?;
+    }
     if args.pads.is_none() && !r.pads.is_empty() {
         cfg.pads = r.pads.clone();
     }

@@ -143,6 +143,8 @@ enum Command {
         /// With `--backend c`: parallel outer loops, compiled with `-fopenmp` (spec/abi.md).
         #[arg(long)]
         openmp: bool,
+        #[command(flatten)]
+        budget: run::BudgetArgs,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -160,6 +162,11 @@ enum Command {
         /// Syntax of the expressions shown (default: the one the program uses).
         #[arg(long, value_enum)]
         syntax: Option<FmtSyntax>,
+        #[command(flatten)]
+        budget: run::BudgetArgs,
+        /// Refuse a trace that would print more than BYTES (default 16M; suffixes K, M, G).
+        #[arg(long, value_name = "BYTES", value_parser = run::parse_bytes)]
+        max_output: Option<u64>,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -262,6 +269,7 @@ fn main() -> ExitCode {
             cc,
             cflags,
             openmp,
+            budget,
             color,
         } => run::run(&run::RunArgs {
             file,
@@ -276,6 +284,7 @@ fn main() -> ExitCode {
                 ),
                 _ => run::Backend::Fast,
             },
+            budget: budget.budget(None),
             color,
         }),
         Command::Trace {
@@ -284,6 +293,8 @@ fn main() -> ExitCode {
             inputs,
             random_inputs,
             syntax,
+            budget,
+            max_output,
             color,
         } => trace::trace(&trace::TraceArgs {
             file,
@@ -291,6 +302,7 @@ fn main() -> ExitCode {
             inputs,
             random_inputs,
             syntax,
+            budget: budget.budget(max_output),
             color,
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),

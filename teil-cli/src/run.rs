@@ -15,7 +15,101 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use teil::ast::ShapeDisplay;
 use teil::CheckedProgram;
+use teil_interp::budget::{fast_bytes, oracle_bytes, oracle_work, Budget};
 use teil_interp::{npy, RunError, Tensor};
+
+/// The budget flags of `teil run` and `teil trace` (spec/limits.md, "Evaluation budgets").
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct BudgetArgs {
+    /// Refuse a run whose estimated memory is over BYTES (suffixes K, M, G, T; default: half
+    /// of the machine's memory).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
+    /// Refuse an oracle run (`--oracle`, the values of `trace`) of more than STEPS evaluation
+    /// steps (default 1e9).
+    #[arg(long, value_name = "STEPS", value_parser = parse_count)]
+    pub max_work: Option<u64>,
+}
+
+impl BudgetArgs {
+    /// The budget: the flags given, the defaults of `teil_interp::budget` for the others.
+    pub fn budget(&self, max_output: Option<u64>) -> Budget {
+        let mut b = Budget::default();
+        if let Some(m) = self.max_memory {
+            b.max_memory = m;
+        }
+        if let Some(w) = self.max_work {
+            b.max_work = w;
+        }
+        if let Some(o) = max_output {
+            b.max_output = o;
+        }
+        b
+    }
+}
+
+/// `4096`, `512K`, `16M`, `2G`, `1T` (binary multiples; `KiB`, `MB`, ... also accepted).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => {
+            return Err(format!(
+                "`{text}` is not a size: write bytes, or a number with K, M, G or T"
+            ))
+        }
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| {
+            format!("`{text}` is not a size: write bytes, or a number with K, M, G or T")
+        })
+}
+
+/// A count: `1000000`, or `1e9` (a power of ten, written as such).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let bad = || format!("`{text}` is not a count: write a whole number such as 1000000 or 1e9");
+    let t = text.trim();
+    match t.split_once(['e', 'E']) {
+        None => t.parse::<u64>().map_err(|_| bad()),
+        Some((m, e)) => {
+            let m: u64 = m.parse().map_err(|_| bad())?;
+            let e: u32 = e.parse().map_err(|_| bad())?;
+            10u64
+                .checked_pow(e)
+                .and_then(|p| p.checked_mul(m))
+                .ok_or_else(bad)
+        }
+    }
+}
+
+/// Refuses, before anything is allocated or evaluated, a run of `backend` whose estimated
+/// memory or work is over `budget`.
+pub fn preflight(p: &CheckedProgram, backend: &Backend, budget: &Budget) -> Result<(), Failure> {
+    let rejected = |e: RunError| Failure::Rejected(vec![e.coded()]);
+    match backend {
+        Backend::Fast => budget.check_memory(&fast_bytes(p)).map_err(rejected),
+        Backend::Oracle => {
+            budget.check_memory(&oracle_bytes(p)).map_err(rejected)?;
+            budget
+                .check_work("the oracle", oracle_work(p))
+                .map_err(rejected)
+        }
+        Backend::C(_) => {
+            // The driver holds the inputs and every parameter as `f64`, as the fast store does.
+            let mut est = fast_bytes(p);
+            est.who = "the C backend";
+            budget.check_memory(&est).map_err(rejected)
+        }
+    }
+}
 
 /// The evaluators `teil run` can use. Add a variant for a new backend and an arm in
 /// [`Backend::evaluate`].
@@ -36,11 +130,12 @@ impl Backend {
         &self,
         p: &CheckedProgram,
         inputs: &BTreeMap<String, Tensor>,
+        budget: &Budget,
     ) -> Result<BTreeMap<String, Tensor>, Failure> {
-        let rejected = |e: RunError| Failure::Rejected(vec![e.to_string()]);
+        let rejected = |e: RunError| Failure::Rejected(vec![e.coded()]);
         match self {
-            Backend::Fast => teil_interp::run_fast(p, inputs).map_err(rejected),
-            Backend::Oracle => teil_interp::run_oracle(p, inputs).map_err(rejected),
+            Backend::Fast => teil_interp::run_fast_with(p, inputs, budget).map_err(rejected),
+            Backend::Oracle => teil_interp::run_oracle_with(p, inputs, budget).map_err(rejected),
             Backend::C(c) => c.run(p, inputs),
         }
     }
@@ -80,6 +175,7 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
     pub print: bool,
     pub backend: Backend,
+    pub budget: Budget,
     pub color: Color,
 }
 
@@ -88,11 +184,14 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
+    if let Err(f) = preflight(&p, &args.backend, &args.budget) {
+        return f.report();
+    }
     let inputs = match load_inputs(&p, &args.inputs, args.random_inputs) {
         Ok(i) => i,
         Err(f) => return f.report(),
     };
-    let results = match args.backend.evaluate(&p, &inputs) {
+    let results = match args.backend.evaluate(&p, &inputs, &args.budget) {
         Ok(r) => r,
         Err(f) => return f.report(),
     };
@@ -181,11 +280,12 @@ pub fn load_inputs(
             return Err(Failure::Usage(format!("`--in` gives `{name}` twice")));
         }
     }
-    let mut inputs = match random {
-        Some(seed) => teil_interp::random_inputs(p, seed),
+    let mut errors = Vec::new();
+    let mut inputs = match random.map(|seed| teil_interp::try_random_inputs(p, seed)) {
+        Some(Ok(i)) => i,
+        Some(Err(e)) => return Err(Failure::Rejected(vec![e.coded()])),
         None => BTreeMap::new(),
     };
-    let mut errors = Vec::new();
     for (name, path) in &given {
         let Some(d) = p.program().decl(name) else {
             errors.push(format!("`{name}` is not a variable of the program"));
@@ -200,7 +300,12 @@ pub fn load_inputs(
         let expected = d.shape();
         match npy::read(path) {
             Err(e) => errors.push(format!(
-                "cannot read input `{name}` (shape {}) from `{}`: {e}",
+                "{}cannot read input `{name}` (shape {}) from `{}`: {e}",
+                match e {
+                    npy::NpyError::OutOfMemory { .. } =>
+                        format!("[{}] ", teil::Code::OutOfMemory.as_str()),
+                    _ => String::new(),
+                },
                 ShapeDisplay(&expected),
                 path.display()
             )),

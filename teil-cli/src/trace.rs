@@ -4,6 +4,8 @@
 use crate::run::{compile, load_inputs};
 use crate::{Color, FmtSyntax};
 use teil::fmt::Style;
+use teil_interp::trace::TraceError;
+use teil_interp::Budget;
 
 pub struct TraceArgs {
     pub file: String,
@@ -11,10 +13,13 @@ pub struct TraceArgs {
     pub inputs: Vec<String>,
     pub random_inputs: Option<u64>,
     pub syntax: Option<FmtSyntax>,
+    pub budget: Budget,
     pub color: Color,
 }
 
-/// Parses `C[1,2]`, `C[1, 2]`, `s` or `s[]` into a name and a 1-based multi-index.
+/// Parses `C[1,2]`, `C[1, 2]`, `C[1 2]`, `s` or `s[]` into a name and a 1-based multi-index.
+/// Indices are separated by commas or, without commas, by spaces; an empty index (`C[1,,2]`,
+/// `C[1,]`) is an error.
 pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
     let usage = || {
         format!("cannot read the cell `{cell}`: write it as `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar")
@@ -35,10 +40,22 @@ pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
                 .strip_prefix('[')
                 .and_then(|s| s.strip_suffix(']'))
                 .ok_or_else(usage)?;
-            inner
-                .split([',', ' '])
-                .filter(|s| !s.is_empty())
-                .map(|s| s.parse::<u64>().map_err(|_| usage()))
+            let parts: Vec<&str> = if inner.trim().is_empty() {
+                Vec::new()
+            } else if inner.contains(',') {
+                inner.split(',').map(str::trim).collect()
+            } else {
+                inner.split_whitespace().collect()
+            };
+            parts
+                .iter()
+                .map(|s| {
+                    if s.chars().all(|c| c.is_ascii_digit()) {
+                        s.parse::<u64>().map_err(|_| usage())
+                    } else {
+                        Err(usage())
+                    }
+                })
                 .collect::<Result<Vec<u64>, String>>()?
         }
     };
@@ -60,6 +77,14 @@ pub fn trace(args: &TraceArgs) -> u8 {
     let inputs = if args.inputs.is_empty() && args.random_inputs.is_none() {
         None
     } else {
+        // The values come from the oracle: refuse before the inputs are allocated.
+        if let Err(e) = args
+            .budget
+            .check_memory(&teil_interp::budget::oracle_bytes(&p))
+        {
+            crate::input::fail(&e.coded());
+            return 1;
+        }
         match load_inputs(&p, &args.inputs, args.random_inputs) {
             Ok(i) => Some(i),
             Err(f) => return f.report(),
@@ -74,7 +99,7 @@ pub fn trace(args: &TraceArgs) -> u8 {
             _ => Style::Prefix,
         },
     };
-    match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style) {
+    match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style, &args.budget) {
         Ok(lines) => {
             let width = lines
                 .iter()
@@ -87,6 +112,10 @@ pub fn trace(args: &TraceArgs) -> u8 {
                 println!("{}", line.trim_end());
             }
             0
+        }
+        Err(TraceError::Run(e)) => {
+            crate::input::fail(&e.coded());
+            1
         }
         Err(e) => {
             crate::input::fail(&e.to_string());

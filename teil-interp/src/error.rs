@@ -1,11 +1,13 @@
 //! Errors of the evaluators.
 //!
-//! Two classes, as in miri: the caller's fault (an unknown variable, a value of the wrong shape,
-//! a program too large for this machine), and internal errors. [`RunError::OutOfBounds`] is the
+//! Three classes, as in miri: the caller's fault (an unknown variable, a value of the wrong
+//! shape), resource exhaustion (a budget of [`crate::budget`] exceeded, memory exhausted, the run
+//! interrupted; each with a stable code, [`RunError::code`]), and internal errors. [`RunError::OutOfBounds`] is the
 //! run-time witness of the type-safety theorem (TeIL paper Thm. 4.6): the oracle checks every
 //! store access against the allocation's extents, and a checked program must never trigger it.
 
 use teil::ast::ShapeDisplay;
+use teil::Code;
 
 /// Which kind of store access went out of bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,13 +57,46 @@ pub enum RunError {
         expected: Vec<u64>,
         found: Vec<u64>,
     },
-    /// A tensor (variable or intermediate) larger than the evaluator's memory limit.
-    #[error("`{what}` would need {elements} elements; this evaluator's limit is {limit} (spec/interpreter.md)")]
-    TooLarge {
-        what: String,
-        elements: u64,
-        limit: u64,
+    /// The run's estimated memory is over the budget (E0701); nothing was allocated.
+    #[error(
+        "{who} needs an estimated {} of memory, over the budget of {} (`--max-memory`, \
+         spec/limits.md); the largest tensor is {largest} with {largest_cells} cells ({})",
+        Bytes(*bytes),
+        Bytes(*budget),
+        Bytes(largest_cells.saturating_mul(8))
+    )]
+    OverMemory {
+        who: &'static str,
+        bytes: u64,
+        budget: u64,
+        largest: String,
+        largest_cells: u64,
     },
+    /// The run's estimated work is over the budget (E0702); nothing was evaluated.
+    #[error(
+        "{who} needs {work} evaluation steps, over the budget of {budget} (`--max-work`, \
+         spec/limits.md); the fast evaluator (`teil run` without `--oracle`) has no such cost"
+    )]
+    OverWork {
+        who: &'static str,
+        work: u64,
+        budget: u64,
+    },
+    /// An allocation failed although the estimate was within the budget (E0703).
+    #[error("out of memory: cannot allocate {} for {what}", Bytes(*bytes))]
+    OutOfMemory { what: String, bytes: u64 },
+    /// The caller set the budget's cancellation flag (E0704).
+    #[error("interrupted")]
+    Interrupted,
+    /// `teil trace` would print more than the output budget (E0705).
+    #[error(
+        "the trace would print more than {} (at least {} lines of {} characters), over the \
+         output budget (`--max-output`, spec/limits.md)",
+        Bytes(*budget),
+        lines,
+        width
+    )]
+    OverOutput { budget: u64, lines: u64, width: u64 },
     /// An expression nested deeper than `teil::limits::MAX_EXPR_DEPTH`.
     #[error("a right-hand side is nested {depth} levels deep; the limit is {limit}")]
     TooDeep { depth: usize, limit: usize },
@@ -71,5 +106,45 @@ impl RunError {
     /// Whether the error is a bug in the evaluator rather than a problem with the input.
     pub fn is_internal(&self) -> bool {
         matches!(self, RunError::OutOfBounds { .. } | RunError::Internal(_))
+    }
+
+    /// The stable code of a budget or resource error (spec/diagnostics.md, E07xx).
+    pub fn code(&self) -> Option<Code> {
+        Some(match self {
+            RunError::OverMemory { .. } => Code::MemoryBudget,
+            RunError::OverWork { .. } => Code::WorkBudget,
+            RunError::OutOfMemory { .. } => Code::OutOfMemory,
+            RunError::Interrupted => Code::Interrupted,
+            RunError::OverOutput { .. } => Code::OutputBudget,
+            _ => return None,
+        })
+    }
+
+    /// The message with its code in front, as `teil` prints it: `[E0701] ...`.
+    pub fn coded(&self) -> String {
+        match self.code() {
+            Some(c) => format!("[{}] {self}", c.as_str()),
+            None => self.to_string(),
+        }
+    }
+}
+
+/// A number of bytes for messages: `1.5 GiB (1610612736 bytes)`.
+pub struct Bytes(pub u64);
+
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+        let n = self.0;
+        if n < 1024 {
+            return write!(f, "{n} bytes");
+        }
+        let mut v = n as f64 / 1024.0;
+        let mut u = 0;
+        while v >= 1024.0 && u + 1 < UNITS.len() {
+            v /= 1024.0;
+            u += 1;
+        }
+        write!(f, "{v:.1} {} ({n} bytes)", UNITS[u])
     }
 }

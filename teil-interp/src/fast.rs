@@ -24,13 +24,15 @@
 //! changes nothing. With rounding, results may differ by reassociation (spec/interpreter.md).
 //! The undefined value `•` is NaN here; every operation propagates NaN, so it behaves as `•`.
 
+use crate::budget::{checked_len, try_vec, Budget};
 use crate::domain::{max_f64, min_f64};
 use crate::error::RunError;
 use crate::oracle::check_depth;
-use crate::store::{checked_elements, filled};
+use crate::store::filled;
 use ndarray::{ArrayD, Axis, IxDyn, Zip};
 use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use teil::ast::{BinOp, Expr, ExprKind, RedOp};
 use teil::CheckedProgram;
 
@@ -59,13 +61,29 @@ pub struct Stats {
 pub type FastStore = BTreeMap<String, ArrayD<f64>>;
 
 /// Runs every statement of `p` on `store` (which must hold every declared variable with its
-/// declared shape) and returns the final store.
+/// declared shape) and returns the final store. No budget: see [`run_with`].
 pub fn run(
+    p: &CheckedProgram,
+    store: FastStore,
+    mode: Mode,
+) -> Result<(FastStore, Stats), RunError> {
+    run_with(p, store, mode, &Budget::unlimited())
+}
+
+/// [`run`] within `budget`: every intermediate is checked against the memory budget (with the
+/// store) before it is allocated, and the cancellation flag is polled per statement and per
+/// outer iteration of every contraction. The up-front estimate is the caller's
+/// ([`crate::run_fast_with`]).
+pub fn run_with(
     p: &CheckedProgram,
     mut store: FastStore,
     mode: Mode,
+    budget: &Budget,
 ) -> Result<(FastStore, Stats), RunError> {
     check_depth(p)?;
+    let store_bytes = store.values().fold(0u64, |acc, a| {
+        acc.saturating_add((a.len() as u64).saturating_mul(8))
+    });
     for d in &p.program().decls {
         let shape: Vec<usize> = d.extents.iter().map(|n| n.value as usize).collect();
         match store.get(&d.name.name) {
@@ -80,6 +98,7 @@ pub fn run(
     }
     let stats = Cell::new(Stats::default());
     for s in &p.program().stmts {
+        budget.check_cancel()?;
         // [St-Stmt]: the whole right-hand side against the old store, then the update.
         let value = {
             let ev = Evaluator {
@@ -88,6 +107,9 @@ pub fn run(
                 mode,
                 stats: &stats,
                 labels: Default::default(),
+                budget,
+                store_bytes,
+                target: &s.target.name,
             };
             ev.value(&s.value)?
         };
@@ -147,6 +169,11 @@ struct Evaluator<'p, 's> {
     stats: &'s Cell<Stats>,
     /// Extent of every label of the statement being evaluated.
     labels: std::cell::RefCell<Vec<u64>>,
+    budget: &'s Budget,
+    /// Bytes of the store, counted against the memory budget with each new allocation.
+    store_bytes: u64,
+    /// The variable the statement assigns (for messages).
+    target: &'s str,
 }
 
 fn bad(what: &str) -> RunError {
@@ -176,13 +203,40 @@ impl<'s> Evaluator<'_, 's> {
         self.stats.set(s);
     }
 
-    /// A zero-filled array of the given extents, within the memory limit.
+    /// Refuses an allocation of `cells` cells that would take the run over the memory budget.
+    fn reserve(&self, cells: u64) -> Result<(), RunError> {
+        let bytes = self.store_bytes.saturating_add(cells.saturating_mul(8));
+        if bytes > self.budget.max_memory {
+            return Err(RunError::OverMemory {
+                who: "the fast evaluator",
+                bytes,
+                budget: self.budget.max_memory,
+                largest: format!(
+                    "an intermediate of the statement assigning `{}`",
+                    self.target
+                ),
+                largest_cells: cells,
+            });
+        }
+        Ok(())
+    }
+
+    /// A zero-filled array of the given extents, within the memory budget.
     fn zeros(&self, what: &str, extents: &[u64]) -> Result<ArrayD<f64>, RunError> {
-        let len = checked_elements(what, extents)?;
+        self.reserve(crate::budget::cells(extents))?;
+        let len = checked_len(what, extents)?;
         self.note_alloc(len as u64);
         let data = filled(what, len, 0.0)?;
         let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
         ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|e| bad(&e.to_string()))
+    }
+
+    /// A row-major copy of `a`, its memory checked against the budget and reserved fallibly.
+    fn owned(&self, a: &ndarray::ArrayViewD<'_, f64>) -> Result<ArrayD<f64>, RunError> {
+        self.reserve(a.len() as u64)?;
+        self.note_alloc(a.len() as u64);
+        let data = try_vec("an intermediate result", a.len(), a.iter().copied())?;
+        ArrayD::from_shape_vec(IxDyn(a.shape()), data).map_err(|e| bad(&e.to_string()))
     }
 
     /// A term whose only factor is `data`, with fresh labels for its axes.
@@ -350,12 +404,13 @@ impl<'s> Evaluator<'_, 's> {
                     .first()
                     .copied()
                     .ok_or_else(|| bad("empty scalar"))?;
-                self.note_alloc(x.len() as u64);
-                Ok(if defin {
-                    x.mapv(|v| v * s)
+                let mut x = x;
+                if defin {
+                    x.mapv_inplace(|v| v * s);
                 } else {
-                    x.mapv(|v| v / s)
-                })
+                    x.mapv_inplace(|v| v / s);
+                }
+                Ok(x)
             }
             // [S-Add], [S-Sub], [S-Div]
             ExprKind::Binary(op, a, b) => {
@@ -387,8 +442,7 @@ impl<'s> Evaluator<'_, 's> {
                     RedOp::Max => max_f64,
                     RedOp::Min => min_f64,
                 };
-                let mut acc = x.index_axis(ax, 0).to_owned();
-                self.note_alloc(acc.len() as u64);
+                let mut acc = self.owned(&x.index_axis(ax, 0))?;
                 for m in 1..x.len_of(ax) {
                     Zip::from(&mut acc)
                         .and(&x.index_axis(ax, m))
@@ -486,7 +540,7 @@ impl<'s> Evaluator<'_, 's> {
         };
         let mut arr = match result.data {
             Data::Owned(a) => a,
-            Data::Borrowed(a) => a.clone(),
+            Data::Borrowed(a) => self.owned(&a.view())?,
         };
         for n in scale {
             let n = n as f64;
@@ -546,6 +600,7 @@ impl<'s> Evaluator<'_, 's> {
             .as_slice_mut()
             .ok_or_else(|| bad("intermediate not contiguous"))?;
         let accumulate = !summed.is_empty();
+        let cancel = self.budget.cancel.as_deref();
         match ops {
             [x] => {
                 let xs = x
@@ -553,7 +608,7 @@ impl<'s> Evaluator<'_, 's> {
                     .array()
                     .as_slice()
                     .ok_or_else(|| bad("operand not contiguous"))?;
-                nest1(&loops, xs, x.base, zs, 0, accumulate);
+                nest1(&loops, xs, x.base, zs, 0, accumulate, cancel);
             }
             [x, y] => {
                 let xs = x
@@ -566,10 +621,11 @@ impl<'s> Evaluator<'_, 's> {
                     .array()
                     .as_slice()
                     .ok_or_else(|| bad("operand not contiguous"))?;
-                nest2(&loops, xs, x.base, ys, y.base, zs, 0, accumulate);
+                nest2(&loops, xs, x.base, ys, y.base, zs, 0, accumulate, cancel);
             }
             _ => return Err(bad("contraction of more than two factors")),
         }
+        self.budget.check_cancel()?;
         let axes = keep.iter().copied().zip(zstride).collect();
         Ok(Factor {
             data: Data::Owned(z),
@@ -685,7 +741,18 @@ struct Loop {
     s: [usize; 2],
 }
 
-fn nest1(loops: &[Loop], x: &[f64], ox: usize, z: &mut [f64], oz: usize, acc: bool) {
+/// `cancel`, polled per iteration of the outermost loop only, stops the nest early (the caller
+/// then reports the interruption).
+#[allow(clippy::too_many_arguments)]
+fn nest1(
+    loops: &[Loop],
+    x: &[f64],
+    ox: usize,
+    z: &mut [f64],
+    oz: usize,
+    acc: bool,
+    cancel: Option<&AtomicBool>,
+) {
     match loops {
         [] => {
             if acc {
@@ -708,7 +775,10 @@ fn nest1(loops: &[Loop], x: &[f64], ox: usize, z: &mut [f64], oz: usize, acc: bo
         }
         [l, rest @ ..] => {
             for i in 0..l.n {
-                nest1(rest, x, ox + i * l.s[0], z, oz + i * l.sz, acc);
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    return;
+                }
+                nest1(rest, x, ox + i * l.s[0], z, oz + i * l.sz, acc, None);
             }
         }
     }
@@ -724,6 +794,7 @@ fn nest2(
     z: &mut [f64],
     oz: usize,
     acc: bool,
+    cancel: Option<&AtomicBool>,
 ) {
     match loops {
         [] => {
@@ -754,6 +825,9 @@ fn nest2(
         }
         [l, rest @ ..] => {
             for i in 0..l.n {
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    return;
+                }
                 nest2(
                     rest,
                     x,
@@ -763,6 +837,7 @@ fn nest2(
                     z,
                     oz + i * l.sz,
                     acc,
+                    None,
                 );
             }
         }

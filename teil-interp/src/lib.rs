@@ -10,6 +10,7 @@
 //! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
 //! (spec/interpreter.md).
 
+pub mod budget;
 pub mod domain;
 pub mod error;
 pub mod fast;
@@ -20,6 +21,7 @@ pub mod symbolic;
 pub mod trace;
 pub mod undefined;
 
+pub use budget::Budget;
 pub use domain::{Domain, Val};
 pub use error::{Access, RunError};
 pub use store::{multi_indices, Alloc, Store};
@@ -45,7 +47,7 @@ pub fn initial_store(
     let mut store = Store::<Val>::undefined(p)?;
     for (name, t) in inputs {
         let expected = check_input(p, name, t)?;
-        let data = t.iter().map(|&x| Val::from_f64(x)).collect();
+        let data = budget::try_vec(name, t.len(), t.iter().map(|&x| Val::from_f64(x)))?;
         store.replace(name, &expected, data)?;
     }
     Ok(store)
@@ -73,19 +75,37 @@ pub fn check_input(p: &CheckedProgram, name: &str, t: &Tensor) -> Result<Vec<u64
 /// Converts one allocation of the oracle's store to a boundary tensor (`•` becomes NaN).
 pub fn to_tensor(alloc: &Alloc<Val>) -> Result<Tensor, RunError> {
     let shape: Vec<usize> = alloc.extents.iter().map(|&n| n as usize).collect();
-    let data = alloc.data.iter().map(|v| v.to_f64()).collect();
+    let data = budget::try_vec(
+        "a result",
+        alloc.data.len(),
+        alloc.data.iter().map(|v| v.to_f64()),
+    )?;
     ArrayD::from_shape_vec(IxDyn(&shape), data)
         .map_err(|e| RunError::Internal(format!("store allocation has an inconsistent shape: {e}")))
 }
 
-/// Runs `p` with the reference interpreter. `inputs` holds the caller-supplied variables
-/// (any subset of the declared ones; the others start undefined). Returns the final value of
-/// EVERY declared variable.
+/// Runs `p` with the reference interpreter within the default [`Budget`] (see
+/// [`run_oracle_with`]). `inputs` holds the caller-supplied variables (any subset of the
+/// declared ones; the others start undefined). Returns the final value of EVERY declared
+/// variable.
 pub fn run_oracle(
     p: &CheckedProgram,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>, RunError> {
-    let mut oracle = oracle::Oracle::new(p, initial_store(p, inputs)?);
+    run_oracle_with(p, inputs, &Budget::default())
+}
+
+/// [`run_oracle`] within `budget`: the memory estimate ([`budget::oracle_bytes`]) and the
+/// work ([`budget::oracle_work`]) are checked before anything is allocated or evaluated, and
+/// the cancellation flag is polled while it runs.
+pub fn run_oracle_with(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+    budget: &Budget,
+) -> Result<BTreeMap<String, Tensor>, RunError> {
+    budget.check_memory(&budget::oracle_bytes(p))?;
+    budget.check_work("the oracle", budget::oracle_work(p))?;
+    let mut oracle = oracle::Oracle::with_budget(p, initial_store(p, inputs)?, budget.clone());
     oracle.run()?;
     oracle
         .into_store()
@@ -94,13 +114,26 @@ pub fn run_oracle(
         .collect()
 }
 
-/// Runs `p` with the fast evaluator; same contract as [`run_oracle`].
+/// Runs `p` with the fast evaluator within the default [`Budget`]; same contract as
+/// [`run_oracle`].
 pub fn run_fast(
     p: &CheckedProgram,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>, RunError> {
+    run_fast_with(p, inputs, &Budget::default())
+}
+
+/// [`run_fast`] within `budget`: the memory estimate ([`budget::fast_bytes`]) is checked
+/// before anything is allocated, every intermediate again when it is allocated, and the
+/// cancellation flag is polled while it runs.
+pub fn run_fast_with(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+    budget: &Budget,
+) -> Result<BTreeMap<String, Tensor>, RunError> {
+    budget.check_memory(&budget::fast_bytes(p))?;
     let store = fast_store(p, inputs)?;
-    let (store, _) = fast::run(p, store, fast::Mode::Values)?;
+    let (store, _) = fast::run_with(p, store, fast::Mode::Values, budget)?;
     Ok(store)
 }
 
@@ -126,22 +159,40 @@ fn fnv1a(s: &str) -> u64 {
 
 /// Reproducible inputs: every variable the caller supplies (`p.is_input`) filled with small
 /// integers in -3..=3, from a stream determined by `seed` and the variable's name alone.
-/// Variables larger than the evaluators' limit are left out (a run then reports them).
+/// Variables that cannot be allocated are left out (a run then reports them); see
+/// [`try_random_inputs`] for the error instead.
 pub fn random_inputs(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor> {
+    p.program()
+        .decls
+        .iter()
+        .filter(|d| p.is_input(d))
+        .filter_map(|d| Some((d.name.name.clone(), random_tensor(d, seed).ok()?)))
+        .collect()
+}
+
+/// [`random_inputs`], with the first variable that cannot be allocated as an error
+/// ([`RunError::OutOfMemory`]). Check the run's memory estimate first (`crate::budget`) to
+/// refuse a run that is over its budget before allocating anything.
+pub fn try_random_inputs(
+    p: &CheckedProgram,
+    seed: u64,
+) -> Result<BTreeMap<String, Tensor>, RunError> {
     let mut out = BTreeMap::new();
     for d in p.program().decls.iter().filter(|d| p.is_input(d)) {
-        let extents = d.shape();
-        let Ok(len) = store::checked_elements(&d.name.name, &extents) else {
-            continue;
-        };
-        let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
-        let data: Vec<f64> = (0..len).map(|_| (rng.next() % 7) as f64 - 3.0).collect();
-        let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
-        if let Ok(t) = ArrayD::from_shape_vec(IxDyn(&shape), data) {
-            out.insert(d.name.name.clone(), t);
-        }
+        out.insert(d.name.name.clone(), random_tensor(d, seed)?);
     }
-    out
+    Ok(out)
+}
+
+/// The random values of one declared variable (see [`random_inputs`]).
+fn random_tensor(d: &teil::ast::Decl, seed: u64) -> Result<Tensor, RunError> {
+    let extents = d.shape();
+    let len = budget::checked_len(&d.name.name, &extents)?;
+    let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
+    let values = (0..len).map(|_| (rng.next() % 7) as f64 - 3.0);
+    let data = budget::try_vec(&d.name.name, len, values)?;
+    let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
+    ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|e| RunError::Internal(e.to_string()))
 }
 
 /// Equality of results (spec/interpreter.md): same shape, and cell by cell either both NaN
@@ -196,10 +247,14 @@ pub fn fast_store(
     for d in &p.program().decls {
         let name = &d.name.name;
         let t = match inputs.get(name) {
-            Some(t) => t.as_standard_layout().into_owned(),
+            Some(t) => {
+                let data = budget::try_vec(name, t.len(), t.iter().copied())?;
+                ArrayD::from_shape_vec(IxDyn(t.shape()), data)
+                    .map_err(|e| RunError::Internal(e.to_string()))?
+            }
             None => {
                 let extents = d.shape();
-                let len = store::checked_elements(name, &extents)?;
+                let len = budget::checked_len(name, &extents)?;
                 let data = store::filled(name, len, f64::NAN)?;
                 let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
                 ArrayD::from_shape_vec(IxDyn(&shape), data)
@@ -209,6 +264,18 @@ pub fn fast_store(
         store.insert(name.clone(), t);
     }
     Ok(store)
+}
+
+/// A copy of a fast store, its memory reserved fallibly.
+pub fn try_clone_store(store: &fast::FastStore) -> Result<fast::FastStore, RunError> {
+    let mut out = BTreeMap::new();
+    for (name, t) in store {
+        let data = budget::try_vec(name, t.len(), t.iter().copied())?;
+        let t = ArrayD::from_shape_vec(IxDyn(t.shape()), data)
+            .map_err(|e| RunError::Internal(e.to_string()))?;
+        out.insert(name.clone(), t);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub enum NpyError {
     Truncated { expected: u64, found: u64 },
     #[error("the file has {0} bytes after the array data")]
     TrailingData(u64),
+    /// Memory for the file or its values could not be reserved (E0703).
+    #[error("out of memory: cannot allocate {} to read the file", crate::error::Bytes(*bytes))]
+    OutOfMemory { bytes: u64 },
 }
 
 /// Element types we read.
@@ -111,29 +114,35 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
     if found > expected {
         return Err(NpyError::TrailingData(found - expected));
     }
+    let len = usize::try_from(count).map_err(|_| NpyError::OutOfMemory {
+        bytes: count.saturating_mul(8),
+    })?;
+    let oom = |_| NpyError::OutOfMemory {
+        bytes: count.saturating_mul(8),
+    };
     let values: Vec<f64> = match dtype {
-        Dtype::F64 { big } => data
-            .chunks_exact(8)
-            .map(|c| {
+        Dtype::F64 { big } => {
+            let cells = data.chunks_exact(8).map(|c| {
                 let b: [u8; 8] = c.try_into().unwrap_or_default();
                 if big {
                     f64::from_be_bytes(b)
                 } else {
                     f64::from_le_bytes(b)
                 }
-            })
-            .collect(),
-        Dtype::F32 { big } => data
-            .chunks_exact(4)
-            .map(|c| {
+            });
+            crate::budget::try_vec("a .npy file", len, cells).map_err(oom)?
+        }
+        Dtype::F32 { big } => {
+            let cells = data.chunks_exact(4).map(|c| {
                 let b: [u8; 4] = c.try_into().unwrap_or_default();
                 f64::from(if big {
                     f32::from_be_bytes(b)
                 } else {
                     f32::from_le_bytes(b)
                 })
-            })
-            .collect(),
+            });
+            crate::budget::try_vec("a .npy file", len, cells).map_err(oom)?
+        }
     };
     ArrayD::from_shape_vec(IxDyn(&shape), values).map_err(|e| NpyError::Header(e.to_string()))
 }

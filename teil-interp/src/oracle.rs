@@ -14,17 +14,21 @@
 //! Lemma 4.5). When it does, the oracle stops with [`RunError::OutOfBounds`]. Recursion depth is
 //! the expression depth, at most `teil::limits::MAX_EXPR_DEPTH` ([`check_depth`]).
 
+use crate::budget::{checked_len, oracle_work, try_vec, Budget, Meter};
 use crate::domain::Domain;
 use crate::error::RunError;
-use crate::store::{checked_elements, multi_indices, Store};
+use crate::store::{multi_indices, Store};
 use teil::ast::{BinOp, Expr, ExprKind, Stmt};
 use teil::limits::MAX_EXPR_DEPTH;
 use teil::CheckedProgram;
 
-/// An evaluation in progress: the program (for its shapes) and the current store μ.
+/// An evaluation in progress: the program (for its shapes), the current store μ, and the meter
+/// that counts its steps against a [`Budget`] (one step per `eval` call, the unit of
+/// [`crate::budget::oracle_work`]).
 pub struct Oracle<'p, V> {
     prog: &'p CheckedProgram,
     store: Store<V>,
+    meter: Meter,
 }
 
 /// Returns an error when some right-hand side of `p` is nested deeper than the recursion of the
@@ -70,8 +74,24 @@ fn component(idx: &[u64], p: u64) -> Result<u64, RunError> {
 }
 
 impl<'p, V: Domain> Oracle<'p, V> {
+    /// An oracle without limits (for small programs the caller built, e.g. in tests).
     pub fn new(prog: &'p CheckedProgram, store: Store<V>) -> Self {
-        Oracle { prog, store }
+        Self::with_budget(prog, store, Budget::unlimited())
+    }
+
+    /// An oracle that stops with [`RunError::Interrupted`] when `budget`'s flag is set and
+    /// refuses runs over its work budget.
+    pub fn with_budget(prog: &'p CheckedProgram, store: Store<V>, budget: Budget) -> Self {
+        Oracle {
+            prog,
+            store,
+            meter: Meter::new(budget),
+        }
+    }
+
+    /// Steps taken so far (calls of [`Oracle::eval`]).
+    pub fn steps(&self) -> u64 {
+        self.meter.steps()
     }
 
     pub fn store(&self) -> &Store<V> {
@@ -84,6 +104,7 @@ impl<'p, V: Domain> Oracle<'p, V> {
 
     /// `⟦e⟧ Γ μ ī` at the 1-based multi-index `idx` (which must be below `shape(e)`).
     pub fn eval(&self, e: &Expr, idx: &[u64]) -> Result<V, RunError> {
+        self.meter.tick()?;
         let shape = |e: &Expr| self.prog.shape(e);
         match &e.kind {
             // [S-Var] ⟦x⟧ μ ī = μ x ī
@@ -180,14 +201,9 @@ impl<'p, V: Domain> Oracle<'p, V> {
     /// against the old store before any is written.
     pub fn step(&mut self, stmt: &Stmt) -> Result<(), RunError> {
         let extents = self.prog.shape(&stmt.value).to_vec();
-        let len = checked_elements(&stmt.target.name, &extents)?;
-        let mut data = Vec::new();
-        data.try_reserve_exact(len)
-            .map_err(|_| RunError::TooLarge {
-                what: stmt.target.name.clone(),
-                elements: len as u64,
-                limit: crate::store::MAX_RUN_ELEMENTS,
-            })?;
+        self.meter.poll()?;
+        let len = checked_len(&stmt.target.name, &extents)?;
+        let mut data = try_vec(&stmt.target.name, len, std::iter::empty())?;
         for k in multi_indices(&extents) {
             data.push(self.eval(&stmt.value, &k)?);
         }
@@ -197,6 +213,9 @@ impl<'p, V: Domain> Oracle<'p, V> {
     /// [St-Seq], [Eval-Prog]: the statements in order.
     pub fn run(&mut self) -> Result<(), RunError> {
         check_depth(self.prog)?;
+        self.meter
+            .budget()
+            .check_work("the oracle", oracle_work(self.prog))?;
         for s in &self.prog.program().stmts {
             self.step(s)?;
         }

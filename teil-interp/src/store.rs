@@ -6,14 +6,11 @@
 //! allocation's extents and return [`RunError::OutOfBounds`] instead of panicking: the
 //! run-time witness of type safety.
 
+use crate::budget::{checked_len, try_vec};
 use crate::domain::Domain;
 use crate::error::{Access, RunError};
 use std::collections::BTreeMap;
 use teil::CheckedProgram;
-
-/// Largest number of cells of one tensor the evaluators allocate: 2^31 (16 GiB of `f64`).
-/// Larger allocations are reported as [`RunError::TooLarge`] instead of exhausting memory.
-pub const MAX_RUN_ELEMENTS: u64 = 1 << 31;
 
 /// One allocation `alloc x : [n1, ..., nk]`: its extents and its cells in row-major order.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,30 +37,9 @@ impl<V> Alloc<V> {
     }
 }
 
-/// Number of cells of a shape, if it fits the evaluator's limit.
-pub fn checked_elements(what: &str, extents: &[u64]) -> Result<usize, RunError> {
-    let count = extents.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n));
-    match count {
-        Some(c) if c <= MAX_RUN_ELEMENTS => Ok(c as usize),
-        _ => Err(RunError::TooLarge {
-            what: what.to_string(),
-            elements: count.unwrap_or(u64::MAX),
-            limit: MAX_RUN_ELEMENTS,
-        }),
-    }
-}
-
 /// A vector of `len` copies of `v`, reporting allocation failure as an error.
 pub fn filled<V: Clone>(what: &str, len: usize, v: V) -> Result<Vec<V>, RunError> {
-    let mut data = Vec::new();
-    data.try_reserve_exact(len)
-        .map_err(|_| RunError::TooLarge {
-            what: what.to_string(),
-            elements: len as u64,
-            limit: MAX_RUN_ELEMENTS,
-        })?;
-    data.resize(len, v);
-    Ok(data)
+    try_vec(what, len, std::iter::repeat_n(v, len))
 }
 
 /// The store μ: variable name to allocation.
@@ -78,7 +54,7 @@ impl<V: Domain> Store<V> {
         let mut allocs = BTreeMap::new();
         for d in &p.program().decls {
             let extents = d.shape();
-            let len = checked_elements(&d.name.name, &extents)?;
+            let len = checked_len(&d.name.name, &extents)?;
             let data = filled(&d.name.name, len, V::undefined())?;
             allocs.insert(d.name.name.clone(), Alloc { extents, data });
         }

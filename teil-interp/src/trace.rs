@@ -9,7 +9,14 @@
 //! follow: the sums expanded over their indices, the store reads replaced by values, and the
 //! value itself, computed by the oracle. Long folds are abbreviated to their first two terms and
 //! the last (`a + b + ⋯ (6 more) ⋯ + z`).
+//!
+//! The output is bounded (spec/limits.md): the symbolic lines are one per expression node, and
+//! their total size (every line padded to the widest) is checked against the budget's
+//! `max_output` as they are built; an expansion that would show more than
+//! [`MAX_EXPANDED_TERMS`] terms (nested folds multiply) is not printed, only the value; the
+//! oracle's work for the value is checked against `max_work` before it starts.
 
+use crate::budget::{cell_work, statement_work, Budget};
 use crate::domain::Val;
 use crate::error::RunError;
 use crate::oracle::Oracle;
@@ -49,6 +56,9 @@ pub enum TraceError {
 /// Folds longer than this are shown abbreviated when expanded.
 const SHOWN_TERMS: u64 = 4;
 
+/// An expansion with more terms (store reads and literals) than this is not shown.
+pub const MAX_EXPANDED_TERMS: u64 = 1000;
+
 /// An index position: a number or a bound index variable.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Ix {
@@ -76,13 +86,15 @@ enum G {
 }
 
 /// Traces the cell `var[idx]` (1-based) of program `p`. With `inputs`, the values are shown:
-/// the statements before the traced one run on the oracle first.
+/// the statements before the traced one run on the oracle first. The run is within `budget`
+/// (see the module documentation).
 pub fn trace(
     p: &CheckedProgram,
     var: &str,
     idx: &[u64],
     inputs: Option<&BTreeMap<String, Tensor>>,
     style: Style,
+    budget: &Budget,
 ) -> Result<Vec<Line>, TraceError> {
     let shape = p
         .var_shape(var)
@@ -101,9 +113,16 @@ pub fn trace(
         .iter()
         .rposition(|s| s.target.name == var)
         .ok_or_else(|| TraceError::NeverAssigned(var.to_string()))?;
+    let rhs = &stmts[at].value;
     let oracle = match inputs {
         Some(inputs) => {
-            let mut o = Oracle::new(p, crate::initial_store(p, inputs)?);
+            // The statements before the traced one, then one cell of it.
+            let work = stmts[..at].iter().fold(cell_work(p, rhs), |acc, s| {
+                acc.saturating_add(statement_work(p, s))
+            });
+            budget.check_work("the oracle (for the values of the trace)", work)?;
+            budget.check_memory(&crate::budget::oracle_bytes(p))?;
+            let mut o = Oracle::with_budget(p, crate::initial_store(p, inputs)?, budget.clone());
             for s in &stmts[..at] {
                 o.step(s)?;
             }
@@ -111,7 +130,6 @@ pub fn trace(
         }
         None => None,
     };
-    let rhs = &stmts[at].value;
     let tr = Tracer {
         prog: p,
         style,
@@ -123,41 +141,100 @@ pub fn trace(
     let head = format!("{var}{} = ", index(idx));
     // Continuation lines start with `=` under the first one, as in the paper's Fig. 7.
     let pad = " ".repeat(head.chars().count() - 2);
-    let mut lines = vec![Line {
+    let mut out = Output::new(budget);
+    out.push(Line {
         text: format!("{head}{}", tr.show(&f)),
         rule: "[St-Stmt]".to_string(),
-    }];
+    })?;
     while let Some(rule) = tr.step(&mut f)? {
-        lines.push(Line {
+        budget.check_cancel()?;
+        out.push(Line {
             text: format!("{pad}= {}", tr.show(&f)),
             rule: format!("[{rule}]"),
-        });
+        })?;
     }
     match oracle {
-        None => lines.push(Line {
+        None => out.push(Line {
             text: format!("{pad}  (give --in or --random-inputs to see the values)"),
             rule: String::new(),
-        }),
+        })?,
         Some(o) => {
-            let store = o.store();
-            let mut env = vec![0u64; tr.vars];
-            let g = expand(&f, &mut env, store)?;
-            lines.push(Line {
-                text: format!("{pad}= {}", show_g(&g, false, 0)),
-                rule: "[expand]".to_string(),
-            });
-            lines.push(Line {
-                text: format!("{pad}= {}", show_g(&g, true, 0)),
-                rule: "[store reads]".to_string(),
-            });
+            let terms = expanded_terms(&f);
+            if terms <= MAX_EXPANDED_TERMS {
+                let store = o.store();
+                let mut env = vec![0u64; tr.vars];
+                let g = expand(&f, &mut env, store)?;
+                out.push(Line {
+                    text: format!("{pad}= {}", show_g(&g, false, 0)),
+                    rule: "[expand]".to_string(),
+                })?;
+                out.push(Line {
+                    text: format!("{pad}= {}", show_g(&g, true, 0)),
+                    rule: "[store reads]".to_string(),
+                })?;
+            } else {
+                out.push(Line {
+                    text: format!(
+                        "{pad}  (the expansion would show {} terms, more than {MAX_EXPANDED_TERMS}; only the value follows)",
+                        if terms == u64::MAX { "over 2^64".to_string() } else { terms.to_string() }
+                    ),
+                    rule: String::new(),
+                })?;
+            }
             let v = o.eval(rhs, idx)?;
-            lines.push(Line {
+            out.push(Line {
                 text: format!("{pad}= {}", value(v)),
                 rule: "[arithmetic]".to_string(),
-            });
+            })?;
         }
     }
-    Ok(lines)
+    Ok(out.lines)
+}
+
+/// The lines of a trace, with their printed size (every line padded to the widest, as `teil
+/// trace` prints them) checked against the output budget as they come.
+struct Output<'b> {
+    lines: Vec<Line>,
+    width: u64,
+    budget: &'b Budget,
+}
+
+impl<'b> Output<'b> {
+    fn new(budget: &'b Budget) -> Self {
+        Output {
+            lines: Vec::new(),
+            width: 0,
+            budget,
+        }
+    }
+
+    fn push(&mut self, line: Line) -> Result<(), TraceError> {
+        // Text, two spaces, the rule, a newline.
+        let w = (line.text.chars().count() + line.rule.chars().count() + 3) as u64;
+        self.width = self.width.max(w);
+        let lines = self.lines.len() as u64 + 1;
+        if lines.saturating_mul(self.width) > self.budget.max_output {
+            return Err(TraceError::Run(RunError::OverOutput {
+                budget: self.budget.max_output,
+                lines,
+                width: self.width,
+            }));
+        }
+        self.lines.push(line);
+        Ok(())
+    }
+}
+
+/// The number of terms (store reads and literals) [`expand`] would produce for `f`, saturating.
+fn expanded_terms(f: &F) -> u64 {
+    match f {
+        F::Eval(..) | F::Read(..) | F::Lit(_) => 1,
+        F::Bin(_, a, b) => expanded_terms(a).saturating_add(expanded_terms(b)),
+        F::Fold(_, _, n, body) => {
+            let shown = if *n <= SHOWN_TERMS { *n } else { 3 };
+            shown.saturating_mul(expanded_terms(body))
+        }
+    }
 }
 
 struct Tracer<'p> {

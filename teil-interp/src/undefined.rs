@@ -131,9 +131,10 @@ pub fn analyse(
         let shape: Vec<usize> = d.extents.iter().map(|n| n.value as usize).collect();
         let mask = match inputs.get(&d.name.name) {
             Some(t) => {
-                let m = t
-                    .as_standard_layout()
-                    .mapv(|x| if x.is_nan() { f64::NAN } else { 1.0 });
+                let cells = t.iter().map(|&x| if x.is_nan() { f64::NAN } else { 1.0 });
+                let data = crate::budget::try_vec(&d.name.name, t.len(), cells)?;
+                let m = ArrayD::from_shape_vec(IxDyn(t.shape()), data)
+                    .map_err(|e| RunError::Internal(e.to_string()))?;
                 if m.iter().any(|x| x.is_nan()) {
                     sources.push(Source {
                         name: d.name.name.clone(),
@@ -143,7 +144,7 @@ pub fn analyse(
                 m
             }
             None => {
-                let len = crate::store::checked_elements(&d.name.name, &d.shape())?;
+                let len = crate::budget::checked_len(&d.name.name, &d.shape())?;
                 sources.push(Source {
                     name: d.name.name.clone(),
                     kind: SourceKind::NotSupplied,
@@ -157,12 +158,12 @@ pub fn analyse(
         };
         base.insert(d.name.name.clone(), mask);
     }
-    let (all, _) = fast::run(p, base.clone(), Mode::Definedness)?;
+    let (all, _) = fast::run(p, crate::try_clone_store(&base)?, Mode::Definedness)?;
     // Per source: only its undefined cells stay NaN.
     let mut per_source: Vec<(Source, FastStore)> = Vec::new();
     if sources.len() <= MAX_ATTRIBUTED_SOURCES {
         for s in &sources {
-            let mut store = base.clone();
+            let mut store = crate::try_clone_store(&base)?;
             for (name, m) in store.iter_mut() {
                 if name != &s.name {
                     m.mapv_inplace(|_| 1.0);
@@ -187,13 +188,11 @@ pub fn analyse(
             nan: 0,
             first_nan: None,
         };
-        let mut undefined_offsets = Vec::new();
         for (off, (x, m)) in res.iter().zip(mask.iter()).enumerate() {
             if m.is_nan() {
                 r.undefined += 1;
                 r.first_undefined
                     .get_or_insert_with(|| unravel(off, &shape));
-                undefined_offsets.push(off);
             } else if x.is_nan() {
                 r.nan += 1;
                 r.first_nan.get_or_insert_with(|| unravel(off, &shape));
@@ -204,10 +203,13 @@ pub fn analyse(
                 r.sources = sources.clone();
             }
             for (s, out) in &per_source {
-                if let Some(m) = out.get(name).and_then(|m| m.as_slice()) {
-                    if undefined_offsets
+                // The source contributed if one of the output's undefined cells is undefined
+                // when only this source starts undefined.
+                if let Some(m) = out.get(name) {
+                    if mask
                         .iter()
-                        .any(|&o| m.get(o).is_some_and(|x| x.is_nan()))
+                        .zip(m.iter())
+                        .any(|(a, b)| a.is_nan() && b.is_nan())
                     {
                         r.sources.push(s.clone());
                     }

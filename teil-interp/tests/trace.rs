@@ -4,6 +4,7 @@ use ndarray::{arr2, ArrayD, IxDyn};
 use std::collections::BTreeMap;
 use teil::fmt::Style;
 use teil_interp::trace::{trace, Line, TraceError};
+use teil_interp::Budget;
 
 fn render(lines: &[Line]) -> String {
     let width = lines
@@ -31,7 +32,7 @@ fn fig7_matrix_product_symbolic() {
     let p = compile(
         "alloc A : [2, 3]\nalloc B : [3, 2]\nalloc C : [2, 2]\nC = red+ 2 (diag 2 3 (prod A B))",
     );
-    let lines = trace(&p, "C", &[1, 2], None, Style::Prefix).unwrap();
+    let lines = trace(&p, "C", &[1, 2], None, Style::Prefix, &Budget::default()).unwrap();
     insta::assert_snapshot!(render(&lines));
 }
 
@@ -49,7 +50,15 @@ fn contraction_with_values() {
         ),
     ]
     .into();
-    let lines = trace(&p, "C", &[1, 2], Some(&inputs), Style::Infix).unwrap();
+    let lines = trace(
+        &p,
+        "C",
+        &[1, 2],
+        Some(&inputs),
+        Style::Infix,
+        &Budget::default(),
+    )
+    .unwrap();
     // By hand: 1·(-1) + 2·2 + 3·1 = 6.
     assert_eq!(lines.last().unwrap().text.trim_start(), "= 6");
     insta::assert_snapshot!(render(&lines));
@@ -61,7 +70,15 @@ fn long_sums_are_abbreviated() {
     let x = ArrayD::from_shape_fn(IxDyn(&[9]), |i| (i[0] + 1) as f64);
     let inputs: BTreeMap<String, ArrayD<f64>> =
         [("x".to_string(), x.clone()), ("y".to_string(), x)].into();
-    let lines = trace(&p, "s", &[], Some(&inputs), Style::Infix).unwrap();
+    let lines = trace(
+        &p,
+        "s",
+        &[],
+        Some(&inputs),
+        Style::Infix,
+        &Budget::default(),
+    )
+    .unwrap();
     // Σ k² for k = 1..9 = 285.
     assert_eq!(lines.last().unwrap().text.trim_start(), "= 285");
     insta::assert_snapshot!(render(&lines));
@@ -77,7 +94,15 @@ fn every_form_and_in_place_statements() {
     );
     let inputs: BTreeMap<String, ArrayD<f64>> =
         [("A".to_string(), arr2(&[[1.0, -2.0], [3.0, 4.0]]).into_dyn())].into();
-    let lines = trace(&p, "v", &[2], Some(&inputs), Style::Infix).unwrap();
+    let lines = trace(
+        &p,
+        "v",
+        &[2],
+        Some(&inputs),
+        Style::Infix,
+        &Budget::default(),
+    )
+    .unwrap();
     // By hand: v = [1 - 1.5, 4 - 2] = [-0.5, 2], s = 0.5 · (-2) = -1, A v = [-4.5, 6.5],
     // so the last statement gives v[2] = 2 + 6.5 / (-1) = -4.5 (reading the old v).
     assert_eq!(lines.last().unwrap().text.trim_start(), "= -4.5");
@@ -88,23 +113,124 @@ fn every_form_and_in_place_statements() {
 fn bad_requests() {
     let p = compile("var A : [2 2]\nvar B : [2 2]\nB = A");
     assert_eq!(
-        trace(&p, "X", &[1, 1], None, Style::Infix),
+        trace(&p, "X", &[1, 1], None, Style::Infix, &Budget::default()),
         Err(TraceError::UnknownVariable("X".into()))
     );
     assert_eq!(
-        trace(&p, "B", &[3, 1], None, Style::Infix)
+        trace(&p, "B", &[3, 1], None, Style::Infix, &Budget::default())
             .unwrap_err()
             .to_string(),
         "`B` has shape [2, 2]; [3, 1] is not one of its cells (indices are 1-based)"
     );
     assert_eq!(
-        trace(&p, "B", &[1], None, Style::Infix)
+        trace(&p, "B", &[1], None, Style::Infix, &Budget::default())
             .unwrap_err()
             .to_string(),
         "`B` has shape [2, 2]; [1] is not one of its cells (indices are 1-based)"
     );
     assert_eq!(
-        trace(&p, "A", &[1, 1], None, Style::Infix),
+        trace(&p, "A", &[1, 1], None, Style::Infix, &Budget::default()),
         Err(TraceError::NeverAssigned("A".into()))
+    );
+}
+
+/// `red+ 1 (expa 1 5 (...))` nested `depth` deep over `A : [10]`: every level multiplies the
+/// expansion by 3 shown terms (and the oracle's work by 5).
+fn tower(depth: usize) -> teil::CheckedProgram {
+    let mut e = "red+ 1 A".to_string();
+    for _ in 0..depth {
+        e = format!("red+ 1 (expa 1 5 ({e}))");
+    }
+    compile(&format!("alloc A : [10]\nalloc s : []\ns = {e}"))
+}
+
+fn ones(n: usize) -> BTreeMap<String, ArrayD<f64>> {
+    [("A".to_string(), ArrayD::from_elem(IxDyn(&[n]), 1.0))].into()
+}
+
+#[test]
+fn expansions_over_the_limit_show_only_the_value() {
+    // Depth 5: 3^5 · 3 = 729 terms, shown; depth 6: 2187, elided, but the value is given.
+    let shown = trace(
+        &tower(5),
+        "s",
+        &[],
+        Some(&ones(10)),
+        Style::Prefix,
+        &Budget::default(),
+    )
+    .unwrap();
+    assert!(shown.iter().any(|l| l.rule == "[expand]"));
+    assert_eq!(shown.last().unwrap().text.trim_start(), "= 31250"); // 5^5 · 10
+    let elided = trace(
+        &tower(6),
+        "s",
+        &[],
+        Some(&ones(10)),
+        Style::Prefix,
+        &Budget::default(),
+    )
+    .unwrap();
+    assert!(!elided
+        .iter()
+        .any(|l| l.rule == "[expand]" || l.rule == "[store reads]"));
+    assert!(elided.iter().any(|l| l
+        .text
+        .contains("the expansion would show 2187 terms, more than 1000")));
+    assert_eq!(elided.last().unwrap().text.trim_start(), "= 156250"); // 5^6 · 10
+                                                                      // The symbolic lines: one per node, each at most as wide as the first.
+    let width = elided[0].text.chars().count();
+    assert!(elided.iter().all(|l| l.text.chars().count() <= width + 40));
+}
+
+#[test]
+fn deep_towers_are_refused_by_the_work_budget_before_running() {
+    let p = tower(60);
+    let err = trace(
+        &p,
+        "s",
+        &[],
+        Some(&ones(10)),
+        Style::Prefix,
+        &Budget::default(),
+    )
+    .unwrap_err();
+    match err {
+        TraceError::Run(e) => {
+            assert_eq!(e.code(), Some(teil::Code::WorkBudget), "{e}");
+        }
+        other => panic!("{other}"),
+    }
+    // Without values the trace is symbolic, linear in the program, and needs no work.
+    let lines = trace(&p, "s", &[], None, Style::Prefix, &Budget::default()).unwrap();
+    assert_eq!(lines.len(), 1 + 4 * 60 + 2 + 1);
+}
+
+#[test]
+fn the_output_budget_bounds_the_printed_size() {
+    let p = tower(12);
+    let symbolic = trace(&p, "s", &[], None, Style::Prefix, &Budget::default()).unwrap();
+    let width = symbolic
+        .iter()
+        .map(|l| l.text.chars().count() + l.rule.chars().count() + 3)
+        .max()
+        .unwrap() as u64;
+    let size = width * symbolic.len() as u64;
+    let tight = Budget {
+        max_output: size - 1,
+        ..Budget::default()
+    };
+    let err = trace(&p, "s", &[], None, Style::Prefix, &tight).unwrap_err();
+    assert!(
+        matches!(&err, TraceError::Run(e) if e.code() == Some(teil::Code::OutputBudget)),
+        "{err}"
+    );
+    let exact = Budget {
+        max_output: size,
+        ..Budget::default()
+    };
+    assert_eq!(
+        trace(&p, "s", &[], None, Style::Prefix, &exact).unwrap(),
+        symbolic
     );
 }

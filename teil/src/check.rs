@@ -222,7 +222,8 @@ impl Checker {
                         "too many elements",
                     )
                     .with_note(format!(
-                        "the limit is 2^40 = {MAX_DECL_ELEMENTS} elements (spec/limits.md)"
+                        "the limit is 2^63 - 1 = {MAX_DECL_ELEMENTS} elements, so that indices fit \
+                         signed 64-bit arithmetic (spec/limits.md)"
                     )),
                 );
                 return false;

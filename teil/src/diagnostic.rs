@@ -191,10 +191,12 @@ or right after `var`/`alloc`. Use `inout` for a variable that is both read and w
     alloc A : [3, 0]   // error";
 
     DeclTooLarge = "E0103", Error, "tensor too large",
-"The number of elements of a declared tensor (the product of its extents) overflows 64 bits
-or exceeds the implementation limit of 2^40 elements (spec/limits.md).
+"The number of elements of a declared tensor (the product of its extents) is over 2^63 - 1, so
+its indices would not fit signed 64-bit arithmetic (spec/limits.md). Whether a tensor can be
+allocated is not the checker's question: a large declaration checks, and a run that cannot
+allocate it is refused with E0701.
 
-    alloc A : [1048576, 1048576, 2]   // error: 2^41 elements";
+    alloc A : [4294967296, 2147483648]   // error: 2^63 elements";
 
     DeclRankTooLarge = "E0104", Error, "rank too large",
 "A declared tensor has more dimensions than the implementation limit of 32 (spec/limits.md).";
@@ -416,6 +418,44 @@ so the case is flagged.
     alloc B : [3, 4]
     alloc C : [3]
     A(i) = B(i, k) + C(i)   // warning: means sum_k B(i, k) + 4 * C(i)";
+
+    // Evaluation (spec/limits.md, "Evaluation budgets"): E07xx, reported by `teil run`,
+    // `teil trace` and `teil fuzz --replay` for a program that checks.
+
+    MemoryBudget = "E0701", Error, "memory budget exceeded",
+"The evaluator's estimate of the memory a run needs (the inputs, every declared variable, and
+the largest values it materialises; spec/limits.md) is over the memory budget, so the run is
+refused before anything is allocated. The budget defaults to half of the machine's memory (and
+at most half of the process's address-space limit); raise it with `--max-memory BYTES`
+(suffixes K, M, G, T), or shrink the program's tensors.
+
+    var u : [200 300 400 500 600]   // checks; 58 TB of doubles cannot be evaluated
+    var v : [200 500 400 300 600]
+    v = u ^ [2 4]";
+
+    WorkBudget = "E0702", Error, "work budget exceeded",
+"The reference interpreter (`teil run --oracle`, the values of `teil trace`, `teil fuzz
+--replay`) evaluates every cell pointwise without sharing, so nested reductions multiply its
+work: `red+ 1 (expa 1 1000 e)` evaluates `e` 1000 times per cell. Its number of evaluation
+steps is computed from the shapes before it starts; above the work budget (default 10^9
+steps, about a minute of work) the run is refused. Use the fast evaluator (`teil run` without
+`--oracle`), which shares sub-results, or raise the budget with `--max-work STEPS`.";
+
+    OutOfMemory = "E0703", Error, "out of memory",
+"An allocation failed although the run's estimate was within the memory budget: the process
+has less memory than the budget assumed (an address-space limit, other processes). The run
+stops with this error instead of aborting; lower `--max-memory` to be refused up front.";
+
+    Interrupted = "E0704", Error, "evaluation interrupted",
+"The evaluation was cancelled by its caller (the cancellation flag of the evaluation budget,
+which the Python binding sets on Ctrl-C). The evaluators poll it per statement and every
+65,536 steps.";
+
+    OutputBudget = "E0705", Error, "trace output budget exceeded",
+"`teil trace` prints one line per expression node of the traced statement; a statement so
+large that the trace would print more than the output budget (default 16 MiB) is refused.
+Raise it with `--max-output BYTES`, or trace a smaller statement. (Expanded sums with more
+than 1,000 store reads are never printed; only their value is shown.)";
 }
 
 impl Code {

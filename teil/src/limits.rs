@@ -4,8 +4,10 @@
 /// Most dimensions a declared tensor or an intermediate expression may have (E0104, E0310).
 pub const MAX_RANK: usize = 32;
 
-/// Most elements a declared tensor may have: 2^40, 8 TiB of `f64` (E0103).
-pub const MAX_DECL_ELEMENTS: u64 = 1 << 40;
+/// Most elements a declared tensor may have (E0103): like every index space, it must be
+/// addressable with signed 64-bit arithmetic. Whether a run can allocate it is a question for
+/// the evaluators' memory budget (spec/limits.md, "Evaluation budgets"), not for the checker.
+pub const MAX_DECL_ELEMENTS: u64 = i64::MAX as u64;
 
 /// Most elements in the index space of any intermediate expression: it must be addressable with
 /// signed 64-bit arithmetic (E0309).
