@@ -123,3 +123,36 @@ pub fn trace(args: &TraceArgs) -> u8 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cell;
+
+    #[test]
+    fn cells_are_read_strictly() {
+        let ok = |s: &str| parse_cell(s).unwrap();
+        assert_eq!(ok("C[1,2]"), ("C".to_string(), vec![1, 2]));
+        assert_eq!(ok(" C[ 1 , 2 ] "), ("C".to_string(), vec![1, 2]));
+        assert_eq!(ok("C[1 2]"), ("C".to_string(), vec![1, 2]));
+        assert_eq!(ok("s"), ("s".to_string(), vec![]));
+        assert_eq!(ok("s[]"), ("s".to_string(), vec![]));
+        assert_eq!(ok("s[ ]"), ("s".to_string(), vec![]));
+        for bad in [
+            "C[1,,2]",
+            "C[1,]",
+            "C[,1]",
+            "C[,]",
+            "C[1, 2 3]",
+            "C[1;2]",
+            "C[+1]",
+            "C[-1]",
+            "C[1",
+            "C[1]]",
+            "[1]",
+            "C D[1]",
+            "C[99999999999999999999]",
+        ] {
+            assert!(parse_cell(bad).is_err(), "{bad} was accepted");
+        }
+    }
+}

@@ -129,7 +129,7 @@ impl RunError {
     }
 }
 
-/// A number of bytes for messages: `1.5 GiB (1610612736 bytes)`.
+/// A number of bytes for messages: `1.5 GiB`, `512 bytes`.
 pub struct Bytes(pub u64);
 
 impl std::fmt::Display for Bytes {
@@ -145,6 +145,6 @@ impl std::fmt::Display for Bytes {
             v /= 1024.0;
             u += 1;
         }
-        write!(f, "{v:.1} {} ({n} bytes)", UNITS[u])
+        write!(f, "{v:.1} {}", UNITS[u])
     }
 }

@@ -47,7 +47,11 @@ pub fn initial_store(
     let mut store = Store::<Val>::undefined(p)?;
     for (name, t) in inputs {
         let expected = check_input(p, name, t)?;
-        let data = budget::try_vec(name, t.len(), t.iter().map(|&x| Val::from_f64(x)))?;
+        let data = budget::try_vec(
+            &format!("`{name}`"),
+            t.len(),
+            t.iter().map(|&x| Val::from_f64(x)),
+        )?;
         store.replace(name, &expected, data)?;
     }
     Ok(store)
@@ -187,10 +191,11 @@ pub fn try_random_inputs(
 /// The random values of one declared variable (see [`random_inputs`]).
 fn random_tensor(d: &teil::ast::Decl, seed: u64) -> Result<Tensor, RunError> {
     let extents = d.shape();
-    let len = budget::checked_len(&d.name.name, &extents)?;
+    let what = format!("`{}`", d.name.name);
+    let len = budget::checked_len(&what, &extents)?;
     let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
     let values = (0..len).map(|_| (rng.next() % 7) as f64 - 3.0);
-    let data = budget::try_vec(&d.name.name, len, values)?;
+    let data = budget::try_vec(&what, len, values)?;
     let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
     ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|e| RunError::Internal(e.to_string()))
 }
@@ -248,14 +253,15 @@ pub fn fast_store(
         let name = &d.name.name;
         let t = match inputs.get(name) {
             Some(t) => {
-                let data = budget::try_vec(name, t.len(), t.iter().copied())?;
+                let data = budget::try_vec(&format!("`{name}`"), t.len(), t.iter().copied())?;
                 ArrayD::from_shape_vec(IxDyn(t.shape()), data)
                     .map_err(|e| RunError::Internal(e.to_string()))?
             }
             None => {
                 let extents = d.shape();
-                let len = budget::checked_len(name, &extents)?;
-                let data = store::filled(name, len, f64::NAN)?;
+                let what = format!("`{name}`");
+                let len = budget::checked_len(&what, &extents)?;
+                let data = store::filled(&what, len, f64::NAN)?;
                 let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
                 ArrayD::from_shape_vec(IxDyn(&shape), data)
                     .map_err(|e| RunError::Internal(e.to_string()))?
@@ -270,7 +276,7 @@ pub fn fast_store(
 pub fn try_clone_store(store: &fast::FastStore) -> Result<fast::FastStore, RunError> {
     let mut out = BTreeMap::new();
     for (name, t) in store {
-        let data = budget::try_vec(name, t.len(), t.iter().copied())?;
+        let data = budget::try_vec(&format!("`{name}`"), t.len(), t.iter().copied())?;
         let t = ArrayD::from_shape_vec(IxDyn(t.shape()), data)
             .map_err(|e| RunError::Internal(e.to_string()))?;
         out.insert(name.clone(), t);

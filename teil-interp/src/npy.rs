@@ -149,7 +149,12 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
 
 /// Reads a `.npy` file.
 pub fn read(path: &Path) -> Result<Tensor, NpyError> {
-    let bytes = std::fs::read(path).map_err(|e| NpyError::Io(e.to_string()))?;
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::OutOfMemory => NpyError::OutOfMemory {
+            bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
+        },
+        _ => NpyError::Io(e.to_string()),
+    })?;
     from_bytes(&bytes)
 }
 

@@ -202,8 +202,9 @@ impl<'p, V: Domain> Oracle<'p, V> {
     pub fn step(&mut self, stmt: &Stmt) -> Result<(), RunError> {
         let extents = self.prog.shape(&stmt.value).to_vec();
         self.meter.poll()?;
-        let len = checked_len(&stmt.target.name, &extents)?;
-        let mut data = try_vec(&stmt.target.name, len, std::iter::empty())?;
+        let what = format!("the new value of `{}`", stmt.target.name);
+        let len = checked_len(&what, &extents)?;
+        let mut data = try_vec(&what, len, std::iter::empty())?;
         for k in multi_indices(&extents) {
             data.push(self.eval(&stmt.value, &k)?);
         }

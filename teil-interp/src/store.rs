@@ -54,8 +54,9 @@ impl<V: Domain> Store<V> {
         let mut allocs = BTreeMap::new();
         for d in &p.program().decls {
             let extents = d.shape();
-            let len = checked_len(&d.name.name, &extents)?;
-            let data = filled(&d.name.name, len, V::undefined())?;
+            let what = format!("`{}`", d.name.name);
+            let len = checked_len(&what, &extents)?;
+            let data = filled(&what, len, V::undefined())?;
             allocs.insert(d.name.name.clone(), Alloc { extents, data });
         }
         Ok(Store { allocs })
