@@ -62,7 +62,10 @@ pub enum Error {
     BadPad(u64),
     #[error("`{0}` cannot be the kernel's C name: {1}")]
     BadName(String, &'static str),
-    #[error("{what} is too large once padded (more than 2^62 elements)")]
+    #[error(
+        "[E0706] {what} is too large for the C backend once padded (more than 2^62 elements, \
+         whose byte offsets would overflow 64 bits)"
+    )]
     TooLarge { what: String },
     #[error("the program needs too many temporaries")]
     TooComplex,

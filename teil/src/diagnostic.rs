@@ -456,6 +456,13 @@ which the Python binding sets on Ctrl-C). The evaluators poll it per statement a
 large that the trace would print more than the output budget (default 16 MiB) is refused.
 Raise it with `--max-output BYTES`, or trace a smaller statement. (Expanded sums with more
 than 1,000 store reads are never printed; only their value is shown.)";
+
+    CTooLarge = "E0706", Error, "tensor too large for the C backend",
+"The C backend addresses every buffer (a variable or a temporary, padded to the `--pad`
+multiple) and its workspace with 64-bit byte offsets, so each may have at most 2^62 elements.
+The checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emit-c` and
+`teil run --backend c` refuse larger buffers with this error. (`teil run` refuses a program
+whose memory estimate is over the budget first, with E0701.)";
 }
 
 impl Code {

@@ -329,3 +329,21 @@ fn an_empty_index_in_a_cell_is_a_usage_error() {
         o.stdout
     );
 }
+
+/// A declaration the checker accepts (under 2^63 - 1 cells) but whose buffer the C backend
+/// cannot address (over 2^62): a coded refusal from `emit-c` and `run --backend c`.
+#[test]
+fn the_c_backend_refuses_buffers_it_cannot_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "c.teil",
+        "alloc A : [4294967296, 2147483647]\nalloc s : []\ns = red+ 1 (red+ 1 A)\n",
+    );
+    Case::new(["check", &file]).run().exits(0);
+    let o = Case::new(["emit-c", &file]).run();
+    o.exits(2).reports("E0706");
+    assert!(o.stdout.is_empty());
+    let o = Case::new(["run", &file, "--backend", "c"]).run();
+    o.exits(1).reports("E0701");
+}
