@@ -28,10 +28,10 @@ use std::sync::{Arc, OnceLock};
 use teil::ast::{BinOp, Expr, ExprKind};
 use teil::CheckedProgram;
 
-/// The default work budget: 10^9 oracle steps. The oracle makes a few 10^7 steps a second in a
-/// release build (one `eval` call each, which allocates its multi-index), so the default admits
-/// runs of up to about a minute and refuses at once a program whose pointwise evaluation would
-/// take hours.
+/// The default work budget: 10^9 oracle steps. The oracle makes about 2·10^7 steps a second
+/// (one `eval` call each, which allocates its multi-index; measured with the test profile's
+/// build on the 2-core development machine, spec/limits.md), so the default admits runs of up
+/// to about a minute and refuses at once a program whose pointwise evaluation would take hours.
 pub const DEFAULT_MAX_WORK: u64 = 1_000_000_000;
 
 /// The default output budget of `teil trace`: 16 MiB of text.
