@@ -490,3 +490,27 @@ pub fn nested(t: &Tensor) -> String {
     rec(t, &mut Vec::new(), 0, &mut out, &shown, &cell);
     out
 }
+
+#[cfg(test)]
+mod budget_flag_tests {
+    use super::{parse_bytes, parse_count};
+
+    #[test]
+    fn sizes_and_counts() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("512K"), Ok(512 << 10));
+        assert_eq!(parse_bytes("16M"), Ok(16 << 20));
+        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("1t"), Ok(1 << 40));
+        assert_eq!(parse_bytes("8 MB"), Ok(8 << 20));
+        for bad in ["", "G", "1.5G", "-1", "1P", "99999999999T", "1e9"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_count("1000000"), Ok(1_000_000));
+        assert_eq!(parse_count("1e9"), Ok(1_000_000_000));
+        assert_eq!(parse_count("3E2"), Ok(300));
+        for bad in ["", "1e", "e9", "1.5e9", "-5", "1e20", "2e19x"] {
+            assert!(parse_count(bad).is_err(), "{bad}");
+        }
+    }
+}
