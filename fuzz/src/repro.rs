@@ -59,6 +59,8 @@ pub fn write(
     let stem = format!("repro_{seed}");
     let file = dir.join(format!("{stem}.teil"));
     let data = dir.join(&stem);
+    std::fs::create_dir_all(&data)
+        .map_err(|e| format!("cannot create `{}`: {e}", data.display()))?;
     let mut staged = Staged::new();
     for (name, t) in inputs {
         let path = data.join(format!("{name}.npy"));

@@ -36,7 +36,7 @@
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -118,8 +118,9 @@ impl Staged {
         Staged::default()
     }
 
-    /// Writes `bytes` for `dest` into a staging directory next to it (creating `dest`'s
-    /// directory if needed). `dest` itself is not touched before [`Staged::commit`].
+    /// Writes `bytes` for `dest` into a staging directory next to it; `dest`'s directory must
+    /// exist (as for a shell redirection). `dest` itself is not touched before
+    /// [`Staged::commit`].
     pub fn add(&mut self, dest: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         if self.files.iter().any(|f| f.dest == dest) {
             return Err(WriteError::Twice(dest.to_path_buf()));
@@ -135,11 +136,15 @@ impl Staged {
         let staging = match self.stagings.iter().position(|s| s.parent == parent) {
             Some(i) => i,
             None => {
-                self.stagings.push(Staging::new(&parent)?);
+                self.stagings.push(Staging::new(&parent, dest)?);
                 self.stagings.len() - 1
             }
         };
-        let mut temp = tempfile::NamedTempFile::new_in(self.stagings[staging].dir.path())
+        // Mode 0666 less the umask, as `open` gives a new file (tempfile's default is 0600);
+        // `commit` gives a replaced file the mode of the file it replaces.
+        let mut temp = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(self.stagings[staging].dir.path())
             .map_err(io_err(dest))?;
         temp.write_all(bytes)
             .and_then(|()| temp.as_file().sync_all())
@@ -176,8 +181,12 @@ impl Staged {
             if existing.is_dir() {
                 return Err(WriteError::IsDirectory(f.dest.clone()));
             }
-            if existing.is_file() && !writable(&f.dest) {
-                return Err(WriteError::WriteProtected(f.dest.clone()));
+            if existing.is_file() {
+                if !writable(&f.dest) {
+                    return Err(WriteError::WriteProtected(f.dest.clone()));
+                }
+                let mode = std::fs::Permissions::from_mode(existing.mode() & 0o777);
+                std::fs::set_permissions(&f.temp, mode).map_err(io_err(&f.dest))?;
             }
             // One file needs no backup: its single rename is atomic.
             if self.files.len() == 1 {
@@ -228,17 +237,18 @@ impl Staged {
 }
 
 impl Staging {
-    fn new(parent: &Path) -> Result<Staging, WriteError> {
-        create_dir(parent)?;
+    /// A staging directory in `parent`, which must exist; errors name `dest`, the file the
+    /// user asked for.
+    fn new(parent: &Path, dest: &Path) -> Result<Staging, WriteError> {
         remove_stale(parent);
         let dir = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
             .tempdir_in(parent)
-            .map_err(io_err(parent))?;
-        let lock = File::open(dir.path()).map_err(io_err(parent))?;
+            .map_err(io_err(dest))?;
+        let lock = File::open(dir.path()).map_err(io_err(dest))?;
         // SAFETY: flock on a descriptor we own; no memory is passed.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(io_err(parent)(io::Error::last_os_error()));
+            return Err(io_err(dest)(io::Error::last_os_error()));
         }
         Ok(Staging {
             parent: parent.to_path_buf(),
@@ -387,11 +397,12 @@ fn special_kind(m: &Metadata) -> Option<&'static str> {
     }
 }
 
-/// Refuses `path` unless it is a regular file (symbolic links followed), without opening it.
-/// `teil run` calls this to report a special file as an I/O problem (exit 2); the refusal that
-/// cannot race is the one in [`read_regular`].
+/// Refuses `path` if it is a FIFO, directory, device or socket (symbolic links followed),
+/// without opening it. A path that cannot be examined passes: reading it will say why.
+/// `teil run` calls this to report a special file as an I/O problem (exit 2) rather than as a
+/// bad input; the refusal that cannot race is the one in [`read_regular`].
 pub fn check_regular(path: &Path) -> Result<(), ReadError> {
-    match special_kind(&std::fs::metadata(path)?) {
+    match std::fs::metadata(path).ok().as_ref().and_then(special_kind) {
         None => Ok(()),
         Some(kind) => Err(ReadError::NotRegular(kind)),
     }
@@ -430,7 +441,6 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     fn staging_dirs(dir: &Path) -> Vec<PathBuf> {
         std::fs::read_dir(dir)
@@ -451,6 +461,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (a, b) = (d.path().join("a"), d.path().join("sub/b"));
         std::fs::write(&a, "old a").unwrap();
+        assert!(matches!(
+            Staged::new().add(&b, b"x"),
+            Err(WriteError::Io { ref path, .. }) if *path == b
+        ));
+        std::fs::create_dir(d.path().join("sub")).unwrap();
         let mut s = Staged::new();
         s.add(&a, b"new a").unwrap();
         s.add(&b, b"new b").unwrap();
@@ -462,6 +477,29 @@ mod tests {
         assert_eq!(std::fs::read(&b).unwrap(), b"new b");
         assert!(staging_dirs(d.path()).is_empty());
         assert!(staging_dirs(&d.path().join("sub")).is_empty());
+    }
+
+    #[test]
+    fn new_files_get_the_usual_mode_and_replaced_ones_keep_theirs() {
+        let d = tempfile::tempdir().unwrap();
+        // Read, not set: setting the umask would race with the other tests' files.
+        let umask = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("Umask:"))?;
+                u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+            })
+            .unwrap_or(0o022);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
+        let new = d.path().join("new");
+        write_atomically(&new, b"x").unwrap();
+        assert_eq!(mode(&new), 0o666 & !umask);
+        let old = d.path().join("old");
+        std::fs::write(&old, "old").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomically(&old, b"y").unwrap();
+        assert_eq!(mode(&old), 0o640);
+        assert_eq!(std::fs::read(&old).unwrap(), b"y");
     }
 
     #[test]
