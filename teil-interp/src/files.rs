@@ -10,7 +10,8 @@
 //! crosses a file system. Nothing is ever opened at a predictable path, so a symbolic link
 //! planted by someone else cannot redirect a write. [`Staged::commit`] then checks every
 //! destination (a directory or a write-protected file is refused), hard-links every existing
-//! destination into the staging directory as a backup, and only then renames the files into
+//! destination into the staging directory as a backup (when there are several files: one
+//! rename needs no backup), and only then renames the files into
 //! place, each rename replacing one directory entry atomically: a symbolic link at the
 //! destination is replaced by the new file, never followed. If a rename fails midway, the
 //! renamed destinations are restored from the backups (or removed if they did not exist).
@@ -94,6 +95,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
 /// A staging directory in one destination directory, locked while it exists.
 struct Staging {
     parent: PathBuf,
+    /// Dropped (removed) before `_lock` is released, so no other run sees it unlocked.
     dir: tempfile::TempDir,
     /// Holds the `flock` that tells other runs this directory is alive.
     _lock: File,
@@ -109,8 +111,9 @@ struct StagedFile {
 /// [`Staged::commit`]. See the module documentation for the guarantees.
 #[derive(Default)]
 pub struct Staged {
-    stagings: Vec<Staging>,
+    // Fields drop in order: the files' temporary paths before the directories holding them.
     files: Vec<StagedFile>,
+    stagings: Vec<Staging>,
 }
 
 impl Staged {
@@ -543,6 +546,38 @@ mod tests {
         );
         assert_eq!(std::fs::read(&c).unwrap(), b"old c");
         assert!(staging_dirs(d.path()).is_empty());
+    }
+
+    #[test]
+    fn a_failed_restore_is_reported_with_the_file_it_concerns() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, "old a").unwrap();
+        let mut s = Staged::new();
+        s.add(&a, b"new a").unwrap();
+        s.add(&b, b"new b").unwrap();
+        let mut calls = 0;
+        let err = s
+            .commit_with(&mut |from, to| {
+                calls += 1;
+                if calls == 2 {
+                    // Lose the backup of `a`, so that restoring it fails.
+                    std::fs::remove_file(from.parent().unwrap().join("backup-0"))?;
+                    Err(io::Error::other("planted failure"))
+                } else {
+                    std::fs::rename(from, to)
+                }
+            })
+            .unwrap_err();
+        match err {
+            WriteError::Mixed {
+                path, restore_path, ..
+            } => assert_eq!((path, restore_path), (b.clone(), a.clone())),
+            other => panic!("{other}"),
+        }
+        // `a` is the complete new file, `b` the complete old state (absent).
+        assert_eq!(std::fs::read(&a).unwrap(), b"new a");
+        assert!(!b.exists());
     }
 
     #[test]
