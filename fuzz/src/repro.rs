@@ -7,8 +7,8 @@
 //! the program's law variant and mutant as in the campaign, `pads` the padding multiples to run
 //! the C backend at, and `plant` the planted bug that was active (test campaigns only).
 //!
-//! Every file is written under a temporary name in `DIR` and renamed into place; the `.teil`
-//! file comes last, so a reproducer that exists is complete.
+//! The files are written all or nothing (`teil_interp::files::Staged`), the `.teil` file
+//! renamed into place last, so a reproducer that exists is complete.
 
 use crate::campaign::{Check, Config, Failure};
 use crate::shrink::Inputs;
@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use teil::ast::Program;
 use teil::fmt::Style;
 use teil_cbackend::plant::Bug;
+use teil_interp::files::Staged;
 
 /// The marker of the machine-readable header line.
 const MARKER: &str = "// fuzz-replay:";
@@ -55,20 +56,18 @@ pub fn write(
     inputs: &Inputs,
     index: Option<u64>,
 ) -> Result<PathBuf, String> {
-    let io = |what: &Path, e: std::io::Error| format!("cannot write `{}`: {e}", what.display());
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let stem = format!("repro_{seed}");
     let file = dir.join(format!("{stem}.teil"));
     let data = dir.join(&stem);
-    let tmp = dir.join(format!(".{stem}.tmp{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    std::fs::create_dir_all(&data)
+        .map_err(|e| format!("cannot create `{}`: {e}", data.display()))?;
+    let mut staged = Staged::new();
     for (name, t) in inputs {
-        let path = tmp.join(format!("{name}.npy"));
-        std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+        let path = data.join(format!("{name}.npy"));
+        staged
+            .add(&path, &teil_interp::npy::to_bytes(t))
+            .map_err(|e| e.to_string())?;
     }
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::rename(&tmp, &data).map_err(|e| io(&data, e))?;
 
     let pads: Vec<u64> = match failure.check {
         Check::C { pad, .. } | Check::Lower { pad } | Check::Validate { pad } => vec![pad],
@@ -95,9 +94,23 @@ pub fn write(
     }
     text.push('\n');
     text.push_str(&teil::fmt::program(program, Style::Infix));
-    let tmp_file = dir.join(format!(".{stem}.teil.tmp{}", std::process::id()));
-    std::fs::write(&tmp_file, text).map_err(|e| io(&tmp_file, e))?;
-    std::fs::rename(&tmp_file, &file).map_err(|e| io(&file, e))?;
+    staged
+        .add(&file, text.as_bytes())
+        .map_err(|e| e.to_string())?;
+    staged.commit().map_err(|e| e.to_string())?;
+    // Inputs of an earlier reproducer with this seed that this one does not have would be
+    // read back as inputs: remove them (the reproducer is complete without them).
+    if let Ok(entries) = std::fs::read_dir(&data) {
+        for e in entries.flatten() {
+            let stale = e.path();
+            let name = stale.file_stem().map(|s| s.to_string_lossy().into_owned());
+            if stale.extension().is_some_and(|x| x == "npy")
+                && !name.is_some_and(|n| inputs.contains_key(&n))
+            {
+                let _ = std::fs::remove_file(&stale);
+            }
+        }
+    }
     Ok(file)
 }
 

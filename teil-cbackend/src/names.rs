@@ -7,6 +7,13 @@
 //! Those are mangled to `v_NAME` (with a numeric suffix if that is taken too). Everything else is
 //! kept verbatim so the output stays readable.
 //!
+//! TeIL identifiers have no length limit, but C99 (§5.2.4.1) guarantees only
+//! [`MAX_SIGNIFICANT`] significant initial characters in an internal identifier: two long names
+//! sharing their first 63 characters may be one name to a conforming compiler. A name longer
+//! than that becomes `v_PREFIX` (`vK_PREFIX` if taken), where `PREFIX` is the first
+//! [`LONG_PREFIX`] characters; every name handed out is then distinct within its first 63
+//! characters. The kernel's header comment lists each parameter's TeIL name beside its C name.
+//!
 //! Standard headers are included only at the end of the translation unit, after every kernel,
 //! so macros they define can never capture a variable name.
 
@@ -136,6 +143,12 @@ const LIBRARY: &[&str] = &[
     "puts",
 ];
 
+/// Significant initial characters of an internal identifier that C99 guarantees (§5.2.4.1).
+pub const MAX_SIGNIFICANT: usize = 63;
+
+/// How much of a longer TeIL name its C name keeps (`v20_` plus this stays under 63).
+pub const LONG_PREFIX: usize = 40;
+
 /// Hands out distinct C names.
 #[derive(Default)]
 pub struct Names {
@@ -143,11 +156,20 @@ pub struct Names {
 }
 
 impl Names {
-    /// A C name for the TeIL variable `var`: verbatim when usable, else `v_var`, `v2_var`, ...
+    /// A C name for the TeIL variable `var`: verbatim when usable, else `v_var`, `v2_var`, ...;
+    /// a name over [`MAX_SIGNIFICANT`] characters is shortened to its first [`LONG_PREFIX`].
     pub fn variable(&mut self, var: &str) -> String {
-        if !is_unusable(var) && self.taken.insert(var.to_string()) {
+        let short = var.len() <= MAX_SIGNIFICANT;
+        if short && !is_unusable(var) && self.taken.insert(var.to_string()) {
             return var.to_string();
         }
+        // TeIL identifiers are ASCII, so a byte prefix is a character prefix; `get` keeps a
+        // caller passing something else from panicking (the name is then mangled whole).
+        let var = if short {
+            var
+        } else {
+            var.get(..LONG_PREFIX).unwrap_or(var)
+        };
         let mut k = 1;
         loop {
             let cand = if k == 1 {
@@ -180,6 +202,28 @@ mod tests {
         assert_eq!(n.variable("teil_ws"), "v_teil_ws");
         assert_eq!(n.variable("linux"), "v_linux");
         assert_eq!(n.variable("restrict"), "v_restrict");
+    }
+
+    #[test]
+    fn long_names_are_shortened_and_distinct_within_63_characters() {
+        let mut n = Names::default();
+        let exact = "a".repeat(MAX_SIGNIFICANT);
+        assert_eq!(n.variable(&exact), exact);
+        let long = "b".repeat(1_000_000);
+        let prefix = "b".repeat(LONG_PREFIX);
+        assert_eq!(n.variable(&long), format!("v_{prefix}"));
+        let other = format!("{}c", "b".repeat(70));
+        assert_eq!(n.variable(&other), format!("v2_{prefix}"));
+        assert_eq!(
+            n.variable(&format!("{exact}a")),
+            format!("v_{}", "a".repeat(LONG_PREFIX))
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for k in 0..30 {
+            let c = n.variable(&format!("{}{k}", "b".repeat(100)));
+            assert!(c.len() <= MAX_SIGNIFICANT, "{c}");
+            assert!(seen.insert(c));
+        }
     }
 
     #[test]

@@ -215,6 +215,9 @@ fn role(b: &Buffer) -> &'static str {
     }
 }
 
+/// The widest a column of the parameter table in a kernel's header comment is padded to.
+const MAX_COLUMN: usize = 64;
+
 /// Text safe inside a C block comment.
 fn comment_text(s: &str) -> String {
     s.replace("*/", "* /").replace("/*", "/ *")
@@ -251,14 +254,29 @@ fn kernel(k: &Kernel, out: &mut String) {
                 shape(&b.strides()),
             ]);
         }
+        let rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| r.iter().map(|cell| comment_text(cell)).collect())
+            .collect();
+        // A column is as wide as its longest cell up to `MAX_COLUMN`; longer cells (a TeIL
+        // variable may have a million-character name) overflow their column instead of
+        // widening every row, so the table stays linear in the names' length.
         let widths: Vec<usize> = (0..6)
-            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .map(|c| {
+                rows.iter()
+                    .map(|r| r[c].len())
+                    .filter(|&n| n <= MAX_COLUMN)
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
         out.push_str(" *\n");
         for r in &rows {
             let mut line = String::from(" *   ");
-            for (c, cell) in r.iter().enumerate() {
-                let _ = write!(line, "{:w$}  ", comment_text(cell), w = widths[c]);
+            for (cell, &w) in r.iter().zip(&widths) {
+                // Padded by hand: a `{:w$}` width above 65,535 panics.
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(' ', w.saturating_sub(cell.len()) + 2));
             }
             out.push_str(line.trim_end());
             out.push('\n');

@@ -67,37 +67,18 @@ pub(crate) fn style(syntax: FmtSyntax) -> fmt::Style {
     }
 }
 
-/// Writes `text` to standard output, or to `path` atomically: a temporary file in the same
-/// directory, renamed over the target once complete.
+/// Writes `text` to standard output, or to `path` atomically
+/// (`teil_interp::files::write_atomically`: a reader sees the old file or the new one, and a
+/// failure leaves it as it was).
 pub(crate) fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
-    let Some(path) = path else {
-        let mut out = std::io::stdout().lock();
-        return out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| format!("cannot write to standard output: {e}"));
-    };
-    let target = Path::new(path);
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let file_name = target
-        .file_name()
-        .ok_or_else(|| format!("`{path}` does not name a file"))?
-        .to_string_lossy();
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, target)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write `{path}`: {e}")
-    })
+    match path {
+        Some(path) => teil_interp::files::write_atomically(Path::new(path), text.as_bytes())
+            .map_err(|e| e.to_string()),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| format!("cannot write to standard output: {e}"))
+        }
+    }
 }

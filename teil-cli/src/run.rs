@@ -3,7 +3,7 @@
 //! The steps are separate public functions so that other evaluators reuse them unchanged:
 //! [`load_inputs`] (reading, shape checks, random fill), [`Backend::evaluate`] (pluggable
 //! evaluators), [`undefined_warnings`] (which cells are undefined and where they came from),
-//! [`write_outputs`] (atomic: nothing half-written in the directory) and [`print_results`].
+//! `teil_interp::files::write_outputs` (all or nothing) and [`print_results`].
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program or an input was rejected
 //! (type errors, missing input, wrong shape or dtype, unreadable or corrupt `.npy`), 2 usage or
@@ -12,7 +12,7 @@
 use crate::input::{fail, read_source, report};
 use crate::{Color, Format};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use teil::ast::ShapeDisplay;
 use teil::CheckedProgram;
 use teil_interp::budget::{fast_bytes, oracle_bytes, oracle_work, Budget};
@@ -200,8 +200,8 @@ pub fn run(args: &RunArgs) -> u8 {
         eprintln!("warning: {w}");
     }
     if let Some(dir) = &args.out {
-        if let Err(f) = write_outputs(dir, &outputs, &results) {
-            return f.report();
+        if let Err(e) = teil_interp::files::write_outputs(dir, &outputs, &results) {
+            return Failure::Usage(e.to_string()).report();
         }
     }
     if args.print || args.out.is_none() {
@@ -298,6 +298,12 @@ pub fn load_inputs(
             continue;
         }
         let expected = d.shape();
+        teil_interp::files::check_regular(path).map_err(|e| {
+            Failure::Usage(format!(
+                "cannot read input `{name}` from `{}`: {e}",
+                path.display()
+            ))
+        })?;
         match npy::read(path) {
             Err(e) => errors.push(format!(
                 "{}cannot read input `{name}` (shape {}) from `{}`: {e}",
@@ -354,53 +360,6 @@ pub fn undefined_warnings(
         Ok(reports) => reports.iter().flat_map(|r| r.messages()).collect(),
         Err(e) => vec![format!("cannot tell where the NaN cells come from: {e}")],
     }
-}
-
-/// Writes `DIR/NAME.npy` for each name in `outputs`. All files are first written under
-/// temporary names in `DIR` and renamed only when every one was written, so a failure leaves
-/// no partial output behind.
-pub fn write_outputs(
-    dir: &Path,
-    outputs: &[String],
-    results: &BTreeMap<String, Tensor>,
-) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::Usage(format!("cannot create `{}`: {e}", dir.display())))?;
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let cleanup = |staged: &[(PathBuf, PathBuf)]| {
-        for (tmp, _) in staged {
-            let _ = std::fs::remove_file(tmp);
-        }
-    };
-    for name in outputs {
-        let Some(t) = results.get(name) else {
-            cleanup(&staged);
-            return Err(Failure::Usage(format!(
-                "internal error: no result for `{name}`"
-            )));
-        };
-        let tmp = dir.join(format!(".{name}.npy.tmp{}", std::process::id()));
-        let dest = dir.join(format!("{name}.npy"));
-        if let Err(e) = std::fs::write(&tmp, npy::to_bytes(t)) {
-            let _ = std::fs::remove_file(&tmp);
-            cleanup(&staged);
-            return Err(Failure::Usage(format!(
-                "cannot write `{}`: {e}",
-                dest.display()
-            )));
-        }
-        staged.push((tmp, dest));
-    }
-    for (i, (tmp, dest)) in staged.iter().enumerate() {
-        if let Err(e) = std::fs::rename(tmp, dest) {
-            cleanup(&staged[i..]);
-            return Err(Failure::Usage(format!(
-                "cannot write `{}`: {e}",
-                dest.display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The results as readable nested arrays, one block per output variable.

@@ -6,14 +6,17 @@
 //! - [`fast`]: whole-tensor evaluation on `ndarray`, fusing contractions and reductions of
 //!   products so that `(A # B) .[2 3]` never materialises `A # B`.
 //!
-//! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
-//! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
-//! (spec/interpreter.md).
+//! [`files`] writes every output file all-or-nothing and reads input files without blocking.
+//!
+//! Both evaluators take a [`CheckedProgram`] and read the checker's shapes. At this crate's
+//! boundary a tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value
+//! `•` (spec/interpreter.md).
 
 pub mod budget;
 pub mod domain;
 pub mod error;
 pub mod fast;
+pub mod files;
 pub mod npy;
 pub mod oracle;
 pub mod store;

@@ -147,13 +147,12 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
     ArrayD::from_shape_vec(IxDyn(&shape), values).map_err(|e| NpyError::Header(e.to_string()))
 }
 
-/// Reads a `.npy` file.
+/// Reads a `.npy` file; a FIFO, directory or device is refused without blocking
+/// ([`crate::files::read_regular`]).
 pub fn read(path: &Path) -> Result<Tensor, NpyError> {
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::OutOfMemory => NpyError::OutOfMemory {
-            bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
-        },
-        _ => NpyError::Io(e.to_string()),
+    let bytes = crate::files::read_regular(path).map_err(|e| match e {
+        crate::files::ReadError::TooLarge(bytes) => NpyError::OutOfMemory { bytes },
+        e => NpyError::Io(e.to_string()),
     })?;
     from_bytes(&bytes)
 }
