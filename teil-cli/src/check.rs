@@ -10,8 +10,7 @@ pub fn check(files: &[String], format: Format, color: Color) -> u8 {
         let src = match read_source(path) {
             Ok(s) => s,
             Err(e) => {
-                fail(&e);
-                status = 2;
+                status = status.max(e.report(format, color));
                 continue;
             }
         };
@@ -30,10 +29,7 @@ pub fn check(files: &[String], format: Format, color: Color) -> u8 {
 pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
     let src = match read_source(path) {
         Ok(s) => s,
-        Err(e) => {
-            fail(&e);
-            return 2;
-        }
+        Err(e) => return e.report(Format::Text, color),
     };
     let style = match syntax {
         FmtSyntax::Prefix => fmt::Style::Prefix,

@@ -33,10 +33,7 @@ pub fn emit_c(
 ) -> u8 {
     let src = match read_source(path) {
         Ok(s) => s,
-        Err(e) => {
-            fail(&e);
-            return 2;
-        }
+        Err(e) => return e.report(Format::Text, color),
     };
     let (checked, warnings) = match teil::guard::load(&src.name, &src.text) {
         Ok(ok) => ok,

@@ -1,7 +1,7 @@
 //! Reading program files and reporting diagnostics, shared by every subcommand.
 
 use crate::{Color, Format};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use teil::{render, Diagnostic};
 
 /// A program's text with the name to show in diagnostics.
@@ -10,26 +10,54 @@ pub struct Source {
     pub text: String,
 }
 
-/// Reads `path`, or standard input for `-`. Errors are printed; the caller exits with 2.
-pub fn read_source(path: &str) -> Result<Source, String> {
+/// Why a program file could not be read as text.
+pub enum ReadError {
+    /// An I/O problem (exit status 2).
+    Io(String),
+    /// The file is not UTF-8: an ill-formed program (exit status 1), reported as E0002 at the
+    /// first invalid byte, shown against the file's text with invalid bytes replaced.
+    NotUtf8(Source, Box<Diagnostic>),
+}
+
+impl ReadError {
+    /// Prints the error (the diagnostic in `format`) and returns the exit status.
+    pub fn report(&self, format: Format, color: Color) -> u8 {
+        match self {
+            ReadError::Io(msg) => {
+                fail(msg);
+                2
+            }
+            ReadError::NotUtf8(src, diag) => {
+                report(std::slice::from_ref(diag), src, format, color);
+                1
+            }
+        }
+    }
+}
+
+/// Reads `path`, or standard input for `-`, as UTF-8 text (spec/grammar.md, "Encoding").
+pub fn read_source(path: &str) -> Result<Source, ReadError> {
     let (name, bytes) = if path == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
             .read_to_end(&mut buf)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
+            .map_err(|e| ReadError::Io(format!("cannot read standard input: {e}")))?;
         ("<stdin>".to_string(), buf)
     } else {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| ReadError::Io(format!("cannot read `{path}`: {e}")))?;
         (path.to_string(), bytes)
     };
-    // A file that is not UTF-8 is an ill-formed program, not an I/O problem: each invalid
-    // sequence becomes U+FFFD, which the lexer reports as an invalid character (E0002), so the
-    // exit code is 1 and the report points at the bad bytes.
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    Ok(Source { name, text })
+    match teil::lexer::decode(bytes) {
+        Ok(text) => Ok(Source { name, text }),
+        Err(e) => Err(ReadError::NotUtf8(
+            Source {
+                name,
+                text: e.lossy,
+            },
+            Box::new(e.diagnostic),
+        )),
+    }
 }
 
 pub fn use_color(color: Color) -> bool {
@@ -40,24 +68,27 @@ pub fn use_color(color: Color) -> bool {
     }
 }
 
-/// Prints diagnostics: text reports on stderr, or JSON lines on stdout.
+/// Prints one file's diagnostics: text reports on stderr (at most
+/// [`render::MAX_TEXT_DIAGNOSTICS`], then a line counting the rest), or JSON lines on stdout
+/// (all of them).
 pub fn report(diags: &[Diagnostic], src: &Source, format: Format, color: Color) {
-    match format {
+    if diags.is_empty() {
+        return;
+    }
+    let renderer = render::Renderer::new(&src.name, &src.text);
+    // A closed pipe or a full disk leaves nothing useful to do with the rest of the output.
+    let _ = match format {
         Format::Text => {
             let color = use_color(color);
-            let mut err = std::io::stderr().lock();
-            for d in diags {
-                let _ =
-                    err.write_all(render::render_text(d, &src.name, &src.text, color).as_bytes());
-            }
+            renderer.write_text(&mut std::io::stderr().lock(), diags, color)
         }
         Format::Json => {
-            let mut out = std::io::stdout().lock();
-            for d in diags {
-                let _ = writeln!(out, "{}", render::render_json(d, &src.name, &src.text));
-            }
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            renderer
+                .write_json(&mut out, diags)
+                .and_then(|()| std::io::Write::flush(&mut out))
         }
-    }
+    };
 }
 
 /// Prints an operational error (I/O, usage) on stderr.

@@ -17,10 +17,7 @@ pub fn lower(
 ) -> u8 {
     let src = match read_source(path) {
         Ok(s) => s,
-        Err(e) => {
-            fail(&e);
-            return 2;
-        }
+        Err(e) => return e.report(format, color),
     };
     let (checked, warnings) = match teil::guard::index_notation(&src.text) {
         Ok(ok) => ok,

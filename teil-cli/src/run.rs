@@ -213,10 +213,7 @@ pub fn run(args: &RunArgs) -> u8 {
 /// Reads and checks a program file (TeIL, or index notation for `.tin`); diagnostics are
 /// printed. `Err` carries the exit code.
 pub fn compile(file: &str, color: Color) -> Result<CheckedProgram, u8> {
-    let src = read_source(file).map_err(|e| {
-        fail(&e);
-        2
-    })?;
+    let src = read_source(file).map_err(|e| e.report(Format::Text, color))?;
     match teil::guard::load(&src.name, &src.text) {
         Ok((p, warnings)) => {
             report(&warnings, &src, Format::Text, color);

@@ -4,9 +4,57 @@
 //! loop makes the two awkward cases explicit (`red+`/`red*` are single tokens, a number followed
 //! by `.[` is a number and a contraction). Lexing never fails: an unknown character becomes an
 //! [`LexError`] and lexing continues after it.
+//!
+//! The encoding rules of spec/grammar.md ("Encoding") live here too: [`decode`] turns a file's
+//! bytes into text, and [`lex`] skips a leading byte-order mark.
 
 use crate::ast::{RedOp, Span};
+use crate::diagnostic::{Code, Diagnostic};
 use std::fmt;
+
+/// A file's bytes that are not UTF-8: the text to show diagnostics against, and the diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotUtf8 {
+    /// The bytes with each invalid sequence replaced by U+FFFD. Up to the first invalid byte it
+    /// is the file itself, so the diagnostic's span points at the right place in both.
+    pub lossy: String,
+    /// E0002 at the first invalid byte.
+    pub diagnostic: Diagnostic,
+}
+
+/// Reads a file's bytes as TeIL source. The whole file must be UTF-8, comments included: a file
+/// that is not is no program at all, and the first invalid byte is reported as E0002 (nothing
+/// after it is lexed). A leading byte-order mark is kept in the text, so that spans stay byte
+/// offsets into the file; [`lex`] skips it.
+pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
+    let err = match String::from_utf8(bytes) {
+        Ok(text) => return Ok(text),
+        Err(e) => e,
+    };
+    let utf8 = err.utf8_error();
+    let at = utf8.valid_up_to();
+    let bytes = err.as_bytes();
+    let (len, label) = match utf8.error_len() {
+        Some(n) => (n, format!("byte 0x{:02X} is not UTF-8 here", bytes[at])),
+        None => (
+            bytes.len() - at,
+            "the file ends inside a UTF-8 sequence".to_string(),
+        ),
+    };
+    Err(NotUtf8 {
+        lossy: String::from_utf8_lossy(bytes).into_owned(),
+        diagnostic: Diagnostic::new(
+            Code::InvalidChar,
+            format!("the file is not UTF-8 text (invalid byte at offset {at})"),
+            at..at + len,
+            label,
+        )
+        .with_help("TeIL source is UTF-8, comments included; save the file as UTF-8"),
+    })
+}
+
+/// The byte-order mark, accepted (and skipped) as the very first character of a file only.
+const BOM: &str = "\u{FEFF}";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Token<'src> {
@@ -141,7 +189,7 @@ pub fn lex(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>) {
     let bytes = src.as_bytes();
     let mut tokens = Vec::new();
     let mut errors = Vec::new();
-    let mut i = 0;
+    let mut i = if src.starts_with(BOM) { BOM.len() } else { 0 };
     while i < bytes.len() {
         let c = bytes[i];
         let start = i;
@@ -302,6 +350,28 @@ mod tests {
                 Token::Number("1"),
             ]
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_at_the_start_only() {
+        let (toks, errs) = lex("\u{FEFF}alloc A : [2]");
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(toks[0], (Token::Alloc, 3..8));
+        let (_, errs) = lex("A \u{FEFF}");
+        assert_eq!(errs.len(), 1);
+        assert_eq!((errs[0].found, errs[0].span.clone()), ('\u{FEFF}', 2..5));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_reported_at_the_first_invalid_byte() {
+        assert_eq!(decode(b"A = B".to_vec()).as_deref(), Ok("A = B"));
+        let e = decode(b"A // \xe9t\xe9\n$".to_vec()).unwrap_err();
+        assert_eq!(e.diagnostic.code, Code::InvalidChar);
+        assert_eq!(e.diagnostic.primary.span, 5..6);
+        assert_eq!(e.diagnostic.primary.message, "byte 0xE9 is not UTF-8 here");
+        assert_eq!(e.lossy, "A // \u{FFFD}t\u{FFFD}\n$");
+        let e = decode(b"A \xe2\x82".to_vec()).unwrap_err();
+        assert_eq!(e.diagnostic.primary.span, 2..4);
     }
 
     #[test]

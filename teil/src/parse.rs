@@ -65,12 +65,18 @@ pub fn parse(src: &str) -> Parsed {
         .collect();
     // Where the lexer dropped a character the parser sees a gap; the error it then reports
     // in the same item is a consequence of the first, so only E0002 is shown for that item.
+    // The lexer reports in source order, so the offsets are sorted and each item's question is
+    // a binary search (a scan per item would be quadratic on a file of garbage).
     let lex_error_at: Vec<usize> = diagnostics.iter().map(|d| d.primary.span.start).collect();
+    debug_assert!(lex_error_at.is_sorted());
     for item in split_items(&tokens) {
         let toks = &tokens[item.clone()];
         let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
         let start = toks.first().map(|(_, s)| s.start).unwrap_or(0);
-        let has_lex_error = lex_error_at.iter().any(|&p| start <= p && p < end);
+        let first_at_or_after = lex_error_at.partition_point(|&p| p < start);
+        let has_lex_error = lex_error_at
+            .get(first_at_or_after)
+            .is_some_and(|&p| p < end);
         let eoi = SimpleSpan::from(end..end);
         let input = spanned[item].map(eoi, |(t, s)| (t, s));
         let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<Diagnostic> {

@@ -1,136 +1,369 @@
 //! The one place diagnostics become text: ariadne reports for people, JSON lines for tools.
+//!
+//! A [`Renderer`] prepares one source file once (its line index for ariadne and for line and
+//! column numbers) and then renders any number of diagnostics against it, each in time
+//! logarithmic in the file's size plus the length of the lines it shows, so that a file with N
+//! diagnostics renders in O(file + N log file) rather than O(N * file). Text output of a file
+//! stops after [`MAX_TEXT_DIAGNOSTICS`] reports with one line counting the rest
+//! (spec/diagnostics.md, "How many diagnostics are shown"); JSON output lists every diagnostic.
+//!
+//! Spans are byte offsets into the file as read. A leading byte-order mark (spec/grammar.md,
+//! "Encoding") is not shown: reports and line/column numbers are those of the text after it,
+//! while the JSON `start`/`end` offsets stay offsets into the file.
 
 use crate::diagnostic::{Diagnostic, Severity};
-use ariadne::{Color, Config, IndexType, Label, Report, ReportKind};
+use ariadne::{Color, Config, IndexType, Label, Report, ReportKind, Source};
+use std::io::{self, Write};
+use std::ops::Range;
 
-/// Renders `diag` against the source it was found in. `color` is off for snapshots, pipes and
-/// files. Spans are byte offsets (`IndexType::Byte`), as everywhere in TeIL.
-pub fn render_text(diag: &Diagnostic, file: &str, src: &str, color: bool) -> String {
-    let clamp = |s: &std::ops::Range<usize>| clamp_span(src, s);
-    let kind = match diag.severity {
-        Severity::Error => ReportKind::Error,
-        Severity::Warning => ReportKind::Warning,
-    };
-    let file = file.to_string();
-    let primary_color = if diag.is_error() {
-        Color::Red
-    } else {
-        Color::Yellow
-    };
-    // Labels are ordered by the line they end on, primary first within a line: ariadne starts
-    // a new section (repeating the file header) whenever a label ends on an earlier line than
-    // the one before it, which would split a report whose context precedes the error.
-    let mut labels: Vec<(std::ops::Range<usize>, &str, Color)> = vec![(
-        clamp(&diag.primary.span),
-        &diag.primary.message,
-        primary_color,
-    )];
-    labels.extend(
-        diag.secondary
-            .iter()
-            .map(|l| (clamp(&l.span), l.message.as_str(), Color::Blue)),
-    );
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by_key(|&k| {
-        let span = &labels[k].0;
-        (
-            line_col(src, span.end.saturating_sub(1).max(span.start)).0,
-            k,
-        )
-    });
-    let mut report = Report::build(kind, (file.clone(), clamp(&diag.primary.span)))
-        .with_config(
-            Config::new()
-                .with_index_type(IndexType::Byte)
-                .with_color(color),
-        )
-        .with_code(diag.code.as_str())
-        .with_message(&diag.message);
-    for (rank, &k) in order.iter().enumerate() {
-        let (span, message, color) = &labels[k];
-        report = report.with_label(
-            Label::new((file.clone(), span.clone()))
-                .with_message(message)
-                .with_color(*color)
-                .with_order(rank as i32),
-        );
-    }
-    if let Some(rule) = diag.rule {
-        // A warning does not violate its rule (T-Transp allows `transp i i`); it points at it.
-        let note = match diag.severity {
-            Severity::Error => format!("violates rule {rule} (spec/typing.md)"),
-            Severity::Warning => format!("see rule {rule} (spec/typing.md)"),
+/// Most diagnostics of one file rendered as text; the rest are counted in one closing line.
+/// A person reads the first few; past this many, more reports only hide the summary and cost
+/// time (a file of garbage has one diagnostic per stray character).
+pub const MAX_TEXT_DIAGNOSTICS: usize = 100;
+
+/// One source file, indexed once, against which diagnostics are rendered.
+pub struct Renderer<'s> {
+    file: String,
+    /// The text shown: the file without a leading byte-order mark.
+    shown: &'s str,
+    /// Bytes dropped from the front of the file (3 for a byte-order mark, else 0).
+    shift: usize,
+    lines: LineIndex,
+    source: Source<&'s str>,
+}
+
+impl<'s> Renderer<'s> {
+    /// Indexes `src`, the text diagnostics were found in, shown under the name `file`.
+    pub fn new(file: &str, src: &'s str) -> Self {
+        let shift = if src.starts_with(BOM) {
+            BOM.len_utf8()
+        } else {
+            0
         };
-        report = report.with_note(note);
-    }
-    for n in &diag.notes {
-        report = report.with_note(n);
-    }
-    if let Some(h) = &diag.help {
-        report = report.with_help(h);
-    }
-    let mut out = Vec::new();
-    let cache = ariadne::sources([(file, src.to_string())]);
-    // Writing into a Vec cannot fail.
-    let _ = report.finish().write(cache, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Keeps a span inside the source and on character boundaries, so that a diagnostic built
-/// against one text can be shown against any other without panicking.
-fn clamp_span(src: &str, s: &std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let fix = |mut i: usize| {
-        i = i.min(src.len());
-        while !src.is_char_boundary(i) {
-            i -= 1;
+        let shown = &src[shift..];
+        Renderer {
+            file: file.to_string(),
+            shown,
+            shift,
+            lines: LineIndex::new(shown),
+            source: Source::from(shown),
         }
-        i
-    };
-    let (a, b) = (fix(s.start), fix(s.end));
-    a..b.max(a)
-}
+    }
 
-/// 1-based line and column (in characters) of a byte offset.
-pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let offset = clamp_span(src, &(offset..offset)).start;
-    let before = &src[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = src[line_start..offset].chars().count() + 1;
-    (line, col)
-}
+    /// Renders `diag` as an ariadne report. `color` is off for snapshots, pipes and files.
+    /// Spans are byte offsets (`IndexType::Byte`), as everywhere in TeIL.
+    pub fn text(&self, diag: &Diagnostic, color: bool) -> String {
+        let kind = match diag.severity {
+            Severity::Error => ReportKind::Error,
+            Severity::Warning => ReportKind::Warning,
+        };
+        let primary_color = if diag.is_error() {
+            Color::Red
+        } else {
+            Color::Yellow
+        };
+        // Labels are ordered by the line they end on, primary first within a line: ariadne
+        // starts a new section (repeating the file header) whenever a label ends on an earlier
+        // line than the one before it, which would split a report whose context precedes the
+        // error.
+        let mut labels: Vec<(Range<usize>, &str, Color)> = vec![(
+            self.clamp(&diag.primary.span),
+            &diag.primary.message,
+            primary_color,
+        )];
+        labels.extend(
+            diag.secondary
+                .iter()
+                .map(|l| (self.clamp(&l.span), l.message.as_str(), Color::Blue)),
+        );
+        let mut order: Vec<usize> = (0..labels.len()).collect();
+        order.sort_by_key(|&k| {
+            let span = &labels[k].0;
+            (
+                self.lines.line(span.end.saturating_sub(1).max(span.start)),
+                k,
+            )
+        });
+        let file = self.file.as_str();
+        let mut report = Report::build(kind, (file, self.clamp(&diag.primary.span)))
+            .with_config(
+                Config::new()
+                    .with_index_type(IndexType::Byte)
+                    .with_color(color),
+            )
+            .with_code(diag.code.as_str())
+            .with_message(&diag.message);
+        for (rank, &k) in order.iter().enumerate() {
+            let (span, message, color) = &labels[k];
+            report = report.with_label(
+                Label::new((file, span.clone()))
+                    .with_message(message)
+                    .with_color(*color)
+                    .with_order(rank as i32),
+            );
+        }
+        if let Some(rule) = diag.rule {
+            // A warning does not violate its rule (T-Transp allows `transp i i`); it points at
+            // it.
+            let note = match diag.severity {
+                Severity::Error => format!("violates rule {rule} (spec/typing.md)"),
+                Severity::Warning => format!("see rule {rule} (spec/typing.md)"),
+            };
+            report = report.with_note(note);
+        }
+        for n in &diag.notes {
+            report = report.with_note(n);
+        }
+        if let Some(h) = &diag.help {
+            report = report.with_help(h);
+        }
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = report.finish().write((file, &self.source), &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
 
-/// One JSON object (no trailing newline) describing `diag`, for `--format json`.
-pub fn render_json(diag: &Diagnostic, file: &str, src: &str) -> String {
-    use serde_json::json;
-    let span = |s: &std::ops::Range<usize>| {
-        let (line, column) = line_col(src, s.start);
-        let (end_line, end_column) = line_col(src, s.end);
+    /// One JSON object (no trailing newline) describing `diag`, for `--format json`. `start`
+    /// and `end` are the span's byte offsets into the file; lines and columns are 1-based,
+    /// columns counted in characters.
+    pub fn json(&self, diag: &Diagnostic) -> String {
+        use serde_json::json;
+        let span = |s: &Range<usize>| {
+            let (line, column) = self.line_col(s.start);
+            let (end_line, end_column) = self.line_col(s.end);
+            json!({
+                "start": s.start, "end": s.end,
+                "line": line, "column": column,
+                "end_line": end_line, "end_column": end_column,
+            })
+        };
+        let (line, column) = self.line_col(diag.primary.span.start);
+        let labels: Vec<_> = diag
+            .secondary
+            .iter()
+            .map(|l| json!({ "span": span(&l.span), "message": l.message }))
+            .collect();
         json!({
-            "start": s.start, "end": s.end,
-            "line": line, "column": column,
-            "end_line": end_line, "end_column": end_column,
+            "code": diag.code.as_str(),
+            "severity": diag.severity.as_str(),
+            "message": diag.message,
+            "rule": diag.rule,
+            "file": self.file,
+            "span": span(&diag.primary.span),
+            "line": line,
+            "column": column,
+            "label": diag.primary.message,
+            "labels": labels,
+            "notes": diag.notes,
+            "help": diag.help,
         })
+        .to_string()
+    }
+
+    /// Writes the text reports of `diags` (one file's, in the order given): the first
+    /// [`MAX_TEXT_DIAGNOSTICS`], then, if any are left, one line counting them.
+    pub fn write_text(
+        &self,
+        out: &mut impl Write,
+        diags: &[Diagnostic],
+        color: bool,
+    ) -> io::Result<()> {
+        let (shown, rest) = diags.split_at(diags.len().min(MAX_TEXT_DIAGNOSTICS));
+        for d in shown {
+            out.write_all(self.text(d, color).as_bytes())?;
+        }
+        if let Some(line) = omitted_line(&self.file, rest) {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// Writes every diagnostic of `diags` as one JSON line. JSON output is not capped: tools
+    /// get the complete list, whose size is linear in the file's.
+    pub fn write_json(&self, out: &mut impl Write, diags: &[Diagnostic]) -> io::Result<()> {
+        for d in diags {
+            writeln!(out, "{}", self.json(d))?;
+        }
+        Ok(())
+    }
+
+    /// Moves a span of the file into the shown text, inside it and on character boundaries, so
+    /// that a diagnostic built against one text can be shown against any other without
+    /// panicking. The start rounds down and the end up to a character boundary, so a span over
+    /// part of a character (an invalid byte shown as U+FFFD) covers that character.
+    fn clamp(&self, s: &Range<usize>) -> Range<usize> {
+        let src = self.shown;
+        let inside = |i: usize| i.saturating_sub(self.shift).min(src.len());
+        let mut a = inside(s.start);
+        while !src.is_char_boundary(a) {
+            a -= 1;
+        }
+        let mut b = inside(s.end).max(a);
+        while !src.is_char_boundary(b) {
+            b += 1;
+        }
+        a..b
+    }
+
+    /// 1-based line and column (in characters) of a byte offset of the file.
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        self.lines
+            .line_col(self.shown, self.clamp(&(offset..offset)).start)
+    }
+}
+
+/// The byte-order mark: skipped at the start of a file (spec/grammar.md, "Encoding").
+const BOM: char = '\u{FEFF}';
+
+/// The closing line of a file's text output when `rest`, the diagnostics past the cap, is not
+/// empty: `NAME: and 1,234 more errors not shown (...)`.
+fn omitted_line(file: &str, rest: &[Diagnostic]) -> Option<String> {
+    if rest.is_empty() {
+        return None;
+    }
+    let errors = rest.iter().filter(|d| d.is_error()).count();
+    let warnings = rest.len() - errors;
+    let count = |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
+    let what = match (errors, warnings) {
+        (e, 0) => count(e, "error"),
+        (0, w) => count(w, "warning"),
+        (e, w) => format!("{} and {}", count(e, "error"), count(w, "warning")),
     };
-    let (line, column) = line_col(src, diag.primary.span.start);
-    let labels: Vec<_> = diag
-        .secondary
+    Some(format!(
+        "{file}: and {what} not shown (text output shows the first {MAX_TEXT_DIAGNOSTICS} \
+         diagnostics of a file; JSON output lists all)"
+    ))
+}
+
+/// Line starts and running character counts of a text, so that the line and column of an
+/// offset are found without rescanning the text before it.
+struct LineIndex {
+    /// The byte offset at which each line starts (lines end at `\n`); the first is 0.
+    starts: Vec<usize>,
+    /// `chars[k]`: the number of characters in the first `k * BLOCK` bytes.
+    chars: Vec<usize>,
+}
+
+/// Granularity of [`LineIndex::chars`]: a column costs at most two scans this long.
+const BLOCK: usize = 256;
+
+impl LineIndex {
+    fn new(src: &str) -> Self {
+        let bytes = src.as_bytes();
+        let starts = std::iter::once(0)
+            .chain(newlines(bytes).map(|i| i + 1))
+            .collect();
+        let mut chars = Vec::with_capacity(bytes.len() / BLOCK + 1);
+        let mut total = 0;
+        chars.push(0);
+        for block in bytes.chunks(BLOCK) {
+            total += count_chars(block);
+            chars.push(total);
+        }
+        LineIndex { starts, chars }
+    }
+
+    /// 1-based line of a byte offset.
+    fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+
+    /// 1-based line and column (in characters) of `offset`, a character boundary of `src`.
+    fn line_col(&self, src: &str, offset: usize) -> (usize, usize) {
+        let line = self.line(offset);
+        let start = self.starts[line - 1];
+        let col = self.chars_before(src, offset) - self.chars_before(src, start) + 1;
+        (line, col)
+    }
+
+    /// The number of characters in `src[..offset]`.
+    fn chars_before(&self, src: &str, offset: usize) -> usize {
+        let block = offset / BLOCK;
+        self.chars[block] + count_chars(&src.as_bytes()[block * BLOCK..offset])
+    }
+}
+
+/// Characters in a run of UTF-8 bytes: the bytes that are not continuation bytes.
+fn count_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}
+
+fn newlines(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    bytes
         .iter()
-        .map(|l| json!({ "span": span(&l.span), "message": l.message }))
-        .collect();
-    json!({
-        "code": diag.code.as_str(),
-        "severity": diag.severity.as_str(),
-        "message": diag.message,
-        "rule": diag.rule,
-        "file": file,
-        "span": span(&diag.primary.span),
-        "line": line,
-        "column": column,
-        "label": diag.primary.message,
-        "labels": labels,
-        "notes": diag.notes,
-        "help": diag.help,
-    })
-    .to_string()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n')
+        .map(|(i, _)| i)
+}
+
+/// Renders one diagnostic against `src`. Indexes the whole source: to render many diagnostics
+/// of one file, build a [`Renderer`] once.
+pub fn render_text(diag: &Diagnostic, file: &str, src: &str, color: bool) -> String {
+    Renderer::new(file, src).text(diag, color)
+}
+
+/// One JSON object for one diagnostic; see [`Renderer::json`].
+pub fn render_json(diag: &Diagnostic, file: &str, src: &str) -> String {
+    Renderer::new(file, src).json(diag)
+}
+
+/// 1-based line and column (in characters) of a byte offset of `src`.
+pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    Renderer::new("", src).line_col(offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Code;
+
+    #[test]
+    fn line_col_counts_characters_across_blocks() {
+        // Multi-byte characters straddling the index's block boundaries.
+        let src = format!("{}\n{}x", "é".repeat(300), "ü".repeat(200));
+        let x = src.len() - 1;
+        assert_eq!(line_col(&src, x), (2, 201));
+        assert_eq!(line_col(&src, 0), (1, 1));
+        assert_eq!(line_col(&src, 601), (2, 1));
+        assert_eq!(line_col(&src, src.len() + 10), (2, 202));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_shown() {
+        let src = "\u{FEFF}alloc A : [2]\n$";
+        let d = Diagnostic::new(Code::InvalidChar, "invalid character '$'", 17..18, "here");
+        let json: serde_json::Value = serde_json::from_str(&render_json(&d, "f", src)).unwrap();
+        assert_eq!(json["span"]["start"], 17);
+        assert_eq!(
+            (json["line"].as_u64(), json["column"].as_u64()),
+            (Some(2), Some(1))
+        );
+        let text = render_text(&d, "f", src, false);
+        assert!(text.contains("f:2:1"), "{text}");
+        assert!(!text.contains('\u{FEFF}'), "{text}");
+    }
+
+    #[test]
+    fn text_output_stops_at_the_cap_and_counts_the_rest() {
+        let src = "$".repeat(MAX_TEXT_DIAGNOSTICS + 7);
+        let mut diags: Vec<Diagnostic> = (0..src.len())
+            .map(|i| Diagnostic::new(Code::InvalidChar, "invalid character '$'", i..i + 1, "x"))
+            .collect();
+        diags.push(Diagnostic::new(Code::TranspSame, "w", 0..1, "w"));
+        let r = Renderer::new("f.teil", &src);
+        let mut out = Vec::new();
+        r.write_text(&mut out, &diags, false).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(out.matches("[E0002] Error").count(), MAX_TEXT_DIAGNOSTICS);
+        assert!(
+            out.ends_with(
+                "f.teil: and 7 more errors and 1 more warning not shown (text output shows the \
+                 first 100 diagnostics of a file; JSON output lists all)\n"
+            ),
+            "{out}"
+        );
+        let mut json = Vec::new();
+        r.write_json(&mut json, &diags).unwrap();
+        assert_eq!(json.split(|&b| b == b'\n').count() - 1, diags.len());
+    }
 }
