@@ -147,6 +147,7 @@ fn a_missing_compiler_is_reported_and_the_source_kept() {
     let tc = Toolchain {
         cc: "teil-no-such-compiler".to_string(),
         cflags: vec![],
+        ..Toolchain::default()
     };
     let e = run(&tc, &k, &inputs).expect_err("no compiler");
     assert!(matches!(e, RunError::CompilerNotFound { .. }), "{e}");

@@ -11,6 +11,7 @@ mod einsum;
 mod emit_c;
 mod fuzz;
 mod input;
+mod interrupt;
 mod lower;
 mod run;
 mod trace;
@@ -143,6 +144,10 @@ enum Command {
         /// With `--backend c`: parallel outer loops, compiled with `-fopenmp` (spec/abi.md).
         #[arg(long)]
         openmp: bool,
+        /// With `--backend c`: stop the compiler or the compiled kernel after this long (E0801).
+        #[arg(long, value_name = "SECONDS", default_value_t = emit_c::DEFAULT_CC_TIMEOUT,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        cc_timeout: u64,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -262,6 +267,7 @@ fn main() -> ExitCode {
             cc,
             cflags,
             openmp,
+            cc_timeout,
             color,
         } => run::run(&run::RunArgs {
             file,
@@ -272,7 +278,9 @@ fn main() -> ExitCode {
             backend: match (oracle, backend) {
                 (true, _) | (_, Some(RunBackend::Oracle)) => run::Backend::Oracle,
                 (_, Some(RunBackend::C)) => run::Backend::C(
-                    emit_c::CBackend::new(pad, cc, cflags.as_deref()).with_openmp(openmp),
+                    emit_c::CBackend::new(pad, cc, cflags.as_deref())
+                        .with_openmp(openmp)
+                        .with_timeout(cc_timeout),
                 ),
                 _ => run::Backend::Fast,
             },
