@@ -314,9 +314,13 @@ fn read_message(path: &Path) -> String {
 
 /// Runs `cmd` to its end in a process group of its own, within `tc.timeout` and until
 /// `tc.cancel` is set. When either ends it first, the whole group is killed and the child
-/// reaped before this returns [`RunError::TimedOut`] or [`RunError::Interrupted`].
-/// `Ok(Err(e))`: the command could not be started.
-fn supervise(
+/// reaped before this returns [`RunError::TimedOut`] (naming `process`) or
+/// [`RunError::Interrupted`]. `Ok(Err(e))`: the command could not be started.
+///
+/// Every process this module starts goes through here; so should any other compiler or
+/// kernel process of the backend. Give the command files (not pipes) for its output, so that
+/// nothing it writes can block it while it is waited for.
+pub fn supervise(
     cmd: &mut Command,
     tc: &Toolchain,
     process: Process,

@@ -1,7 +1,8 @@
 //! The `teil` command.
 //!
 //! Exit codes, for every subcommand: 0 success (warnings allowed), 1 the input was rejected
-//! (a diagnostic with a code was printed), 2 usage or I/O problems.
+//! (a diagnostic with a code was printed), 2 usage or I/O problems, 130 interrupted by SIGINT
+//! or SIGTERM (`teil fuzz`, `teil run --backend c`: [`interrupt`]).
 //!
 //! Each subcommand lives in its own module; this file only declares the interface and
 //! dispatches.
