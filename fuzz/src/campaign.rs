@@ -25,6 +25,12 @@
 //! A failing program is shrunk ([`shrink`]) with a predicate that re-runs exactly the failing
 //! check, and written as a reproducer ([`crate::repro`]) that `teil fuzz --replay FILE` runs
 //! again.
+//!
+//! A campaign can end early ([`Stop`]): when the toolchain's cancellation flag is set (a
+//! signal), between programs or while a compiler or driver runs, and when the C compiler times
+//! out, which says nothing about the program. The report then counts the chunks that completed;
+//! nothing is shrunk. A driver that times out, on the other hand, runs a kernel that does not
+//! terminate: that is a failed C check like a crash (spec/fuzzing.md).
 
 use crate::compare::{self, Cells, Tolerance};
 use crate::gen::{self, GenConfig};
@@ -42,7 +48,7 @@ use teil::fmt::Style;
 use teil::CheckedProgram;
 use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
-use teil_cbackend::run::{self, Job, Outcome, Toolchain};
+use teil_cbackend::run::{self, Job, Outcome, Process, RunError, Toolchain};
 use teil_cbackend::{validate, Options};
 use teil_interp::Tensor;
 
@@ -78,12 +84,15 @@ pub struct Config {
     pub skip: u64,
     /// Padding multiples at which the C backend runs.
     pub pads: Vec<u64>,
-    /// Worker threads.
+    /// Worker threads (at most [`MAX_JOBS`]).
     pub jobs: usize,
     /// Stop starting new chunks of programs after this long.
     pub time: Option<Duration>,
-    /// Programs per chunk: one translation unit and one driver process each.
+    /// Programs per chunk: one translation unit and one driver process each (at most
+    /// [`MAX_CHUNK`]).
     pub chunk: usize,
+    /// The C compiler; its `cancel` flag also stops the campaign between programs, and its
+    /// `timeout` bounds each compiler and driver run.
     pub toolchain: Toolchain,
     /// Whether to run the C backend at all.
     pub c_backend: bool,
@@ -117,6 +126,138 @@ impl Default for Config {
             out: None,
             stop_after: None,
         }
+    }
+}
+
+/// The most worker threads a campaign accepts: far more than any machine's cores, few enough
+/// that starting them cannot fail.
+pub const MAX_JOBS: usize = 1024;
+
+/// The most programs per chunk. The chunk's programs are all held in memory at once, and its
+/// kernels (about 4 per program) compile as one translation unit: at some 2.7 ms of compiler
+/// time per kernel (spec/fuzzing.md), 10,000 programs take about two minutes, within the
+/// default time-out.
+pub const MAX_CHUNK: usize = 10_000;
+
+/// The most cells a padded buffer of a generated program may have: 2^20, 8 MiB of doubles. A
+/// chunk holds the buffers of a few hundred kernels in memory, twice (the driver's input and
+/// output files), so beyond this a campaign needs gigabytes and crawls; at `M = 16` a rank-5
+/// variable reaches it exactly ([`largest_padded_buffer`]).
+pub const MAX_PADDED_CELLS: u64 = 1 << 20;
+
+/// The number of cells of the largest padded buffer a generated program can have at padding
+/// multiple `pad`, over every flavour ([`flavour`]): rank `max(max_rank, max_inner_rank)` with
+/// every extent `max_extent` rounded up to a multiple of `pad`. `None` when it does not fit a
+/// `u64`.
+pub fn largest_padded_buffer(pad: u64) -> Option<u64> {
+    (0..FLAVOURS.len() as u64).try_fold(0u64, |most, f| {
+        let g = flavour(f);
+        let rank = u32::try_from(g.max_rank.max(g.max_inner_rank)).ok()?;
+        let extent = g.max_extent.checked_next_multiple_of(pad)?;
+        Some(most.max(extent.checked_pow(rank)?))
+    })
+}
+
+/// A campaign configuration that cannot run (`teil fuzz` reports it as a usage error before
+/// running anything).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("`--programs 0`: a campaign needs at least one program")]
+    NoPrograms,
+    #[error("`--skip {skip} --programs {programs}` goes past the last program index (2^64 - 1)")]
+    IndexOverflow { skip: u64, programs: u64 },
+    #[error("`--pad` needs at least one padding multiple")]
+    NoPads,
+    #[error("`--pad`: every padding multiple must be at least 1, got {0}")]
+    ZeroPad(u64),
+    #[error("`--pad` names the padding multiple {0} twice")]
+    DuplicatePad(u64),
+    #[error(
+        "`--pad {pad}`: a generated program can have a padded buffer of {cells} cells at this \
+         multiple, more than the campaign's limit of {MAX_PADDED_CELLS} (multiples up to {max} fit)"
+    )]
+    PadTooLarge {
+        pad: u64,
+        cells: CellCount,
+        max: u64,
+    },
+    #[error("`--jobs` must be at least 1")]
+    NoJobs,
+    #[error("`--jobs {0}`: at most {MAX_JOBS} worker threads")]
+    TooManyJobs(usize),
+    #[error("`--chunk {0}`: a chunk holds 1 to {MAX_CHUNK} programs")]
+    BadChunk(usize),
+    #[error("`--cc-timeout` must be more than 0 seconds")]
+    NoTimeout,
+}
+
+/// A number of cells that may exceed `u64` (shown as `more than 2^64 - 1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellCount(pub Option<u64>);
+
+impl std::fmt::Display for CellCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("more than 2^64 - 1"),
+        }
+    }
+}
+
+impl Config {
+    /// Checks that the campaign can run: at least one program whose index fits, padding
+    /// multiples at which every generated program's buffers stay within [`MAX_PADDED_CELLS`]
+    /// (a padding multiple beyond that would make every program "fail" to lower or to run,
+    /// which is no finding), and job and chunk counts in range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(n) = self.programs {
+            if n == 0 {
+                return Err(ConfigError::NoPrograms);
+            }
+            // Program indices run from `skip` to `skip + n - 1`.
+            if self.skip.checked_add(n - 1).is_none() {
+                return Err(ConfigError::IndexOverflow {
+                    skip: self.skip,
+                    programs: n,
+                });
+            }
+        }
+        if self.pads.is_empty() {
+            return Err(ConfigError::NoPads);
+        }
+        let max = (1..)
+            .take_while(|&m| largest_padded_buffer(m).is_some_and(|c| c <= MAX_PADDED_CELLS))
+            .last()
+            .unwrap_or(1);
+        for (i, &pad) in self.pads.iter().enumerate() {
+            if pad == 0 {
+                return Err(ConfigError::ZeroPad(pad));
+            }
+            if self.pads[..i].contains(&pad) {
+                return Err(ConfigError::DuplicatePad(pad));
+            }
+            let cells = largest_padded_buffer(pad);
+            if cells.is_none_or(|c| c > MAX_PADDED_CELLS) {
+                return Err(ConfigError::PadTooLarge {
+                    pad,
+                    cells: CellCount(cells),
+                    max,
+                });
+            }
+        }
+        if self.jobs == 0 {
+            return Err(ConfigError::NoJobs);
+        }
+        if self.jobs > MAX_JOBS {
+            return Err(ConfigError::TooManyJobs(self.jobs));
+        }
+        if !(1..=MAX_CHUNK).contains(&self.chunk) {
+            return Err(ConfigError::BadChunk(self.chunk));
+        }
+        if self.toolchain.timeout.is_zero() {
+            return Err(ConfigError::NoTimeout);
+        }
+        Ok(())
     }
 }
 
@@ -361,13 +502,45 @@ impl Stats {
     }
 }
 
+/// Why a campaign ended before running every program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stop {
+    /// The toolchain's cancellation flag was set (`teil fuzz` sets it on SIGINT and SIGTERM).
+    Interrupted,
+    /// The environment failed in a way that says nothing about the programs: the C compiler
+    /// did not finish within the time-out. `code` is the error's diagnostic code.
+    Environment {
+        code: Option<teil::Code>,
+        message: String,
+    },
+}
+
+impl Stop {
+    fn from_run_error(e: &RunError) -> Option<Stop> {
+        match e {
+            RunError::Interrupted => Some(Stop::Interrupted),
+            RunError::TimedOut {
+                process: Process::Compiler(_),
+                ..
+            } => Some(Stop::Environment {
+                code: e.code(),
+                message: e.to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// What a campaign found.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// What the programs that completed did (a chunk that was stopped counts for nothing).
     pub stats: Stats,
     /// Failing programs, by index.
     pub mismatches: Vec<Mismatch>,
     pub elapsed: Duration,
+    /// Why the campaign ended early, if it did.
+    pub stopped: Option<Stop>,
 }
 
 impl Report {
@@ -381,10 +554,16 @@ impl Report {
         }
     }
 
-    /// The one-line summary: `N programs, K mismatches, R programs/s`.
+    /// The one-line summary: `N programs, K mismatches, R programs/s`, followed by
+    /// `, interrupted` or `, stopped` when the campaign ended early.
     pub fn summary(&self) -> String {
+        let end = match self.stopped {
+            None => "",
+            Some(Stop::Interrupted) => ", interrupted",
+            Some(Stop::Environment { .. }) => ", stopped",
+        };
         format!(
-            "{} programs, {} mismatches, {:.1} programs/s",
+            "{} programs, {} mismatches, {:.1} programs/s{end}",
             self.stats.programs,
             self.mismatches.len(),
             self.rate()
@@ -400,25 +579,41 @@ pub struct Progress {
     pub mismatches: usize,
 }
 
-/// Runs a campaign. `progress` is called (from worker threads) after every chunk.
+/// Runs a campaign. `progress` is called (from worker threads) after every chunk. The
+/// configuration should have passed [`Config::validate`]; out-of-range counts are clamped.
 pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
     let start = Instant::now();
     let total = cfg.programs;
-    let jobs = cfg.jobs.max(1);
+    let jobs = cfg.jobs.clamp(1, MAX_JOBS);
     let chunk = match total {
         Some(n) => (cfg.chunk as u64).min(n.div_ceil(jobs as u64)).max(1),
-        None => cfg.chunk.max(1) as u64,
+        None => cfg.chunk.clamp(1, MAX_CHUNK) as u64,
     };
+    // No more threads than chunks.
+    let jobs = match total {
+        Some(n) => jobs.min(usize::try_from(n.div_ceil(chunk)).unwrap_or(jobs)),
+        None => jobs,
+    };
+    let cancel = &cfg.toolchain.cancel;
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let failing = AtomicUsize::new(0);
     let results: Mutex<Vec<(Stats, Vec<Mismatch>)>> = Mutex::new(Vec::new());
+    let stop: Mutex<Option<Stop>> = Mutex::new(None);
+    let record = |s: Stop| {
+        if let Ok(mut slot) = stop.lock() {
+            slot.get_or_insert(s);
+        }
+    };
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| {
                 let mut gens: BTreeMap<u64, proptest::strategy::BoxedStrategy<Program>> =
                     BTreeMap::new();
                 loop {
+                    if cancel.is_cancelled() || stop.lock().map_or(true, |s| s.is_some()) {
+                        break;
+                    }
                     if cfg.time.is_some_and(|t| start.elapsed() >= t)
                         || cfg
                             .stop_after
@@ -438,6 +633,9 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
                     let mut stats = Stats::default();
                     let mut programs = Vec::new();
                     for k in first..end {
+                        if cancel.is_cancelled() {
+                            break;
+                        }
                         let index = cfg.skip.saturating_add(k);
                         let seed = program_seed(cfg.seed, index);
                         let strategy = gens
@@ -448,7 +646,13 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
                         stats.by_flavour[(index % 4) as usize] += 1;
                         stats.retargeted += u64::from(retargeted);
                     }
-                    let found = check_chunk(cfg, programs, &mut stats);
+                    let found = match check_chunk(cfg, programs, &mut stats) {
+                        Ok(found) => found,
+                        Err(s) => {
+                            record(s);
+                            break;
+                        }
+                    };
                     failing.fetch_add(found.len(), Ordering::SeqCst);
                     let d = done.fetch_add(end - first, Ordering::SeqCst) + (end - first);
                     progress(Progress {
@@ -470,30 +674,44 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
         mismatches.extend(m);
     }
     mismatches.sort_by_key(|m| m.index);
+    // A campaign that ends early shrinks nothing: it was asked to stop, or cannot compile.
+    let shrink = if stop.lock().map_or(true, |s| s.is_some()) || cancel.is_cancelled() {
+        0
+    } else {
+        cfg.shrink
+    };
     // The first failing programs by index, whichever thread found them: which programs are
     // shrunk does not depend on scheduling.
-    let queue: Vec<Mutex<&mut Mismatch>> = mismatches
-        .iter_mut()
-        .take(cfg.shrink)
-        .map(Mutex::new)
-        .collect();
+    let queue: Vec<Mutex<&mut Mismatch>> =
+        mismatches.iter_mut().take(shrink).map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..jobs.min(queue.len()) {
             s.spawn(|| {
                 while let Some(slot) = queue.get(next.fetch_add(1, Ordering::SeqCst)) {
                     if let Ok(mut m) = slot.lock() {
-                        m.shrunk = shrink_mismatch(cfg, &m);
+                        match shrink_mismatch(cfg, &m) {
+                            Ok(shrunk) => m.shrunk = shrunk,
+                            Err(s) => {
+                                record(s);
+                                break;
+                            }
+                        }
                     }
                 }
             });
         }
     });
     drop(queue);
+    let mut stopped = stop.into_inner().unwrap_or_default();
+    if stopped.is_none() && cancel.is_cancelled() {
+        stopped = Some(Stop::Interrupted);
+    }
     Report {
         stats,
         mismatches,
         elapsed: start.elapsed(),
+        stopped,
     }
 }
 
@@ -502,6 +720,7 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
 pub fn replay(cfg: &Config, program: Program, inputs: Inputs, seed: u64) -> Report {
     let start = Instant::now();
     let mut stats = Stats::default();
+    let mut stopped = None;
     let mismatches = match teil::check(program.clone()) {
         Err(d) => vec![Mismatch {
             index: None,
@@ -516,15 +735,23 @@ pub fn replay(cfg: &Config, program: Program, inputs: Inputs, seed: u64) -> Repo
         }],
         Ok((checked, _)) => {
             let mut out = Vec::new();
-            let prepared = prepare(cfg, None, seed, checked, inputs, 0, &mut stats, &mut out);
-            run_c(cfg, prepared.into_iter().collect(), &mut stats, &mut out);
-            out
+            let ran = prepare(cfg, None, seed, checked, inputs, 0, &mut stats, &mut out)
+                .and_then(|p| run_c(cfg, p.into_iter().collect(), &mut stats, &mut out));
+            match ran {
+                Ok(()) => out,
+                Err(s) => {
+                    stopped = Some(s);
+                    stats = Stats::default();
+                    Vec::new()
+                }
+            }
         }
     };
     Report {
         stats,
         mismatches,
         elapsed: start.elapsed(),
+        stopped,
     }
 }
 
@@ -540,14 +767,18 @@ struct Prepared {
     failures: Vec<Failure>,
 }
 
+/// Checks a chunk of programs; `Err` when the campaign must stop before the chunk completed.
 fn check_chunk(
     cfg: &Config,
     programs: Vec<(u64, u64, Program)>,
     stats: &mut Stats,
-) -> Vec<Mismatch> {
+) -> Result<Vec<Mismatch>, Stop> {
     let mut out = Vec::new();
     let mut prepared = Vec::new();
     for (slot, (index, seed, program)) in programs.into_iter().enumerate() {
+        if cfg.toolchain.cancel.is_cancelled() {
+            return Err(Stop::Interrupted);
+        }
         match teil::check(program.clone()) {
             Err(d) => out.push(Mismatch {
                 index: Some(index),
@@ -571,13 +802,13 @@ fn check_chunk(
                     slot,
                     stats,
                     &mut out,
-                ));
+                )?);
             }
         }
     }
-    run_c(cfg, prepared, stats, &mut out);
+    run_c(cfg, prepared, stats, &mut out)?;
     out.sort_by_key(|m| m.index);
-    out
+    Ok(out)
 }
 
 fn codes(d: &[teil::Diagnostic]) -> String {
@@ -605,6 +836,7 @@ fn has_division(p: &CheckedProgram) -> bool {
 /// The interpreter-side checks of one program (steps 1 to 4 of the module documentation) and
 /// its lowered kernels; their failures travel with the result. A program on which the oracle
 /// fails is pushed to `out` at once; one the oracle refuses as too large is discarded.
+/// `Err` when the campaign must stop.
 #[allow(clippy::too_many_arguments)]
 fn prepare(
     cfg: &Config,
@@ -615,7 +847,7 @@ fn prepare(
     slot: usize,
     stats: &mut Stats,
     out: &mut Vec<Mismatch>,
-) -> Option<Prepared> {
+) -> Result<Option<Prepared>, Stop> {
     let fail = |failures: Vec<Failure>, checked: &CheckedProgram, inputs: &Inputs| Mismatch {
         index,
         seed,
@@ -632,11 +864,11 @@ fn prepare(
                 detail: e.to_string(),
             };
             out.push(fail(vec![f], &checked, &inputs));
-            return None;
+            return Ok(None);
         }
         Err(_) => {
             stats.discarded += 1;
-            return None;
+            return Ok(None);
         }
     };
     let division = has_division(&checked);
@@ -670,11 +902,16 @@ fn prepare(
         interpreter_checks.push(Check::IllTyped { mutation, choice });
     }
     for check in interpreter_checks {
+        if cfg.toolchain.cancel.is_cancelled() {
+            return Err(Stop::Interrupted);
+        }
         if matches!(check, Check::RoundTrip(_) | Check::Core | Check::Laws(_)) {
             stats.variants += 1;
         }
-        if let Err(detail) = run_check(cfg, &check, &checked, &inputs, &expected, seed, stats) {
-            failures.push(Failure { check, detail });
+        match run_check(cfg, &check, &checked, &inputs, &expected, seed, stats) {
+            Ok(()) => {}
+            Err(CheckError::Failed(detail)) => failures.push(Failure { check, detail }),
+            Err(CheckError::Stopped(s)) => return Err(s),
         }
     }
     let mut kernels = Vec::new();
@@ -729,7 +966,7 @@ fn prepare(
             });
         }
     }
-    Some(Prepared {
+    Ok(Some(Prepared {
         index,
         seed,
         checked,
@@ -738,7 +975,7 @@ fn prepare(
         division,
         kernels,
         failures,
-    })
+    }))
 }
 
 fn lower(
@@ -799,7 +1036,12 @@ fn validate(checked: &CheckedProgram, k: &Kernel, stats: &mut Stats) -> Result<(
 
 /// Runs every kernel of `prepared` in one batch and turns every program with a failure into a
 /// [`Mismatch`].
-fn run_c(cfg: &Config, prepared: Vec<Prepared>, stats: &mut Stats, out: &mut Vec<Mismatch>) {
+fn run_c(
+    cfg: &Config,
+    prepared: Vec<Prepared>,
+    stats: &mut Stats,
+    out: &mut Vec<Mismatch>,
+) -> Result<(), Stop> {
     let runs: Vec<(&Kernel, &Inputs)> = prepared
         .iter()
         .flat_map(|p| p.kernels.iter().map(move |(_, k)| (k, &p.inputs)))
@@ -807,7 +1049,7 @@ fn run_c(cfg: &Config, prepared: Vec<Prepared>, stats: &mut Stats, out: &mut Vec
     let mut outcomes = if runs.is_empty() {
         Vec::new()
     } else {
-        run_kernels(&cfg.toolchain, &runs, stats)
+        run_kernels(&cfg.toolchain, &runs, stats)?
     }
     .into_iter();
     for p in prepared {
@@ -840,15 +1082,17 @@ fn run_c(cfg: &Config, prepared: Vec<Prepared>, stats: &mut Stats, out: &mut Vec
             });
         }
     }
+    Ok(())
 }
 
-/// Runs `runs` in one driver process; when the batch fails (a compile error, a crash), splits
-/// it until the failing kernels are isolated. One result per run, in order.
+/// Runs `runs` in one driver process; when the batch fails (a compile error, a crash, a driver
+/// that times out), splits it until the failing kernels are isolated. One result per run, in
+/// order. `Err` when the campaign must stop (interrupted, or the compiler timed out).
 fn run_kernels(
     tc: &Toolchain,
     runs: &[(&Kernel, &Inputs)],
     stats: &mut Stats,
-) -> Vec<Result<Outcome, String>> {
+) -> Result<Vec<Result<Outcome, String>>, Stop> {
     let kernels: Vec<&Kernel> = runs.iter().map(|r| r.0).collect();
     let jobs: Vec<Job> = runs
         .iter()
@@ -859,30 +1103,31 @@ fn run_kernels(
         })
         .collect();
     stats.compiles += 1;
-    let result =
-        guarded(|| run::run_batch(tc, &kernels, &jobs).map_err(|e| (e.to_string(), Some(e))))
-            .and_then(|r| {
-                r.map_err(|(msg, e)| {
-                    // The source of a batch that is split further is not interesting on its own.
-                    if runs.len() > 1 {
-                        if let Some(e) = e {
-                            remove_kept(&e);
-                        }
-                    }
-                    msg
-                })
-            });
-    match result {
+    let result = match guarded(|| run::run_batch(tc, &kernels, &jobs)) {
+        Ok(Ok(o)) => Ok(o),
+        Ok(Err(e)) => {
+            if let Some(stop) = Stop::from_run_error(&e) {
+                return Err(stop);
+            }
+            // The source of a batch that is split further is not interesting on its own.
+            if runs.len() > 1 {
+                remove_kept(&e);
+            }
+            Err(e.to_string())
+        }
+        Err(panic) => Err(panic),
+    };
+    Ok(match result {
         Ok(o) if o.len() == runs.len() => o.into_iter().map(Ok).collect(),
         Ok(_) => vec![Err("the driver returned the wrong number of results".into()); runs.len()],
         Err(e) if runs.len() == 1 => vec![Err(format!("the kernel did not run: {e}"))],
         Err(_) => {
             let (a, b) = runs.split_at(runs.len() / 2);
-            let mut out = run_kernels(tc, a, stats);
-            out.extend(run_kernels(tc, b, stats));
+            let mut out = run_kernels(tc, a, stats)?;
+            out.extend(run_kernels(tc, b, stats)?);
             out
         }
-    }
+    })
 }
 
 /// Runs `f`, turning a panic (a bug in the code under test) into an error message.
@@ -977,6 +1222,20 @@ fn names(s: &Store) -> Vec<String> {
     s.keys().cloned().collect()
 }
 
+/// Why a check did not pass.
+enum CheckError {
+    /// The check failed; how.
+    Failed(String),
+    /// The check could not run to its end (only the C check can stop so).
+    Stopped(Stop),
+}
+
+impl From<String> for CheckError {
+    fn from(detail: String) -> Self {
+        CheckError::Failed(detail)
+    }
+}
+
 /// Runs one non-C check (or one C kernel, compiled on its own) on a program whose oracle
 /// results are `expected`. `Err` says how it failed.
 fn run_check(
@@ -987,7 +1246,7 @@ fn run_check(
     expected: &Store,
     seed: u64,
     stats: &mut Stats,
-) -> Result<(), String> {
+) -> Result<(), CheckError> {
     let division = has_division(c);
     let all = names(expected);
     match check {
@@ -1012,32 +1271,37 @@ fn run_check(
                 return Err(format!(
                     "the printed program does not parse ({})\n{text}",
                     codes(&parsed.diagnostics)
-                ));
+                )
+                .into());
             }
             if !parsed.program.same_as(c.program()) {
-                return Err(format!(
-                    "parsing the printed program gives another program\n{text}"
-                ));
+                return Err(
+                    format!("parsing the printed program gives another program\n{text}").into(),
+                );
             }
             let (again, _) = teil::check(parsed.program)
                 .map_err(|d| format!("the re-parsed program does not check: {}", codes(&d)))?;
-            evaluate_variant(&again, inputs, expected, division, false, stats)
+            Ok(evaluate_variant(
+                &again, inputs, expected, division, false, stats,
+            )?)
         }
         Check::Core => {
             let core = teil::core::desugar(c)
                 .map_err(|d| format!("cannot desugar: {} {}", d.code.as_str(), d.message))?;
             let (core, _) = teil::check(core)
                 .map_err(|d| format!("the Core-TeIL form does not check: {}", codes(&d)))?;
-            evaluate_variant(&core, inputs, expected, division, true, stats)
+            Ok(evaluate_variant(
+                &core, inputs, expected, division, true, stats,
+            )?)
         }
         Check::Laws(_) => match law_variant(c, seed)? {
             None => Ok(()),
             Some((variant, _)) => {
                 evaluate_variant(&variant, inputs, expected, division, true, stats).map_err(|e| {
-                    format!(
+                    CheckError::Failed(format!(
                         "{e}\nrewritten program:\n{}",
                         teil::fmt::program(variant.program(), Style::Infix)
-                    )
+                    ))
                 })
             }
         },
@@ -1053,7 +1317,7 @@ fn run_check(
             let text = teil::fmt::program(&bad, style);
             let want = BTreeSet::from([mutation.expected().as_str()]);
             match teil::compile(&text) {
-                Ok(_) => Err(format!("the mutant is accepted\n{text}")),
+                Ok(_) => Err(format!("the mutant is accepted\n{text}").into()),
                 Err(d) => {
                     let got: BTreeSet<&str> = d
                         .iter()
@@ -1067,23 +1331,25 @@ fn run_check(
                             "expected {}, the checker reports {}\n{text}",
                             mutation.expected().as_str(),
                             got.into_iter().collect::<Vec<_>>().join(", ")
-                        ))
+                        )
+                        .into())
                     }
                 }
             }
         }
-        Check::Lower { pad } => lower(cfg, c, *pad, true, "teil_kernel", stats).map(|_| ()),
+        Check::Lower { pad } => Ok(lower(cfg, c, *pad, true, "teil_kernel", stats).map(|_| ())?),
         Check::Validate { pad } => {
             let k = lower(cfg, c, *pad, true, "teil_kernel", stats)?;
-            validate(c, &k, stats)
+            Ok(validate(c, &k, stats)?)
         }
         Check::C { pad, lift } => {
             let k = lower(cfg, c, *pad, *lift, "teil_kernel", stats)?;
             let runs = [(&k, inputs)];
             let o = run_kernels(&cfg.toolchain, &runs, stats)
+                .map_err(CheckError::Stopped)?
                 .pop()
                 .unwrap_or_else(|| Err("no result".into()))?;
-            compare_c(c, inputs, expected, division, &k, &o, stats)
+            Ok(compare_c(c, inputs, expected, division, &k, &o, stats)?)
         }
     }
 }
@@ -1179,26 +1445,42 @@ fn pick_mutant(c: &CheckedProgram, seed: u64) -> Option<(Mutation, usize)> {
 }
 
 /// Shrinks a mismatch by one of its failures (a C run if there is one) and writes the
-/// reproducer.
-fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Option<Shrunk> {
+/// reproducer. `Err` when the campaign must stop: nothing is written then.
+fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Result<Option<Shrunk>, Stop> {
     // A run of the C backend with concrete wrong values makes the most convincing reproducer.
     let first = m
         .failures
         .iter()
         .find(|f| matches!(f.check, Check::C { .. }))
-        .or_else(|| m.failures.iter().find(|f| f.check != Check::Generator))?
-        .clone();
+        .or_else(|| m.failures.iter().find(|f| f.check != Check::Generator));
+    let Some(first) = first.cloned() else {
+        return Ok(None);
+    };
     let check = first.check.clone();
     let seed = m.seed;
     let mut scratch = Stats::default();
+    // Once the campaign must stop, every further candidate "passes", so the shrinker runs out
+    // of candidates at once; its result is then dropped.
+    let mut stopped: Option<Stop> = None;
     let fails = |c: &CheckedProgram, inputs: &Inputs| -> bool {
+        if stopped.is_none() && cfg.toolchain.cancel.is_cancelled() {
+            stopped = Some(Stop::Interrupted);
+        }
+        if stopped.is_some() {
+            return false;
+        }
         let mut stats = Stats::default();
         match teil_interp::run_oracle(c, inputs) {
             Err(e) => check == Check::Oracle && e.is_internal(),
-            Ok(expected) => {
-                check != Check::Oracle
-                    && run_check(cfg, &check, c, inputs, &expected, seed, &mut stats).is_err()
-            }
+            Ok(_) if check == Check::Oracle => false,
+            Ok(expected) => match run_check(cfg, &check, c, inputs, &expected, seed, &mut stats) {
+                Ok(()) => false,
+                Err(CheckError::Failed(_)) => true,
+                Err(CheckError::Stopped(s)) => {
+                    stopped = Some(s);
+                    false
+                }
+            },
         }
     };
     let (program, inputs) = shrink::shrink(
@@ -1207,10 +1489,15 @@ fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Option<Shrunk> {
         fails,
         check.shrink_budget(),
     );
-    let (checked, _) = teil::check(program.clone()).ok()?;
+    if let Some(s) = stopped {
+        return Err(s);
+    }
+    let Ok((checked, _)) = teil::check(program.clone()) else {
+        return Ok(None);
+    };
     let detail = match teil_interp::run_oracle(&checked, &inputs) {
         Err(e) => e.to_string(),
-        Ok(expected) => run_check(
+        Ok(expected) => match run_check(
             cfg,
             &check,
             &checked,
@@ -1218,19 +1505,21 @@ fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Option<Shrunk> {
             &expected,
             seed,
             &mut scratch,
-        )
-        .err()
-        .unwrap_or_else(|| first.detail.clone()),
+        ) {
+            Ok(()) => first.detail.clone(),
+            Err(CheckError::Failed(detail)) => detail,
+            Err(CheckError::Stopped(s)) => return Err(s),
+        },
     };
     let failure = Failure { check, detail };
     let file = cfg
         .out
         .as_ref()
         .map(|dir| crate::repro::write(dir, cfg, seed, &failure, &program, &inputs, m.index));
-    Some(Shrunk {
+    Ok(Some(Shrunk {
         program,
         inputs,
         failure,
         file,
-    })
+    }))
 }

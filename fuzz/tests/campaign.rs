@@ -194,3 +194,121 @@ fn replay_reports_an_ill_typed_program() {
         "the checker reports E0202"
     );
 }
+
+/// The padding bound of `Config::validate` (spec/fuzzing.md): rank 5, extents up to 3.
+#[test]
+fn padding_multiples_are_bounded_by_the_largest_padded_buffer() {
+    use campaign::{largest_padded_buffer, CellCount, ConfigError, MAX_PADDED_CELLS};
+    assert_eq!(largest_padded_buffer(1), Some(243));
+    assert_eq!(largest_padded_buffer(2), Some(1024));
+    assert_eq!(largest_padded_buffer(3), Some(243));
+    assert_eq!(largest_padded_buffer(8), Some(32768));
+    assert_eq!(largest_padded_buffer(16), Some(MAX_PADDED_CELLS));
+    assert_eq!(largest_padded_buffer(17), Some(1_419_857));
+    assert_eq!(largest_padded_buffer(1 << 13), None);
+    assert_eq!(largest_padded_buffer(u64::MAX), None);
+    let with_pads = |pads: &[u64]| Config {
+        pads: pads.to_vec(),
+        ..Config::default()
+    };
+    assert_eq!(with_pads(&[1, 3, 8, 16]).validate(), Ok(()));
+    assert_eq!(
+        with_pads(&[1, 17]).validate(),
+        Err(ConfigError::PadTooLarge {
+            pad: 17,
+            cells: CellCount(Some(1_419_857)),
+            max: 16
+        })
+    );
+    assert_eq!(
+        with_pads(&[u64::MAX]).validate(),
+        Err(ConfigError::PadTooLarge {
+            pad: u64::MAX,
+            cells: CellCount(None),
+            max: 16
+        })
+    );
+    assert_eq!(with_pads(&[]).validate(), Err(ConfigError::NoPads));
+    assert_eq!(with_pads(&[0]).validate(), Err(ConfigError::ZeroPad(0)));
+    assert_eq!(
+        with_pads(&[8, 1, 8]).validate(),
+        Err(ConfigError::DuplicatePad(8))
+    );
+}
+
+#[test]
+fn counts_that_cannot_work_are_refused() {
+    use campaign::ConfigError;
+    let cases = [
+        (
+            Config {
+                programs: Some(0),
+                ..Config::default()
+            },
+            ConfigError::NoPrograms,
+        ),
+        (
+            Config {
+                programs: Some(2),
+                skip: u64::MAX,
+                ..Config::default()
+            },
+            ConfigError::IndexOverflow {
+                skip: u64::MAX,
+                programs: 2,
+            },
+        ),
+        (
+            Config {
+                jobs: 0,
+                ..Config::default()
+            },
+            ConfigError::NoJobs,
+        ),
+        (
+            Config {
+                jobs: campaign::MAX_JOBS + 1,
+                ..Config::default()
+            },
+            ConfigError::TooManyJobs(campaign::MAX_JOBS + 1),
+        ),
+        (
+            Config {
+                chunk: 0,
+                ..Config::default()
+            },
+            ConfigError::BadChunk(0),
+        ),
+    ];
+    for (cfg, expected) in cases {
+        assert_eq!(cfg.validate(), Err(expected));
+    }
+    // The last index itself is fine.
+    let last = Config {
+        programs: Some(1),
+        skip: u64::MAX,
+        ..Config::default()
+    };
+    assert_eq!(last.validate(), Ok(()));
+}
+
+/// A campaign whose cancellation flag is set stops before its first chunk completes and says
+/// so; nothing is counted or shrunk.
+#[test]
+fn a_cancelled_campaign_reports_the_interruption() {
+    let cfg = Config {
+        programs: Some(1000),
+        jobs: 2,
+        ..Config::default()
+    };
+    cfg.toolchain.cancel.cancel();
+    let report = campaign::run(&cfg, &|_| {});
+    assert_eq!(report.stopped, Some(campaign::Stop::Interrupted));
+    assert_eq!(report.stats.programs, 0);
+    assert!(report.mismatches.is_empty());
+    assert!(
+        report.summary().ends_with(" programs/s, interrupted"),
+        "{}",
+        report.summary()
+    );
+}

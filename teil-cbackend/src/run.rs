@@ -6,19 +6,37 @@
 //! (`-fsanitize=address,undefined`) work and cannot disturb the Rust process. Many kernels and
 //! many jobs go into one compilation and one process ([`run_batch`]).
 //!
-//! On any failure the directory is kept and its path is part of the error, so the generated
-//! source can be inspected.
+//! When the compiler or the driver fails, the directory is kept and its path is part of the
+//! error, so the generated source can be inspected.
+//!
+//! Every child process is supervised ([`supervise`]): it runs in a process group of its own
+//! (the compiler starts `cc1`, `as` and `ld` below it), is bounded by [`Toolchain::timeout`],
+//! and is stopped when [`Toolchain::cancel`] is set (a signal handler sets it); in both cases
+//! the whole group is killed, so no orphan survives, and the directory is removed, because
+//! nothing in it explains a time-out and `teil emit-c` reproduces the source. The run then ends
+//! with [`RunError::TimedOut`] or [`RunError::Interrupted`] through the ordinary return path, so
+//! the temporary directory's `Drop` runs.
 
 use crate::ir::{Kernel, Role};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The value the runner writes into the logical cells of output-only parameters before a call.
 /// The ABI leaves them unspecified; a recognisable finite value makes a kernel that forgets to
 /// write one visible.
 pub const OUTPUT_CANARY: f64 = 7.25e300;
+
+/// The bound on each compiler run and each driver run unless configured otherwise
+/// (`--cc-timeout`): far above any kernel the toolchain compiles (a 50-program fuzzing batch
+/// compiles in well under a second), short enough that a hung compiler is noticed.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Which C compiler to run, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +45,10 @@ pub struct Toolchain {
     pub cc: String,
     /// Flags placed before the sources (default `-O2`).
     pub cflags: Vec<String>,
+    /// The bound on each compiler run and on each driver run (default [`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// Stops every run in progress and refuses new ones once set.
+    pub cancel: Cancel,
 }
 
 impl Default for Toolchain {
@@ -34,6 +56,58 @@ impl Default for Toolchain {
         Toolchain {
             cc: "cc".to_string(),
             cflags: vec!["-O2".to_string()],
+            timeout: DEFAULT_TIMEOUT,
+            cancel: Cancel::default(),
+        }
+    }
+}
+
+/// A cancellation flag shared between whoever runs kernels and whoever wants them stopped (a
+/// signal handler, another thread). Clones share the flag; two `Cancel`s are equal when they
+/// share it.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Asks every run that uses this flag to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl From<Arc<AtomicBool>> for Cancel {
+    /// Uses an existing flag (for example the one an interpreter's budget polls).
+    fn from(flag: Arc<AtomicBool>) -> Self {
+        Cancel(flag)
+    }
+}
+
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Cancel {}
+
+/// The process that did not finish in time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Process {
+    /// The C compiler, with the command as given (`--cc`).
+    Compiler(String),
+    /// The generated driver running the compiled kernels.
+    Driver,
+}
+
+impl std::fmt::Display for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Process::Compiler(cc) => write!(f, "the C compiler `{cc}`"),
+            Process::Driver => f.write_str("the compiled kernel's driver"),
         }
     }
 }
@@ -100,8 +174,25 @@ pub enum RunError {
     },
     #[error("the kernels' buffers need {bytes} bytes, more than this machine can provide")]
     TooLarge { bytes: u64 },
+    #[error(
+        "{process} did not finish within {} s and was stopped (raise the bound with `--cc-timeout`)",
+        timeout.as_secs_f64()
+    )]
+    TimedOut { process: Process, timeout: Duration },
+    #[error("interrupted")]
+    Interrupted,
     #[error("{what}: {error}")]
     Io { what: String, error: std::io::Error },
+}
+
+impl RunError {
+    /// The stable diagnostic code of the error, for those that have one (`teil explain`).
+    pub fn code(&self) -> Option<teil::Code> {
+        match self {
+            RunError::TimedOut { .. } => Some(teil::Code::ProcessTimedOut),
+            _ => None,
+        }
+    }
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
@@ -129,15 +220,21 @@ pub fn run_batch(
     std::fs::write(&driver_c, crate::driver::source(kernels))
         .map_err(io("cannot write the generated driver"))?;
 
-    let compiled = Command::new(&tc.cc)
-        .args(&tc.cflags)
+    let cc_stderr = path.join("cc.stderr");
+    let mut cc = Command::new(&tc.cc);
+    cc.args(&tc.cflags)
         .arg("-o")
         .arg(&exe)
         .arg(&kernels_c)
         .arg(&driver_c)
-        .output();
-    let compiled = match compiled {
-        Ok(c) => c,
+        // The compiler's own temporaries (gcc's `ccXXXX.s`) go into the directory too, so that
+        // they are removed with it even when the compiler is killed.
+        .env("TMPDIR", &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(output_file(&cc_stderr)?);
+    let compiled = match supervise(&mut cc, tc, Process::Compiler(tc.cc.clone()))? {
+        Ok(status) => status,
         Err(error) => {
             return Err(RunError::CompilerNotFound {
                 cc: tc.cc.clone(),
@@ -147,21 +244,28 @@ pub fn run_batch(
         }
     };
     // Warnings fail the run only when the flags make them errors (`-Werror`).
-    if !compiled.status.success() {
+    if !compiled.success() {
         return Err(RunError::CompileFailed {
             cc: tc.cc.clone(),
-            status: compiled.status.to_string(),
-            message: String::from_utf8_lossy(&compiled.stderr).into_owned(),
+            status: compiled.to_string(),
+            message: read_message(&cc_stderr),
             kept: dir.keep().join("kernels.c"),
         });
     }
 
     let in_bin = path.join("input.bin");
     let out_bin = path.join("output.bin");
+    let driver_stderr = path.join("driver.stderr");
     std::fs::write(&in_bin, &input).map_err(io("cannot write the kernel inputs"))?;
-    let ran = Command::new(&exe).arg(&in_bin).arg(&out_bin).output();
-    let ran = match ran {
-        Ok(r) => r,
+    let mut driver = Command::new(&exe);
+    driver
+        .arg(&in_bin)
+        .arg(&out_bin)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(output_file(&driver_stderr)?);
+    let ran = match supervise(&mut driver, tc, Process::Driver)? {
+        Ok(status) => status,
         Err(e) => {
             return Err(RunError::KernelFailed {
                 status: "not started".to_string(),
@@ -172,10 +276,11 @@ pub fn run_batch(
     };
     // The driver prints nothing itself, so anything on stderr (a sanitizer report, even a
     // recoverable one) is a failure.
-    if !ran.status.success() || !ran.stderr.is_empty() {
+    let message = read_message(&driver_stderr);
+    if !ran.success() || !message.is_empty() {
         return Err(RunError::KernelFailed {
-            status: ran.status.to_string(),
-            message: String::from_utf8_lossy(&ran.stderr).into_owned(),
+            status: ran.to_string(),
+            message,
             kept: dir.keep().join("kernels.c"),
         });
     }
@@ -188,6 +293,94 @@ pub fn run_batch(
         ),
         kept: dir.keep().join("kernels.c"),
     })
+}
+
+/// The longest message of a failing compiler or driver that is reported (the head of it).
+const MAX_MESSAGE: u64 = 1 << 20;
+
+/// A file for a child's standard error, so that no pipe can fill up while it runs.
+fn output_file(path: &Path) -> Result<File, RunError> {
+    File::create(path).map_err(io("cannot create a file in the temporary directory"))
+}
+
+/// What a child wrote into `path` (its head), as text.
+fn read_message(path: &Path) -> String {
+    let mut bytes = Vec::new();
+    if let Ok(f) = File::open(path) {
+        let _ = f.take(MAX_MESSAGE).read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Runs `cmd` to its end in a process group of its own, within `tc.timeout` and until
+/// `tc.cancel` is set. When either ends it first, the whole group is killed and the child
+/// reaped before this returns [`RunError::TimedOut`] (naming `process`) or
+/// [`RunError::Interrupted`]. `Ok(Err(e))`: the command could not be started.
+///
+/// Every process this module starts goes through here; so should any other compiler or
+/// kernel process of the backend. Give the command files (not pipes) for its output, so that
+/// nothing it writes can block it while it is waited for.
+pub fn supervise(
+    cmd: &mut Command,
+    tc: &Toolchain,
+    process: Process,
+) -> Result<std::io::Result<ExitStatus>, RunError> {
+    if tc.cancel.is_cancelled() {
+        return Err(RunError::Interrupted);
+    }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
+    let start = Instant::now();
+    // Polling keeps the child unreaped until it is known to be finished, so its id names its
+    // process group whenever the group is killed. The pause grows to a few milliseconds: short
+    // against a compilation, long enough to cost no measurable CPU.
+    let mut pause = Duration::from_micros(200);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Ok(status)),
+            Ok(None) => {}
+            Err(error) => {
+                kill_group(&mut child);
+                return Err(RunError::Io {
+                    what: format!("cannot wait for {process}"),
+                    error,
+                });
+            }
+        }
+        if tc.cancel.is_cancelled() {
+            kill_group(&mut child);
+            return Err(RunError::Interrupted);
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= tc.timeout {
+            kill_group(&mut child);
+            return Err(RunError::TimedOut {
+                process,
+                timeout: tc.timeout,
+            });
+        }
+        std::thread::sleep(pause.min(tc.timeout - elapsed));
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// Kills `child` and every process in its group (it leads the group: [`supervise`]), then
+/// reaps it.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // The child is not reaped yet, so its id still names its group.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Compiles and runs one kernel once.

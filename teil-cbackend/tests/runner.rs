@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use teil_cbackend::ir::Kernel;
-use teil_cbackend::run::{run, run_batch, Job, RunError, Toolchain};
+use teil_cbackend::run::{run, run_batch, Job, Process, RunError, Toolchain};
 use teil_cbackend::Options;
 
 const STRICT: &str = "-std=c99 -O2 -Wall -Wextra -Werror -pedantic";
@@ -147,6 +147,7 @@ fn a_missing_compiler_is_reported_and_the_source_kept() {
     let tc = Toolchain {
         cc: "teil-no-such-compiler".to_string(),
         cflags: vec![],
+        ..Toolchain::default()
     };
     let e = run(&tc, &k, &inputs).expect_err("no compiler");
     assert!(matches!(e, RunError::CompilerNotFound { .. }), "{e}");
@@ -222,4 +223,75 @@ fn an_input_not_supplied_is_undefined() {
     let (k, _) = one_kernel();
     let out = run(&Toolchain::default(), &k, &BTreeMap::new()).expect("runs");
     assert!(out.values["B"].iter().all(|x| x.is_nan()));
+}
+
+/// An executable shell script in `dir`.
+fn script(dir: &std::path::Path, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("fake-cc");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.display().to_string()
+}
+
+#[test]
+fn a_compiler_that_outlives_the_time_out_is_stopped() {
+    let (k, inputs) = one_kernel();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cc = script(dir.path(), "sleep 1000\n");
+    let timeout = std::time::Duration::from_millis(300);
+    let tc = Toolchain {
+        cc: cc.clone(),
+        timeout,
+        ..Toolchain::default()
+    };
+    let start = std::time::Instant::now();
+    let e = run(&tc, &k, &inputs).expect_err("times out");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    match &e {
+        RunError::TimedOut {
+            process: Process::Compiler(c),
+            timeout: t,
+        } => assert_eq!((c, *t), (&cc, timeout)),
+        other => panic!("{other}"),
+    }
+    assert_eq!(e.code(), Some(teil::Code::ProcessTimedOut));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the C compiler `{cc}` did not finish within 0.3 s and was stopped \
+             (raise the bound with `--cc-timeout`)"
+        )
+    );
+}
+
+#[test]
+fn cancelling_stops_a_running_compiler_and_refuses_new_runs() {
+    let (k, inputs) = one_kernel();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tc = Toolchain {
+        cc: script(dir.path(), "sleep 1000\n"),
+        ..Toolchain::default()
+    };
+    let cancel = tc.cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.cancel();
+    });
+    let start = std::time::Instant::now();
+    let e = run(&tc, &k, &inputs).expect_err("interrupted");
+    canceller.join().expect("thread");
+    assert!(matches!(e, RunError::Interrupted), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(e.code(), None);
+    // Once cancelled, a run with a working compiler does not start.
+    let working = Toolchain {
+        cc: "cc".to_string(),
+        ..tc.clone()
+    };
+    assert!(matches!(
+        run(&working, &k, &inputs),
+        Err(RunError::Interrupted)
+    ));
+    assert!(run(&Toolchain::default(), &k, &inputs).is_ok());
 }

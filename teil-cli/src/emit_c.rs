@@ -7,13 +7,16 @@
 //!
 //! [`CBackend`] is the `teil run --backend c` evaluator: compiler missing, compile errors and
 //! crashes of the compiled program are usage/environment problems (exit 2) whose message
-//! carries the compiler's output and the path of the kept source.
+//! carries the compiler's output and the path of the kept source; a compiler or driver that
+//! outlives `--cc-timeout` is E0801 (exit 2); SIGINT or SIGTERM stops it with exit 130
+//! ([`crate::interrupt`]).
 
 use crate::einsum::write_output;
 use crate::input::{fail, read_source, report};
 use crate::run::Failure;
 use crate::{Color, Format};
 use std::collections::BTreeMap;
+use std::time::Duration;
 use teil::CheckedProgram;
 use teil_cbackend::run::{RunError, Toolchain};
 use teil_cbackend::Options;
@@ -79,6 +82,9 @@ pub fn emit_c(
     }
 }
 
+/// The default of `--cc-timeout`, in seconds.
+pub const DEFAULT_CC_TIMEOUT: u64 = teil_cbackend::run::DEFAULT_TIMEOUT.as_secs();
+
 /// `teil run --backend c`: lowers the program, compiles it with a generated driver, runs the
 /// driver in its own process, and returns every parameter's final value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +113,12 @@ impl CBackend {
         }
     }
 
+    /// Bounds each compiler run and each driver run to `seconds` (`--cc-timeout`).
+    pub fn with_timeout(mut self, seconds: u64) -> Self {
+        self.toolchain.timeout = Duration::from_secs(seconds);
+        self
+    }
+
     /// With `on`, kernels get OpenMP pragmas and are compiled with `-fopenmp`.
     pub fn with_openmp(mut self, on: bool) -> Self {
         if on && !self.openmp {
@@ -130,10 +142,18 @@ impl CBackend {
             _ => Failure::Rejected(vec![e.to_string()]),
         })?;
         kernel.tuning.openmp = self.openmp;
+        let toolchain = Toolchain {
+            cancel: crate::interrupt::cancel_on_signal(),
+            ..self.toolchain.clone()
+        };
         let outcome =
-            teil_cbackend::run::run(&self.toolchain, &kernel, inputs).map_err(|e| match e {
+            teil_cbackend::run::run(&toolchain, &kernel, inputs).map_err(|e| match e {
                 RunError::InputShape { .. } => Failure::Rejected(vec![e.to_string()]),
-                _ => Failure::Usage(e.to_string()),
+                RunError::Interrupted => Failure::Interrupted,
+                _ => match e.code() {
+                    Some(code) => Failure::Coded(code, e.to_string()),
+                    None => Failure::Usage(e.to_string()),
+                },
             })?;
         if !outcome.nonzero_padding.is_empty() {
             return Err(Failure::Usage(format!(

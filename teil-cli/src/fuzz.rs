@@ -10,16 +10,22 @@
 //!
 //! `teil fuzz --replay FILE` runs every check on one reproducer written by an earlier campaign.
 //!
+//! Every option is checked before anything runs (`Config::validate`). On SIGINT or SIGTERM the
+//! campaign stops (`crate::interrupt`), the summary of the chunks that completed ends in
+//! `, interrupted`, and the exit code is 130.
+//!
 //! Exit codes: 0 no mismatch, 1 some program failed a check, 2 usage or I/O problems
-//! (including a C compiler that cannot be run at all).
+//! (including a C compiler that cannot be run at all, or that times out: E0801), 130
+//! interrupted.
 
-use crate::input::fail;
+use crate::input::{fail, fail_coded};
+use crate::interrupt::{cancel_on_signal, EXIT_INTERRUPTED};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 use teil_cbackend::plant::Bug;
-use teil_cbackend::run::Toolchain;
-use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report};
+use teil_cbackend::run::{RunError, Toolchain};
+use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report, Stop};
 use teil_fuzz::repro;
 
 #[derive(clap::Args)]
@@ -51,6 +57,11 @@ pub struct FuzzArgs {
     /// Compiler flags replacing the default `-std=c99 -O0` (split on whitespace).
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub cflags: Option<String>,
+    /// Stop a compiler run or a driver run after this long: a compiler stops the campaign
+    /// (E0801), a driver is a failed check of its kernels.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::emit_c::DEFAULT_CC_TIMEOUT,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub cc_timeout: u64,
     /// Skip the C backend (interpreters, variants and mutants only).
     #[arg(long)]
     pub no_c: bool,
@@ -69,34 +80,57 @@ pub struct FuzzArgs {
 }
 
 pub fn fuzz(args: &FuzzArgs) -> u8 {
-    let cfg = match config(args) {
+    let mut cfg = match config(args) {
         Ok(c) => c,
         Err(msg) => {
             fail(&msg);
             return 2;
         }
     };
-    if cfg.c_backend {
-        if let Err(msg) = preflight(&cfg.toolchain) {
-            fail(&msg);
-            return 2;
-        }
-    }
-    let (report, cfg) = match &args.replay {
-        Some(file) => match replay(args, cfg, file) {
-            Ok(r) => r,
+    let reproducer = match &args.replay {
+        Some(file) => match load_replay(args, &mut cfg, file) {
+            Ok(r) => Some(r),
             Err(msg) => {
                 fail(&msg);
                 return 2;
             }
         },
-        None => (run(&cfg), cfg),
+        None => None,
+    };
+    if let Err(e) = cfg.validate() {
+        fail(&e.to_string());
+        return 2;
+    }
+    cfg.toolchain.cancel = cancel_on_signal();
+    let start = std::time::Instant::now();
+    let report = match preflight(&cfg) {
+        Err(Preflight::Stopped(stop)) => Report {
+            stats: Default::default(),
+            mismatches: Vec::new(),
+            elapsed: start.elapsed(),
+            stopped: Some(stop),
+        },
+        Err(Preflight::Failed(msg)) => {
+            fail(&msg);
+            return 2;
+        }
+        Ok(()) => match reproducer {
+            Some(r) => campaign::replay(&cfg, r.program, r.inputs, r.seed),
+            None => run(&cfg),
+        },
     };
     for m in &report.mismatches {
         eprint!("{}", describe(m, &cfg));
     }
+    if let Some(Stop::Environment { code, message }) = &report.stopped {
+        fail_coded(*code, message);
+    }
     println!("{}", report.summary());
-    u8::from(!report.mismatches.is_empty())
+    match report.stopped {
+        Some(Stop::Interrupted) => EXIT_INTERRUPTED,
+        Some(Stop::Environment { .. }) => 2,
+        None => u8::from(!report.mismatches.is_empty()),
+    }
 }
 
 fn config(args: &FuzzArgs) -> Result<Config, String> {
@@ -108,7 +142,7 @@ fn config(args: &FuzzArgs) -> Result<Config, String> {
         },
         seed: args.seed,
         skip: args.skip,
-        chunk: args.chunk.max(1),
+        chunk: args.chunk,
         c_backend: !args.no_c,
         shrink: args.shrink,
         out: Some(args.out.clone()),
@@ -118,9 +152,6 @@ fn config(args: &FuzzArgs) -> Result<Config, String> {
         cfg.pads = parse_pads(p)?;
     }
     if let Some(j) = args.jobs {
-        if j == 0 {
-            return Err("`--jobs` must be at least 1".into());
-        }
         cfg.jobs = j;
     }
     if let Some(t) = args.time {
@@ -131,6 +162,7 @@ fn config(args: &FuzzArgs) -> Result<Config, String> {
     }
     let tc = Toolchain {
         cc: args.cc.clone(),
+        timeout: Duration::from_secs(args.cc_timeout),
         ..cfg.toolchain.clone()
     };
     cfg.toolchain = match &args.cflags {
@@ -169,17 +201,35 @@ fn parse_plant(name: &str) -> Result<Bug, String> {
     })
 }
 
-/// Compiles and runs one trivial kernel, so that a missing or broken C compiler is one usage
-/// error rather than a mismatch for every program.
-fn preflight(tc: &Toolchain) -> Result<(), String> {
+/// Why the preflight did not pass.
+enum Preflight {
+    /// The C backend cannot run (exit 2).
+    Failed(String),
+    /// Interrupted, or the compiler timed out: reported as a campaign that stopped early.
+    Stopped(Stop),
+}
+
+/// Compiles and runs one trivial kernel (with the C backend), so that a missing or broken C
+/// compiler is one usage error rather than a mismatch for every program.
+fn preflight(cfg: &Config) -> Result<(), Preflight> {
+    if !cfg.c_backend {
+        return Ok(());
+    }
+    let internal = |e: String| Preflight::Failed(format!("internal error: {e}"));
     let (checked, _) = teil::compile("var x : [2]\nx = 2 * x\n")
-        .map_err(|_| "internal error: the preflight program does not check".to_string())?;
+        .map_err(|_| internal("the preflight program does not check".into()))?;
     let kernel = teil_cbackend::lower(&checked, &teil_cbackend::Options::default())
-        .map_err(|e| format!("internal error: {e}"))?;
+        .map_err(|e| internal(e.to_string()))?;
     let inputs = teil_interp::random_inputs(&checked, 0);
-    teil_cbackend::run::run(tc, &kernel, &inputs)
-        .map(|_| ())
-        .map_err(|e| format!("the C backend cannot run: {e}"))
+    match teil_cbackend::run::run(&cfg.toolchain, &kernel, &inputs) {
+        Ok(_) => Ok(()),
+        Err(RunError::Interrupted) => Err(Preflight::Stopped(Stop::Interrupted)),
+        Err(e @ RunError::TimedOut { .. }) => Err(Preflight::Stopped(Stop::Environment {
+            code: e.code(),
+            message: e.to_string(),
+        })),
+        Err(e) => Err(Preflight::Failed(format!("the C backend cannot run: {e}"))),
+    }
 }
 
 fn run(cfg: &Config) -> Report {
@@ -211,13 +261,13 @@ fn run(cfg: &Config) -> Report {
     report
 }
 
-/// Replays `file` with the padding multiples and planted bug of its header, unless the flags
-/// give others.
-fn replay(
+/// Reads the reproducer `file`; its header's padding multiples and planted bug go into `cfg`,
+/// unless the flags give others.
+fn load_replay(
     args: &FuzzArgs,
-    mut cfg: Config,
+    cfg: &mut Config,
     file: &std::path::Path,
-) -> Result<(Report, Config), String> {
+) -> Result<repro::Reproducer, String> {
     let r = repro::read(file)?;
     // The oracle computes the expected values: refuse a reproducer it could not finish.
     if let Ok((checked, _)) = teil::check(r.program.clone()) {
@@ -235,8 +285,7 @@ fn replay(
     if args.plant.is_none() {
         cfg.plant = r.plant;
     }
-    let report = campaign::replay(&cfg, r.program, r.inputs, r.seed);
-    Ok((report, cfg))
+    Ok(r)
 }
 
 /// The report of one failing program, several lines, each ending in a newline.

@@ -95,3 +95,12 @@ pub fn report(diags: &[Diagnostic], src: &Source, format: Format, color: Color) 
 pub fn fail(msg: &str) {
     eprintln!("error: {msg}");
 }
+
+/// Prints an operational error with its diagnostic code, if it has one (`error[E0801]: ...`;
+/// `teil explain E0801` describes it).
+pub fn fail_coded(code: Option<teil::Code>, msg: &str) {
+    match code {
+        Some(c) => eprintln!("error[{}]: {msg}", c.as_str()),
+        None => fail(msg),
+    }
+}

@@ -1,7 +1,8 @@
 //! The `teil` command.
 //!
 //! Exit codes, for every subcommand: 0 success (warnings allowed), 1 the input was rejected
-//! (a diagnostic with a code was printed), 2 usage or I/O problems.
+//! (a diagnostic with a code was printed), 2 usage or I/O problems, 130 interrupted by SIGINT
+//! or SIGTERM (`teil fuzz`, `teil run --backend c`: [`interrupt`]).
 //!
 //! Each subcommand lives in its own module; this file only declares the interface and
 //! dispatches.
@@ -11,6 +12,7 @@ mod einsum;
 mod emit_c;
 mod fuzz;
 mod input;
+mod interrupt;
 mod lower;
 mod run;
 mod trace;
@@ -145,6 +147,10 @@ enum Command {
         openmp: bool,
         #[command(flatten)]
         budget: run::BudgetArgs,
+        /// With `--backend c`: stop the compiler or the compiled kernel after this long (E0801).
+        #[arg(long, value_name = "SECONDS", default_value_t = emit_c::DEFAULT_CC_TIMEOUT,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        cc_timeout: u64,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -270,6 +276,7 @@ fn main() -> ExitCode {
             cflags,
             openmp,
             budget,
+            cc_timeout,
             color,
         } => run::run(&run::RunArgs {
             file,
@@ -280,7 +287,9 @@ fn main() -> ExitCode {
             backend: match (oracle, backend) {
                 (true, _) | (_, Some(RunBackend::Oracle)) => run::Backend::Oracle,
                 (_, Some(RunBackend::C)) => run::Backend::C(
-                    emit_c::CBackend::new(pad, cc, cflags.as_deref()).with_openmp(openmp),
+                    emit_c::CBackend::new(pad, cc, cflags.as_deref())
+                        .with_openmp(openmp)
+                        .with_timeout(cc_timeout),
                 ),
                 _ => run::Backend::Fast,
             },

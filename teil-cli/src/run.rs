@@ -148,6 +148,10 @@ pub enum Failure {
     Rejected(Vec<String>),
     /// Usage or I/O problems (exit 2).
     Usage(String),
+    /// Like `Usage`, with a diagnostic code (exit 2).
+    Coded(teil::Code, String),
+    /// Stopped by SIGINT or SIGTERM (exit 130, `crate::interrupt`).
+    Interrupted,
 }
 
 impl Failure {
@@ -163,6 +167,14 @@ impl Failure {
             Failure::Usage(m) => {
                 fail(m);
                 2
+            }
+            Failure::Coded(code, m) => {
+                crate::input::fail_coded(Some(*code), m);
+                2
+            }
+            Failure::Interrupted => {
+                fail("interrupted");
+                crate::interrupt::EXIT_INTERRUPTED
             }
         }
     }

@@ -463,6 +463,19 @@ multiple) and its workspace with 64-bit byte offsets, so each may have at most 2
 The checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emit-c` and
 `teil run --backend c` refuse larger buffers with this error. (`teil run` refuses a program
 whose memory estimate is over the budget first, with E0701.)";
+
+    ProcessTimedOut = "E0801", Error, "the C compiler or the compiled kernel timed out",
+"`teil run --backend c` and `teil fuzz` run the C compiler and then the compiled kernel's driver
+as separate processes, each bounded by `--cc-timeout SECONDS` (default 300). One of them did not
+finish in time; the message names which. It was stopped together with every process it had
+started, and its temporary directory was removed.
+
+A compiler that hangs is a problem of the environment (a wrapper waiting for a lock or a
+licence, a network file system). A driver that hangs runs a kernel that does not terminate or
+is far slower than expected; in `teil fuzz` that is a finding, reported as a mismatch of the C
+backend (spec/fuzzing.md). Raise the bound for very large kernels or slow sanitizer builds:
+
+    teil run big.teil --random-inputs 1 --backend c --cc-timeout 1200";
 }
 
 impl Code {

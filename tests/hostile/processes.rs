@@ -1,3 +1,458 @@
-//! Hostile inputs: processes (cases added by the issue's work).
-#[allow(unused_imports)]
+//! Hostile inputs: processes. A C compiler or a compiled kernel that never finishes, SIGINT and
+//! SIGTERM in the middle of `teil fuzz` and `teil run --backend c`, and `teil fuzz` options that
+//! cannot work.
+//!
+//! Every case runs with `TMPDIR` set to a fresh directory that must be empty afterwards (no
+//! `teil-cc-*` left behind), and with fake compilers: shell scripts that record the id of every
+//! process they start, so the case can check that no process of their groups survives.
+
 use crate::support::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A scratch directory (`work`) and the empty `TMPDIR` given to `teil` (`tmp`).
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("tmp")).expect("tmp");
+        std::fs::write(
+            dir.path().join("add.teil"),
+            "input var A : [2 3]\noutput var B : [2 3]\nB = A + A\n",
+        )
+        .expect("program");
+        Sandbox { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// An executable shell script `name`; `PIDS` in `body` stands for the file collecting
+    /// process ids.
+    fn script(&self, name: &str, body: &str) -> String {
+        let path = self.path(name);
+        let body = body.replace("PIDS", &self.path("pids").display().to_string());
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path.display().to_string()
+    }
+
+    /// A case in the sandbox with its own `TMPDIR`.
+    fn case(&self, args: &[&str]) -> Case {
+        Case::new(args.iter().copied())
+            .cwd(self.dir.path())
+            .env("TMPDIR", &self.path("tmp").display().to_string())
+    }
+
+    /// The process ids the scripts recorded.
+    fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.path("pids"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(|p| p.parse().expect("a pid"))
+            .collect()
+    }
+
+    /// Asserts that the scripts started processes, that none of them, nor anything in their
+    /// process groups, is still running, and that `TMPDIR` is empty.
+    fn assert_clean(&self) {
+        let pids = self.pids();
+        assert!(!pids.is_empty(), "the fake compiler never ran");
+        for pid in pids {
+            assert!(
+                gone(pid),
+                "process {pid} (or one of its group) outlived teil"
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(self.path("tmp"))
+            .expect("tmp")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    }
+}
+
+/// Whether no running process has id `pid` or belongs to process group `pid`, waiting up to 2 s
+/// (a killed process needs a moment to die; zombies count as gone).
+fn gone(pid: i32) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        if running().iter().all(|&(p, g)| p != pid && g != pid) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every live (not zombie) process as (pid, process group), from `/proc/PID/stat`.
+fn running() -> Vec<(i32, i32)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may contain spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(&state), Some(pgrp)) = (fields.first(), fields.get(2)) {
+            if state != "Z" && state != "X" {
+                out.push((pid, pgrp.parse().unwrap_or(0)));
+            }
+        }
+    }
+    out
+}
+
+/// A compiler that never finishes: it starts a child that sleeps, as `cc` starts `cc1`.
+const HANGING_CC: &str = "echo $$ >> PIDS\nsleep 1000 &\necho $! >> PIDS\nwait\n";
+
+/// A compiler that compiles with the real `cc`, then replaces the driver by a script that
+/// never finishes, except for the kernel named `teil_kernel` when `spare_teil_kernel` (the one
+/// `teil fuzz` compiles before its campaign).
+fn hanging_driver_cc(sandbox: &Sandbox, spare_teil_kernel: bool) -> String {
+    let spare = if spare_teil_kernel {
+        "grep -q 'void teil_kernel(' \"$(dirname \"$out\")/kernels.c\" && exit 0\n"
+    } else {
+        ""
+    };
+    sandbox.script(
+        "cc-hanging-driver",
+        &format!(
+            "cc \"$@\" || exit $?\n\
+             out=\"\"; prev=\"\"\n\
+             for a in \"$@\"; do [ \"$prev\" = \"-o\" ] && out=\"$a\"; prev=\"$a\"; done\n\
+             {spare}\
+             printf '#!/bin/sh\\necho $$ >> PIDS\\nsleep 1000\\n' > \"$out\"\n\
+             chmod +x \"$out\"\n"
+        ),
+    )
+}
+
+/// A real compiler whose process ids are recorded (`exec` keeps the id, so `cc` and everything
+/// it starts are in the recorded process group).
+fn recorded_cc(sandbox: &Sandbox) -> String {
+    sandbox.script("cc-recorded", "echo $$ >> PIDS\nexec cc \"$@\"\n")
+}
+
+/// The summary line of `teil fuzz`, ending in `, {end}` if given, as its program and mismatch
+/// counts.
+fn summary(stdout: &str, end: Option<&str>) -> (u64, u64) {
+    let line = stdout.trim_end_matches('\n');
+    assert!(!line.contains('\n'), "more than one line:\n{stdout}");
+    let rest = match end {
+        Some(end) => line
+            .strip_suffix(&format!(", {end}"))
+            .unwrap_or_else(|| panic!("summary does not end in `, {end}`: {line}")),
+        None => line,
+    };
+    let parts: Vec<&str> = rest.split(", ").collect();
+    assert_eq!(parts.len(), 3, "{line}");
+    let count = |part: &str, unit: &str| -> u64 {
+        part.strip_suffix(unit)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("`{part}` in {line}"))
+    };
+    assert!(parts[2].ends_with(" programs/s"), "{line}");
+    (count(parts[0], " programs"), count(parts[1], " mismatches"))
+}
+
+#[test]
+fn a_hanging_compiler_is_stopped_at_the_time_out() {
+    let sb = Sandbox::new();
+    let cc = sb.script("cc-hang", HANGING_CC);
+    let o = sb
+        .case(&[
+            "run",
+            "add.teil",
+            "--random-inputs",
+            "1",
+            "--backend",
+            "c",
+            "--cc",
+            &cc,
+            "--cc-timeout",
+            "1",
+        ])
+        .run();
+    o.exits(2)
+        .reports("error[E0801]")
+        .within(Duration::from_secs(4));
+    assert!(o.elapsed >= Duration::from_secs(1), "{:?}", o.elapsed);
+    assert!(
+        o.stderr
+            .contains(&format!("the C compiler `{cc}` did not finish within 1 s")),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stdout, "");
+    sb.assert_clean();
+}
+
+#[test]
+fn a_hanging_compiler_stops_a_campaign_without_a_finding() {
+    let sb = Sandbox::new();
+    let cc = sb.script("cc-hang", HANGING_CC);
+    let o = sb
+        .case(&["fuzz", "--programs", "20", "--cc", &cc, "--cc-timeout", "1"])
+        .run();
+    o.exits(2)
+        .reports("error[E0801]")
+        .within(Duration::from_secs(4));
+    assert!(o.stderr.contains("the C compiler"), "{}", o.stderr);
+    assert!(!o.stderr.contains("mismatch"), "{}", o.stderr);
+    assert_eq!(summary(&o.stdout, Some("stopped")), (0, 0));
+    assert!(
+        !sb.path("fuzz-failures").exists(),
+        "a reproducer was written"
+    );
+    sb.assert_clean();
+}
+
+#[test]
+fn a_hanging_driver_is_stopped_at_the_time_out() {
+    let sb = Sandbox::new();
+    let cc = hanging_driver_cc(&sb, false);
+    let o = sb
+        .case(&[
+            "run",
+            "add.teil",
+            "--random-inputs",
+            "1",
+            "--backend",
+            "c",
+            "--cc",
+            &cc,
+            "--cc-timeout",
+            "1",
+        ])
+        .run();
+    o.exits(2)
+        .reports("error[E0801]")
+        .within(Duration::from_secs(5));
+    assert!(
+        o.stderr
+            .contains("the compiled kernel's driver did not finish within 1 s"),
+        "{}",
+        o.stderr
+    );
+    sb.assert_clean();
+}
+
+/// A kernel that does not terminate is a bug of the backend: the campaign reports it as a
+/// mismatch of the C check (the batch is split like a crashing one), not as an environment
+/// problem.
+#[test]
+fn a_hanging_driver_in_a_campaign_is_a_finding() {
+    let sb = Sandbox::new();
+    let cc = hanging_driver_cc(&sb, true);
+    let o = sb
+        .case(&[
+            "fuzz",
+            "--programs",
+            "1",
+            "--pad",
+            "1",
+            "--jobs",
+            "1",
+            "--shrink",
+            "0",
+            "--cc",
+            &cc,
+            "--cc-timeout",
+            "1",
+        ])
+        .deadline(Duration::from_secs(20))
+        .run();
+    o.exits(1);
+    assert!(
+        o.stderr.contains("mismatch: program 0")
+            && o.stderr
+                .contains("the C backend at M = 1 differs from the oracle")
+            && o.stderr
+                .contains("the compiled kernel's driver did not finish within 1 s"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(summary(&o.stdout, None).0, 1);
+    sb.assert_clean();
+}
+
+fn interrupt_a_campaign(signal: libc::c_int) {
+    let sb = Sandbox::new();
+    let cc = recorded_cc(&sb);
+    let after = Duration::from_millis(1500);
+    let o = sb
+        .case(&["fuzz", "--programs", "100000", "--chunk", "10", "--cc", &cc])
+        .signal_after(after, signal)
+        .run();
+    o.exits(130);
+    assert!(
+        o.elapsed < after + Duration::from_secs(2),
+        "stopped {:?} after the signal",
+        o.elapsed - after
+    );
+    let (programs, mismatches) = summary(&o.stdout, Some("interrupted"));
+    assert!(programs < 100000, "{}", o.stdout);
+    assert_eq!(mismatches, 0, "{}", o.stderr);
+    assert!(
+        !sb.path("fuzz-failures").exists(),
+        "a reproducer was written"
+    );
+    sb.assert_clean();
+}
+
+#[test]
+fn sigint_stops_a_campaign_with_its_summary() {
+    interrupt_a_campaign(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_stops_a_campaign_with_its_summary() {
+    interrupt_a_campaign(libc::SIGTERM);
+}
+
+fn interrupt_a_c_run(signal: libc::c_int) {
+    let sb = Sandbox::new();
+    let cc = sb.script("cc-hang", HANGING_CC);
+    let after = Duration::from_millis(700);
+    let o = sb
+        .case(&[
+            "run",
+            "add.teil",
+            "--random-inputs",
+            "1",
+            "--backend",
+            "c",
+            "--cc",
+            &cc,
+        ])
+        .signal_after(after, signal)
+        .run();
+    o.exits(130);
+    assert!(
+        o.elapsed < after + Duration::from_secs(1),
+        "stopped {:?} after the signal",
+        o.elapsed - after
+    );
+    assert_eq!(o.stderr, "error: interrupted\n");
+    assert_eq!(o.stdout, "");
+    sb.assert_clean();
+}
+
+#[test]
+fn sigint_stops_a_c_run_and_its_compiler() {
+    interrupt_a_c_run(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_stops_a_c_run_and_its_compiler() {
+    interrupt_a_c_run(libc::SIGTERM);
+}
+
+/// Options with which no campaign can run are usage errors (exit 2) before anything runs: no
+/// compiler is started, no reproducer written.
+#[test]
+fn impossible_campaign_options_are_usage_errors() {
+    let sb = Sandbox::new();
+    let cc = recorded_cc(&sb);
+    let replay = sb.path("repro.teil");
+    std::fs::write(
+        &replay,
+        "// fuzz-replay: seed=1 pads=1000\nvar x : [2]\nx = 2 * x\n",
+    )
+    .expect("reproducer");
+    let replay = replay.display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--pad", "0"],
+            "every padding multiple must be a whole number of at least 1",
+        ),
+        (
+            &["--pad", ""],
+            "every padding multiple must be a whole number",
+        ),
+        (
+            &["--pad", "1,,3"],
+            "every padding multiple must be a whole number",
+        ),
+        (
+            &["--pad=-1"],
+            "`--pad -1`: every padding multiple must be a whole number",
+        ),
+        (
+            &["--pad", "17"],
+            "`--pad 17`: a generated program can have a padded buffer of 1419857 cells",
+        ),
+        (
+            &["--pad", "1,1000"],
+            "`--pad 1000`: a generated program can have a padded buffer of 1000000000000000 cells",
+        ),
+        (
+            &["--pad", "18446744073709551615"],
+            "a padded buffer of more than 2^64 - 1 cells",
+        ),
+        (
+            &["--pad", "3,8,3"],
+            "`--pad` names the padding multiple 3 twice",
+        ),
+        (&["--replay", &replay], "`--pad 1000`: a generated program"),
+        (
+            &["--programs", "0"],
+            "`--programs 0`: a campaign needs at least one program",
+        ),
+        (
+            &["--skip", "18446744073709551615", "--programs", "2"],
+            "goes past the last program index",
+        ),
+        (
+            &["--chunk", "0"],
+            "`--chunk 0`: a chunk holds 1 to 10000 programs",
+        ),
+        (&["--jobs", "0"], "`--jobs` must be at least 1"),
+        (
+            &["--jobs", "100000"],
+            "`--jobs 100000`: at most 1024 worker threads",
+        ),
+        (
+            &["--cc-timeout", "0"],
+            "invalid value '0' for '--cc-timeout <SECONDS>'",
+        ),
+    ];
+    for (flags, message) in cases {
+        let mut args = vec!["fuzz", "--cc", &cc];
+        args.extend_from_slice(flags);
+        let o = sb.case(&args).run();
+        o.exits(2);
+        assert!(
+            o.stderr.starts_with("error: ") && o.stderr.contains(message),
+            "{flags:?}: {}",
+            o.stderr
+        );
+        assert_eq!(o.stdout, "", "{flags:?}");
+        assert!(
+            !sb.path("fuzz-failures").exists(),
+            "{flags:?}: a reproducer"
+        );
+        assert!(sb.pids().is_empty(), "{flags:?}: the compiler ran");
+    }
+    // The largest multiple that fits runs.
+    let o = sb
+        .case(&["fuzz", "--programs", "2", "--pad", "16", "--cc", &cc])
+        .deadline(Duration::from_secs(60))
+        .run();
+    o.exits(0);
+    assert_eq!(summary(&o.stdout, None).0, 2);
+}

@@ -26,6 +26,7 @@ pub struct Case {
     memory: u64,
     deadline: Duration,
     env: Vec<(String, String)>,
+    signal: Option<(Duration, libc::c_int)>,
 }
 
 /// How a case ended. A case that was killed at its deadline panics in `run` (a hang is never
@@ -51,6 +52,7 @@ impl Case {
             memory: DEFAULT_MEMORY,
             deadline: DEFAULT_DEADLINE,
             env: Vec::new(),
+            signal: None,
         }
     }
 
@@ -76,6 +78,12 @@ impl Case {
 
     pub fn env(mut self, key: &str, value: &str) -> Case {
         self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sends `signal` to `teil` (only to it, not to its process group) once `after` has passed.
+    pub fn signal_after(mut self, after: Duration, signal: libc::c_int) -> Case {
+        self.signal = Some((after, signal));
         self
     }
 
@@ -134,9 +142,15 @@ impl Case {
             let _ = std::io::Read::read_to_end(&mut err, &mut v);
             v
         });
+        let mut signal = self.signal;
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait") {
                 break status;
+            }
+            if let Some((_, sig)) = signal.filter(|(after, _)| start.elapsed() >= *after) {
+                // SAFETY: kill(2) on the child's id, which it keeps until we reap it.
+                unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+                signal = None;
             }
             if start.elapsed() > self.deadline {
                 let _ = child.kill();
