@@ -274,7 +274,7 @@ fn a_hanging_driver_in_a_campaign_is_a_finding() {
             "--cc-timeout",
             "1",
         ])
-        .deadline(Duration::from_secs(20))
+        .deadline(Duration::from_secs(60))
         .run();
     o.exits(1);
     assert!(
