@@ -90,11 +90,9 @@ pub enum RunError {
     Interrupted,
     /// `teil trace` would print more than the output budget (E0705).
     #[error(
-        "the trace would print more than {} (at least {} lines of {} characters), over the \
-         output budget (`--max-output`, spec/limits.md)",
-        Bytes(*budget),
-        lines,
-        width
+        "the trace would print more than {} (by its line {lines}, lines padded to {width} \
+         bytes), over the output budget (`--max-output`, spec/limits.md)",
+        Bytes(*budget)
     )]
     OverOutput { budget: u64, lines: u64, width: u64 },
     /// An expression nested deeper than `teil::limits::MAX_EXPR_DEPTH`.
