@@ -73,7 +73,10 @@ pub enum RunError {
         largest_cells: u64,
     },
     /// The run's estimated work is over the budget (E0702); nothing was evaluated.
-    #[error("{who} needs {work} evaluation steps, over the work budget of {budget}")]
+    #[error(
+        "{who} needs {} evaluation steps, over the work budget of {budget}",
+        Count(*work)
+    )]
     OverWork {
         who: &'static str,
         work: u64,
@@ -121,6 +124,18 @@ impl RunError {
         match self.code() {
             Some(c) => format!("[{}] {self}", c.as_str()),
             None => self.to_string(),
+        }
+    }
+}
+
+/// A count for messages: saturated counts (`u64::MAX`) read `2^64 - 1 or more`.
+pub struct Count(pub u64);
+
+impl std::fmt::Display for Count {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            u64::MAX => f.write_str("2^64 - 1 or more"),
+            n => write!(f, "{n}"),
         }
     }
 }
