@@ -277,7 +277,12 @@ fn load_replay(
             .and_then(|()| {
                 budget.check_work("the oracle", teil_interp::budget::oracle_work(&checked))
             })
-            .map_err(|e| e.coded())?;
+            .map_err(|e| {
+                format!(
+                    "{}; the reproducer cannot be checked against the oracle",
+                    e.coded()
+                )
+            })?;
     }
     if args.pads.is_none() && !r.pads.is_empty() {
         cfg.pads = r.pads.clone();

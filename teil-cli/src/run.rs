@@ -90,10 +90,25 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// An evaluation error as `teil run` and `teil trace` print it: its code, the message, and for
+/// a budget the flag that raises it.
+pub fn describe(e: &RunError) -> String {
+    let hint = match e {
+        RunError::OverMemory { .. } => "; raise it with `--max-memory BYTES` (spec/limits.md)",
+        RunError::OverWork { .. } => {
+            "; the fast evaluator (`teil run` without `--oracle`) shares sub-results and has no \
+             such cost; raise the budget with `--max-work STEPS` (spec/limits.md)"
+        }
+        RunError::OverOutput { .. } => "; raise it with `--max-output BYTES` (spec/limits.md)",
+        _ => "",
+    };
+    format!("{}{hint}", e.coded())
+}
+
 /// Refuses, before anything is allocated or evaluated, a run of `backend` whose estimated
 /// memory or work is over `budget`.
 pub fn preflight(p: &CheckedProgram, backend: &Backend, budget: &Budget) -> Result<(), Failure> {
-    let rejected = |e: RunError| Failure::Rejected(vec![e.coded()]);
+    let rejected = |e: RunError| Failure::Rejected(vec![describe(&e)]);
     match backend {
         Backend::Fast => budget.check_memory(&fast_bytes(p)).map_err(rejected),
         Backend::Oracle => {
@@ -132,7 +147,7 @@ impl Backend {
         inputs: &BTreeMap<String, Tensor>,
         budget: &Budget,
     ) -> Result<BTreeMap<String, Tensor>, Failure> {
-        let rejected = |e: RunError| Failure::Rejected(vec![e.coded()]);
+        let rejected = |e: RunError| Failure::Rejected(vec![describe(&e)]);
         match self {
             Backend::Fast => teil_interp::run_fast_with(p, inputs, budget).map_err(rejected),
             Backend::Oracle => teil_interp::run_oracle_with(p, inputs, budget).map_err(rejected),
@@ -292,7 +307,7 @@ pub fn load_inputs(
     let mut errors = Vec::new();
     let mut inputs = match random.map(|seed| teil_interp::try_random_inputs(p, seed)) {
         Some(Ok(i)) => i,
-        Some(Err(e)) => return Err(Failure::Rejected(vec![e.coded()])),
+        Some(Err(e)) => return Err(Failure::Rejected(vec![describe(&e)])),
         None => BTreeMap::new(),
     };
     for (name, path) in &given {

@@ -82,7 +82,7 @@ pub fn trace(args: &TraceArgs) -> u8 {
             .budget
             .check_memory(&teil_interp::budget::oracle_bytes(&p))
         {
-            crate::input::fail(&e.coded());
+            crate::input::fail(&crate::run::describe(&e));
             return 1;
         }
         match load_inputs(&p, &args.inputs, args.random_inputs) {
@@ -114,7 +114,7 @@ pub fn trace(args: &TraceArgs) -> u8 {
             0
         }
         Err(TraceError::Run(e)) => {
-            crate::input::fail(&e.coded());
+            crate::input::fail(&crate::run::describe(&e));
             1
         }
         Err(e) => {

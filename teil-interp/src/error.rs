@@ -59,8 +59,8 @@ pub enum RunError {
     },
     /// The run's estimated memory is over the budget (E0701); nothing was allocated.
     #[error(
-        "{who} needs an estimated {} of memory, over the budget of {} (`--max-memory`, \
-         spec/limits.md); the largest tensor is {largest} with {largest_cells} cells ({})",
+        "{who} needs an estimated {} of memory, over the memory budget of {}; the largest \
+         tensor is {largest} with {largest_cells} cells ({})",
         Bytes(*bytes),
         Bytes(*budget),
         Bytes(largest_cells.saturating_mul(8))
@@ -74,8 +74,8 @@ pub enum RunError {
     },
     /// The run's estimated work is over the budget (E0702); nothing was evaluated.
     #[error(
-        "{who} needs {work} evaluation steps, over the budget of {budget} (`--max-work`, \
-         spec/limits.md); the fast evaluator (`teil run` without `--oracle`) has no such cost"
+        "{who} needs {} evaluation steps, over the work budget of {budget}",
+        Count(*work)
     )]
     OverWork {
         who: &'static str,
@@ -90,11 +90,9 @@ pub enum RunError {
     Interrupted,
     /// `teil trace` would print more than the output budget (E0705).
     #[error(
-        "the trace would print more than {} (at least {} lines of {} characters), over the \
-         output budget (`--max-output`, spec/limits.md)",
-        Bytes(*budget),
-        lines,
-        width
+        "the trace would print more than the output budget of {} (by its line {lines}, lines \
+         padded to {width} bytes)",
+        Bytes(*budget)
     )]
     OverOutput { budget: u64, lines: u64, width: u64 },
     /// An expression nested deeper than `teil::limits::MAX_EXPR_DEPTH`.
@@ -120,11 +118,24 @@ impl RunError {
         })
     }
 
-    /// The message with its code in front, as `teil` prints it: `[E0701] ...`.
+    /// The message with its code in front, as `teil` prints it: `[E0701] ...`. Messages name
+    /// no command-line flag; the caller adds how to raise a budget in its own terms.
     pub fn coded(&self) -> String {
         match self.code() {
             Some(c) => format!("[{}] {self}", c.as_str()),
             None => self.to_string(),
+        }
+    }
+}
+
+/// A count for messages: saturated counts (`u64::MAX`) read `2^64 - 1 or more`.
+pub struct Count(pub u64);
+
+impl std::fmt::Display for Count {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            u64::MAX => f.write_str("2^64 - 1 or more"),
+            n => write!(f, "{n}"),
         }
     }
 }

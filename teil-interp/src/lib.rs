@@ -6,11 +6,15 @@
 //! - [`fast`]: whole-tensor evaluation on `ndarray`, fusing contractions and reductions of
 //!   products so that `(A # B) .[2 3]` never materialises `A # B`.
 //!
+//! - [`budget`]: the limits of a run (memory, oracle work, trace output, a cancellation flag),
+//!   estimated from the shapes and checked before anything is allocated or evaluated
+//!   ([`run_fast_with`], [`run_oracle_with`]).
+//!
 //! [`files`] writes every output file all-or-nothing and reads input files without blocking.
 //!
-//! Both evaluators take a [`CheckedProgram`] and read the checker's shapes. At this crate's
-//! boundary a tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value
-//! `•` (spec/interpreter.md).
+//! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
+//! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
+//! (spec/interpreter.md).
 
 pub mod budget;
 pub mod domain;

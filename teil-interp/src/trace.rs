@@ -175,8 +175,13 @@ pub fn trace(
             } else {
                 out.push(Line {
                     text: format!(
-                        "{pad}  (the expansion would show {} terms, more than {MAX_EXPANDED_TERMS}; only the value follows)",
-                        if terms == u64::MAX { "over 2^64".to_string() } else { terms.to_string() }
+                        "{pad}  (the expansion would show {} terms, more than \
+                         {MAX_EXPANDED_TERMS}; only the value follows)",
+                        if terms == u64::MAX {
+                            "2^64 or more".to_string()
+                        } else {
+                            terms.to_string()
+                        }
                     ),
                     rule: String::new(),
                 })?;
@@ -209,8 +214,9 @@ impl<'b> Output<'b> {
     }
 
     fn push(&mut self, line: Line) -> Result<(), TraceError> {
-        // Text, two spaces, the rule, a newline.
-        let w = (line.text.chars().count() + line.rule.chars().count() + 3) as u64;
+        // Text, two spaces, the rule, a newline (in bytes; the padding is in characters, so
+        // this is the printed size to within the multi-byte symbols of the narrower lines).
+        let w = (line.text.len() + line.rule.len() + 3) as u64;
         self.width = self.width.max(w);
         let lines = self.lines.len() as u64 + 1;
         if lines.saturating_mul(self.width) > self.budget.max_output {

@@ -185,6 +185,31 @@ fn a_flag_set_from_another_thread_interrupts_the_oracle() {
     assert!(start.elapsed().as_secs() < 5);
 }
 
+/// The fast evaluator polls the flag inside a contraction: a 2500^3 matrix product (seconds
+/// of work) stops soon after the flag is set.
+#[test]
+fn a_flag_set_from_another_thread_interrupts_a_contraction() {
+    let p = compile(
+        "var A : [2500 2500]\nvar B : [2500 2500]\nvar C : [2500 2500]\nC = (A # B) .[2 3]",
+    );
+    let inputs = inputs(&p);
+    let flag = Arc::new(AtomicBool::new(false));
+    let budget = Budget::default().with_cancel(flag.clone());
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            flag.store(true, Ordering::Relaxed);
+        })
+    };
+    let start = std::time::Instant::now();
+    let err = run_fast_with(&p, &inputs, &budget).unwrap_err();
+    let took = start.elapsed();
+    setter.join().unwrap();
+    assert_eq!(err, RunError::Interrupted);
+    assert!(took.as_millis() < 2000, "{took:?}");
+}
+
 #[test]
 fn a_flag_set_before_the_run_stops_the_fast_evaluator_and_trace() {
     let p = compile("alloc A : [4]\nalloc B : [4]\nB = A + A");

@@ -212,7 +212,7 @@ fn the_output_budget_bounds_the_printed_size() {
     let symbolic = trace(&p, "s", &[], None, Style::Prefix, &Budget::default()).unwrap();
     let width = symbolic
         .iter()
-        .map(|l| l.text.chars().count() + l.rule.chars().count() + 3)
+        .map(|l| l.text.len() + l.rule.len() + 3)
         .max()
         .unwrap() as u64;
     let size = width * symbolic.len() as u64;

@@ -43,8 +43,9 @@ fn lines_of(s: &str) -> Vec<&str> {
 #[test]
 fn trace_of_a_deep_tower_is_linear_without_values_and_refused_with_them() {
     let dir = tempfile::tempdir().unwrap();
+    // 127 levels of 4 nodes: just within the nesting limit of 512 (E0005).
     let depths: &[usize] = if long_mode() {
-        &[12, 60, 200]
+        &[12, 60, 127]
     } else {
         &[12, 60]
     };
@@ -62,6 +63,10 @@ fn trace_of_a_deep_tower_is_linear_without_values_and_refused_with_them() {
         let width = lines[0].chars().count();
         assert!(lines.iter().all(|l| l.chars().count() <= width + 2 * depth));
         assert!(o.stdout.len() < 4 * lines.len() * (width + 2 * depth + 1));
+        // A smaller output budget refuses it, with nothing printed.
+        let o = Case::new(["trace", &file, "s", "--max-output", "1K"]).run();
+        o.exits(1).reports("E0705");
+        assert!(o.stdout.is_empty());
         // With values: 5^depth · 10 reads through the oracle, refused before it starts.
         let o = Case::new(["trace", &file, "s", "--random-inputs", "1"]).run();
         o.exits(1).reports("E0702").within(Duration::from_secs(5));
