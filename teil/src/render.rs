@@ -6,6 +6,8 @@
 //! diagnostics renders in O(file + N log file) rather than O(N * file). Text output of a file
 //! stops after [`MAX_TEXT_DIAGNOSTICS`] reports with one line counting the rest
 //! (spec/diagnostics.md, "How many diagnostics are shown"); JSON output lists every diagnostic.
+//! A report on a line longer than [`LONG_LINE`] shows a window of the line around its labels, so
+//! that the text of a report never grows with the line (spec/limits.md, "Diagnostics").
 //!
 //! Spans are byte offsets into the file as read. A leading byte-order mark (spec/grammar.md,
 //! "Encoding") is not shown: reports and line/column numbers are those of the text after it,
@@ -84,8 +86,14 @@ impl<'s> Renderer<'s> {
                 k,
             )
         });
+        // On a very long line, the report shows a window of the line around its labels.
+        let crop = self.crop(labels.iter().map(|l| &l.0));
+        let place = |span: &Range<usize>| match &crop {
+            Some(c) => c.place(span),
+            None => span.clone(),
+        };
         let file = self.file.as_str();
-        let mut report = Report::build(kind, (file, self.clamp(&diag.primary.span)))
+        let mut report = Report::build(kind, (file, place(&labels[0].0)))
             .with_config(
                 Config::new()
                     .with_index_type(IndexType::Byte)
@@ -96,7 +104,7 @@ impl<'s> Renderer<'s> {
         for (rank, &k) in order.iter().enumerate() {
             let (span, message, color) = &labels[k];
             report = report.with_label(
-                Label::new((file, span.clone()))
+                Label::new((file, place(span)))
                     .with_message(message)
                     .with_color(*color)
                     .with_order(rank as i32),
@@ -119,8 +127,89 @@ impl<'s> Renderer<'s> {
         }
         let mut out = Vec::new();
         // Writing into a Vec cannot fail.
-        let _ = report.finish().write((file, &self.source), &mut out);
-        String::from_utf8_lossy(&out).into_owned()
+        let _ = match &crop {
+            Some(c) => report.finish().write((file, &c.source), &mut out),
+            None => report.finish().write((file, &self.source), &mut out),
+        };
+        let text = String::from_utf8_lossy(&out).into_owned();
+        match &crop {
+            // Ariadne computes the header's column in the window; the file's column replaces it
+            // (the header is the first place `FILE:LINE:COL` occurs: messages come before it
+            // but never contain a position).
+            Some(c) => {
+                let primary = labels[0].0.start;
+                let col = self.lines.chars_before(self.shown, primary)
+                    - self.lines.chars_before(self.shown, c.line_start)
+                    + 1;
+                // The window's line starts after the `c.line` empty lines above it.
+                let window_col = c.source.text()[c.line..c.place(&(primary..primary)).start]
+                    .chars()
+                    .count()
+                    + 1;
+                let line = c.line + 1;
+                text.replacen(
+                    &format!(" {file}:{line}:{window_col} "),
+                    &format!(" {file}:{line}:{col} "),
+                    1,
+                )
+            }
+            None => text,
+        }
+    }
+
+    /// A window of one long line holding every label of a report, or `None` when the report
+    /// is shown against the whole source: its labels span several lines, or their line is at
+    /// most [`LONG_LINE`] bytes, or the window would be the whole line. Without it, a report
+    /// on a line of a megabyte prints the megabyte, and a file of garbage on one line prints it
+    /// once per report.
+    fn crop<'a>(&self, spans: impl Iterator<Item = &'a Range<usize>>) -> Option<Crop> {
+        let mut line = None;
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for span in spans {
+            for at in [span.start, span.end.saturating_sub(1).max(span.start)] {
+                let (_, idx, _) = self.source.get_byte_line(at)?;
+                if *line.get_or_insert(idx) != idx {
+                    return None;
+                }
+            }
+            lo = lo.min(span.start);
+            hi = hi.max(span.end);
+        }
+        let idx = line?;
+        let (l, _, col) = self.source.get_byte_line(lo)?;
+        let start = lo - col;
+        let text = self.source.get_line_text(l)?;
+        let end = start + text.trim_end_matches(LINE_ENDS).len();
+        if end - start <= LONG_LINE {
+            return None;
+        }
+        let src = self.shown;
+        let mut w0 = lo.saturating_sub(CONTEXT).max(start);
+        while !src.is_char_boundary(w0) {
+            w0 -= 1;
+        }
+        let mut w1 = hi.saturating_add(CONTEXT).min(end).max(w0);
+        while !src.is_char_boundary(w1) {
+            w1 += 1;
+        }
+        if w0 == start && w1 == end {
+            return None;
+        }
+        let before = if w0 > start { ELLIPSIS } else { "" };
+        let after = if w1 < end { ELLIPSIS } else { "" };
+        // Empty lines stand for the lines above, so that ariadne numbers the window's line as
+        // in the file (`Source::with_display_line_offset` moves the header's line number but
+        // not the margin's). They cost a byte and an index entry per line above, for at most
+        // `MAX_TEXT_DIAGNOSTICS` reports of a file.
+        let above = "\n".repeat(idx);
+        Some(Crop {
+            line: idx,
+            line_start: start,
+            from: w0,
+            shift: above.len() + before.len(),
+            len: w1 - w0,
+            source: Source::from(format!("{above}{before}{}{after}", &src[w0..w1])),
+        })
     }
 
     /// One JSON object (no trailing newline) describing `diag`, for `--format json`. `start`
@@ -209,6 +298,40 @@ impl<'s> Renderer<'s> {
     fn line_col(&self, offset: usize) -> (usize, usize) {
         self.lines
             .line_col(self.shown, self.clamp(&(offset..offset)).start)
+    }
+}
+
+/// A line longer than this many bytes is shown as a window around the labels of a report.
+const LONG_LINE: usize = 1024;
+
+/// Bytes of a long line shown on each side of the labels.
+const CONTEXT: usize = 60;
+
+/// Marks where a window cuts a long line.
+const ELLIPSIS: &str = "...";
+
+/// Every line terminator ariadne knows.
+const LINE_ENDS: &[char] = &['\r', '\n', '\x0B', '\x0C', '\u{85}', '\u{2028}', '\u{2029}'];
+
+/// A window of one long line: the text ariadne is given instead of the file.
+struct Crop {
+    /// 0-based line (in ariadne's numbering) the window is cut from.
+    line: usize,
+    /// Byte offset in the shown text where that line starts.
+    line_start: usize,
+    /// Byte offset in the shown text where the window starts, and its length.
+    from: usize,
+    len: usize,
+    /// Bytes of the ellipsis before the window.
+    shift: usize,
+    source: Source<String>,
+}
+
+impl Crop {
+    /// A span of the shown text as a span of the window.
+    fn place(&self, span: &Range<usize>) -> Range<usize> {
+        let at = |i: usize| i.saturating_sub(self.from).min(self.len) + self.shift;
+        at(span.start)..at(span.end)
     }
 }
 
@@ -341,6 +464,40 @@ mod tests {
         let text = render_text(&d, "f", src, false);
         assert!(text.contains("f:2:1"), "{text}");
         assert!(!text.contains('\u{FEFF}'), "{text}");
+    }
+
+    #[test]
+    fn a_report_on_a_long_line_shows_a_window_of_it() {
+        let src = format!(
+            "alloc A : [2]\nA = {}$ A {}\n",
+            "A + ".repeat(300),
+            "+ A ".repeat(300)
+        );
+        let at = src.find('$').unwrap();
+        let d = Diagnostic::new(
+            Code::InvalidChar,
+            "invalid character '$'",
+            at..at + 1,
+            "here",
+        );
+        let text = render_text(&d, "f", &src, false);
+        let window = format!("...{}...", &src[at - 60..at + 61]);
+        let expected = format!(
+            "[E0002] Error: invalid character '$'\n   \
+             ╭─[ f:2:1205 ]\n   \
+             │\n \
+             2 │ {}\n   \
+             │ {}┬  \n   \
+             │ {}╰── here\n\
+             ───╯\n",
+            window.trim_end(),
+            " ".repeat(63),
+            " ".repeat(63),
+        );
+        assert_eq!(text, expected);
+        // A line that is long but fully covered by the labels is shown whole.
+        let whole = Diagnostic::new(Code::TooDeep, "too deep", 14..src.len() - 1, "this");
+        assert!(render_text(&whole, "f", &src, false).contains(src[14..src.len() - 1].trim_end()));
     }
 
     #[test]

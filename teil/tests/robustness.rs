@@ -36,9 +36,10 @@ fn codes(diags: &[Diagnostic]) -> Vec<Code> {
 
 /// Every diagnostic can be rendered against its source (both renderers clamp spans).
 fn render_all(diags: &[Diagnostic], src: &str) {
+    let renderer = teil::render::Renderer::new("input", src);
     for d in diags {
-        assert!(!teil::render::render_text(d, "input", src, false).is_empty());
-        let json = teil::render::render_json(d, "input", src);
+        assert!(!renderer.text(d, false).is_empty());
+        let json = renderer.json(d);
         assert!(json.starts_with('{') && json.contains(d.code.as_str()));
     }
 }

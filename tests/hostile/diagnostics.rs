@@ -150,6 +150,26 @@ fn sixteen_thousand_type_errors_are_capped_and_counted() {
 }
 
 #[test]
+fn errors_on_one_long_line_show_a_window_of_it_not_the_line() {
+    // Every `$` is an error on the same line: each report shows a window of about 120
+    // characters around its label, so the output stays small however long the line.
+    let src = format!("alloc A : [2]\nA = A{}\n", " $".repeat(garbage_size() / 2));
+    let o = Case::new(["check", "-"]).stdin(src).run();
+    o.exits(1).reports("E0002").within(FAST);
+    assert_eq!(o.stderr.matches("[E0002] Error: ").count(), 100);
+    assert!(
+        o.stderr.len() < 100_000,
+        "{} bytes of reports",
+        o.stderr.len()
+    );
+    // The header names the file's column, not the window's.
+    assert!(o.stderr.contains("<stdin>:2:7 ]"), "{}", &o.stderr[..2000]);
+    assert!(o.stderr.contains("<stdin>:2:205 ]"));
+    assert!(o.stderr.contains(" 2 │ A = A $ $"));
+    assert!(o.stderr.contains(" 2 │ ...$ $"));
+}
+
+#[test]
 fn fmt_of_garbage_is_rejected_quickly() {
     let size = if long_mode() { 1 << 20 } else { 40_000 };
     let text = Bytes::printable(3, size);

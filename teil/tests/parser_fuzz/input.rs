@@ -456,6 +456,7 @@ pub struct Outcome {
 }
 
 fn well_formed(diags: &[Diagnostic], src: &str) -> Result<(), String> {
+    let renderer = teil::render::Renderer::new("input", src);
     for d in diags {
         let code = d.code.as_str();
         let shape_ok = code.len() == 5
@@ -470,10 +471,10 @@ fn well_formed(diags: &[Diagnostic], src: &str) -> Result<(), String> {
         {
             return Err(format!("{code}: badly formed message `{}`", d.message));
         }
-        if teil::render::render_text(d, "input", src, false).is_empty() {
+        if renderer.text(d, false).is_empty() {
             return Err(format!("{code}: empty text rendering"));
         }
-        let json = teil::render::render_json(d, "input", src);
+        let json = renderer.json(d);
         if !json.starts_with('{') || !json.contains(code) {
             return Err(format!("{code}: bad JSON rendering {json}"));
         }
