@@ -130,35 +130,8 @@ pub fn compile(file: &str, color: Color) -> Result<CheckedProgram, u8> {
     }
 }
 
-/// The variables the caller receives: `output`/`inout`, or every variable without qualifiers.
-pub fn output_names(p: &CheckedProgram) -> Vec<String> {
-    p.program()
-        .decls
-        .iter()
-        .filter(|d| p.is_output(d))
-        .map(|d| d.name.name.clone())
-        .collect()
-}
-
-/// Whether some statement reads `name` before any statement assigns it (its initial value
-/// is observable).
-fn read_before_assigned(p: &CheckedProgram, name: &str) -> bool {
-    for s in &p.program().stmts {
-        if s.value.reads(name) {
-            return true;
-        }
-        if s.target.name == name {
-            return false;
-        }
-    }
-    false
-}
-
-/// Whether the caller must supply `d`: every `input`/`inout` variable of a qualified program;
-/// without qualifiers, every variable read before it is assigned.
-pub fn required(p: &CheckedProgram, d: &teil::ast::Decl) -> bool {
-    p.is_input(d) && (d.qualifier.is_some() || read_before_assigned(p, &d.name.name))
-}
+// Which variables are passed in and out is the library's decision (`teil::interface`).
+pub use teil::interface::{output_names, required};
 
 /// Builds the caller's inputs from `--in NAME=FILE` specs and `--random-inputs SEED`
 /// (files win over random values). Every problem is reported, not just the first.
