@@ -130,8 +130,15 @@ pub fn compile(file: &str, color: Color) -> Result<CheckedProgram, u8> {
     }
 }
 
-// Which variables are passed in and out is the library's decision (`teil::interface`).
-pub use teil::interface::{output_names, required};
+/// The variables the caller receives: `output`/`inout`, or every variable without qualifiers.
+pub fn output_names(p: &CheckedProgram) -> Vec<String> {
+    p.output_names()
+}
+
+/// Whether the caller must supply `d` ([`CheckedProgram::is_required`]).
+pub fn required(p: &CheckedProgram, d: &teil::ast::Decl) -> bool {
+    p.is_required(d)
+}
 
 /// Builds the caller's inputs from `--in NAME=FILE` specs and `--random-inputs SEED`
 /// (files win over random values). Every problem is reported, not just the first.

@@ -54,7 +54,7 @@ fn lower(py: Python<'_>, equation: &str, shapes: &[Vec<u64>]) -> PyResult<Checke
 
 /// The one output of a lowered equation.
 fn output(p: &CheckedProgram) -> PyResult<String> {
-    interface::output_names(p)
+    p.output_names()
         .into_iter()
         .next()
         .ok_or_else(|| PyValueError::new_err("internal error: the lowered equation has no output"))

@@ -60,9 +60,14 @@ pub fn style(syntax: &str) -> PyResult<Style> {
 }
 
 /// The evaluation budgets of the embeddable core.
-// TODO(lead, task 10A): pass these to teil-interp's `Budget` (max memory in bytes, max work in
-// steps, and a cancellation flag set on Ctrl-C) once it is merged; until then a caller who asks
-// for a budget gets an error rather than an unguarded run.
+// TODO(lead, task 10A): wire these once `teil_interp::Budget` (branch i10a) is merged: build
+// `Budget { max_memory, max_work, ..Budget::default() }` (its defaults when None), call
+// `run_fast_with` / `run_oracle_with` / `trace(.., &budget)` in `evaluate` and `trace`, and
+// for Ctrl-C run the evaluation on a scoped worker thread while this thread waits in
+// `py.detach(|| rx.recv_timeout(50 ms))` and calls `py.check_signals()` between waits (Python
+// runs signal handlers on the main thread only), setting `budget.cancel` on
+// `KeyboardInterrupt`. Until then a caller who asks for a budget gets an error rather than an
+// unguarded run.
 fn budget(max_memory: Option<u64>, max_work: Option<u64>) -> PyResult<()> {
     if max_memory.is_some() || max_work.is_some() {
         return Err(PyNotImplementedError::new_err(
@@ -136,7 +141,7 @@ impl Program {
             }
         }
         for d in &p.program().decls {
-            if interface::required(p, d) && !given.contains_key(&d.name.name) {
+            if p.is_required(d) && !given.contains_key(&d.name.name) {
                 errors.push(format!(
                     "missing input `{}` of shape {}",
                     d.name.name,
@@ -290,7 +295,7 @@ impl Program {
         p.program()
             .decls
             .iter()
-            .filter(|d| interface::required(p, d))
+            .filter(|d| p.is_required(d))
             .map(|d| d.name.name.clone())
             .collect()
     }
@@ -299,7 +304,7 @@ impl Program {
     /// a program without qualifiers.
     #[getter]
     fn outputs(&self) -> Vec<String> {
-        interface::output_names(&self.checked)
+        self.checked.output_names()
     }
 
     /// Runs the program and returns ``{name: numpy.ndarray}`` for every output.
@@ -352,7 +357,7 @@ impl Program {
         let results = py
             .detach(|| evaluate(p, &arrays::owned(&views), backend, &c))
             .map_err(|f| f.into_py(py))?;
-        arrays::results_dict(py, &interface::output_names(p), results)
+        arrays::results_dict(py, &p.output_names(), results)
     }
 
     /// The program printed canonically, in ``"prefix"`` (TeIL paper) or ``"infix"`` (report)
@@ -439,12 +444,34 @@ impl Program {
         Ok(teil_cbackend::print::module(&[&kernel]))
     }
 
+    /// Compiles the program's C once into a shared object (cached by content hash in the
+    /// per-user cache directory, or ``cache_dir``) and loads it: a ``teil.Kernel`` to call many
+    /// times without recompiling. ``cflags`` replaces the default ``-O2``.
+    ///
+    /// >>> k = teil.Program("input alloc x : [2]\noutput alloc y : [2]\ny = x + x").compile(pad=4)
+    /// >>> k(x=[1, 2])["y"]
+    /// array([2., 4.])
+    #[cfg(feature = "kernel")]
+    #[pyo3(signature = (*, pad = 1, cflags = None, cc = "cc".to_string(), openmp = false, cache_dir = None))]
+    fn compile(
+        &self,
+        py: Python<'_>,
+        pad: u64,
+        cflags: Option<String>,
+        cc: String,
+        openmp: bool,
+        cache_dir: Option<PathBuf>,
+    ) -> PyResult<crate::kernel::Kernel> {
+        let opts = crate::kernel::options(pad, cc, cflags, openmp, cache_dir);
+        crate::kernel::compile(py, &self.checked, opts)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<teil.Program {:?}: inputs {:?}, outputs {:?}>",
             self.filename,
             interface::input_names(&self.checked),
-            interface::output_names(&self.checked)
+            self.checked.output_names()
         )
     }
 }

@@ -1,9 +1,8 @@
-//! A checked program's interface as a caller sees it: which variables it passes in, which
-//! are required and which it receives, how a cell is addressed, and which syntax to show it
-//! in. `teil run`, `teil trace` and the Python binding ask these functions instead of deciding
-//! for themselves (spec/interpreter.md).
+//! A checked program as a caller sees it, beyond what [`CheckedProgram`] answers itself
+//! (`is_input`, `is_required`, `output_names`): the names of the inputs, how a cell is
+//! addressed, and which syntax to show the program in. `teil run`, `teil trace` and the Python
+//! binding ask these functions instead of deciding for themselves (spec/interpreter.md).
 
-use crate::ast::Decl;
 use crate::check::CheckedProgram;
 use crate::fmt::Style;
 
@@ -18,38 +17,9 @@ pub fn input_names(p: &CheckedProgram) -> Vec<String> {
         .collect()
 }
 
-/// The variables the caller receives, in declaration order: `output`/`inout`, or every
-/// variable without qualifiers.
-pub fn output_names(p: &CheckedProgram) -> Vec<String> {
-    p.program()
-        .decls
-        .iter()
-        .filter(|d| p.is_output(d))
-        .map(|d| d.name.name.clone())
-        .collect()
-}
-
-/// Whether some statement reads `name` before any statement assigns it (its initial value
-/// is observable).
-fn read_before_assigned(p: &CheckedProgram, name: &str) -> bool {
-    for s in &p.program().stmts {
-        if s.value.reads(name) {
-            return true;
-        }
-        if s.target.name == name {
-            return false;
-        }
-    }
-    false
-}
-
-/// Whether the caller must supply `d`: every `input`/`inout` variable of a qualified program;
-/// without qualifiers, every variable read before it is assigned.
-pub fn required(p: &CheckedProgram, d: &Decl) -> bool {
-    p.is_input(d) && (d.qualifier.is_some() || read_before_assigned(p, &d.name.name))
-}
-
-/// Parses `C[1,2]`, `C[1, 2]`, `s` or `s[]` into a name and a 1-based multi-index.
+/// Parses `C[1,2]`, `C[1, 2]`, `C[1 2]`, `s` or `s[]` into a name and a 1-based multi-index.
+/// Indices are separated by commas or, without commas, by spaces; an empty index (`C[1,,2]`,
+/// `C[1,]`) is an error.
 pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
     let usage = || {
         format!("cannot read the cell `{cell}`: write it as `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar")
@@ -70,10 +40,22 @@ pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
                 .strip_prefix('[')
                 .and_then(|s| s.strip_suffix(']'))
                 .ok_or_else(usage)?;
-            inner
-                .split([',', ' '])
-                .filter(|s| !s.is_empty())
-                .map(|s| s.parse::<u64>().map_err(|_| usage()))
+            let parts: Vec<&str> = if inner.trim().is_empty() {
+                Vec::new()
+            } else if inner.contains(',') {
+                inner.split(',').map(str::trim).collect()
+            } else {
+                inner.split_whitespace().collect()
+            };
+            parts
+                .iter()
+                .map(|s| {
+                    if s.chars().all(|c| c.is_ascii_digit()) {
+                        s.parse::<u64>().map_err(|_| usage())
+                    } else {
+                        Err(usage())
+                    }
+                })
                 .collect::<Result<Vec<u64>, String>>()?
         }
     };
@@ -100,10 +82,10 @@ mod tests {
             .program()
             .decls
             .iter()
-            .filter(|d| required(&p, d))
+            .filter(|d| p.is_required(d))
             .map(|d| d.name.name.clone())
             .collect();
-        (input_names(&p), output_names(&p), req)
+        (input_names(&p), p.output_names(), req)
     }
 
     #[test]
@@ -114,6 +96,8 @@ mod tests {
         assert!(parse_cell("C[1,").is_err());
         assert!(parse_cell("[1]").is_err());
         assert!(parse_cell("C[-1]").is_err());
+        assert_eq!(parse_cell("C[1 2]"), Ok(("C".to_string(), vec![1, 2])));
+        assert!(parse_cell("C[1,,2]").is_err());
     }
 
     #[test]

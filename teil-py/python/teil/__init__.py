@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, TypeVar
 
+from . import _native
 from ._native import (
     Diagnostic,
     ParseError,
@@ -51,6 +52,10 @@ __all__ = [
     "einsum_shape",
     "guarded",
 ]
+
+if hasattr(_native, "Kernel"):  # built with the `kernel` feature (teil_cbackend::shared)
+    Kernel = _native.Kernel
+    __all__.append("Kernel")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,5 +1,6 @@
 # Type stubs of the `teil` package (the native module teil._native and teil.guarded).
 from os import PathLike
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, TypeVar
 
 import numpy
@@ -117,6 +118,29 @@ class Program:
         **named_inputs: _ArrayLike,
     ) -> str: ...
     def emit_c(self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False) -> str: ...
+    # Present when the package is built with the `kernel` feature (teil_cbackend::shared).
+    def compile(
+        self,
+        *,
+        pad: int = 1,
+        cflags: str | None = None,
+        cc: str = "cc",
+        openmp: bool = False,
+        cache_dir: str | PathLike[str] | None = None,
+    ) -> Kernel: ...
+
+class Kernel:
+    """A program compiled into a cached shared object, called in-process."""
+
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def outputs(self) -> list[str]: ...
+    @property
+    def path(self) -> Path: ...
+    def __call__(
+        self, inputs: Mapping[str, _ArrayLike] | None = None, **named_inputs: _ArrayLike
+    ) -> dict[str, numpy.ndarray]: ...
 
 def einsum_shape(equation: str, *shapes: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     """The output shape of `numpy.einsum(equation, ...)`, or `ShapeError`."""

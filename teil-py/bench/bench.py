@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The Python package's benchmark (PERFORMANCE.md, "The Python package"): not a test.
+
+Usage, in an environment where `teil` is installed (teil-py/bench/run does everything):
+
+    bench.py [--min-seconds S] [--rounds R] [--write PERFORMANCE.md]
+
+Measures, against NumPy in the same process and run:
+
+1. the guard: `teil.einsum_shape` per call for a three-operand equation (goal < 20 us), and
+   what `teil.guarded(numpy.einsum)` adds to a real call;
+2. call overhead on tiny inputs: `Program.run` and `teil.einsum` (the fast evaluator) against
+   `numpy.einsum` on 2 x 2 matrices;
+3. the eight kernels of PERFORMANCE.md: `teil.einsum` (the in-process fast evaluator; the
+   compiled `teil.Kernel` is not part of this package yet) against
+   `numpy.einsum(optimize=True)`, after checking that the results agree.
+
+Every figure is the minimum over R rounds of the mean per-call time of a batch of calls lasting
+at least S seconds (median over rounds in parentheses). NumPy runs single-threaded
+(OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, set before NumPy is imported), as TeIL does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import teil  # noqa: E402
+
+#: PERFORMANCE.md's kernels: name, einsum equation, operand shapes.
+KERNELS = [
+    ("matmul", "ij,jk->ik", [(512, 512), (512, 512)]),
+    ("cfd", "il,jm,kn,elmn->eijk", [(12, 12), (12, 12), (12, 12), (400, 12, 12, 12)]),
+    ("abc", "ai,bj,ck,ijk->abc", [(24, 24), (24, 24), (24, 24), (24, 24, 24)]),
+    ("ttm", "ijk,kl->ijl", [(96, 96, 96), (96, 64)]),
+    ("mttkrp", "ijk,jr,kr->ir", [(64, 64, 64), (64, 32), (64, 32)]),
+    ("transpose", "abc->cba", [(256, 256, 64)]),
+    ("trace_prod", "ij,ji->", [(700, 700), (700, 700)]),
+    ("batched_matvec", "bij,bj->bi", [(256, 128, 128), (256, 128)]),
+]
+
+#: |teil - numpy| <= TOLERANCE * max(1, max |numpy|), cell by cell (sums in different orders).
+TOLERANCE = 1e-10
+
+BEGIN, END = "<!-- bench:python:begin -->", "<!-- bench:python:end -->"
+
+
+def per_call(f, min_seconds, rounds):
+    """(minimum, median) over rounds of the mean seconds per call of f."""
+    f()
+    means = []
+    for _ in range(rounds):
+        calls, start = 0, time.perf_counter()
+        while True:
+            f()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_seconds and calls >= 3:
+                break
+        means.append(elapsed / calls)
+    return min(means), statistics.median(means)
+
+
+def us(t):
+    return f"{t[0] * 1e6:.1f} ({t[1] * 1e6:.1f})"
+
+
+def ms(t):
+    return f"{t[0] * 1e3:.3f} ({t[1] * 1e3:.3f})"
+
+
+def operand(shape, seed):
+    """Deterministic values in [-0.5, 0.5), exact in binary64 (as bench/numpy_bench.py)."""
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    t = np.arange(n, dtype=np.uint64)
+    h = (t * np.uint64(2654435761) + np.uint64(seed * 97)) % np.uint64(2**32)
+    return (h.astype(np.float64) / 4294967296.0 - 0.5).reshape(shape)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--min-seconds", type=float, default=0.3)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--write", metavar="FILE", help="replace the section between the markers")
+    args = ap.parse_args()
+    s, r = args.min_seconds, args.rounds
+    lines = []
+    out = lines.append
+
+    out(
+        f"Python {platform.python_version()}, NumPy {np.__version__}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; per-call times: minimum over {r} rounds of the mean over at "
+        f"least {s} s of calls (median in parentheses)."
+    )
+    out("")
+
+    # 1. The guard.
+    eq3 = "ij,jk,kl->il"
+    shapes3 = [(8, 16), (16, 32), (32, 4)]
+    ops3 = [np.ones(sh) for sh in shapes3]
+    guarded = teil.guarded(np.einsum)
+    shape_t = per_call(lambda: teil.einsum_shape(eq3, *shapes3), s, r)
+    plain_t = per_call(lambda: np.einsum(eq3, *ops3), s, r)
+    guarded_t = per_call(lambda: guarded(eq3, *ops3), s, r)
+    out("| guard, `" + eq3 + "` on 8 x 16, 16 x 32, 32 x 4 | µs per call |")
+    out("|---|---:|")
+    out(f"| `teil.einsum_shape` (goal < 20 µs) | {us(shape_t)} |")
+    out(f"| `numpy.einsum` | {us(plain_t)} |")
+    out(f"| `teil.guarded(numpy.einsum)` | {us(guarded_t)} |")
+    out("")
+
+    # 2. Call overhead on tiny inputs.
+    prog = teil.Program(
+        "input alloc A : [2, 2]\ninput alloc B : [2, 2]\noutput alloc C : [2, 2]\n"
+        "C = contr 2 3 (prod A B)"
+    )
+    a, b = operand((2, 2), 1), operand((2, 2), 2)
+    run_t = per_call(lambda: prog.run(A=a, B=b), s, r)
+    einsum_t = per_call(lambda: teil.einsum("ij,jk->ik", a, b), s, r)
+    np_t = per_call(lambda: np.einsum("ij,jk->ik", a, b), s, r)
+    out("| tiny call, `ij,jk->ik` on 2 x 2 | µs per call |")
+    out("|---|---:|")
+    out(f"| `Program.run` (fast evaluator) | {us(run_t)} |")
+    out(f"| `teil.einsum` (guard + fast evaluator) | {us(einsum_t)} |")
+    out(f"| `numpy.einsum` | {us(np_t)} |")
+    out("")
+
+    # 3. The kernels.
+    out("| kernel | `teil.einsum` ms | `numpy.einsum(optimize=True)` ms | ratio |")
+    out("|---|---:|---:|---:|")
+    for name, eq, shapes in KERNELS:
+        ops = [operand(sh, k + 1) for k, sh in enumerate(shapes)]
+        want = np.einsum(eq, *ops, optimize=True)
+        got = teil.einsum(eq, *ops)
+        scale = max(1.0, float(np.max(np.abs(want))))
+        if got.shape != want.shape or np.max(np.abs(got - want)) > TOLERANCE * scale:
+            sys.exit(f"{name}: teil.einsum disagrees with numpy.einsum")
+        t_teil = per_call(lambda: teil.einsum(eq, *ops), s, r)
+        t_np = per_call(lambda: np.einsum(eq, *ops, optimize=True), s, r)
+        out(f"| `{eq}` ({name}) | {ms(t_teil)} | {ms(t_np)} | {t_teil[0] / t_np[0]:.2f} |")
+
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.write:
+        with open(args.write, encoding="utf-8") as f:
+            doc = f.read()
+        if BEGIN not in doc or END not in doc:
+            sys.exit(f"{args.write} has no {BEGIN} ... {END} section")
+        head, rest = doc.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        with open(args.write + ".tmp", "w", encoding="utf-8") as f:
+            f.write(head + BEGIN + "\n" + text + END + tail)
+        os.replace(args.write + ".tmp", args.write)
+
+
+if __name__ == "__main__":
+    main()
