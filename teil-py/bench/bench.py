@@ -9,11 +9,14 @@ Measures, against NumPy in the same process and run:
 
 1. the guard: `teil.einsum_shape` per call for a three-operand equation (goal < 20 us), and
    what `teil.guarded(numpy.einsum)` adds to a real call;
-2. call overhead on tiny inputs: `Program.run` and `teil.einsum` (the fast evaluator) against
-   `numpy.einsum` on 2 x 2 matrices;
-3. the eight kernels of PERFORMANCE.md: `teil.einsum` (the in-process fast evaluator; the
-   compiled `teil.Kernel` is not part of this package yet) against
-   `numpy.einsum(optimize=True)`, after checking that the results agree.
+2. call overhead on tiny inputs: `teil.Kernel` (goal < 10 us beyond the kernel's own time,
+   which is a few nanoseconds for a 2 x 2 matrix product), `Program.run` and `teil.einsum` (the
+   fast evaluator) against `numpy.einsum` on 2 x 2 matrices;
+3. the eight kernels of PERFORMANCE.md: `teil.Kernel` (compiled with bench/run's flags,
+   `-O3 -march=native -ffp-contract=off`) and `teil.einsum` (the in-process fast evaluator)
+   against `numpy.einsum(optimize=True)`, after checking that the results agree.
+
+Without `teil.Kernel` (a build without the `kernel` feature) its rows are left out.
 
 Every figure is the minimum over R rounds of the mean per-call time of a batch of calls lasting
 at least S seconds (median over rounds in parentheses). NumPy runs single-threaded
@@ -50,6 +53,9 @@ KERNELS = [
 
 #: |teil - numpy| <= TOLERANCE * max(1, max |numpy|), cell by cell (sums in different orders).
 TOLERANCE = 1e-10
+
+#: bench/run's flags for the C kernels.
+CFLAGS = "-O3 -march=native -ffp-contract=off"
 
 BEGIN, END = "<!-- bench:python:begin -->", "<!-- bench:python:end -->"
 
@@ -124,29 +130,50 @@ def main():
         "C = contr 2 3 (prod A B)"
     )
     a, b = operand((2, 2), 1), operand((2, 2), 2)
+    kernel = hasattr(teil, "Kernel")
+    if kernel:
+        k = prog.compile(cflags=CFLAGS)
+        kernel_t = per_call(lambda: k(A=a, B=b), s, r)
     run_t = per_call(lambda: prog.run(A=a, B=b), s, r)
     einsum_t = per_call(lambda: teil.einsum("ij,jk->ik", a, b), s, r)
     np_t = per_call(lambda: np.einsum("ij,jk->ik", a, b), s, r)
     out("| tiny call, `ij,jk->ik` on 2 x 2 | µs per call |")
     out("|---|---:|")
+    if kernel:
+        out(f"| `teil.Kernel` call (goal < 10 µs) | {us(kernel_t)} |")
     out(f"| `Program.run` (fast evaluator) | {us(run_t)} |")
     out(f"| `teil.einsum` (guard + fast evaluator) | {us(einsum_t)} |")
     out(f"| `numpy.einsum` | {us(np_t)} |")
     out("")
 
     # 3. The kernels.
-    out("| kernel | `teil.einsum` ms | `numpy.einsum(optimize=True)` ms | ratio |")
-    out("|---|---:|---:|---:|")
-    for name, eq, shapes in KERNELS:
-        ops = [operand(sh, k + 1) for k, sh in enumerate(shapes)]
-        want = np.einsum(eq, *ops, optimize=True)
-        got = teil.einsum(eq, *ops)
+    head = "| kernel | NumPy ms |"
+    rule = "|---|---:|"
+    if kernel:
+        head += " `teil.Kernel` ms | ratio |"
+        rule += "---:|---:|"
+    out(head + " `teil.einsum` ms | ratio |")
+    out(rule + "---:|---:|")
+
+    def agree(name, got, want):
         scale = max(1.0, float(np.max(np.abs(want))))
         if got.shape != want.shape or np.max(np.abs(got - want)) > TOLERANCE * scale:
-            sys.exit(f"{name}: teil.einsum disagrees with numpy.einsum")
-        t_teil = per_call(lambda: teil.einsum(eq, *ops), s, r)
+            sys.exit(f"{name}: TeIL disagrees with numpy.einsum")
+
+    for name, eq, shapes in KERNELS:
+        ops = [operand(sh, j + 1) for j, sh in enumerate(shapes)]
+        want = np.einsum(eq, *ops, optimize=True)
         t_np = per_call(lambda: np.einsum(eq, *ops, optimize=True), s, r)
-        out(f"| `{eq}` ({name}) | {ms(t_teil)} | {ms(t_np)} | {t_teil[0] / t_np[0]:.2f} |")
+        row = f"| `{eq}` ({name}) | {ms(t_np)} |"
+        if kernel:
+            kp = teil.Program(teil.einsum_program(eq, *shapes)).compile(cflags=CFLAGS)
+            named = dict(zip(kp.inputs, ops))
+            agree(name, kp(named)["out"], want)
+            t_k = per_call(lambda: kp(named), s, r)
+            row += f" {ms(t_k)} | {t_k[0] / t_np[0]:.2f} |"
+        agree(name, teil.einsum(eq, *ops), want)
+        t_teil = per_call(lambda: teil.einsum(eq, *ops), s, r)
+        out(row + f" {ms(t_teil)} | {t_teil[0] / t_np[0]:.2f} |")
 
     text = "\n".join(lines) + "\n"
     print(text, end="")

@@ -20,6 +20,8 @@ OBJECTS = [
     teil.einsum_program,
     teil.guarded,
 ]
+if hasattr(teil, "Kernel"):  # built with the `kernel` feature
+    OBJECTS += [teil.Kernel, teil.Program.compile]
 
 
 @pytest.mark.parametrize("obj", OBJECTS, ids=lambda o: getattr(o, "__qualname__", o.__name__))

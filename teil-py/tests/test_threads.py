@@ -31,16 +31,26 @@ def test_one_program_from_many_threads():
         np.testing.assert_array_equal(c, a @ b)
 
 
-def test_the_gil_is_released_during_evaluation():
-    # The oracle evaluates pointwise: a 60^3 matrix product takes a noticeable time. While it
-    # runs, another Python thread must keep running; if the GIL were held, that thread could
-    # only run before the call started and after it returned.
-    n = 60
-    p = teil.Program(
+def matmul(n):
+    return teil.Program(
         f"input alloc A : [{n}, {n}]\ninput alloc B : [{n}, {n}]\noutput alloc C : [{n}, {n}]\n"
         "C = red+ 2 (diag 2 3 (prod A B))"
     )
-    a = np.ones((n, n))
+
+
+def test_the_gil_is_released_during_evaluation():
+    # The oracle evaluates pointwise: a large enough matrix product takes a noticeable time
+    # (n is doubled until one run takes 0.1 s). While it runs, another Python thread must keep
+    # running; if the GIL were held, that thread could only run before the call started and
+    # after it returned.
+    n = 32
+    while True:
+        p, a = matmul(n), np.ones((n, n))
+        t0 = time.perf_counter()
+        p.run(A=a, B=a, backend="oracle")
+        if time.perf_counter() - t0 > 0.1 or n >= 512:
+            break
+        n *= 2
     stamps = []
     stop = threading.Event()
 
