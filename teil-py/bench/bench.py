@@ -18,8 +18,8 @@ Measures, against NumPy in the same process and run:
 
 Without `teil.Kernel` (a build without the `kernel` feature) its rows are left out.
 
-Every figure is the minimum over R rounds of the mean per-call time of a batch of calls lasting
-at least S seconds (median over rounds in parentheses). NumPy runs single-threaded
+Every figure is the minimum over batches of calls (about 5 ms each, R rounds of at least S
+seconds) of the mean time per call; the median over batches is in parentheses. NumPy runs single-threaded
 (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, set before NumPy is imported), as TeIL does.
 """
 
@@ -61,18 +61,27 @@ BEGIN, END = "<!-- bench:python:begin -->", "<!-- bench:python:end -->"
 
 
 def per_call(f, min_seconds, rounds):
-    """(minimum, median) over rounds of the mean seconds per call of f."""
+    """(minimum, median) of the mean seconds per call of f over batches of calls.
+
+    Calls run in batches of about 5 ms (at least one call), for at least `min_seconds` per
+    round; the minimum over all batches is the cost without interference from other
+    processes on the shared machine (timeit's advice), the median shows the interference.
+    """
     f()
+    t0 = time.perf_counter()
+    f()
+    batch = max(1, int(0.005 / max(time.perf_counter() - t0, 1e-9)))
     means = []
     for _ in range(rounds):
-        calls, start = 0, time.perf_counter()
+        start = time.perf_counter()
         while True:
-            f()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_seconds and calls >= 3:
+            b0 = time.perf_counter()
+            for _ in range(batch):
+                f()
+            now = time.perf_counter()
+            means.append((now - b0) / batch)
+            if now - start >= min_seconds and len(means) >= 3:
                 break
-        means.append(elapsed / calls)
     return min(means), statistics.median(means)
 
 
@@ -104,8 +113,10 @@ def main():
 
     out(
         f"Python {platform.python_version()}, NumPy {np.__version__}, {platform.machine()}, "
-        f"{os.cpu_count()} CPUs; per-call times: minimum over {r} rounds of the mean over at "
-        f"least {s} s of calls (median in parentheses)."
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.0f} at the start; per-call "
+        f"times: minimum over batches of about 5 ms ({r} rounds of at least {s} s) of the mean "
+        "per call, median over batches in parentheses. NumPy writes into a preallocated `out=` "
+        "array created per call (which also makes it materialise the transposition)."
     )
     out("")
 
@@ -163,7 +174,9 @@ def main():
     for name, eq, shapes in KERNELS:
         ops = [operand(sh, j + 1) for j, sh in enumerate(shapes)]
         want = np.einsum(eq, *ops, optimize=True)
-        t_np = per_call(lambda: np.einsum(eq, *ops, optimize=True), s, r)
+        t_np = per_call(
+            lambda: np.einsum(eq, *ops, optimize=True, out=np.empty(want.shape)), s, r
+        )
         row = f"| `{eq}` ({name}) | {ms(t_np)} |"
         if kernel:
             kp = teil.Program(teil.einsum_program(eq, *shapes)).compile(cflags=CFLAGS)
