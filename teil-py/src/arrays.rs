@@ -55,7 +55,7 @@ pub fn to_f64<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
     }
     let converted = np.call_method1("ascontiguousarray", (arr, np.getattr("float64")?))?;
     CONVERSIONS.fetch_add(1, Ordering::Relaxed);
-    Ok(converted.extract::<Held<'py>>()?)
+    converted.extract::<Held<'py>>()
 }
 
 /// Merges the `inputs` mapping and the keyword arguments into one map by name; a name given
