@@ -17,50 +17,8 @@ pub struct TraceArgs {
     pub color: Color,
 }
 
-/// Parses `C[1,2]`, `C[1, 2]`, `C[1 2]`, `s` or `s[]` into a name and a 1-based multi-index.
-/// Indices are separated by commas or, without commas, by spaces; an empty index (`C[1,,2]`,
-/// `C[1,]`) is an error.
-pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
-    let usage = || {
-        format!("cannot read the cell `{cell}`: write it as `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar")
-    };
-    let cell = cell.trim();
-    let (name, rest) = match cell.find('[') {
-        Some(at) => (&cell[..at], Some(&cell[at..])),
-        None => (cell, None),
-    };
-    let name = name.trim();
-    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-        return Err(usage());
-    }
-    let idx = match rest {
-        None => Vec::new(),
-        Some(r) => {
-            let inner = r
-                .strip_prefix('[')
-                .and_then(|s| s.strip_suffix(']'))
-                .ok_or_else(usage)?;
-            let parts: Vec<&str> = if inner.trim().is_empty() {
-                Vec::new()
-            } else if inner.contains(',') {
-                inner.split(',').map(str::trim).collect()
-            } else {
-                inner.split_whitespace().collect()
-            };
-            parts
-                .iter()
-                .map(|s| {
-                    if s.chars().all(|c| c.is_ascii_digit()) {
-                        s.parse::<u64>().map_err(|_| usage())
-                    } else {
-                        Err(usage())
-                    }
-                })
-                .collect::<Result<Vec<u64>, String>>()?
-        }
-    };
-    Ok((name.to_string(), idx))
-}
+// Cell addresses and the default syntax of a trace are the library's rules.
+pub use teil::interface::parse_cell;
 
 pub fn trace(args: &TraceArgs) -> u8 {
     let (name, idx) = match parse_cell(&args.cell) {
@@ -95,8 +53,8 @@ pub fn trace(args: &TraceArgs) -> u8 {
         Some(FmtSyntax::Prefix) => Style::Prefix,
         Some(FmtSyntax::Infix) => Style::Infix,
         None => match std::fs::read_to_string(&args.file) {
-            Ok(text) if text.split_whitespace().any(|w| w == "var") => Style::Infix,
-            _ => Style::Prefix,
+            Ok(text) => teil::interface::written_style(&text),
+            Err(_) => Style::Prefix,
         },
     };
     match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style, &args.budget) {

@@ -18,6 +18,7 @@ pub mod core;
 pub mod diagnostic;
 pub mod fmt;
 pub mod guard;
+pub mod interface;
 pub mod lexer;
 pub mod limits;
 pub mod parse;

@@ -1,0 +1,155 @@
+# Type stubs of the `teil` package (the native module teil._native and teil.guarded).
+from os import PathLike
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, TypeVar
+
+import numpy
+import numpy.typing
+
+_Syntax = Literal["prefix", "infix"]
+_Backend = Literal["fast", "oracle", "c"]
+_ArrayLike = numpy.typing.ArrayLike
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+__all__ = [
+    "Diagnostic",
+    "ParseError",
+    "Program",
+    "RunError",
+    "ShapeError",
+    "TeilError",
+    "check",
+    "einsum",
+    "einsum_program",
+    "einsum_shape",
+    "guarded",
+]
+
+class TeilError(ValueError):
+    """A program, equation or run was rejected; `str(e)` is every rendered report."""
+
+    diagnostics: list[Diagnostic]
+
+class ParseError(TeilError):
+    """A syntax error (E00xx)."""
+
+class ShapeError(TeilError):
+    """Any other rejection (E01xx to E05xx)."""
+
+class RunError(TeilError):
+    """A problem at run time (inputs, allocation, C compiler)."""
+
+class Diagnostic:
+    """One diagnostic; `str(d)` is the report of `teil check --color never`."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def severity(self) -> Literal["error", "warning"]: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def rule(self) -> str | None: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def labels(self) -> list[tuple[int, int, str]]: ...
+    @property
+    def notes(self) -> list[str]: ...
+    @property
+    def help(self) -> str | None: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The object `teil check --format json` prints."""
+
+def check(source: str, *, filename: str = "<string>") -> list[Diagnostic]:
+    """Every diagnostic of `source`; never raises for an ill-formed program."""
+
+class Program:
+    """A checked TeIL program; raises `ParseError` or `ShapeError` when rejected."""
+
+    def __init__(self, source: str, *, filename: str = "<string>") -> None: ...
+    @staticmethod
+    def from_file(path: str | PathLike[str]) -> Program: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def warnings(self) -> list[Diagnostic]: ...
+    @property
+    def variables(self) -> dict[str, tuple[tuple[int, ...], Literal["input", "output", "inout"] | None]]: ...
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def required_inputs(self) -> list[str]: ...
+    @property
+    def outputs(self) -> list[str]: ...
+    def run(
+        self,
+        inputs: Mapping[str, _ArrayLike] | None = None,
+        *,
+        backend: _Backend = "fast",
+        pad: int = 1,
+        cc: str = "cc",
+        cflags: str | None = None,
+        openmp: bool = False,
+        max_memory: int | None = None,
+        max_work: int | None = None,
+        **named_inputs: _ArrayLike,
+    ) -> dict[str, numpy.ndarray]: ...
+    def fmt(self, syntax: _Syntax = "prefix") -> str: ...
+    def core(self, syntax: _Syntax = "prefix") -> str: ...
+    def trace(
+        self,
+        cell: str,
+        inputs: Mapping[str, _ArrayLike] | None = None,
+        *,
+        syntax: _Syntax | None = None,
+        **named_inputs: _ArrayLike,
+    ) -> str: ...
+    def emit_c(self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False) -> str: ...
+    # Present when the package is built with the `kernel` feature (teil_cbackend::shared).
+    def compile(
+        self,
+        *,
+        pad: int = 1,
+        cflags: str | None = None,
+        cc: str = "cc",
+        openmp: bool = False,
+        cache_dir: str | PathLike[str] | None = None,
+    ) -> Kernel: ...
+
+class Kernel:
+    """A program compiled into a cached shared object, called in-process."""
+
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def outputs(self) -> list[str]: ...
+    @property
+    def path(self) -> Path: ...
+    def __call__(
+        self, inputs: Mapping[str, _ArrayLike] | None = None, **named_inputs: _ArrayLike
+    ) -> dict[str, numpy.ndarray]: ...
+
+def einsum_shape(equation: str, *shapes: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    """The output shape of `numpy.einsum(equation, ...)`, or `ShapeError`."""
+
+def einsum(equation: str, *operands: _ArrayLike, backend: _Backend = "fast") -> numpy.ndarray:
+    """`numpy.einsum(equation, *operands)` on float64, computed by TeIL."""
+
+def einsum_program(equation: str, *shapes: tuple[int, ...] | list[int], syntax: _Syntax = "prefix") -> str:
+    """The TeIL program an einsum equation lowers to."""
+
+def guarded(fn: _F) -> _F:
+    """`fn` with every call's shapes checked by TeIL first."""

@@ -1,0 +1,139 @@
+//! Arrays across the boundary: array-likes in, NumPy arrays out.
+//!
+//! An input that is already a C-contiguous float64 NumPy array is borrowed read-only and read
+//! through an `ndarray` view of its own buffer (no copy by the binding); anything else is
+//! converted as `numpy.ascontiguousarray(x, dtype=numpy.float64)` would, once, after checking
+//! that it is numeric (booleans, integers and floats, as NumPy's dtype kinds `b`, `i`, `u`,
+//! `f`). [`conversion_copies`] counts those conversions so that the tests can assert the
+//! zero-copy path is taken.
+
+use ndarray::ArrayViewD;
+use numpy::{IntoPyArray, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use teil_interp::Tensor;
+
+static CONVERSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// How many inputs the binding has converted (copied) since the module was loaded. Inputs that
+/// are C-contiguous float64 arrays are read in place and do not count. For tests.
+#[pyfunction]
+#[pyo3(name = "_conversion_copies")]
+pub fn conversion_copies() -> u64 {
+    CONVERSIONS.load(Ordering::Relaxed)
+}
+
+/// One input, borrowed read-only for as long as the call runs.
+pub type Held<'py> = PyReadonlyArrayDyn<'py, f64>;
+
+/// `obj` as a C-contiguous float64 array: itself when it already is one, a converted copy
+/// otherwise. Non-numeric values raise `TypeError` naming `what` (``input `A` ``).
+pub fn to_f64<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
+    if let Ok(a) = obj.extract::<Held<'py>>() {
+        if a.is_c_contiguous() {
+            return Ok(a);
+        }
+    }
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    let not_numeric = |why: String| {
+        PyTypeError::new_err(format!(
+            "{what} is not numeric ({why}); TeIL computes on float64, so pass booleans, \
+             integers or floats"
+        ))
+    };
+    let arr = np
+        .call_method1("asarray", (obj,))
+        .map_err(|e| not_numeric(format!("cannot be read as an array: {e}")))?;
+    let dtype = arr.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
+        return Err(not_numeric(format!("dtype {}", dtype.str()?)));
+    }
+    let converted = np.call_method1("ascontiguousarray", (arr, np.getattr("float64")?))?;
+    CONVERSIONS.fetch_add(1, Ordering::Relaxed);
+    converted.extract::<Held<'py>>()
+}
+
+/// Merges the `inputs` mapping and the keyword arguments into one map by name; a name given
+/// in both is a `TypeError`, as for a Python call.
+pub fn gather<'py>(
+    inputs: Option<&Bound<'py, PyAny>>,
+    named: Option<&Bound<'py, PyDict>>,
+) -> PyResult<BTreeMap<String, Bound<'py, PyAny>>> {
+    let mut out = BTreeMap::new();
+    let mut add = |dict: &Bound<'py, PyDict>| -> PyResult<()> {
+        for (k, v) in dict.iter() {
+            let name: String = k
+                .extract()
+                .map_err(|_| PyTypeError::new_err("input names must be strings"))?;
+            if out.insert(name.clone(), v).is_some() {
+                return Err(PyTypeError::new_err(format!(
+                    "input `{name}` is given twice"
+                )));
+            }
+        }
+        Ok(())
+    };
+    if let Some(obj) = inputs.filter(|o| !o.is_none()) {
+        let dict = match obj.cast::<PyDict>() {
+            Ok(d) => d.clone(),
+            Err(_) => obj
+                .py()
+                .get_type::<PyDict>()
+                .call1((obj,))
+                .and_then(|d| Ok(d.cast_into::<PyDict>()?))
+                .map_err(|_| {
+                    PyTypeError::new_err("inputs must be a mapping from variable names to arrays")
+                })?,
+        };
+        add(&dict)?;
+    }
+    if let Some(dict) = named {
+        add(dict)?;
+    }
+    Ok(out)
+}
+
+/// Converts every gathered input; all of them are kept borrowed in the result.
+pub fn convert_all<'py>(
+    given: &BTreeMap<String, Bound<'py, PyAny>>,
+) -> PyResult<BTreeMap<String, Held<'py>>> {
+    given
+        .iter()
+        .map(|(name, obj)| Ok((name.clone(), to_f64(&format!("input `{name}`"), obj)?)))
+        .collect()
+}
+
+/// Views of the held arrays, which can cross into code running without the GIL.
+pub fn views<'a>(held: &'a BTreeMap<String, Held<'_>>) -> BTreeMap<String, ArrayViewD<'a, f64>> {
+    held.iter()
+        .map(|(name, a)| (name.clone(), a.as_array()))
+        .collect()
+}
+
+/// Owned copies of views, for evaluators that keep their inputs in their own store.
+pub fn owned(views: &BTreeMap<String, ArrayViewD<'_, f64>>) -> BTreeMap<String, Tensor> {
+    views
+        .iter()
+        .map(|(name, v)| (name.clone(), v.to_owned()))
+        .collect()
+}
+
+/// `{name: numpy.ndarray}` for each of `names` found in `results` (moved, not copied).
+pub fn results_dict<'py>(
+    py: Python<'py>,
+    names: &[String],
+    mut results: BTreeMap<String, Tensor>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for name in names {
+        if let Some(t) = results.remove(name) {
+            dict.set_item(name, t.into_pyarray(py))?;
+        }
+    }
+    Ok(dict)
+}

@@ -1,0 +1,183 @@
+//! `teil.Diagnostic` and the exceptions: a diagnostic of the `teil` crate, rendered once by
+//! `teil::render` (text without colour, and the `--format json` object) against its source.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use pyo3::PyTypeInfo;
+use teil::render;
+
+create_exception!(
+    teil,
+    TeilError,
+    PyValueError,
+    "A TeIL program, equation or run was rejected.\n\n`.diagnostics` lists every `teil.Diagnostic` \
+     (empty for `RunError`); `str(e)` is every rendered report."
+);
+create_exception!(
+    teil,
+    ParseError,
+    TeilError,
+    "The text has a syntax error (a diagnostic with an E00xx code)."
+);
+create_exception!(
+    teil,
+    ShapeError,
+    TeilError,
+    "The program parses but is rejected: declarations, statements, shapes, or the einsum and \
+     index-notation front ends (E01xx to E05xx)."
+);
+create_exception!(
+    teil,
+    RunError,
+    TeilError,
+    "A problem at run time: a missing, unknown or mis-shaped input, an allocation refused, the C \
+     compiler missing or failing."
+);
+
+/// One diagnostic: a stable code, a severity, a message, the violated rule, labelled spans,
+/// notes and help.
+///
+/// ``str(d)`` is the report as ``teil check --color never`` prints it; ``d.to_dict()`` is the
+/// object ``teil check --format json`` prints.
+///
+/// >>> [d] = teil.check("alloc A : [2, 3]\nalloc B : [3]\nB = A")
+/// >>> d.code, d.severity, d.rule, (d.line, d.column)
+/// ('E0202', 'error', 'OK-Stmt', (3, 5))
+#[pyclass(frozen, module = "teil", name = "Diagnostic")]
+pub struct Diagnostic {
+    /// The stable code, e.g. ``"E0305"``.
+    #[pyo3(get)]
+    code: &'static str,
+    /// ``"error"`` or ``"warning"``.
+    #[pyo3(get)]
+    severity: &'static str,
+    #[pyo3(get)]
+    message: String,
+    /// The violated typing or formation rule (e.g. ``"T-Diag"``), or None.
+    #[pyo3(get)]
+    rule: Option<&'static str>,
+    /// The file name the diagnostic was reported against.
+    #[pyo3(get)]
+    file: String,
+    /// Byte offsets of the primary span into the source.
+    #[pyo3(get)]
+    start: usize,
+    #[pyo3(get)]
+    end: usize,
+    /// 1-based line and column (in characters) of ``start``.
+    #[pyo3(get)]
+    line: usize,
+    #[pyo3(get)]
+    column: usize,
+    /// The primary label's message.
+    #[pyo3(get)]
+    label: String,
+    /// The secondary labels, each ``(start, end, message)``.
+    #[pyo3(get)]
+    labels: Vec<(usize, usize, String)>,
+    #[pyo3(get)]
+    notes: Vec<String>,
+    #[pyo3(get)]
+    help: Option<String>,
+    text: String,
+    json: String,
+}
+
+impl Diagnostic {
+    pub fn new(d: &teil::Diagnostic, file: &str, src: &str) -> Self {
+        let (line, column) = render::line_col(src, d.primary.span.start);
+        Diagnostic {
+            code: d.code.as_str(),
+            severity: d.severity.as_str(),
+            message: d.message.clone(),
+            rule: d.rule,
+            file: file.to_string(),
+            start: d.primary.span.start,
+            end: d.primary.span.end,
+            line,
+            column,
+            label: d.primary.message.clone(),
+            labels: d
+                .secondary
+                .iter()
+                .map(|l| (l.span.start, l.span.end, l.message.clone()))
+                .collect(),
+            notes: d.notes.clone(),
+            help: d.help.clone(),
+            text: render::render_text(d, file, src, false),
+            json: render::render_json(d, file, src),
+        }
+    }
+}
+
+#[pymethods]
+impl Diagnostic {
+    fn __str__(&self) -> &str {
+        &self.text
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<teil.Diagnostic {} {} at {}:{}:{}: {}>",
+            self.severity, self.code, self.file, self.line, self.column, self.message
+        )
+    }
+
+    /// The diagnostic as the JSON object ``teil check --format json`` prints (fields ``code``,
+    /// ``severity``, ``message``, ``rule``, ``file``, ``span``, ``line``, ``column``, ``label``,
+    /// ``labels``, ``notes``, ``help``).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (&self.json,))
+    }
+}
+
+/// Converts diagnostics found in `src` (shown as `file`).
+pub fn convert(
+    py: Python<'_>,
+    diags: &[teil::Diagnostic],
+    file: &str,
+    src: &str,
+) -> PyResult<Vec<Py<Diagnostic>>> {
+    diags
+        .iter()
+        .map(|d| Py::new(py, Diagnostic::new(d, file, src)))
+        .collect()
+}
+
+/// The exception for a rejected program or equation: `ParseError` when a syntax error
+/// (E00xx, spec/diagnostics.md) is among the diagnostics, `ShapeError` otherwise.
+pub fn rejected(py: Python<'_>, diags: &[teil::Diagnostic], file: &str, src: &str) -> PyErr {
+    let syntax = diags
+        .iter()
+        .any(|d| d.is_error() && d.code.as_str().starts_with("E00"));
+    let converted = match convert(py, diags, file, src) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let text: String = converted.iter().map(|d| d.get().text.clone()).collect();
+    if syntax {
+        with_diagnostics::<ParseError>(py, text, converted)
+    } else {
+        with_diagnostics::<ShapeError>(py, text, converted)
+    }
+}
+
+/// A `teil.RunError` (no diagnostics) with the evaluator's message.
+pub fn run_error(py: Python<'_>, message: impl Into<String>) -> PyErr {
+    with_diagnostics::<RunError>(py, message.into(), Vec::new())
+}
+
+fn with_diagnostics<E: PyTypeInfo>(
+    py: Python<'_>,
+    message: String,
+    diags: Vec<Py<Diagnostic>>,
+) -> PyErr {
+    let err = PyErr::new::<E, _>(message);
+    let set = PyList::new(py, diags).and_then(|list| err.value(py).setattr("diagnostics", list));
+    match set {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}

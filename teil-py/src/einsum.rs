@@ -1,0 +1,152 @@
+//! The einsum guard: `teil.einsum_shape`, `teil.einsum` and `teil.einsum_program`, over
+//! `teil::guard::einsum` (spec/frontends.md). Diagnostics point into the equation, shown as
+//! `<equation>` as in `teil einsum`.
+
+use crate::arrays::{self, Held};
+use crate::diag;
+use crate::program::{self, COptions};
+use ndarray::ArrayViewD;
+use numpy::{IntoPyArray, PyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::collections::BTreeMap;
+use teil::{interface, CheckedProgram};
+
+/// The name diagnostics show for an equation.
+const EQUATION: &str = "<equation>";
+
+/// Shapes given as tuples (or lists) of non-negative integers.
+fn shapes_of(shapes: &Bound<'_, PyTuple>) -> PyResult<Vec<Vec<u64>>> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let extents: Vec<i128> = s.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "shape {k} must be a tuple of integers, not {}",
+                    s.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                ))
+            })?;
+            extents
+                .iter()
+                .map(|&n| {
+                    u64::try_from(n).map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "shape {k} has the extent {n}, which is negative or too large"
+                        ))
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Lowers and checks `equation` for `shapes`.
+fn lower(py: Python<'_>, equation: &str, shapes: &[Vec<u64>]) -> PyResult<CheckedProgram> {
+    teil::guard::einsum(equation, shapes)
+        .map(|(checked, _warnings)| checked)
+        .map_err(|diags| diag::rejected(py, &diags, EQUATION, equation))
+}
+
+/// The one output of a lowered equation.
+fn output(p: &CheckedProgram) -> PyResult<String> {
+    p.output_names()
+        .into_iter()
+        .next()
+        .ok_or_else(|| PyValueError::new_err("internal error: the lowered equation has no output"))
+}
+
+/// The shape of ``numpy.einsum(equation, *operands)`` for operands of the given shapes, checked
+/// by TeIL. Raises ``ShapeError`` (``ParseError`` never: equation syntax errors are front-end
+/// rejections) whose diagnostics point into the equation, with the codes of ``teil einsum``.
+///
+/// >>> teil.einsum_shape("ij,jk->ik", (2, 3), (3, 4))
+/// (2, 4)
+/// >>> teil.einsum_shape("ij,jk->ik", (2, 3), (4, 4))
+/// Traceback (most recent call last):
+///     ...
+/// teil.ShapeError: ...
+#[pyfunction]
+#[pyo3(signature = (equation, *shapes))]
+pub fn einsum_shape<'py>(
+    py: Python<'py>,
+    equation: &str,
+    shapes: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let shapes = shapes_of(shapes)?;
+    let p = lower(py, equation, &shapes)?;
+    let out = output(&p)?;
+    let shape = p.var_shape(&out).unwrap_or(&[]);
+    PyTuple::new(py, shape)
+}
+
+/// ``numpy.einsum(equation, *operands)`` computed by TeIL on float64, after checking the
+/// shapes. ``backend`` is ``"fast"``, ``"oracle"`` or ``"c"`` (as for ``Program.run``).
+///
+/// >>> import numpy as np
+/// >>> teil.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 2)))
+/// array([[3., 3.],
+///        [3., 3.]])
+#[pyfunction]
+#[pyo3(signature = (equation, *operands, backend = "fast"))]
+pub fn einsum<'py>(
+    py: Python<'py>,
+    equation: &str,
+    operands: &Bound<'py, PyTuple>,
+    backend: &str,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let backend = program::backend(backend)?;
+    let held: Vec<Held<'py>> = operands
+        .iter()
+        .enumerate()
+        .map(|(k, o)| arrays::to_f64(&format!("operand {k}"), &o))
+        .collect::<PyResult<_>>()?;
+    let shapes: Vec<Vec<u64>> = held
+        .iter()
+        .map(|a| a.shape().iter().map(|&n| n as u64).collect())
+        .collect();
+    let p = lower(py, equation, &shapes)?;
+    let out = output(&p)?;
+    let views: BTreeMap<String, ArrayViewD<'_, f64>> = interface::input_names(&p)
+        .into_iter()
+        .zip(held.iter().map(|a| a.as_array()))
+        .collect();
+    let c = COptions {
+        pad: 1,
+        cc: "cc".to_string(),
+        cflags: None,
+        openmp: false,
+    };
+    let mut results = py
+        .detach(|| program::evaluate(&p, &arrays::owned(&views), backend, &c))
+        .map_err(|f| f.into_py(py))?;
+    let t = results
+        .remove(&out)
+        .ok_or_else(|| PyValueError::new_err("internal error: the evaluator returned no output"))?;
+    Ok(t.into_pyarray(py))
+}
+
+/// The TeIL program an einsum equation lowers to (inputs ``in0``, ``in1``, ..., output
+/// ``out``), in ``"prefix"`` or ``"infix"`` syntax, as ``teil einsum`` prints it.
+///
+/// >>> print(teil.einsum_program("ij->ji", (2, 3)), end="")
+/// input alloc in0 : [2, 3]
+/// output alloc out : [3, 2]
+/// out = transp 1 2 in0
+#[pyfunction]
+#[pyo3(signature = (equation, *shapes, syntax = "prefix"))]
+pub fn einsum_program(
+    py: Python<'_>,
+    equation: &str,
+    shapes: &Bound<'_, PyTuple>,
+    syntax: &str,
+) -> PyResult<String> {
+    let style = program::style(syntax)?;
+    let shapes = shapes_of(shapes)?;
+    let p = lower(py, equation, &shapes)?;
+    Ok(teil::fmt::program(p.program(), style))
+}

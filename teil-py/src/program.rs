@@ -1,0 +1,477 @@
+//! `teil.check` and `teil.Program`: a checked program with its source, run on any backend.
+
+use crate::arrays::{self, Held};
+use crate::diag::{self, Diagnostic};
+use pyo3::exceptions::{PyNotImplementedError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use teil::ast::ShapeDisplay;
+use teil::fmt::Style;
+use teil::{interface, CheckedProgram};
+use teil_interp::Tensor;
+
+/// Parses and checks TeIL text (index notation when ``filename`` ends in ``.tin``) and returns
+/// every diagnostic, errors and warnings, sorted by position. Never raises for an ill-formed
+/// program.
+///
+/// >>> teil.check("alloc A : [2, 3]\nA = A")
+/// []
+/// >>> [d.code for d in teil.check("alloc A : [2, 3]\nalloc B : [3]\nB = A")]
+/// ['E0202']
+#[pyfunction]
+#[pyo3(signature = (source, *, filename = "<string>"))]
+pub fn check(py: Python<'_>, source: &str, filename: &str) -> PyResult<Vec<Py<Diagnostic>>> {
+    let diags = match teil::guard::load(filename, source) {
+        Ok((_, warnings)) => warnings,
+        Err(diags) => diags,
+    };
+    diag::convert(py, &diags, filename, source)
+}
+
+/// Which evaluator runs a program.
+#[derive(Clone, Copy)]
+pub(crate) enum Backend {
+    Fast,
+    Oracle,
+    C,
+}
+
+pub(crate) fn backend(name: &str) -> PyResult<Backend> {
+    match name {
+        "fast" => Ok(Backend::Fast),
+        "oracle" => Ok(Backend::Oracle),
+        "c" => Ok(Backend::C),
+        _ => Err(PyValueError::new_err(format!(
+            "backend must be \"fast\", \"oracle\" or \"c\", not {name:?}"
+        ))),
+    }
+}
+
+pub fn style(syntax: &str) -> PyResult<Style> {
+    match syntax {
+        "prefix" => Ok(Style::Prefix),
+        "infix" => Ok(Style::Infix),
+        _ => Err(PyValueError::new_err(format!(
+            "syntax must be \"prefix\" or \"infix\", not {syntax:?}"
+        ))),
+    }
+}
+
+/// The evaluation budgets of the embeddable core.
+// TODO(lead, task 10A): wire these once `teil_interp::Budget` (branch i10a) is merged: build
+// `Budget { max_memory, max_work, ..Budget::default() }` (its defaults when None), call
+// `run_fast_with` / `run_oracle_with` / `trace(.., &budget)` in `evaluate` and `trace`, and
+// for Ctrl-C run the evaluation on a scoped worker thread while this thread waits in
+// `py.detach(|| rx.recv_timeout(50 ms))` and calls `py.check_signals()` between waits (Python
+// runs signal handlers on the main thread only), setting `budget.cancel` on
+// `KeyboardInterrupt`. Until then a caller who asks for a budget gets an error rather than an
+// unguarded run.
+fn budget(max_memory: Option<u64>, max_work: Option<u64>) -> PyResult<()> {
+    if max_memory.is_some() || max_work.is_some() {
+        return Err(PyNotImplementedError::new_err(
+            "max_memory= and max_work= are not enforced by this build of teil yet",
+        ));
+    }
+    Ok(())
+}
+
+/// A checked TeIL program. Raises ``ParseError`` or ``ShapeError`` when the program is
+/// rejected (``e.diagnostics`` lists why); warnings are kept in ``.warnings``.
+///
+/// >>> p = teil.Program('''
+/// ... input  alloc A : [2, 3]
+/// ... input  alloc B : [3, 2]
+/// ... output alloc C : [2, 2]
+/// ... C = red+ 2 (diag 2 3 (prod A B))''')
+/// >>> p.inputs, p.outputs, p.variables["C"]
+/// (['A', 'B'], ['C'], ((2, 2), 'output'))
+/// >>> import numpy as np
+/// >>> p.run(A=np.ones((2, 3)), B=np.ones((3, 2)))["C"]
+/// array([[3., 3.],
+///        [3., 3.]])
+#[pyclass(frozen, module = "teil", name = "Program")]
+pub struct Program {
+    checked: CheckedProgram,
+    /// The text as given, and the name diagnostics show for it.
+    #[pyo3(get)]
+    source: String,
+    #[pyo3(get)]
+    filename: String,
+    warnings: Vec<teil::Diagnostic>,
+}
+
+impl Program {
+    pub fn load(py: Python<'_>, source: String, filename: String) -> PyResult<Self> {
+        match teil::guard::load(&filename, &source) {
+            Ok((checked, warnings)) => Ok(Program {
+                checked,
+                source,
+                filename,
+                warnings,
+            }),
+            Err(diags) => Err(diag::rejected(py, &diags, &filename, &source)),
+        }
+    }
+
+    /// Converts the caller's inputs after checking their names against the program's
+    /// interface; every problem is reported at once, as `teil run` does.
+    fn take_inputs<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: Option<&Bound<'py, PyAny>>,
+        named: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<BTreeMap<String, Held<'py>>> {
+        let given = arrays::gather(inputs, named)?;
+        self.check_names(py, &given)?;
+        arrays::convert_all(&given)
+    }
+
+    fn check_names<V>(&self, py: Python<'_>, given: &BTreeMap<String, V>) -> PyResult<()> {
+        let p = &self.checked;
+        let mut errors = Vec::new();
+        for name in given.keys() {
+            match p.program().decl(name) {
+                None => errors.push(format!("`{name}` is not a variable of the program")),
+                Some(d) if !p.is_input(d) => errors.push(format!(
+                    "`{name}` is not an input of the program (only `input` and `inout` variables take a value)"
+                )),
+                Some(_) => {}
+            }
+        }
+        for d in &p.program().decls {
+            if p.is_required(d) && !given.contains_key(&d.name.name) {
+                errors.push(format!(
+                    "missing input `{}` of shape {}",
+                    d.name.name,
+                    ShapeDisplay(&d.shape())
+                ));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(diag::run_error(py, errors.join("\n")))
+        }
+    }
+}
+
+/// Runs `p` on `inputs` with `backend`; returns every variable's final value.
+pub(crate) fn evaluate(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+    backend: Backend,
+    c: &COptions,
+) -> Result<BTreeMap<String, Tensor>, Failure> {
+    match backend {
+        Backend::Fast => teil_interp::run_fast(p, inputs).map_err(Failure::run),
+        Backend::Oracle => teil_interp::run_oracle(p, inputs).map_err(Failure::run),
+        Backend::C => run_c(p, inputs, c),
+    }
+}
+
+/// Why an evaluation failed: the caller's arguments (`ValueError`) or the run (`RunError`).
+pub(crate) enum Failure {
+    Usage(String),
+    Run(String),
+}
+
+impl Failure {
+    fn run(e: impl std::fmt::Display) -> Self {
+        Failure::Run(e.to_string())
+    }
+
+    pub fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Failure::Usage(m) => PyValueError::new_err(m),
+            Failure::Run(m) => diag::run_error(py, m),
+        }
+    }
+}
+
+/// How `backend="c"` compiles.
+pub(crate) struct COptions {
+    pub pad: u64,
+    pub cc: String,
+    pub cflags: Option<String>,
+    pub openmp: bool,
+}
+
+/// The C backend as `teil run --backend c` runs it: lowered with padding multiple `pad`,
+/// compiled with the system compiler and run in a separate process (so a crash of the compiled
+/// code cannot take the Python process down).
+fn run_c(
+    p: &CheckedProgram,
+    inputs: &BTreeMap<String, Tensor>,
+    c: &COptions,
+) -> Result<BTreeMap<String, Tensor>, Failure> {
+    for (name, t) in inputs {
+        teil_interp::check_input(p, name, t).map_err(Failure::run)?;
+    }
+    let opts = teil_cbackend::Options {
+        pad: c.pad,
+        ..teil_cbackend::Options::default()
+    };
+    let mut kernel = teil_cbackend::lower(p, &opts).map_err(lower_failure)?;
+    kernel.tuning.openmp = c.openmp;
+    let mut toolchain = teil_cbackend::run::Toolchain {
+        cc: c.cc.clone(),
+        ..Default::default()
+    };
+    if let Some(flags) = &c.cflags {
+        toolchain = toolchain.with_cflags(flags);
+    }
+    if c.openmp {
+        toolchain.cflags.push("-fopenmp".to_string());
+    }
+    let outcome = teil_cbackend::run::run(&toolchain, &kernel, inputs).map_err(Failure::run)?;
+    if !outcome.nonzero_padding.is_empty() {
+        return Err(Failure::Run(format!(
+            "internal error: the generated kernel left non-zero padding in {}",
+            outcome.nonzero_padding.join(", ")
+        )));
+    }
+    Ok(outcome.values)
+}
+
+fn lower_failure(e: teil_cbackend::Error) -> Failure {
+    match e {
+        teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..) => {
+            Failure::Usage(e.to_string())
+        }
+        _ => Failure::Run(e.to_string()),
+    }
+}
+
+#[pymethods]
+impl Program {
+    #[new]
+    #[pyo3(signature = (source, *, filename = "<string>".to_string()))]
+    fn new(py: Python<'_>, source: String, filename: String) -> PyResult<Self> {
+        Program::load(py, source, filename)
+    }
+
+    /// Reads and checks a program file (index notation when its name ends in ``.tin``).
+    /// Bytes that are not UTF-8 become U+FFFD and are reported as invalid characters, as
+    /// ``teil check`` does.
+    #[staticmethod]
+    fn from_file(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let bytes = std::fs::read(&path)?;
+        let source = String::from_utf8_lossy(&bytes).into_owned();
+        Program::load(py, source, path.display().to_string())
+    }
+
+    /// The warnings the checker reported (the program was accepted).
+    #[getter]
+    fn warnings(&self, py: Python<'_>) -> PyResult<Vec<Py<Diagnostic>>> {
+        diag::convert(py, &self.warnings, &self.filename, &self.source)
+    }
+
+    /// Every declared variable: ``name -> (shape, qualifier)``, qualifier one of ``"input"``,
+    /// ``"output"``, ``"inout"`` or ``None``, in declaration order.
+    #[getter]
+    fn variables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for d in &self.checked.program().decls {
+            let shape = PyTuple::new(py, d.shape())?;
+            dict.set_item(&d.name.name, (shape, d.qualifier.map(|q| q.keyword())))?;
+        }
+        Ok(dict)
+    }
+
+    /// The variables a caller may supply, as ``teil run`` decides them: ``input`` and
+    /// ``inout`` variables, or every variable of a program without qualifiers.
+    #[getter]
+    fn inputs(&self) -> Vec<String> {
+        interface::input_names(&self.checked)
+    }
+
+    /// The inputs a caller must supply: every ``input``/``inout`` variable; without
+    /// qualifiers, the variables read before they are assigned.
+    #[getter]
+    fn required_inputs(&self) -> Vec<String> {
+        let p = &self.checked;
+        p.program()
+            .decls
+            .iter()
+            .filter(|d| p.is_required(d))
+            .map(|d| d.name.name.clone())
+            .collect()
+    }
+
+    /// The variables a run returns: ``output`` and ``inout`` variables, or every variable of
+    /// a program without qualifiers.
+    #[getter]
+    fn outputs(&self) -> Vec<String> {
+        self.checked.output_names()
+    }
+
+    /// Runs the program and returns ``{name: numpy.ndarray}`` for every output.
+    ///
+    /// Inputs come from the ``inputs`` mapping and from keyword arguments (a variable named
+    /// like a keyword of this method must go through the mapping). Any array-like of booleans,
+    /// integers or floats is accepted and converted to float64; C-contiguous float64 arrays
+    /// are read without a copy. Undefined cells are NaN.
+    ///
+    /// ``backend`` is ``"fast"`` (the whole-tensor evaluator), ``"oracle"`` (the reference
+    /// interpreter) or ``"c"`` (the C backend compiled with ``cc`` and ``cflags``, default
+    /// ``-O2``, padded to a multiple of ``pad``, run in a separate process). The evaluation
+    /// runs with the GIL released. ``max_memory`` and ``max_work`` are reserved for the
+    /// evaluation budgets and raise ``NotImplementedError`` when given in this version.
+    ///
+    /// >>> p = teil.Program("input alloc x : [3]\noutput alloc y : []\ny = red+ 1 x")
+    /// >>> p.run({"x": [1, 2, 3]})["y"]
+    /// array(6.)
+    /// >>> p.run(x=[1, 2, 3], backend="oracle")["y"].item()
+    /// 6.0
+    #[pyo3(signature = (
+        inputs = None, *, backend = "fast", pad = 1, cc = "cc".to_string(), cflags = None,
+        openmp = false, max_memory = None, max_work = None, **named_inputs
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: Option<&Bound<'py, PyAny>>,
+        backend: &str,
+        pad: u64,
+        cc: String,
+        cflags: Option<String>,
+        openmp: bool,
+        max_memory: Option<u64>,
+        max_work: Option<u64>,
+        named_inputs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let backend = self::backend(backend)?;
+        budget(max_memory, max_work)?;
+        let held = self.take_inputs(py, inputs, named_inputs)?;
+        let views = arrays::views(&held);
+        let c = COptions {
+            pad,
+            cc,
+            cflags,
+            openmp,
+        };
+        let p = &self.checked;
+        let results = py
+            .detach(|| evaluate(p, &arrays::owned(&views), backend, &c))
+            .map_err(|f| f.into_py(py))?;
+        arrays::results_dict(py, &p.output_names(), results)
+    }
+
+    /// The program printed canonically, in ``"prefix"`` (TeIL paper) or ``"infix"`` (report)
+    /// syntax, as ``teil fmt`` prints it.
+    ///
+    /// >>> print(teil.Program("alloc A : [2]\nA = A + A").fmt("infix"), end="")
+    /// var A : [2]
+    /// A = A + A
+    #[pyo3(signature = (syntax = "prefix"))]
+    fn fmt(&self, syntax: &str) -> PyResult<String> {
+        Ok(teil::fmt::program(self.checked.program(), style(syntax)?))
+    }
+
+    /// The program's Core-TeIL form (TeIL paper §4), as ``teil fmt --core`` prints it.
+    #[pyo3(signature = (syntax = "prefix"))]
+    fn core(&self, py: Python<'_>, syntax: &str) -> PyResult<String> {
+        let style = style(syntax)?;
+        match teil::core::desugar(&self.checked) {
+            Ok(core) => Ok(teil::fmt::program(&core, style)),
+            Err(d) => Err(diag::rejected(py, &[d], &self.filename, &self.source)),
+        }
+    }
+
+    /// The unfolding of the semantics at one cell (``"C[1,2]"``, 1-based; ``"s"`` for a
+    /// scalar), as ``teil trace`` prints it. With inputs, the values are shown too. ``syntax``
+    /// defaults to the one the program is written in.
+    #[pyo3(signature = (cell, inputs = None, *, syntax = None, **named_inputs))]
+    fn trace<'py>(
+        &self,
+        py: Python<'py>,
+        cell: &str,
+        inputs: Option<&Bound<'py, PyAny>>,
+        syntax: Option<&str>,
+        named_inputs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<String> {
+        let (name, idx) = interface::parse_cell(cell).map_err(PyValueError::new_err)?;
+        let style = match syntax {
+            Some(s) => style(s)?,
+            None => interface::written_style(&self.source),
+        };
+        let given = arrays::gather(inputs, named_inputs)?;
+        let held = if given.is_empty() {
+            None
+        } else {
+            self.check_names(py, &given)?;
+            Some(arrays::convert_all(&given)?)
+        };
+        let views = held.as_ref().map(arrays::views);
+        let p = &self.checked;
+        let lines = py
+            .detach(|| {
+                let tensors = views.as_ref().map(arrays::owned);
+                teil_interp::trace::trace(p, &name, &idx, tensors.as_ref(), style)
+            })
+            .map_err(|e| diag::run_error(py, e.to_string()))?;
+        // The layout of `teil trace` (teil-cli/src/trace.rs): formulas left, rules aligned.
+        let width = lines
+            .iter()
+            .map(|l| l.text.chars().count())
+            .max()
+            .unwrap_or(0);
+        let mut out = String::new();
+        for l in lines {
+            let pad = width - l.text.chars().count();
+            let line = format!("{}{}  {}", l.text, " ".repeat(pad), l.rule);
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    /// The C99 translation unit of the padding-aware backend (spec/abi.md), as
+    /// ``teil emit-c --pad PAD --name NAME`` prints it.
+    #[pyo3(signature = (*, pad = 1, name = "teil_kernel", openmp = false))]
+    fn emit_c(&self, py: Python<'_>, pad: u64, name: &str, openmp: bool) -> PyResult<String> {
+        let opts = teil_cbackend::Options {
+            pad,
+            name: name.to_string(),
+            ..teil_cbackend::Options::default()
+        };
+        let mut kernel =
+            teil_cbackend::lower(&self.checked, &opts).map_err(|e| lower_failure(e).into_py(py))?;
+        kernel.tuning.openmp = openmp;
+        Ok(teil_cbackend::print::module(&[&kernel]))
+    }
+
+    /// Compiles the program's C once into a shared object (cached by content hash in the
+    /// per-user cache directory, or ``cache_dir``) and loads it: a ``teil.Kernel`` to call many
+    /// times without recompiling. ``cflags`` replaces the default ``-O2``.
+    ///
+    /// >>> k = teil.Program("input alloc x : [2]\noutput alloc y : [2]\ny = x + x").compile(pad=4)
+    /// >>> k(x=[1, 2])["y"]
+    /// array([2., 4.])
+    #[cfg(feature = "kernel")]
+    #[pyo3(signature = (*, pad = 1, cflags = None, cc = "cc".to_string(), openmp = false, cache_dir = None))]
+    fn compile(
+        &self,
+        py: Python<'_>,
+        pad: u64,
+        cflags: Option<String>,
+        cc: String,
+        openmp: bool,
+        cache_dir: Option<PathBuf>,
+    ) -> PyResult<crate::kernel::Kernel> {
+        let opts = crate::kernel::options(pad, cc, cflags, openmp, cache_dir);
+        crate::kernel::compile(py, &self.checked, opts)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<teil.Program {:?}: inputs {:?}, outputs {:?}>",
+            self.filename,
+            interface::input_names(&self.checked),
+            self.checked.output_names()
+        )
+    }
+}

@@ -1,0 +1,35 @@
+"""Every example in the package's docstrings runs and prints what it shows."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import teil
+
+OBJECTS = [
+    teil,
+    teil.check,
+    teil.Diagnostic,
+    teil.Program,
+    teil.Program.run,
+    teil.Program.fmt,
+    teil.einsum_shape,
+    teil.einsum,
+    teil.einsum_program,
+    teil.guarded,
+]
+if hasattr(teil, "Kernel"):  # built with the `kernel` feature
+    OBJECTS += [teil.Kernel, teil.Program.compile]
+
+
+@pytest.mark.parametrize("obj", OBJECTS, ids=lambda o: getattr(o, "__qualname__", o.__name__))
+def test_docstring_examples(obj):
+    finder = doctest.DocTestFinder(recurse=False)
+    tests = [t for t in finder.find(obj, globs={"teil": teil}) if t.examples]
+    assert tests, "every documented function shows an example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0
