@@ -59,16 +59,7 @@ pub fn trace(args: &TraceArgs) -> u8 {
     };
     match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style, &args.budget) {
         Ok(lines) => {
-            let width = lines
-                .iter()
-                .map(|l| l.text.chars().count())
-                .max()
-                .unwrap_or(0);
-            for l in lines {
-                let pad = width - l.text.chars().count();
-                let line = format!("{}{}  {}", l.text, " ".repeat(pad), l.rule);
-                println!("{}", line.trim_end());
-            }
+            print!("{}", teil_interp::trace::render(&lines));
             0
         }
         Err(TraceError::Run(e)) => {

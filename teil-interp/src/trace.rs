@@ -85,6 +85,24 @@ enum G {
     Fold(RedOp, Vec<G>, u64),
 }
 
+/// The text of a trace as `teil trace` prints it: formulas on the left, the equations aligned
+/// in a column to their right, one line each.
+pub fn render(lines: &[Line]) -> String {
+    let width = lines
+        .iter()
+        .map(|l| l.text.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for l in lines {
+        let pad = width - l.text.chars().count();
+        let line = format!("{}{}  {}", l.text, " ".repeat(pad), l.rule);
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Traces the cell `var[idx]` (1-based) of program `p`. With `inputs`, the values are shown:
 /// the statements before the traced one run on the oracle first. The run is within `budget`
 /// (see the module documentation).

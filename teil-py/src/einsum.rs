@@ -121,9 +121,11 @@ pub fn einsum<'py>(
         cflags: None,
         openmp: false,
     };
-    let mut results = py
-        .detach(|| program::evaluate(&p, &arrays::owned(&views), backend, &c))
-        .map_err(|f| f.into_py(py))?;
+    let budget = program::budget(None, None);
+    let mut results = program::interruptible(py, &budget, || {
+        program::evaluate(&p, &arrays::owned(&views), backend, &c, &budget)
+    })?
+    .map_err(|f| f.into_py(py))?;
     let t = results
         .remove(&out)
         .ok_or_else(|| PyValueError::new_err("internal error: the evaluator returned no output"))?;

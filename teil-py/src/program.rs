@@ -2,15 +2,19 @@
 
 use crate::arrays::{self, Held};
 use crate::diag::{self, Diagnostic};
-use pyo3::exceptions::{PyNotImplementedError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::Duration;
 use teil::ast::ShapeDisplay;
 use teil::fmt::Style;
 use teil::{interface, CheckedProgram};
-use teil_interp::Tensor;
+use teil_interp::{Budget, Tensor};
 
 /// Parses and checks TeIL text (index notation when ``filename`` ends in ``.tin``) and returns
 /// every diagnostic, errors and warnings, sorted by position. Never raises for an ill-formed
@@ -59,22 +63,61 @@ pub fn style(syntax: &str) -> PyResult<Style> {
     }
 }
 
-/// The evaluation budgets of the embeddable core.
-// TODO(lead, task 10A): wire these once `teil_interp::Budget` (branch i10a) is merged: build
-// `Budget { max_memory, max_work, ..Budget::default() }` (its defaults when None), call
-// `run_fast_with` / `run_oracle_with` / `trace(.., &budget)` in `evaluate` and `trace`, and
-// for Ctrl-C run the evaluation on a scoped worker thread while this thread waits in
-// `py.detach(|| rx.recv_timeout(50 ms))` and calls `py.check_signals()` between waits (Python
-// runs signal handlers on the main thread only), setting `budget.cancel` on
-// `KeyboardInterrupt`. Until then a caller who asks for a budget gets an error rather than an
-// unguarded run.
-fn budget(max_memory: Option<u64>, max_work: Option<u64>) -> PyResult<()> {
-    if max_memory.is_some() || max_work.is_some() {
-        return Err(PyNotImplementedError::new_err(
-            "max_memory= and max_work= are not enforced by this build of teil yet",
-        ));
+/// The budget of one evaluation (spec/limits.md, "Evaluation budgets"): the embeddable
+/// core's defaults, with the caller's `max_memory` (bytes) and `max_work` (oracle steps), and a
+/// fresh cancellation flag that [`interruptible`] sets on Ctrl-C.
+pub(crate) fn budget(max_memory: Option<u64>, max_work: Option<u64>) -> Budget {
+    let mut b = Budget::default();
+    if let Some(m) = max_memory {
+        b.max_memory = m;
     }
-    Ok(())
+    if let Some(w) = max_work {
+        b.max_work = w;
+    }
+    b.with_cancel(Arc::new(AtomicBool::new(false)))
+}
+
+/// Runs `work` with the GIL released, on a worker thread, while this thread waits and lets
+/// Python run its signal handlers every 50 ms (Python runs them on the main thread only, so
+/// the evaluation cannot be where `KeyboardInterrupt` is raised). When a handler raises, the
+/// evaluation is cancelled through `budget`'s flag, which the evaluators and the C backend's
+/// process supervisor poll, and the exception propagates once the worker has stopped.
+pub(crate) fn interruptible<T: Send>(
+    py: Python<'_>,
+    budget: &Budget,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Borrowed by the closures that run without the GIL, which must be `Sync`.
+        let rx = std::sync::Mutex::new(rx);
+        let worker = scope.spawn(move || {
+            // The receiver outlives the worker within the scope; a failed send cannot happen.
+            let _ = tx.send(work());
+        });
+        loop {
+            let waited = py.detach(|| match rx.lock() {
+                Ok(rx) => rx.recv_timeout(Duration::from_millis(50)),
+                Err(_) => Err(RecvTimeoutError::Disconnected),
+            });
+            match waited {
+                Ok(value) => return Ok(value),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err(
+                        "internal error: the evaluation stopped without a result",
+                    ))
+                }
+            }
+            if let Err(e) = py.check_signals() {
+                if let Some(flag) = &budget.cancel {
+                    flag.store(true, Ordering::SeqCst);
+                }
+                let _ = py.detach(|| worker.join());
+                return Err(e);
+            }
+        }
+    })
 }
 
 /// A checked TeIL program. Raises ``ParseError`` or ``ShapeError`` when the program is
@@ -163,11 +206,12 @@ pub(crate) fn evaluate(
     inputs: &BTreeMap<String, Tensor>,
     backend: Backend,
     c: &COptions,
+    budget: &Budget,
 ) -> Result<BTreeMap<String, Tensor>, Failure> {
     match backend {
-        Backend::Fast => teil_interp::run_fast(p, inputs).map_err(Failure::run),
-        Backend::Oracle => teil_interp::run_oracle(p, inputs).map_err(Failure::run),
-        Backend::C => run_c(p, inputs, c),
+        Backend::Fast => teil_interp::run_fast_with(p, inputs, budget).map_err(Failure::coded),
+        Backend::Oracle => teil_interp::run_oracle_with(p, inputs, budget).map_err(Failure::coded),
+        Backend::C => run_c(p, inputs, c, budget),
     }
 }
 
@@ -180,6 +224,11 @@ pub(crate) enum Failure {
 impl Failure {
     fn run(e: impl std::fmt::Display) -> Self {
         Failure::Run(e.to_string())
+    }
+
+    /// An evaluator's error with its code first (`[E0701] ...`), as `teil run` prints it.
+    fn coded(e: teil_interp::RunError) -> Self {
+        Failure::Run(e.coded())
     }
 
     pub fn into_py(self, py: Python<'_>) -> PyErr {
@@ -205,7 +254,11 @@ fn run_c(
     p: &CheckedProgram,
     inputs: &BTreeMap<String, Tensor>,
     c: &COptions,
+    budget: &Budget,
 ) -> Result<BTreeMap<String, Tensor>, Failure> {
+    budget
+        .check_memory(&teil_interp::budget::fast_bytes(p))
+        .map_err(Failure::coded)?;
     for (name, t) in inputs {
         teil_interp::check_input(p, name, t).map_err(Failure::run)?;
     }
@@ -219,6 +272,9 @@ fn run_c(
         cc: c.cc.clone(),
         ..Default::default()
     };
+    if let Some(flag) = &budget.cancel {
+        toolchain.cancel = teil_cbackend::run::Cancel::from(flag.clone());
+    }
     if let Some(flags) = &c.cflags {
         toolchain = toolchain.with_cflags(flags);
     }
@@ -317,8 +373,11 @@ impl Program {
     /// ``backend`` is ``"fast"`` (the whole-tensor evaluator), ``"oracle"`` (the reference
     /// interpreter) or ``"c"`` (the C backend compiled with ``cc`` and ``cflags``, default
     /// ``-O2``, padded to a multiple of ``pad``, run in a separate process). The evaluation
-    /// runs with the GIL released. ``max_memory`` and ``max_work`` are reserved for the
-    /// evaluation budgets and raise ``NotImplementedError`` when given in this version.
+    /// runs with the GIL released. ``max_memory`` and ``max_work`` are the
+    /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
+    /// memory), ``max_work`` in oracle steps (default 10**9); a run over either raises
+    /// ``RunError`` (E0701, E0702) before anything is allocated. Ctrl-C stops a long evaluation
+    /// with ``KeyboardInterrupt``.
     ///
     /// >>> p = teil.Program("input alloc x : [3]\noutput alloc y : []\ny = red+ 1 x")
     /// >>> p.run({"x": [1, 2, 3]})["y"]
@@ -344,7 +403,7 @@ impl Program {
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let backend = self::backend(backend)?;
-        budget(max_memory, max_work)?;
+        let budget = budget(max_memory, max_work);
         let held = self.take_inputs(py, inputs, named_inputs)?;
         let views = arrays::views(&held);
         let c = COptions {
@@ -354,9 +413,10 @@ impl Program {
             openmp,
         };
         let p = &self.checked;
-        let results = py
-            .detach(|| evaluate(p, &arrays::owned(&views), backend, &c))
-            .map_err(|f| f.into_py(py))?;
+        let results = interruptible(py, &budget, || {
+            evaluate(p, &arrays::owned(&views), backend, &c, &budget)
+        })?
+        .map_err(|f| f.into_py(py))?;
         arrays::results_dict(py, &p.output_names(), results)
     }
 
@@ -384,15 +444,21 @@ impl Program {
     /// The unfolding of the semantics at one cell (``"C[1,2]"``, 1-based; ``"s"`` for a
     /// scalar), as ``teil trace`` prints it. With inputs, the values are shown too. ``syntax``
     /// defaults to the one the program is written in.
-    #[pyo3(signature = (cell, inputs = None, *, syntax = None, **named_inputs))]
+    #[pyo3(signature = (
+        cell, inputs = None, *, syntax = None, max_memory = None, max_work = None, **named_inputs
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn trace<'py>(
         &self,
         py: Python<'py>,
         cell: &str,
         inputs: Option<&Bound<'py, PyAny>>,
         syntax: Option<&str>,
+        max_memory: Option<u64>,
+        max_work: Option<u64>,
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<String> {
+        let budget = budget(max_memory, max_work);
         let (name, idx) = interface::parse_cell(cell).map_err(PyValueError::new_err)?;
         let style = match syntax {
             Some(s) => style(s)?,
@@ -407,26 +473,15 @@ impl Program {
         };
         let views = held.as_ref().map(arrays::views);
         let p = &self.checked;
-        let lines = py
-            .detach(|| {
-                let tensors = views.as_ref().map(arrays::owned);
-                teil_interp::trace::trace(p, &name, &idx, tensors.as_ref(), style)
-            })
-            .map_err(|e| diag::run_error(py, e.to_string()))?;
-        // The layout of `teil trace` (teil-cli/src/trace.rs): formulas left, rules aligned.
-        let width = lines
-            .iter()
-            .map(|l| l.text.chars().count())
-            .max()
-            .unwrap_or(0);
-        let mut out = String::new();
-        for l in lines {
-            let pad = width - l.text.chars().count();
-            let line = format!("{}{}  {}", l.text, " ".repeat(pad), l.rule);
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        Ok(out)
+        let lines = interruptible(py, &budget, || {
+            let tensors = views.as_ref().map(arrays::owned);
+            teil_interp::trace::trace(p, &name, &idx, tensors.as_ref(), style, &budget)
+        })?
+        .map_err(|e| match e {
+            teil_interp::trace::TraceError::Run(e) => diag::run_error(py, e.coded()),
+            e => PyValueError::new_err(e.to_string()),
+        })?;
+        Ok(teil_interp::trace::render(&lines))
     }
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as

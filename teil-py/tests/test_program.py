@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import _thread
 import shutil
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -168,10 +171,46 @@ def test_c_backend_errors():
         p.run(A=np.ones((4, 3)), B=np.ones((4, 5)), backend="c")
 
 
-def test_budgets_are_not_silently_ignored():
+def test_memory_and_work_budgets_refuse_before_evaluating():
     p = teil.Program(MATMUL)
-    with pytest.raises(NotImplementedError):
-        p.run(A=np.ones((3, 4)), B=np.ones((4, 5)), max_memory=1 << 20)
+    args = dict(A=np.ones((3, 4)), B=np.ones((4, 5)))
+    for backend in ("fast", "oracle", "c"):
+        with pytest.raises(teil.RunError, match=r"\[E0701\].*budget"):
+            p.run(**args, backend=backend, max_memory=64)
+    with pytest.raises(teil.RunError, match=r"\[E0702\]"):
+        p.run(**args, backend="oracle", max_work=10)
+    # Within the budgets the same run computes the product.
+    assert p.run(**args, max_memory=1 << 20, max_work=10**6)["C"].tolist() == [[4.0] * 5] * 3
+    with pytest.raises(teil.RunError, match=r"\[E0702\]"):
+        p.trace("C[1,1]", args, max_work=1)
+
+
+def test_the_reports_fig6_checks_and_its_run_is_refused_before_allocating(repo):
+    src = (repo / "tests/papers/report_fig06_transposition.teil").read_text()
+    assert [d.code for d in teil.check(src) if d.severity == "error"] == []
+    p = teil.Program(src)
+    assert p.variables["u"] == ((200, 300, 400, 500, 600), None)
+    # A program of the same size that needs no input: its run is refused by the memory budget
+    # (the store alone would be 58 TB), not attempted.
+    big = teil.Program("output alloc v : [200, 300, 400, 500, 600]")
+    with pytest.raises(teil.RunError, match=r"\[E0701\]"):
+        big.run()
+
+
+def test_ctrl_c_stops_a_long_oracle_run():
+    # Four nested expansions: 4e13 oracle steps, hours of work without the interruption.
+    e = "A"
+    for _ in range(4):
+        e = f"red+ 1 (expa 1 1000 ({e}))"
+    p = teil.Program(f"input alloc A : [10]\noutput alloc B : [10]\nB = {e}")
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        p.run(A=np.ones(10), backend="oracle", max_work=10**15)
+    assert time.monotonic() - start < 10
+    # The process is usable afterwards, and the fast evaluator computes the result at once.
+    assert p.run(A=np.ones(10))["B"].tolist() == [1e12] * 10
 
 
 def test_fmt_matches_the_canonical_forms_of_the_corpus(repo):
