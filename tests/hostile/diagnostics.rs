@@ -10,8 +10,17 @@
 use crate::support::*;
 use std::time::Duration;
 
-/// Bound on every case here. Linear work on 100 KB takes well under a second.
-const FAST: Duration = Duration::from_secs(5);
+/// Bound on every case here. Linear work on 100 KB takes well under a second; the long mode's
+/// 1 MB inputs (up to 200,000 JSON lines) get 20 s, still far below the minutes a quadratic
+/// renderer needs at that size.
+fn fast() -> Duration {
+    Duration::from_secs(if long_mode() { 20 } else { 5 })
+}
+
+/// [`Case::run`] kills a case at its deadline; it must not come before [`fast`].
+fn case<const N: usize>(args: [&str; N]) -> Case {
+    Case::new(args).deadline(fast() + Duration::from_secs(10))
+}
 
 /// Size of the garbage files: 100 KB, 1 MB in long mode.
 fn garbage_size() -> usize {
@@ -88,12 +97,10 @@ fn file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, String) {
 fn random_bytes_are_one_e0002_at_the_first_invalid_byte() {
     let bytes = Bytes::random(1, garbage_size());
     let first_bad = std::str::from_utf8(&bytes).unwrap_err().valid_up_to();
-    let o = Case::new(["check", "-"]).stdin(bytes.clone()).run();
-    o.exits(1).reports("E0002").within(FAST);
-    let o = Case::new(["check", "--format", "json", "-"])
-        .stdin(bytes)
-        .run();
-    o.exits(1).within(FAST);
+    let o = case(["check", "-"]).stdin(bytes.clone()).run();
+    o.exits(1).reports("E0002").within(fast());
+    let o = case(["check", "--format", "json", "-"]).stdin(bytes).run();
+    o.exits(1).within(fast());
     let diags = json_lines(&o);
     assert_eq!(diags.len(), 1, "{}", o.stdout);
     assert_eq!(diags[0]["code"], "E0002");
@@ -103,16 +110,16 @@ fn random_bytes_are_one_e0002_at_the_first_invalid_byte() {
 #[test]
 fn printable_garbage_is_rejected_quickly_with_an_exact_count_of_the_rest() {
     let text = Bytes::printable(2, garbage_size());
-    let o = Case::new(["check", "--format", "json", "-"])
+    let o = case(["check", "--format", "json", "-"])
         .stdin(text.clone())
         .run();
-    o.exits(1).within(FAST);
+    o.exits(1).within(fast());
     let all = json_lines(&o);
     assert!(all.len() > 1000, "{} diagnostics", all.len());
     assert!(all.iter().any(|d| d["code"] == "E0002"));
 
-    let o = Case::new(["check", "-"]).stdin(text).run();
-    o.exits(1).reports("E0002").within(FAST);
+    let o = case(["check", "-"]).stdin(text).run();
+    o.exits(1).reports("E0002").within(fast());
     assert_eq!(o.stderr.matches("] Error: ").count(), 100);
     assert_eq!(
         o.stderr.lines().last(),
@@ -124,8 +131,8 @@ fn printable_garbage_is_rejected_quickly_with_an_exact_count_of_the_rest() {
 fn sixteen_thousand_type_errors_are_capped_and_counted() {
     let n = if long_mode() { 80_000 } else { 16_000 };
     let src = format!("alloc A : [2]\n{}", "A = prod A A\n".repeat(n));
-    let o = Case::new(["check", "-"]).stdin(src.clone()).run();
-    o.exits(1).reports("E0202").within(FAST);
+    let o = case(["check", "-"]).stdin(src.clone()).run();
+    o.exits(1).reports("E0202").within(fast());
     assert_eq!(o.stderr.matches("[E0202] Error: ").count(), 100);
     assert_eq!(
         o.stderr.lines().last(),
@@ -139,10 +146,8 @@ fn sixteen_thousand_type_errors_are_capped_and_counted() {
         )
     );
     // JSON lists every one, each pointing at its own statement.
-    let o = Case::new(["check", "--format", "json", "-"])
-        .stdin(src)
-        .run();
-    o.exits(1).within(FAST);
+    let o = case(["check", "--format", "json", "-"]).stdin(src).run();
+    o.exits(1).within(fast());
     let all = json_lines(&o);
     assert_eq!(all.len(), n);
     assert!(all.iter().all(|d| d["code"] == "E0202"));
@@ -154,8 +159,8 @@ fn errors_on_one_long_line_show_a_window_of_it_not_the_line() {
     // Every `$` is an error on the same line: each report shows a window of about 120
     // characters around its label, so the output stays small however long the line.
     let src = format!("alloc A : [2]\nA = A{}\n", " $".repeat(garbage_size() / 2));
-    let o = Case::new(["check", "-"]).stdin(src).run();
-    o.exits(1).reports("E0002").within(FAST);
+    let o = case(["check", "-"]).stdin(src).run();
+    o.exits(1).reports("E0002").within(fast());
     assert_eq!(o.stderr.matches("[E0002] Error: ").count(), 100);
     assert!(
         o.stderr.len() < 100_000,
@@ -173,8 +178,8 @@ fn errors_on_one_long_line_show_a_window_of_it_not_the_line() {
 fn fmt_of_garbage_is_rejected_quickly() {
     let size = if long_mode() { 1 << 20 } else { 40_000 };
     let text = Bytes::printable(3, size);
-    let o = Case::new(["fmt", "-"]).stdin(text).run();
-    o.exits(1).reports("E0002").within(FAST);
+    let o = case(["fmt", "-"]).stdin(text).run();
+    o.exits(1).reports("E0002").within(fast());
     assert!(o.stdout.is_empty());
     assert!(o
         .stderr
@@ -188,37 +193,37 @@ fn fmt_of_garbage_is_rejected_quickly() {
 fn index_notation_and_einsum_garbage_are_rejected_quickly() {
     let text = Bytes::printable(4, garbage_size());
     let (_dir, path) = file("garbage.tin", text.as_bytes());
-    let o = Case::new(["lower", path.as_str()]).run();
-    o.exits(1).reports("E0002").within(FAST);
-    let o = Case::new(["check", path.as_str()]).run();
-    o.exits(1).reports("E0002").within(FAST);
+    let o = case(["lower", path.as_str()]).run();
+    o.exits(1).reports("E0002").within(fast());
+    let o = case(["check", path.as_str()]).run();
+    o.exits(1).reports("E0002").within(fast());
     // One argument holds at most 128 KiB on Linux, so the equation stays at 100 KB.
     let equation: String = Bytes::printable(5, 100_000)
         .chars()
         .filter(|c| *c != '\n')
         .collect();
-    let o = Case::new(["einsum", equation.as_str(), "--shapes", "[[2,3]]"]).run();
-    o.exits(1).reports("E0401").within(FAST);
+    let o = case(["einsum", equation.as_str(), "--shapes", "[[2,3]]"]).run();
+    o.exits(1).reports("E0401").within(fast());
 }
 
 #[test]
 fn a_leading_byte_order_mark_is_skipped() {
     let src = b"\xEF\xBB\xBFalloc A : [2]\nA = A\n";
-    let o = Case::new(["check", "-"]).stdin(&src[..]).run();
+    let o = case(["check", "-"]).stdin(&src[..]).run();
     o.exits(0);
     assert!(o.stderr.is_empty(), "{}", o.stderr);
-    let o = Case::new(["fmt", "-"]).stdin(&src[..]).run();
+    let o = case(["fmt", "-"]).stdin(&src[..]).run();
     o.exits(0);
     assert_eq!(o.stdout, "alloc A : [2]\nA = A\n");
     let (_dir, path) = file(
         "bom.tin",
         b"\xEF\xBB\xBFalloc A : [2]\nalloc B : [2]\nA(i) = B(i)\n",
     );
-    Case::new(["check", path.as_str()]).run().exits(0);
+    case(["check", path.as_str()]).run().exits(0);
 
     // Spans stay file offsets; lines and columns are those of the text after the mark.
     let bad = b"\xEF\xBB\xBFalloc A : [2]\nA = A $\n";
-    let o = Case::new(["check", "--format", "json", "-"])
+    let o = case(["check", "--format", "json", "-"])
         .stdin(&bad[..])
         .run();
     o.exits(1);
@@ -229,13 +234,13 @@ fn a_leading_byte_order_mark_is_skipped() {
         (d["line"].as_u64(), d["column"].as_u64()),
         (Some(2), Some(7))
     );
-    let o = Case::new(["check", "-"]).stdin(&bad[..]).run();
+    let o = case(["check", "-"]).stdin(&bad[..]).run();
     o.exits(1);
     assert!(o.stderr.contains("<stdin>:2:7"), "{}", o.stderr);
     assert!(!o.stderr.contains('\u{FEFF}'), "{}", o.stderr);
 
     // Anywhere but at the start, U+FEFF is an invalid character.
-    let o = Case::new(["check", "-"])
+    let o = case(["check", "-"])
         .stdin("alloc A : [2]\nA = \u{FEFF}A\n")
         .run();
     o.exits(1).reports("E0002");
@@ -244,7 +249,7 @@ fn a_leading_byte_order_mark_is_skipped() {
 #[test]
 fn bytes_that_are_not_utf8_inside_a_comment_are_e0002_at_the_first_of_them() {
     let src = b"alloc A : [2]   // caf\xE9, d\xE9j\xE0 vu\nA = A\n";
-    let o = Case::new(["check", "--format", "json", "-"])
+    let o = case(["check", "--format", "json", "-"])
         .stdin(&src[..])
         .run();
     o.exits(1);
@@ -268,7 +273,7 @@ fn bytes_that_are_not_utf8_inside_a_comment_are_e0002_at_the_first_of_them() {
         assert!(o.stderr.contains("<stdin>:1:23"), "{args:?}: {}", o.stderr);
     }
     // A sequence cut off by the end of the file.
-    let o = Case::new(["check", "--format", "json", "-"])
+    let o = case(["check", "--format", "json", "-"])
         .stdin(&b"alloc A : [2] // \xE2\x82"[..])
         .run();
     o.exits(1);
