@@ -171,6 +171,9 @@ enum Command {
         output: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         syntax: FmtSyntax,
+        /// Print the ops/1 form (JSON, spec/fuzzing.md) of a `.teil` or `.tin` file instead.
+        #[arg(long)]
+        ops: bool,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
         #[arg(long, value_enum, default_value_t)]
@@ -230,9 +233,10 @@ fn main() -> ExitCode {
             file,
             output,
             syntax,
+            ops,
             format,
             color,
-        } => lower::lower(&file, output.as_deref(), syntax, format, color),
+        } => lower::lower(&file, output.as_deref(), syntax, ops, format, color),
         Command::EmitC {
             file,
             pad,

@@ -20,6 +20,7 @@ pub mod fmt;
 pub mod guard;
 pub mod lexer;
 pub mod limits;
+pub mod ops;
 pub mod parse;
 pub mod render;
 
