@@ -537,7 +537,7 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
 }
 
 /// Quotes a word for a POSIX shell when it needs it.
-fn shell_quote(s: &str) -> String {
+pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c))

@@ -10,8 +10,10 @@ mod check;
 mod einsum;
 mod emit_c;
 mod fuzz;
+mod fuzz_target;
 mod input;
 mod lower;
+mod ops_target;
 mod run;
 mod trace;
 
@@ -204,6 +206,13 @@ enum Command {
     /// Differential fuzzing: random programs through the oracle, the fast evaluator and the C
     /// backend at several padding multiples, with metamorphic variants (spec/fuzzing.md).
     Fuzz(fuzz::FuzzArgs),
+    /// Test only: a `teil-target/1` target running the ops/1 form with TeIL's reference
+    /// evaluator, optionally with a planted bug (spec/fuzzing.md).
+    #[command(hide = true)]
+    OpsTarget {
+        #[arg(long, value_name = "BUG")]
+        plant: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -298,6 +307,7 @@ fn main() -> ExitCode {
             color,
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),
+        Command::OpsTarget { plant } => ops_target::ops_target(plant.as_deref()),
     };
     ExitCode::from(code)
 }
