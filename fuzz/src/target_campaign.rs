@@ -251,7 +251,8 @@ pub struct Stats {
     /// Programs sent and judged (unsupported ones included).
     pub programs: u64,
     pub unsupported: u64,
-    /// Programs compared exactly (the others within the bound).
+    /// Programs that passed, compared exactly (the others that passed were compared within the
+    /// bound).
     pub exact: u64,
     /// Programs not sent: the oracle refused them, or the einsum profile found none.
     pub skipped: u64,
@@ -465,9 +466,8 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> 
             continue;
         };
         stats.programs += 1;
-        stats.exact += u64::from(case.exact);
         match runner.check(&case) {
-            Verdict::Pass => {}
+            Verdict::Pass => stats.exact += u64::from(case.exact),
             Verdict::Unsupported(_) => stats.unsupported += 1,
             Verdict::Found { kind, detail, .. } => findings.push(Finding {
                 index: Some(index),
@@ -595,12 +595,11 @@ pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, String> {
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout)?;
     let mut stats = Stats {
         programs: 1,
-        exact: u64::from(case.exact),
         ..Stats::default()
     };
     let mut findings = Vec::new();
     match runner.check(&case) {
-        Verdict::Pass => {}
+        Verdict::Pass => stats.exact += u64::from(case.exact),
         Verdict::Unsupported(_) => stats.unsupported += 1,
         Verdict::Found { kind, detail, .. } => findings.push(Finding {
             index: None,

@@ -84,10 +84,12 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
 
 fn counters(r: &Report) -> String {
     let s = &r.stats;
+    let passed = s.programs - s.unsupported - r.findings.len() as u64;
     format!(
-        "target: {} compared exactly, {} within the bound, {} unsupported, {} skipped, started {} time(s)",
+        "target: {} passed ({} compared exactly, {} within the bound), {} unsupported, {} skipped, started {} time(s)",
+        passed,
         s.exact,
-        s.programs - s.exact,
+        passed.saturating_sub(s.exact),
         s.unsupported,
         s.skipped,
         s.starts
