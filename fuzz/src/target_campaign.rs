@@ -18,6 +18,8 @@ use crate::target::{Answer, Target, TargetCommand};
 use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use teil::ast::{BinOp, ExprKind, Program, Qualifier};
 use teil::ops::Ops;
@@ -74,6 +76,8 @@ pub struct Config {
     pub seed: u64,
     pub skip: u64,
     pub time: Option<Duration>,
+    /// Threads preparing cases (generation and oracle) while the target runs.
+    pub jobs: usize,
     /// How many findings to shrink (the first ones).
     pub shrink: usize,
     /// Where reproducers are written (`None`: nowhere).
@@ -288,10 +292,23 @@ impl WorkDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("teil-target-{}-{nanos}", std::process::id()));
+        let dir = scratch_root().join(format!("teil-target-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
         Ok(WorkDir(dir))
+    }
+}
+
+/// Where case directories go: `$TMPDIR` when set; otherwise `/dev/shm` where it exists (case
+/// files are small and live for one round trip, so memory beats a disk shared with compilers:
+/// on the development machine, under load, creating a directory on disk took a millisecond);
+/// otherwise the system's temporary directory.
+fn scratch_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
     }
 }
 
@@ -454,37 +471,77 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
 pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> {
     let start = Instant::now();
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout)?;
-    let mut gens = Generators::default();
     let mut stats = Stats::default();
     let mut findings = Vec::new();
-    let mut k = 0u64;
-    while cfg.programs.is_none_or(|n| k < n) && !cfg.time.is_some_and(|t| start.elapsed() >= t) {
-        let index = cfg.skip.saturating_add(k);
-        k += 1;
-        let Some(case) = gens.case(cfg.profile, cfg.seed, index) else {
-            stats.skipped += 1;
-            continue;
-        };
-        stats.programs += 1;
-        match runner.check(&case) {
-            Verdict::Pass => stats.exact += u64::from(case.exact),
-            Verdict::Unsupported(_) => stats.unsupported += 1,
-            Verdict::Found { kind, detail, .. } => findings.push(Finding {
-                index: Some(index),
-                case,
-                kind,
-                detail,
-                shrunk: None,
-            }),
-        }
-        if k % 25 == 0 || cfg.programs == Some(k) {
-            progress(Progress {
-                done: k,
-                total: cfg.programs,
-                mismatches: findings.len(),
+    let out_of_time = || cfg.time.is_some_and(|t| start.elapsed() >= t);
+    // Generating a program and running the oracle cost about as much as a NumPy target's
+    // answer, so `jobs` threads prepare cases while this one talks to the target. Cases are
+    // judged in index order, so the findings (and which are shrunk) do not depend on
+    // scheduling.
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::sync_channel::<(u64, Option<Case>)>(64);
+    std::thread::scope(|s| {
+        for _ in 0..cfg.jobs.max(1) {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            s.spawn(move || {
+                let mut gens = Generators::default();
+                loop {
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    if stop.load(Ordering::SeqCst)
+                        || cfg.programs.is_some_and(|n| k >= n)
+                        || out_of_time()
+                    {
+                        break;
+                    }
+                    let case = gens.case(cfg.profile, cfg.seed, cfg.skip.saturating_add(k));
+                    if tx.send((k, case)).is_err() {
+                        break;
+                    }
+                }
             });
         }
-    }
+        drop(tx);
+        let mut pending: BTreeMap<u64, Option<Case>> = BTreeMap::new();
+        let mut k = 0u64;
+        'cases: for (j, case) in rx.iter() {
+            pending.insert(j, case);
+            while let Some(case) = pending.remove(&k) {
+                if out_of_time() {
+                    break 'cases;
+                }
+                let index = cfg.skip.saturating_add(k);
+                k += 1;
+                let Some(case) = case else {
+                    stats.skipped += 1;
+                    continue;
+                };
+                stats.programs += 1;
+                match runner.check(&case) {
+                    Verdict::Pass => stats.exact += u64::from(case.exact),
+                    Verdict::Unsupported(_) => stats.unsupported += 1,
+                    Verdict::Found { kind, detail, .. } => findings.push(Finding {
+                        index: Some(index),
+                        case,
+                        kind,
+                        detail,
+                        shrunk: None,
+                    }),
+                }
+                if k % 25 == 0 || cfg.programs == Some(k) {
+                    progress(Progress {
+                        done: k,
+                        total: cfg.programs,
+                        mismatches: findings.len(),
+                    });
+                }
+            }
+        }
+        // Generator threads blocked on a full channel see it closed and stop.
+        stop.store(true, Ordering::SeqCst);
+        drop(rx);
+    });
     for f in findings.iter_mut().take(cfg.shrink) {
         f.shrunk = Some(shrink_finding(cfg, &mut runner, f));
     }

@@ -67,6 +67,11 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         seed: args.seed,
         skip: args.skip,
         time,
+        jobs: match args.jobs {
+            Some(0) => return Err("`--jobs` must be at least 1".into()),
+            Some(j) => j,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
         shrink: args.shrink,
         out: Some(args.out.clone()),
     };
