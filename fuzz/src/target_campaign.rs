@@ -474,7 +474,7 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> 
     let mut stats = Stats::default();
     let mut findings = Vec::new();
     let out_of_time = || cfg.time.is_some_and(|t| start.elapsed() >= t);
-    // Generating a program and running the oracle cost about as much as a NumPy target's
+    // Generating a program and running the oracle cost more CPU than a NumPy target's
     // answer, so `jobs` threads prepare cases while this one talks to the target. Cases are
     // judged in index order, so the findings (and which are shrunk) do not depend on
     // scheduling.
