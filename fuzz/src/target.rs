@@ -13,7 +13,7 @@
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -87,7 +87,8 @@ impl TargetCommand {
 
 struct Running {
     child: Child,
-    stdin: ChildStdin,
+    /// Request lines for the writer thread.
+    requests: mpsc::Sender<String>,
     lines: Receiver<std::io::Result<String>>,
     stderr: Arc<Mutex<String>>,
 }
@@ -131,8 +132,21 @@ impl Target {
             kill(&mut child);
             return Err(Fault::Start("no pipes to the target".into()));
         };
-        // Reader threads, so that waiting for an answer can time out and a target writing much
-        // to standard error never blocks on a full pipe.
+        // A writer thread, so that a target that does not read its input cannot block the
+        // harness on a full pipe (the timeout still applies); reader threads, so that waiting
+        // for an answer can time out and a target writing much to standard error never blocks.
+        let (requests, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let mut stdin = stdin;
+            for line in rx {
+                let sent = stdin
+                    .write_all(line.as_bytes())
+                    .and_then(|()| stdin.flush());
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             let mut r = BufReader::new(stdout);
@@ -172,7 +186,7 @@ impl Target {
         });
         self.running = Some(Running {
             child,
-            stdin,
+            requests,
             lines,
             stderr: tail,
         });
@@ -195,17 +209,9 @@ impl Target {
         let Some(r) = self.running.as_mut() else {
             return Err(Fault::Start("the target is not running".into()));
         };
-        let sent = r
-            .stdin
-            .write_all(request.as_bytes())
-            .and_then(|()| r.stdin.write_all(b"\n"))
-            .and_then(|()| r.stdin.flush());
-        if let Err(e) = sent {
-            return Err(Fault::Exited(exit_report(
-                r,
-                &format!("writing the request: {e}"),
-            )));
-        }
+        // A writer that has stopped means the pipe broke: the target is gone, which the end of
+        // its standard output reports below.
+        let _ = r.requests.send(format!("{request}\n"));
         match r.lines.recv_timeout(timeout) {
             Ok(Ok(line)) => parse_answer(id, &line).map_err(Fault::Garbage),
             Ok(Err(e)) => Err(Fault::Exited(exit_report(r, &format!("reading: {e}")))),
@@ -290,5 +296,47 @@ pub fn parse_answer(id: u64, line: &str) -> Result<Answer, String> {
         _ => Err(format!(
             "`{shown}` has no `status` of `ok`, `unsupported` or `error`"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_strictly() {
+        assert_eq!(
+            parse_answer(3, r#"{"id": 3, "status": "ok"}"#),
+            Ok(Answer::Ok)
+        );
+        assert_eq!(
+            parse_answer(
+                3,
+                r#"{"id": 3, "status": "unsupported", "reason": "no take"}"#
+            ),
+            Ok(Answer::Unsupported("no take".into()))
+        );
+        assert_eq!(
+            parse_answer(3, r#"{"id": 3, "status": "error", "message": "boom"}"#),
+            Ok(Answer::Error("boom".into()))
+        );
+        for bad in [
+            r#"{"id": 2, "status": "ok"}"#,
+            r#"{"id": 3, "status": "fine"}"#,
+            r#"{"status": "ok"}"#,
+            "ok",
+            "",
+        ] {
+            assert!(parse_answer(3, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn commands_split_on_whitespace() {
+        let c = TargetCommand::parse("  python3  adapter.py --device cpu ").unwrap();
+        assert_eq!(c.program, "python3");
+        assert_eq!(c.args, ["adapter.py", "--device", "cpu"]);
+        assert_eq!(c.text, "python3  adapter.py --device cpu");
+        assert!(TargetCommand::parse(" \t").is_err());
     }
 }
