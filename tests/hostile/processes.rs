@@ -1,3 +1,2 @@
 //! Hostile inputs: processes (cases added by the work).
-#[allow(unused_imports)]
-use crate::support::*;
+#[allow(unused_imports)] use crate::support::*;
