@@ -168,7 +168,7 @@ pub struct Generators {
 impl Generators {
     /// Program `index` of the campaign with seed `seed`: for `all`, the self-checking
     /// campaign's program ([`campaign::generate`]); for `einsum`, the first of up to
-    /// [`EINSUM_ATTEMPTS`] seeds whose einsum-only program lowers to `einsum` steps only. Then
+    /// `EINSUM_ATTEMPTS` (64) seeds whose einsum-only program lowers to `einsum` steps only. Then
     /// [`supply`]. `None` when no case results (see [`Case::new`]).
     pub fn case(&mut self, profile: Profile, seed: u64, index: u64) -> Option<Case> {
         let base = program_seed(seed, index);
