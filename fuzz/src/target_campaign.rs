@@ -585,8 +585,12 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
             export::write_case_files(tmp, &case, &header)?;
             export::write_outputs(tmp, &actual)?;
             let path = tmp.join("message.txt");
-            std::fs::write(&path, format!("{}\n{detail}\n", f.kind.describe()))
-                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+            let replay = replay_command(&cfg.command, &dir);
+            std::fs::write(
+                &path,
+                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()),
+            )
+            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
         })
         .map(|()| dir)
     });

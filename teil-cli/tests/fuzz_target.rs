@@ -146,9 +146,13 @@ fn planted_bugs_are_found_shrunk_and_replayed() {
             );
             let ops = std::fs::read_to_string(repro.join("ops.json")).unwrap();
             assert!(ops.contains(op), "{bug}: {ops}");
-            for f in ["program.prefix.teil", "message.txt"] {
-                assert!(repro.join(f).is_file(), "{bug}: no {f}");
-            }
+            assert!(repro.join("program.prefix.teil").is_file(), "{bug}");
+            let message = std::fs::read_to_string(repro.join("message.txt")).unwrap();
+            assert!(
+                message.starts_with("the target's outputs differ from the oracle's\n")
+                    && message.contains("replay: teil fuzz --target '"),
+                "{bug}: {message}"
+            );
             for sub in ["inputs", "expected", "outputs"] {
                 assert!(repro.join(sub).is_dir(), "{bug}: no {sub}/");
             }
