@@ -563,12 +563,15 @@ impl Report {
             Some(Stop::Environment { .. }) => ", stopped",
         };
         format!(
-            "{} programs, {} mismatches, {:.1} programs/s{end}",
-            self.stats.programs,
-            self.mismatches.len(),
-            self.rate()
+            "{}{end}",
+            summary_line(self.stats.programs, self.mismatches.len(), self.rate())
         )
     }
+}
+
+/// The one line every campaign ends with (also the target campaigns of [`crate::target_campaign`]).
+pub fn summary_line(programs: u64, mismatches: usize, rate: f64) -> String {
+    format!("{programs} programs, {mismatches} mismatches, {rate:.1} programs/s")
 }
 
 /// Progress of a running campaign, reported after every chunk.

@@ -43,6 +43,10 @@ pub struct GenConfig {
     pub literals: bool,
     /// `input`/`output`/`inout` qualifiers.
     pub qualifiers: bool,
+    /// Only the constructs an einsum expresses: variables, `#`, `red+`, `transp`, `diag`,
+    /// `contr` and parentheses (`teil fuzz --profile einsum`; `literals` and `division` are
+    /// then ignored).
+    pub einsum_only: bool,
 }
 
 impl Default for GenConfig {
@@ -58,6 +62,7 @@ impl Default for GenConfig {
             nonlinear_reductions: true,
             literals: true,
             qualifiers: true,
+            einsum_only: false,
         }
     }
 }
@@ -103,7 +108,7 @@ fn leaf(shape: Vec<u64>, cfg: &GenConfig) -> BoxedStrategy<Expr> {
     let s = shape.clone();
     let var = prop_oneof![3 => Just(0u8), 2 => Just(1u8), 2 => Just(REUSE_SLOT)]
         .prop_map(move |slot| node(ExprKind::Var(Ident::new(var_name(&s, slot), span()))));
-    if shape.is_empty() && cfg.literals {
+    if shape.is_empty() && cfg.literals && !cfg.einsum_only {
         prop_oneof![
             3 => var,
             2 => (-3i32..=4).prop_map(|v| node(ExprKind::Lit(f64::from(v)))),
@@ -125,7 +130,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
     let mut options: Vec<(u32, BoxedStrategy<Expr>)> = vec![(3, leaf(shape.clone(), &cfg))];
 
     // T-Add, T-Mul, T-Elem
-    {
+    if !cfg.einsum_only {
         let (s, c) = (shape.clone(), cfg.clone());
         let ops: Vec<BinOp> = BinOp::ALL
             .into_iter()
@@ -143,7 +148,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
         ));
     }
     // T-SMul, T-SDiv
-    if r > 0 {
+    if r > 0 && !cfg.einsum_only {
         let ops = if cfg.division {
             vec![BinOp::Mul, BinOp::Div]
         } else {
@@ -182,7 +187,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
     // T-Red: the operand has one more dimension, at position i.
     if r < cfg.max_inner_rank {
         let (s, c) = (shape.clone(), cfg.clone());
-        let ops: Vec<RedOp> = if cfg.nonlinear_reductions {
+        let ops: Vec<RedOp> = if cfg.nonlinear_reductions && !cfg.einsum_only {
             RedOp::ALL.to_vec()
         } else {
             vec![RedOp::Sum]
@@ -270,7 +275,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
         ));
     }
     // T-Expa: the operand lacks dimension i.
-    if r >= 1 {
+    if r >= 1 && !cfg.einsum_only {
         let (s, c) = (shape.clone(), cfg.clone());
         options.push((
             2,
@@ -285,7 +290,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
         ));
     }
     // T-Proj: the operand has one more dimension, sliced at m.
-    if r < cfg.max_inner_rank {
+    if r < cfg.max_inner_rank && !cfg.einsum_only {
         let (s, c) = (shape.clone(), cfg.clone());
         options.push((
             2,

@@ -6,12 +6,21 @@
 //! failing program and its inputs. [`laws`] rewrites programs by the TeIL paper's equational
 //! laws. [`campaign`] runs whole differential campaigns (`teil fuzz`), comparing with the
 //! tolerances of [`compare`] and writing reproducers with [`repro`].
+//!
+//! Against other implementations: [`target`] speaks the `teil-target/1` protocol with a target
+//! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]),
+//! [`export`] writes test vectors, and [`ops_eval`] is a reference evaluator of the ops/1 form
+//! (`teil::ops`) with planted bugs, for tests.
 
 pub mod campaign;
 pub mod compare;
+pub mod export;
 pub mod gen;
 pub mod inplace;
 pub mod laws;
 pub mod mutate;
+pub mod ops_eval;
 pub mod repro;
 pub mod shrink;
+pub mod target;
+pub mod target_campaign;

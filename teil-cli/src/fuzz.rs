@@ -77,9 +77,30 @@ pub struct FuzzArgs {
     /// Test only: plant a bug in every generated kernel (spec/fuzzing.md).
     #[arg(long, value_name = "BUG", hide = true)]
     pub plant: Option<String>,
+    /// Fuzz another implementation: a `teil-target/1` command, split on whitespace and run
+    /// without a shell (spec/fuzzing.md); with `--replay DIR`, replay a target reproducer.
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub target: Option<String>,
+    /// With `--target`: seconds the target may take for one program before it is restarted.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub target_timeout: f64,
+    /// With `--target` or `--export`: `all` constructs, or `einsum` steps only.
+    #[arg(long, value_name = "PROFILE", value_parser = ["all", "einsum"], default_value = "all")]
+    pub profile: String,
+    /// Write the programs, inputs and the oracle's outputs as test vectors into this new
+    /// directory instead of running checks (spec/fuzzing.md).
+    #[arg(long, value_name = "DIR", conflicts_with = "target")]
+    pub export: Option<PathBuf>,
 }
 
 pub fn fuzz(args: &FuzzArgs) -> u8 {
+    if args.target.is_some() || args.export.is_some() {
+        return crate::fuzz_target::fuzz_target(args);
+    }
+    if args.profile != "all" {
+        fail("`--profile` needs `--target` or `--export`");
+        return 2;
+    }
     let mut cfg = match config(args) {
         Ok(c) => c,
         Err(msg) => {

@@ -11,9 +11,11 @@ mod check;
 mod einsum;
 mod emit_c;
 mod fuzz;
+mod fuzz_target;
 mod input;
 mod interrupt;
 mod lower;
+mod ops_target;
 mod run;
 mod trace;
 
@@ -184,6 +186,9 @@ enum Command {
         output: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         syntax: FmtSyntax,
+        /// Print the ops/1 form (JSON, spec/fuzzing.md) of a `.teil` or `.tin` file instead.
+        #[arg(long)]
+        ops: bool,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
         #[arg(long, value_enum, default_value_t)]
@@ -214,6 +219,13 @@ enum Command {
     /// Differential fuzzing: random programs through the oracle, the fast evaluator and the C
     /// backend at several padding multiples, with metamorphic variants (spec/fuzzing.md).
     Fuzz(fuzz::FuzzArgs),
+    /// Test only: a `teil-target/1` target running the ops/1 form with TeIL's reference
+    /// evaluator, optionally with a planted bug (spec/fuzzing.md).
+    #[command(hide = true)]
+    OpsTarget {
+        #[arg(long, value_name = "BUG")]
+        plant: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -243,9 +255,10 @@ fn main() -> ExitCode {
             file,
             output,
             syntax,
+            ops,
             format,
             color,
-        } => lower::lower(&file, output.as_deref(), syntax, format, color),
+        } => lower::lower(&file, output.as_deref(), syntax, ops, format, color),
         Command::EmitC {
             file,
             pad,
@@ -315,6 +328,7 @@ fn main() -> ExitCode {
             color,
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),
+        Command::OpsTarget { plant } => ops_target::ops_target(plant.as_deref()),
     };
     ExitCode::from(code)
 }

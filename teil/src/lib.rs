@@ -21,6 +21,7 @@ pub mod guard;
 pub mod interface;
 pub mod lexer;
 pub mod limits;
+pub mod ops;
 pub mod parse;
 pub mod render;
 

@@ -1,0 +1,208 @@
+//! Case directories and test-vector export (`teil fuzz --export DIR`, spec/fuzzing.md,
+//! *Test vectors*).
+//!
+//! A *case directory* is the one layout shared by exported test vectors and by reproducers of
+//! target campaigns: `program.teil` (infix syntax, after comment lines), `program.prefix.teil`,
+//! `ops.json` (the document of `teil lower --ops`), `inputs/NAME.npy` and `expected/NAME.npy`
+//! (the oracle's value of every output), all float64. A reproducer adds `outputs/NAME.npy`
+//! (the target's values) and `message.txt`.
+//!
+//! Everything is written under a temporary name beside the destination and renamed into
+//! place, so a directory that exists is complete.
+
+use crate::campaign::Store;
+use crate::shrink::Inputs;
+use crate::target_campaign::{self, Case, Profile};
+use std::path::{Path, PathBuf};
+use teil::fmt::Style;
+
+fn io(what: &Path, e: std::io::Error) -> String {
+    format!("cannot write `{}`: {e}", what.display())
+}
+
+fn write_tensors(dir: &Path, values: &Store) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    for (name, t) in values {
+        let path = dir.join(format!("{name}.npy"));
+        std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// Writes the files of a case directory into `dir` (which must exist): the program after the
+/// comment lines of `header`, its ops/1 form, its inputs and the oracle's outputs.
+pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<(), String> {
+    let program = case.checked.program();
+    let mut text: String = header.iter().map(|l| format!("// {l}\n")).collect();
+    text.push_str(&teil::fmt::program(program, Style::Infix));
+    let files = [
+        ("program.teil", text),
+        (
+            "program.prefix.teil",
+            teil::fmt::program(program, Style::Prefix),
+        ),
+        ("ops.json", case.ops.to_json()),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+    }
+    write_tensors(&dir.join("inputs"), &case.inputs)?;
+    write_tensors(&dir.join("expected"), &case.expected)?;
+    Ok(())
+}
+
+/// Writes `outputs/` (the target's values) into a case directory.
+pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), String> {
+    write_tensors(&dir.join("outputs"), outputs)
+}
+
+/// Fills a fresh temporary directory beside `dest` with `fill`, then renames it to `dest`,
+/// replacing an older directory of that name when `replace` (reproducers), refusing otherwise.
+pub fn atomically(
+    dest: &Path,
+    replace: bool,
+    fill: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<(), String> {
+    if !replace && dest.exists() {
+        return Err(format!(
+            "`{}` exists; export into a new directory",
+            dest.display()
+        ));
+    }
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export".into());
+    let tmp = parent.join(format!(".{name}.tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    let filled = fill(&tmp);
+    if let Err(e) = filled {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if replace {
+        let _ = std::fs::remove_dir_all(dest);
+    }
+    std::fs::rename(&tmp, dest).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&tmp);
+        io(dest, e)
+    })
+}
+
+/// What an export wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exported {
+    pub cases: u64,
+    /// Programs the generator drew but that were not written (the oracle refused them as too
+    /// large, or no einsum-only program was found for the seed).
+    pub skipped: u64,
+}
+
+/// The tolerance name of the index file.
+fn tolerance_name(case: &Case) -> &'static str {
+    if case.exact {
+        "exact"
+    } else {
+        "bound"
+    }
+}
+
+/// Writes `programs` cases of the campaign with seed `seed` (from program `skip` on) and the
+/// index file `index.json` into the new directory `dir`.
+pub fn export(
+    dir: &Path,
+    programs: u64,
+    seed: u64,
+    skip: u64,
+    profile: Profile,
+) -> Result<Exported, String> {
+    let mut exported = Exported {
+        cases: 0,
+        skipped: 0,
+    };
+    atomically(dir, false, |tmp| {
+        let mut gens = target_campaign::Generators::default();
+        let mut entries = Vec::new();
+        for k in 0..programs {
+            let index = skip.saturating_add(k);
+            let Some(case) = gens.case(profile, seed, index) else {
+                exported.skipped += 1;
+                continue;
+            };
+            let name = format!("case_{index:05}");
+            let case_dir = tmp.join(&name);
+            std::fs::create_dir_all(&case_dir).map_err(|e| io(&case_dir, e))?;
+            let header = vec![
+                format!(
+                    "teil test vector: program {index} of `teil fuzz --export DIR --seed {seed}{}`",
+                    profile.flag()
+                ),
+                format!("tolerance: {}", tolerance_name(&case)),
+            ];
+            write_case_files(&case_dir, &case, &header)?;
+            let shapes = |vs: &[(String, Vec<u64>)]| {
+                serde_json::Value::Object(
+                    vs.iter()
+                        .map(|(n, s)| (n.clone(), serde_json::json!(s)))
+                        .collect(),
+                )
+            };
+            entries.push(serde_json::json!({
+                "dir": name,
+                "index": index,
+                "seed": case.seed,
+                "tolerance": tolerance_name(&case),
+                "inputs": shapes(&case.ops.inputs),
+                "outputs": shapes(&case.ops.outputs),
+            }));
+            exported.cases += 1;
+        }
+        let index = serde_json::json!({
+            "format": "teil-vectors/1",
+            "seed": seed,
+            "profile": profile.name(),
+            "tolerances": {
+                "exact": "every cell equal; NaN equals NaN, -0 equals +0",
+                "bound": "finite cells within 1e-9 * (1 + max(|x|, |y|)); a cell not finite on one side is not finite on the other",
+            },
+            "cases": entries,
+        });
+        let text = serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n";
+        let path = tmp.join("index.json");
+        std::fs::write(&path, text).map_err(|e| io(&path, e))
+    })?;
+    Ok(exported)
+}
+
+/// Reads the inputs of a case directory (`inputs/NAME.npy`).
+pub fn read_inputs(dir: &Path) -> Result<Inputs, String> {
+    let data = dir.join("inputs");
+    let mut inputs = Inputs::new();
+    if !data.is_dir() {
+        return Ok(inputs);
+    }
+    let entries =
+        std::fs::read_dir(&data).map_err(|e| format!("cannot read `{}`: {e}", data.display()))?;
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "npy"))
+    {
+        let name = f
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let t =
+            teil_interp::npy::read(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+        inputs.insert(name, t);
+    }
+    Ok(inputs)
+}

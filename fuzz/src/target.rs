@@ -1,0 +1,342 @@
+//! The `teil-target/1` protocol, the harness's side (spec/fuzzing.md, *Targets*): one
+//! persistent child process per campaign, one JSON line per case on its standard input, one
+//! JSON line back on its standard output.
+//!
+//! The command is split on whitespace and started without a shell, in a process group of its
+//! own, so that killing it also kills whatever it started (a Python interpreter's workers, a
+//! compiler). A target that exits, answers with something that is not a well-formed answer to
+//! the request, or does not answer within the timeout is a [`Fault`]: the process group is
+//! killed, and the next request starts the command again. Dropping a [`Target`] kills it; a
+//! harness that dies without running destructors closes the target's standard input, and
+//! targets stop at end of input.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a target may take for one case unless `--target-timeout` says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How much of a target's standard error is kept for reports (the end of it).
+const STDERR_TAIL: usize = 2000;
+
+/// A target's answer to one case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// The outputs are written.
+    Ok,
+    /// The target does not implement something the program uses (counted, not a finding).
+    Unsupported(String),
+    /// The target could not run a well-typed program (a finding).
+    Error(String),
+}
+
+/// A target that broke the protocol (a finding; the target is restarted).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// The command could not be started.
+    Start(String),
+    /// The process ended (or closed its standard input) before answering.
+    Exited(String),
+    /// The answer is not one JSON object with this case's `id` and a known `status`.
+    Garbage(String),
+    /// No answer within the timeout.
+    Timeout(Duration),
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Start(e) => write!(f, "the target cannot be started: {e}"),
+            Fault::Exited(e) => write!(f, "the target exited without answering: {e}"),
+            Fault::Garbage(e) => write!(f, "the target's answer is not teil-target/1: {e}"),
+            Fault::Timeout(t) => {
+                write!(f, "the target did not answer within {} s", t.as_secs_f64())
+            }
+        }
+    }
+}
+
+/// A target command: a program and its arguments, split on whitespace (no shell).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The command as given, for reports and replay commands.
+    pub text: String,
+}
+
+impl TargetCommand {
+    /// `Err` for a command with no words.
+    pub fn parse(text: &str) -> Result<TargetCommand, String> {
+        let mut words = text.split_whitespace().map(str::to_string);
+        let program = words
+            .next()
+            .ok_or_else(|| "`--target` needs a command".to_string())?;
+        Ok(TargetCommand {
+            program,
+            args: words.collect(),
+            text: text.trim().to_string(),
+        })
+    }
+}
+
+struct Running {
+    child: Child,
+    /// Request lines for the writer thread.
+    requests: mpsc::Sender<String>,
+    lines: Receiver<std::io::Result<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+/// A target process, started on first use and restarted after every [`Fault`].
+pub struct Target {
+    pub command: TargetCommand,
+    pub timeout: Duration,
+    running: Option<Running>,
+    /// How many times the command was started.
+    pub starts: u64,
+}
+
+impl Target {
+    pub fn new(command: TargetCommand, timeout: Duration) -> Target {
+        Target {
+            command,
+            timeout,
+            running: None,
+            starts: 0,
+        }
+    }
+
+    /// Starts the command if it is not running.
+    pub fn start(&mut self) -> Result<(), Fault> {
+        if self.running.is_some() {
+            return Ok(());
+        }
+        let mut child = Command::new(&self.command.program)
+            .args(&self.command.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| Fault::Start(format!("`{}`: {e}", self.command.program)))?;
+        self.starts += 1;
+        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            kill(&mut child);
+            return Err(Fault::Start("no pipes to the target".into()));
+        };
+        // A writer thread, so that a target that does not read its input cannot block the
+        // harness on a full pipe (the timeout still applies); reader threads, so that waiting
+        // for an answer can time out and a target writing much to standard error never blocks.
+        let (requests, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let mut stdin = stdin;
+            for line in rx {
+                let sent = stdin
+                    .write_all(line.as_bytes())
+                    .and_then(|()| stdin.flush());
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match r.read_line(&mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if tx.send(Ok(line)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+        });
+        let tail = Arc::new(Mutex::new(String::new()));
+        let t = tail.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut s) = t.lock() {
+                    s.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    if s.len() > 2 * STDERR_TAIL {
+                        let cut = s.len() - STDERR_TAIL;
+                        let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+                        s.drain(..cut);
+                    }
+                }
+            }
+        });
+        self.running = Some(Running {
+            child,
+            requests,
+            lines,
+            stderr: tail,
+        });
+        Ok(())
+    }
+
+    /// Sends one request line (without the newline) for case `id` and waits for the answer.
+    /// After a fault the target is stopped; the next call starts it again.
+    pub fn ask(&mut self, id: u64, request: &str) -> Result<Answer, Fault> {
+        self.start()?;
+        let result = self.exchange(id, request);
+        if result.is_err() {
+            self.stop();
+        }
+        result
+    }
+
+    fn exchange(&mut self, id: u64, request: &str) -> Result<Answer, Fault> {
+        let timeout = self.timeout;
+        let Some(r) = self.running.as_mut() else {
+            return Err(Fault::Start("the target is not running".into()));
+        };
+        // A writer that has stopped means the pipe broke: the target is gone, which the end of
+        // its standard output reports below.
+        let _ = r.requests.send(format!("{request}\n"));
+        match r.lines.recv_timeout(timeout) {
+            Ok(Ok(line)) => parse_answer(id, &line).map_err(Fault::Garbage),
+            Ok(Err(e)) => Err(Fault::Exited(exit_report(r, &format!("reading: {e}")))),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(Fault::Exited(exit_report(r, "end of its standard output")))
+            }
+            Err(RecvTimeoutError::Timeout) => Err(Fault::Timeout(timeout)),
+        }
+    }
+
+    /// Kills the target's process group, if it runs.
+    pub fn stop(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            kill(&mut r.child);
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Kills the process group of `child` (its id: it leads its own group) and reaps it.
+fn kill(child: &mut Child) {
+    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: killpg only sends a signal; the group is the one this harness created.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// How the target ended, with the end of its standard error.
+fn exit_report(r: &mut Running, what: &str) -> String {
+    // Give a dying process a moment to be reaped, so that its exit status can be reported.
+    let mut status = None;
+    for _ in 0..50 {
+        if let Ok(Some(s)) = r.child.try_wait() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut out = match status {
+        Some(s) => format!("{what} ({s})"),
+        None => what.to_string(),
+    };
+    std::thread::sleep(Duration::from_millis(10));
+    if let Ok(tail) = r.stderr.lock() {
+        let tail = tail.trim();
+        if !tail.is_empty() {
+            let start = tail.len().saturating_sub(STDERR_TAIL);
+            let start = (start..tail.len())
+                .find(|&i| tail.is_char_boundary(i))
+                .unwrap_or(0);
+            out.push_str(&format!(
+                "; its standard error ends with:\n{}",
+                &tail[start..]
+            ));
+        }
+    }
+    out
+}
+
+/// Reads one answer line; `Err` says what is wrong with it.
+pub fn parse_answer(id: u64, line: &str) -> Result<Answer, String> {
+    let shown: String = line.trim().chars().take(200).collect();
+    let v: Value =
+        serde_json::from_str(line.trim()).map_err(|e| format!("`{shown}` is not JSON ({e})"))?;
+    if v.get("id").and_then(Value::as_u64) != Some(id) {
+        return Err(format!("`{shown}` does not answer request {id}"));
+    }
+    let text = |f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+    match v.get("status").and_then(Value::as_str) {
+        Some("ok") => Ok(Answer::Ok),
+        Some("unsupported") => Ok(Answer::Unsupported(text("reason"))),
+        Some("error") => Ok(Answer::Error(text("message"))),
+        _ => Err(format!(
+            "`{shown}` has no `status` of `ok`, `unsupported` or `error`"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_strictly() {
+        assert_eq!(
+            parse_answer(3, r#"{"id": 3, "status": "ok"}"#),
+            Ok(Answer::Ok)
+        );
+        assert_eq!(
+            parse_answer(
+                3,
+                r#"{"id": 3, "status": "unsupported", "reason": "no take"}"#
+            ),
+            Ok(Answer::Unsupported("no take".into()))
+        );
+        assert_eq!(
+            parse_answer(3, r#"{"id": 3, "status": "error", "message": "boom"}"#),
+            Ok(Answer::Error("boom".into()))
+        );
+        for bad in [
+            r#"{"id": 2, "status": "ok"}"#,
+            r#"{"id": 3, "status": "fine"}"#,
+            r#"{"status": "ok"}"#,
+            "ok",
+            "",
+        ] {
+            assert!(parse_answer(3, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn commands_split_on_whitespace() {
+        let c = TargetCommand::parse("  python3  adapter.py --device cpu ").unwrap();
+        assert_eq!(c.program, "python3");
+        assert_eq!(c.args, ["adapter.py", "--device", "cpu"]);
+        assert_eq!(c.text, "python3  adapter.py --device cpu");
+        assert!(TargetCommand::parse(" \t").is_err());
+    }
+}

@@ -1,0 +1,679 @@
+//! Differential campaigns against another tensor implementation (`teil fuzz --target CMD`,
+//! spec/fuzzing.md, *Targets*): TeIL's generator draws programs, the oracle computes their
+//! outputs, a [`Target`] speaking `teil-target/1` computes them too, and every disagreement is
+//! shrunk with [`shrink`] (the same shrinker as the self-checking campaign, with a predicate
+//! that asks the target again) into a reproducer directory ([`export`]'s case layout).
+//!
+//! Programs never read undefined values: a generated program that would (an in-place rewrite
+//! reading an output before it is assigned) has the variable supplied instead ([`supply`]), and
+//! candidates of the shrinker that read one are not taken. So every value a target sees is a
+//! number, and `•` — which no framework has — never has to be modelled.
+
+use crate::campaign::{self, flavour, program_seed, Progress, Store};
+use crate::compare::{self, Tolerance};
+use crate::export;
+use crate::gen;
+use crate::shrink::{self, Inputs};
+use crate::target::{Answer, Target, TargetCommand};
+use proptest::strategy::BoxedStrategy;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use teil::ast::{BinOp, ExprKind, Program, Qualifier};
+use teil::ops::Ops;
+use teil::CheckedProgram;
+
+/// Which programs a campaign draws.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Profile {
+    /// Every construct (the flavours of the self-checking campaign).
+    #[default]
+    All,
+    /// Programs whose ops/1 form has `einsum` steps only.
+    Einsum,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::All => "all",
+            Profile::Einsum => "einsum",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Profile> {
+        [Profile::All, Profile::Einsum]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+
+    /// The flag that selects it, with a leading space (nothing for the default).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Profile::All => "",
+            Profile::Einsum => " --profile einsum",
+        }
+    }
+}
+
+/// How many seeds the einsum profile tries for one program before skipping it.
+const EINSUM_ATTEMPTS: u64 = 64;
+
+/// Shrinking budgets (predicate calls): a fault may cost a whole timeout per call.
+const SHRINK_BUDGET: usize = 1000;
+const SHRINK_BUDGET_FAULT: usize = 30;
+
+/// What a target campaign runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub command: TargetCommand,
+    pub timeout: Duration,
+    pub profile: Profile,
+    /// How many programs (`None`: until `time` runs out).
+    pub programs: Option<u64>,
+    pub seed: u64,
+    pub skip: u64,
+    pub time: Option<Duration>,
+    /// Threads preparing cases (generation and oracle) while the target runs.
+    pub jobs: usize,
+    /// How many findings to shrink (the first ones).
+    pub shrink: usize,
+    /// Where reproducers are written (`None`: nowhere).
+    pub out: Option<PathBuf>,
+}
+
+/// One program ready to be sent: the checked program, its inputs, the oracle's value of every
+/// output, its ops/1 form, and whether the comparison is exact.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub seed: u64,
+    pub checked: CheckedProgram,
+    pub inputs: Inputs,
+    pub expected: Store,
+    pub ops: Ops,
+    /// Exact when the program has no division and every output is an integer below 2^50
+    /// (spec/fuzzing.md); within the bound otherwise.
+    pub exact: bool,
+}
+
+impl Case {
+    /// `Err` when the program does not check, reads an undefined value, or the oracle refuses
+    /// it (too large).
+    pub fn new(seed: u64, program: Program, inputs: Option<Inputs>) -> Result<Case, String> {
+        let (checked, _) = teil::check(program).map_err(|_| "the program does not check")?;
+        let inputs = inputs.unwrap_or_else(|| teil_interp::random_inputs(&checked, seed));
+        let ops = teil::ops::lower(&checked);
+        if let Some(n) = ops.undefined.first() {
+            return Err(format!("the program reads `{n}` before it is defined"));
+        }
+        if let Some((n, _)) = ops.inputs.iter().find(|(n, _)| !inputs.contains_key(n)) {
+            return Err(format!("no input for `{n}`"));
+        }
+        let all = teil_interp::run_oracle(&checked, &inputs).map_err(|e| e.to_string())?;
+        let expected: Store = ops
+            .outputs
+            .iter()
+            .filter_map(|(n, _)| all.get(n).map(|t| (n.clone(), t.clone())))
+            .collect();
+        let exact = !has_division(&checked) && compare::small_integers(expected.values());
+        Ok(Case {
+            seed,
+            checked,
+            inputs,
+            expected,
+            ops,
+            exact,
+        })
+    }
+}
+
+fn has_division(p: &CheckedProgram) -> bool {
+    let mut found = false;
+    for s in &p.program().stmts {
+        s.value
+            .walk(&mut |e| found |= matches!(e.kind, ExprKind::Binary(BinOp::Div, ..)));
+    }
+    found
+}
+
+/// `p` with every variable it reads before defining it made a parameter the caller supplies
+/// (`output` becomes `inout`, an unqualified variable `input`).
+pub fn supply(p: Program) -> Program {
+    let Ok((checked, _)) = teil::check(p.clone()) else {
+        return p;
+    };
+    let undefined = teil::ops::lower(&checked).undefined;
+    let mut p = p;
+    for d in p
+        .decls
+        .iter_mut()
+        .filter(|d| undefined.contains(&d.name.name))
+    {
+        d.qualifier = match d.qualifier {
+            Some(Qualifier::Output) | Some(Qualifier::InOut) => Some(Qualifier::InOut),
+            _ => Some(Qualifier::Input),
+        };
+    }
+    p
+}
+
+/// The generators of both profiles, built once per flavour.
+#[derive(Default)]
+pub struct Generators {
+    strategies: BTreeMap<(Profile, u64), BoxedStrategy<Program>>,
+}
+
+impl Generators {
+    /// Program `index` of the campaign with seed `seed`: for `all`, the self-checking
+    /// campaign's program ([`campaign::generate`]); for `einsum`, the first of up to
+    /// `EINSUM_ATTEMPTS` (64) seeds whose einsum-only program lowers to `einsum` steps only. Then
+    /// [`supply`]. `None` when no case results (see [`Case::new`]).
+    pub fn case(&mut self, profile: Profile, seed: u64, index: u64) -> Option<Case> {
+        let base = program_seed(seed, index);
+        let strategy =
+            self.strategies
+                .entry((profile, index % 4))
+                .or_insert_with(|| match profile {
+                    Profile::All => gen::program(flavour(index)),
+                    Profile::Einsum => gen::program(gen::GenConfig {
+                        einsum_only: true,
+                        ..flavour(index)
+                    }),
+                });
+        let attempts = match profile {
+            Profile::All => 1,
+            Profile::Einsum => EINSUM_ATTEMPTS,
+        };
+        (0..attempts).find_map(|a| {
+            let seed = if a == 0 { base } else { program_seed(base, a) };
+            let (p, _) = campaign::generate(strategy, seed);
+            let case = Case::new(seed, supply(p), None).ok()?;
+            (profile == Profile::All || case.ops.einsum_only()).then_some(case)
+        })
+    }
+}
+
+/// How a target failed on a case; shrinking keeps the kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Outputs differ from the oracle's, or are missing or unreadable.
+    Wrong,
+    /// The target answered `error`.
+    Error,
+    /// The target exited, wrote garbage or timed out.
+    Fault,
+}
+
+impl Kind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Wrong => "the target's outputs differ from the oracle's",
+            Kind::Error => "the target reports an error on a well-typed program",
+            Kind::Fault => "the target broke the protocol",
+        }
+    }
+}
+
+/// The outcome of one case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Pass,
+    Unsupported(String),
+    Found {
+        kind: Kind,
+        detail: String,
+        /// The outputs the target wrote (those that could be read).
+        actual: Store,
+    },
+}
+
+/// A shrunk finding and where its reproducer went.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    pub case: Case,
+    pub detail: String,
+    /// The reproducer directory, or why it was not written.
+    pub dir: Option<Result<PathBuf, String>>,
+}
+
+/// A program on which the target failed.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// Its index in the campaign (`None` for a replay).
+    pub index: Option<u64>,
+    pub case: Case,
+    pub kind: Kind,
+    pub detail: String,
+    pub shrunk: Option<Shrunk>,
+}
+
+/// Counters of a target campaign.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Programs sent and judged (unsupported ones included).
+    pub programs: u64,
+    pub unsupported: u64,
+    /// Programs that passed, compared exactly (the others that passed were compared within the
+    /// bound).
+    pub exact: u64,
+    /// Programs not sent: the oracle refused them, or the einsum profile found none.
+    pub skipped: u64,
+    /// Times the target command was started.
+    pub starts: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub stats: Stats,
+    pub findings: Vec<Finding>,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// The same line as the self-checking campaign's ([`campaign::summary_line`]).
+    pub fn summary(&self) -> String {
+        let s = self.elapsed.as_secs_f64();
+        let rate = if s > 0.0 {
+            self.stats.programs as f64 / s
+        } else {
+            0.0
+        };
+        campaign::summary_line(self.stats.programs, self.findings.len(), rate)
+    }
+}
+
+/// A scratch directory for case directories, removed when dropped.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new() -> Result<WorkDir, String> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = scratch_root().join(format!("teil-target-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        Ok(WorkDir(dir))
+    }
+}
+
+/// Where case directories go: `$TMPDIR` when set; otherwise `/dev/shm` where it exists (case
+/// files are small and live for one round trip, so memory beats a disk shared with compilers:
+/// on the development machine, under load, creating a directory on disk took a millisecond);
+/// otherwise the system's temporary directory.
+fn scratch_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Sends cases to a target, each in a fresh case directory.
+pub struct Runner {
+    target: Target,
+    work: WorkDir,
+    next_id: u64,
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+impl Runner {
+    /// Starts the target; `Err` when its command cannot be started.
+    pub fn new(command: TargetCommand, timeout: Duration) -> Result<Runner, String> {
+        let mut target = Target::new(command, timeout);
+        target.start().map_err(|f| f.to_string())?;
+        Ok(Runner {
+            target,
+            work: WorkDir::new()?,
+            next_id: 0,
+        })
+    }
+
+    pub fn starts(&self) -> u64 {
+        self.target.starts
+    }
+
+    /// Runs one case on the target and judges its answer.
+    pub fn check(&mut self, case: &Case) -> Verdict {
+        let id = self.next_id;
+        self.next_id += 1;
+        let dir = self.work.0.join(format!("case_{id}"));
+        let verdict = self.check_in(id, &dir, case);
+        let _ = std::fs::remove_dir_all(&dir);
+        verdict
+    }
+
+    fn check_in(&mut self, id: u64, dir: &Path, case: &Case) -> Verdict {
+        let found = |kind, detail: String| Verdict::Found {
+            kind,
+            detail,
+            actual: Store::new(),
+        };
+        let request = match write_request(id, dir, case) {
+            Ok(r) => r,
+            // The harness's own I/O failing is not the target's fault; report it as such.
+            Err(e) => {
+                return found(
+                    Kind::Fault,
+                    format!("the harness could not write the case: {e}"),
+                )
+            }
+        };
+        match self.target.ask(id, &request) {
+            Err(fault) => found(Kind::Fault, fault.to_string()),
+            Ok(Answer::Unsupported(reason)) => Verdict::Unsupported(reason),
+            Ok(Answer::Error(message)) => found(
+                Kind::Error,
+                format!("the target reports an error: {message}"),
+            ),
+            Ok(Answer::Ok) => compare_outputs(dir, case),
+        }
+    }
+}
+
+/// Writes the case directory (`program.teil`, `inputs/`, an empty `outputs/`) and returns the
+/// request line.
+fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
+    let io = |p: &Path, e: std::io::Error| format!("`{}`: {e}", p.display());
+    let (ins, outs) = (dir.join("inputs"), dir.join("outputs"));
+    for d in [&ins, &outs] {
+        std::fs::create_dir_all(d).map_err(|e| io(d, e))?;
+    }
+    let program = dir.join("program.teil");
+    std::fs::write(
+        &program,
+        teil::fmt::program(case.checked.program(), teil::fmt::Style::Infix),
+    )
+    .map_err(|e| io(&program, e))?;
+    let entry = |path: &Path, shape: &[u64]| {
+        format!(
+            "{{\"path\": {}, \"shape\": {}}}",
+            json_str(&path.to_string_lossy()),
+            serde_json::json!(shape)
+        )
+    };
+    let mut inputs = Vec::new();
+    for (name, shape) in &case.ops.inputs {
+        let path = ins.join(format!("{name}.npy"));
+        if let Some(t) = case.inputs.get(name) {
+            std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+        }
+        inputs.push(format!("{}: {}", json_str(name), entry(&path, shape)));
+    }
+    let outputs: Vec<String> = case
+        .ops
+        .outputs
+        .iter()
+        .map(|(name, shape)| {
+            let path = outs.join(format!("{name}.npy"));
+            format!("{}: {}", json_str(name), entry(&path, shape))
+        })
+        .collect();
+    Ok(format!(
+        "{{\"id\": {id}, \"dir\": {}, \"program\": {}, \"ops\": {}, \"inputs\": {{{}}}, \"outputs\": {{{}}}}}",
+        json_str(&dir.to_string_lossy()),
+        json_str(&program.to_string_lossy()),
+        teil::ops::steps_json(&case.ops.steps),
+        inputs.join(", "),
+        outputs.join(", ")
+    ))
+}
+
+/// Reads the outputs the target wrote and compares them with the oracle's.
+fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
+    let tol = if case.exact {
+        Tolerance::Exact
+    } else {
+        Tolerance::Bound
+    };
+    let mut actual = Store::new();
+    let mut problems = Vec::new();
+    for (name, _) in &case.ops.outputs {
+        let path = dir.join("outputs").join(format!("{name}.npy"));
+        let got = match teil_interp::npy::read(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("the output `{name}` cannot be read: {e}"));
+                continue;
+            }
+        };
+        if let Some(want) = case.expected.get(name) {
+            if let Err(e) = compare::tensors(name, want, &got, tol, ("oracle", "target")) {
+                problems.push(e);
+            }
+        }
+        actual.insert(name.clone(), got);
+    }
+    if problems.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Found {
+            kind: Kind::Wrong,
+            detail: problems.join("\n"),
+            actual,
+        }
+    }
+}
+
+/// Runs a campaign against the target. `Err` when the target cannot be started at all.
+pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> {
+    let start = Instant::now();
+    let mut runner = Runner::new(cfg.command.clone(), cfg.timeout)?;
+    let mut stats = Stats::default();
+    let mut findings = Vec::new();
+    let out_of_time = || cfg.time.is_some_and(|t| start.elapsed() >= t);
+    // Generating a program and running the oracle cost more CPU than a NumPy target's
+    // answer, so `jobs` threads prepare cases while this one talks to the target. Cases are
+    // judged in index order, so the findings (and which are shrunk) do not depend on
+    // scheduling.
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::sync_channel::<(u64, Option<Case>)>(64);
+    std::thread::scope(|s| {
+        for _ in 0..cfg.jobs.max(1) {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            s.spawn(move || {
+                let mut gens = Generators::default();
+                loop {
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    if stop.load(Ordering::SeqCst)
+                        || cfg.programs.is_some_and(|n| k >= n)
+                        || out_of_time()
+                    {
+                        break;
+                    }
+                    let case = gens.case(cfg.profile, cfg.seed, cfg.skip.saturating_add(k));
+                    if tx.send((k, case)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: BTreeMap<u64, Option<Case>> = BTreeMap::new();
+        let mut k = 0u64;
+        'cases: for (j, case) in rx.iter() {
+            pending.insert(j, case);
+            while let Some(case) = pending.remove(&k) {
+                if out_of_time() {
+                    break 'cases;
+                }
+                let index = cfg.skip.saturating_add(k);
+                k += 1;
+                let Some(case) = case else {
+                    stats.skipped += 1;
+                    continue;
+                };
+                stats.programs += 1;
+                match runner.check(&case) {
+                    Verdict::Pass => stats.exact += u64::from(case.exact),
+                    Verdict::Unsupported(_) => stats.unsupported += 1,
+                    Verdict::Found { kind, detail, .. } => findings.push(Finding {
+                        index: Some(index),
+                        case,
+                        kind,
+                        detail,
+                        shrunk: None,
+                    }),
+                }
+                if k % 25 == 0 || cfg.programs == Some(k) {
+                    progress(Progress {
+                        done: k,
+                        total: cfg.programs,
+                        mismatches: findings.len(),
+                    });
+                }
+            }
+        }
+        // Generator threads blocked on a full channel see it closed and stop.
+        stop.store(true, Ordering::SeqCst);
+        drop(rx);
+    });
+    for f in findings.iter_mut().take(cfg.shrink) {
+        f.shrunk = Some(shrink_finding(cfg, &mut runner, f));
+    }
+    stats.starts = runner.starts();
+    Ok(Report {
+        stats,
+        findings,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Shrinks a finding while the target keeps failing in the same way, and writes the
+/// reproducer.
+fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
+    let seed = f.case.seed;
+    let budget = match f.kind {
+        Kind::Fault => SHRINK_BUDGET_FAULT,
+        _ => SHRINK_BUDGET,
+    };
+    let fails = |c: &CheckedProgram, inputs: &Inputs| {
+        Case::new(seed, c.program().clone(), Some(inputs.clone())).is_ok_and(
+            |case| matches!(runner.check(&case), Verdict::Found { kind, .. } if kind == f.kind),
+        )
+    };
+    let (program, inputs) = shrink::shrink(
+        f.case.checked.program().clone(),
+        f.case.inputs.clone(),
+        fails,
+        budget,
+    );
+    let case = Case::new(seed, program, Some(inputs)).unwrap_or_else(|_| f.case.clone());
+    let (detail, actual) = match runner.check(&case) {
+        Verdict::Found { detail, actual, .. } => (detail, actual),
+        // A flaky target: report the shrunk program with the original message.
+        _ => (f.detail.clone(), Store::new()),
+    };
+    let dir = cfg.out.as_ref().map(|out| {
+        let dir = out.join(format!("target_{seed}"));
+        let header = reproducer_header(cfg, f, &detail, &dir);
+        export::atomically(&dir, true, |tmp| {
+            export::write_case_files(tmp, &case, &header)?;
+            export::write_outputs(tmp, &actual)?;
+            let path = tmp.join("message.txt");
+            let replay = replay_command(&cfg.command, &dir);
+            std::fs::write(
+                &path,
+                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()),
+            )
+            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+        })
+        .map(|()| dir)
+    });
+    Shrunk { case, detail, dir }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,=".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The command that replays the reproducer directory `dir` against `command`.
+pub fn replay_command(command: &TargetCommand, dir: &Path) -> String {
+    format!(
+        "teil fuzz --target {} --replay {}",
+        shell_quote(&command.text),
+        shell_quote(&dir.to_string_lossy())
+    )
+}
+
+fn reproducer_header(cfg: &Config, f: &Finding, detail: &str, dir: &Path) -> Vec<String> {
+    let mut lines = vec![format!(
+        "teil fuzz --target reproducer: {}",
+        f.kind.describe()
+    )];
+    lines.extend(detail.lines().take(1).map(str::to_string));
+    if let Some(k) = f.index {
+        lines.push(format!(
+            "found as program {k} of `teil fuzz --target {} --seed {}{}`, then shrunk",
+            shell_quote(&cfg.command.text),
+            cfg.seed,
+            cfg.profile.flag()
+        ));
+    }
+    lines.push(format!(
+        "run again with: {}",
+        replay_command(&cfg.command, dir)
+    ));
+    lines
+}
+
+/// Runs the reproducer directory `dir` (its `program.teil` and `inputs/`) once against the
+/// target. `Err` when the directory cannot be read or its program cannot be sent.
+pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, String> {
+    let start = Instant::now();
+    let path = dir.join("program.teil");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let parsed = teil::parse(&text);
+    if parsed.diagnostics.iter().any(|d| d.is_error()) {
+        return Err(format!("`{}` does not parse", path.display()));
+    }
+    let inputs = export::read_inputs(dir)?;
+    let case = Case::new(0, parsed.program, Some(inputs))
+        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let mut runner = Runner::new(cfg.command.clone(), cfg.timeout)?;
+    let mut stats = Stats {
+        programs: 1,
+        ..Stats::default()
+    };
+    let mut findings = Vec::new();
+    match runner.check(&case) {
+        Verdict::Pass => stats.exact += u64::from(case.exact),
+        Verdict::Unsupported(_) => stats.unsupported += 1,
+        Verdict::Found { kind, detail, .. } => findings.push(Finding {
+            index: None,
+            case,
+            kind,
+            detail,
+            shrunk: None,
+        }),
+    }
+    stats.starts = runner.starts();
+    Ok(Report {
+        stats,
+        findings,
+        elapsed: start.elapsed(),
+    })
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""A teil-target/1 adapter for opt_einsum's `contract`:
+`teil fuzz --target "python3 opt_einsum_ops.py" --profile einsum`.
+
+It runs `einsum` steps only and answers "unsupported" for programs with any other op, so it is
+meant for `--profile einsum`, where every program's ops/1 form is a list of einsum steps
+(spec/fuzzing.md). The protocol: one JSON request per line on standard input, the outputs
+written as float64 .npy at the paths given, one JSON answer per line on standard output.
+
+Every adapter in fuzz/targets/ stands alone on purpose, protocol loop included: a tester copies
+one file, and a little repetition between adapters is the price of that.
+"""
+import json
+import sys
+
+import numpy as np
+import opt_einsum
+
+
+def run_step(step, env):
+    if step["op"] != "einsum":
+        raise NotImplementedError(f"op `{step['op']}` (this adapter tests einsum only)")
+    return opt_einsum.contract(step["equation"], *[env[a] for a in step["args"]])
+
+
+def run_case(request):
+    if request["ops"] is None:
+        raise NotImplementedError("this adapter runs the ops/1 form only")
+    unsupported = sorted({s["op"] for s in request["ops"]} - {"einsum"})
+    if unsupported:
+        raise NotImplementedError(f"ops {unsupported} (this adapter tests einsum only)")
+    env = {name: np.load(v["path"]) for name, v in request["inputs"].items()}
+    for step in request["ops"]:
+        env[step["out"]] = run_step(step, env)
+    for name, v in request["outputs"].items():
+        # teil-target/1 wants float64 in C order (np.save would keep a transposed array in
+        # Fortran order).
+        np.save(v["path"], np.array(env[name], dtype=np.float64, order="C"))
+
+
+def main():
+    np.seterr(all="ignore")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        answer = {"id": request["id"], "status": "ok"}
+        try:
+            run_case(request)
+        except NotImplementedError as e:
+            answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
+        except Exception as e:
+            answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A teil-target/1 adapter for PyTorch:
+`teil fuzz --target "python3 torch_ops.py --device cpu"` (or `--device cuda`).
+
+It runs TeIL's fuzz programs in their ops/1 form (spec/fuzzing.md) with float64 torch tensors
+on the chosen device, and writes every output as float64 .npy in C order. Without torch
+installed it answers "unsupported" for every program, so a campaign still runs (and says so in
+its counters). Every adapter in fuzz/targets/ stands alone on purpose, protocol loop included:
+a tester copies one file, and a little repetition between adapters is the price of that.
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # reported per case as "unsupported"
+    torch = None
+
+
+def run_step(step, env, device):
+    op, args = step["op"], [env[a] for a in step["args"]]
+    if op == "einsum":
+        return torch.einsum(step["equation"], *args)
+    if op == "add":
+        return args[0] + args[1]
+    if op == "sub":
+        return args[0] - args[1]
+    if op == "mul":  # a shape-() first argument broadcasts: it scales the second
+        return args[0] * args[1]
+    if op == "div":  # a shape-() second argument broadcasts: it divides the first
+        return args[0] / args[1]
+    if op == "reduce":  # amax and amin propagate NaN, as TeIL's max and min do
+        fold = {"sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin}
+        return fold[step["kind"]](args[0], dim=step["axis"])
+    if op == "expand":
+        a = args[0].unsqueeze(step["axis"])
+        return a.repeat_interleave(step["n"], dim=step["axis"])
+    if op == "take":
+        return args[0].select(step["axis"], step["index"])
+    if op == "const":
+        return torch.tensor(step["value"], dtype=torch.float64, device=device)
+    raise NotImplementedError(f"op `{op}`")
+
+
+def run_case(request, device):
+    if torch is None:
+        raise NotImplementedError("torch is not installed")
+    if request["ops"] is None:
+        raise NotImplementedError("this adapter runs the ops/1 form only")
+    env = {
+        name: torch.from_numpy(np.load(v["path"])).to(device)
+        for name, v in request["inputs"].items()
+    }
+    for step in request["ops"]:
+        env[step["out"]] = run_step(step, env, device)
+    for name, v in request["outputs"].items():
+        value = env[name].detach().to("cpu").numpy()
+        np.save(v["path"], np.array(value, dtype=np.float64, order="C"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    device = parser.parse_args().device
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        answer = {"id": request["id"], "status": "ok"}
+        try:
+            run_case(request, device)
+        except NotImplementedError as e:
+            answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
+        except Exception as e:
+            answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+//! `teil fuzz --target CMD` and `teil fuzz --export DIR`: campaigns against another tensor
+//! implementation and test-vector export (spec/fuzzing.md, *Targets* and *Test vectors*).
+//!
+//! The work is `teil_fuzz::target_campaign` and `teil_fuzz::export`; this module reads the
+//! flags, reports every finding on standard error and prints the campaign's one summary line.
+//! Exit codes as for every campaign: 0 nothing found, 1 something found, 2 usage or I/O
+//! problems (including a target command that cannot be started).
+
+use crate::fuzz::FuzzArgs;
+use crate::input::fail;
+use std::time::Duration;
+use teil_fuzz::target::TargetCommand;
+use teil_fuzz::target_campaign::{self, Config, Finding, Profile, Report};
+
+pub fn fuzz_target(args: &FuzzArgs) -> u8 {
+    match run(args) {
+        Ok(code) => code,
+        Err(msg) => {
+            fail(&msg);
+            2
+        }
+    }
+}
+
+fn run(args: &FuzzArgs) -> Result<u8, String> {
+    let profile = Profile::from_name(&args.profile)
+        .ok_or_else(|| format!("`--profile {}` is not `all` or `einsum`", args.profile))?;
+    if let Some(dir) = &args.export {
+        if args.replay.is_some() {
+            return Err("`--export` cannot be combined with `--replay`".into());
+        }
+        let n = args.programs.unwrap_or(1000);
+        let done = teil_fuzz::export::export(dir, n, args.seed, args.skip, profile)?;
+        if done.skipped > 0 {
+            eprintln!(
+                "{} programs skipped (too large for the oracle, or no einsum-only program)",
+                done.skipped
+            );
+        }
+        println!("{} cases written to {}", done.cases, dir.display());
+        return Ok(0);
+    }
+    let text = args.target.as_deref().unwrap_or_default();
+    let command = TargetCommand::parse(text)?;
+    let t = args.target_timeout;
+    if !(t.is_finite() && t > 0.0) {
+        return Err(format!(
+            "`--target-timeout {t}` is not a positive number of seconds"
+        ));
+    }
+    let time = match args.time {
+        Some(t) if !(t.is_finite() && t >= 0.0) => {
+            return Err(format!("`--time {t}` is not a number of seconds"))
+        }
+        Some(t) => Some(Duration::from_secs_f64(t.min(1e9))),
+        None => None,
+    };
+    let cfg = Config {
+        command,
+        timeout: Duration::from_secs_f64(t.min(1e9)),
+        profile,
+        programs: match (args.programs, time) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(1000),
+        },
+        seed: args.seed,
+        skip: args.skip,
+        time,
+        jobs: match args.jobs {
+            Some(0) => return Err("`--jobs` must be at least 1".into()),
+            Some(j) => j,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        shrink: args.shrink,
+        out: Some(args.out.clone()),
+    };
+    let report = match &args.replay {
+        Some(dir) => target_campaign::replay(&cfg, dir)?,
+        None => target_campaign::run(&cfg, &|_| {})?,
+    };
+    for f in &report.findings {
+        eprint!("{}", describe(f, &cfg));
+    }
+    eprintln!("{}", counters(&report));
+    println!("{}", report.summary());
+    Ok(u8::from(!report.findings.is_empty()))
+}
+
+fn counters(r: &Report) -> String {
+    let s = &r.stats;
+    let passed = s.programs - s.unsupported - r.findings.len() as u64;
+    format!(
+        "target: {} passed ({} compared exactly, {} within the bound), {} unsupported, {} skipped, started {} time(s)",
+        passed,
+        s.exact,
+        passed.saturating_sub(s.exact),
+        s.unsupported,
+        s.skipped,
+        s.starts
+    )
+}
+
+/// The report of one finding, several lines, each ending in a newline.
+fn describe(f: &Finding, cfg: &Config) -> String {
+    let what = match f.index {
+        Some(k) => format!("program {k} (seed {})", f.case.seed),
+        None => "the reproducer".to_string(),
+    };
+    let mut out = format!("mismatch: {what}: {}\n", f.kind.describe());
+    for line in f.detail.lines() {
+        out.push_str(&format!("    {line}\n"));
+    }
+    if let Some(s) = &f.shrunk {
+        out.push_str(&format!(
+            "  shrunk to {} statement(s): {}\n",
+            s.case.checked.program().stmts.len(),
+            s.detail.lines().next().unwrap_or("")
+        ));
+        match &s.dir {
+            Some(Ok(dir)) => out.push_str(&format!(
+                "  reproduce: {}\n",
+                target_campaign::replay_command(&cfg.command, dir)
+            )),
+            Some(Err(e)) => out.push_str(&format!("  the reproducer was not written: {e}\n")),
+            None => {}
+        }
+    }
+    if let Some(k) = f.index {
+        out.push_str(&format!(
+            "  the whole program: teil fuzz --target {} --seed {} --skip {k} --programs 1{}\n",
+            target_campaign::shell_quote(&cfg.command.text),
+            cfg.seed,
+            cfg.profile.flag()
+        ));
+    }
+    out
+}

@@ -1,0 +1,400 @@
+//! `teil fuzz --target`, `teil fuzz --export` and `teil lower --ops` through the binary
+//! (spec/fuzzing.md, *Targets*). The target is the binary's own hidden `teil ops-target`, the
+//! reference evaluator of the ops/1 form, clean or with a planted bug, so no Python is needed:
+//! each bug must be found within its budget of programs and shrunk to a reproducer of at most
+//! three statements that replays with one command; misbehaving targets (silent, exiting,
+//! answering garbage) are findings, and the campaign goes on.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TEIL: &str = env!("CARGO_BIN_EXE_teil");
+
+fn teil_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(TEIL)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `N programs, K mismatches, R programs/s`, the only line on stdout: returns (N, K).
+fn summary(o: &Output) -> (u64, u64) {
+    let out = stdout(o);
+    let line = out.strip_suffix('\n').unwrap_or(&out);
+    assert!(
+        !line.contains('\n'),
+        "more than one line on stdout: {out:?}"
+    );
+    let parts: Vec<&str> = line.split(", ").collect();
+    assert_eq!(parts.len(), 3, "{line}");
+    assert!(parts[2].ends_with(" programs/s"), "{line}");
+    let n = parts[0]
+        .strip_suffix(" programs")
+        .expect(line)
+        .parse()
+        .expect(line);
+    let k = parts[1]
+        .strip_suffix(" mismatches")
+        .expect(line)
+        .parse()
+        .expect(line);
+    (n, k)
+}
+
+fn ops_target(plant: Option<&str>) -> String {
+    match plant {
+        Some(b) => format!("{TEIL} ops-target --plant {b}"),
+        None => format!("{TEIL} ops-target"),
+    }
+}
+
+/// Runs a campaign of `programs` against `target`, reproducers into `dir/out`.
+fn campaign(dir: &Path, target: &str, programs: u64, seed: u64, extra: &[&str]) -> Output {
+    let (p, s) = (programs.to_string(), seed.to_string());
+    let mut args = vec![
+        "fuzz",
+        "--target",
+        target,
+        "--programs",
+        &p,
+        "--seed",
+        &s,
+        "--out",
+        "out",
+    ];
+    args.extend_from_slice(extra);
+    teil_in(dir, &args)
+}
+
+fn reproducers(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("out"))
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn statements(program: &str) -> usize {
+    let (c, _) = teil::compile(program).expect("the reproducer checks");
+    c.program().stmts.len()
+}
+
+#[test]
+fn the_reference_target_agrees_on_every_program_of_both_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    for profile in ["all", "einsum"] {
+        let o = campaign(
+            dir.path(),
+            &ops_target(None),
+            150,
+            3,
+            &["--profile", profile],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(summary(&o), (150, 0));
+        assert!(stderr(&o).contains("target: 150 passed"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("0 unsupported"), "{}", stderr(&o));
+    }
+    assert!(reproducers(dir.path()).is_empty());
+}
+
+/// Each planted bug is found within its budget (spec/fuzzing.md gives the detection rates),
+/// shrunk to at most three statements that use the buggy op, and the printed command replays
+/// the reproducer: failing with the bug, clean without it.
+#[test]
+fn planted_bugs_are_found_shrunk_and_replayed() {
+    // (bug, profile, budget in programs, what the shrunk ops form must contain)
+    let cases = [
+        ("take-off-by-one", "all", 30, "\"op\": \"take\""),
+        ("max-from-zero", "all", 100, "\"kind\": \"max\""),
+        ("einsum-drops-repeated", "einsum", 30, "\"op\": \"einsum\""),
+    ];
+    for (bug, profile, budget, op) in cases {
+        for seed in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let target = ops_target(Some(bug));
+            let o = campaign(
+                dir.path(),
+                &target,
+                budget,
+                seed,
+                &["--profile", profile, "--shrink", "1"],
+            );
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{bug}, seed {seed}: {err}");
+            let (n, k) = summary(&o);
+            assert!(n == budget && k >= 1, "{bug}, seed {seed}: {n} {k}");
+            let repros = reproducers(dir.path());
+            assert_eq!(repros.len(), 1, "{bug}: {err}");
+            let repro = &repros[0];
+            let program = std::fs::read_to_string(repro.join("program.teil")).unwrap();
+            let stmts = statements(&program);
+            assert!(
+                (1..=3).contains(&stmts),
+                "{bug}: {stmts} statements\n{program}"
+            );
+            let ops = std::fs::read_to_string(repro.join("ops.json")).unwrap();
+            assert!(ops.contains(op), "{bug}: {ops}");
+            assert!(repro.join("program.prefix.teil").is_file(), "{bug}");
+            let message = std::fs::read_to_string(repro.join("message.txt")).unwrap();
+            assert!(
+                message.starts_with("the target's outputs differ from the oracle's\n")
+                    && message.contains("replay: teil fuzz --target '"),
+                "{bug}: {message}"
+            );
+            for sub in ["inputs", "expected", "outputs"] {
+                assert!(repro.join(sub).is_dir(), "{bug}: no {sub}/");
+            }
+            // The printed command, run as printed (relative to the campaign's directory).
+            let line = err
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("reproduce: "))
+                .expect("a reproduce line");
+            assert!(line.starts_with("teil fuzz --target '"), "{line}");
+            assert!(
+                line.ends_with(&format!("--replay {}", rel(dir.path(), repro))),
+                "{line}"
+            );
+            let replay = |t: &str| {
+                teil_in(
+                    dir.path(),
+                    &["fuzz", "--target", t, "--replay", &rel(dir.path(), repro)],
+                )
+            };
+            let again = replay(&target);
+            assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+            assert_eq!(summary(&again), (1, 1));
+            let clean = replay(&ops_target(None));
+            assert_eq!(clean.status.code(), Some(0), "{}", stderr(&clean));
+            assert_eq!(summary(&clean), (1, 0));
+        }
+    }
+}
+
+fn rel(base: &Path, p: &Path) -> String {
+    p.strip_prefix(base)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn einsum_profile_programs_are_einsum_steps_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = teil_in(
+        dir.path(),
+        &[
+            "fuzz",
+            "--export",
+            "v",
+            "--programs",
+            "40",
+            "--seed",
+            "9",
+            "--profile",
+            "einsum",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for k in 0..40 {
+        let ops: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("v/case_{k:05}/ops.json"))).unwrap(),
+        )
+        .unwrap();
+        for s in ops["steps"].as_array().unwrap() {
+            assert_eq!(s["op"], "einsum", "case {k}: {s}");
+        }
+    }
+}
+
+#[test]
+fn targets_that_hang_exit_or_answer_garbage_are_findings_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    // `sleep` never answers: a timeout per program, the target restarted each time.
+    let o = campaign(
+        dir.path(),
+        "sleep 100",
+        2,
+        1,
+        &["--target-timeout", "0.3", "--shrink", "0"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(summary(&o), (2, 2));
+    assert_eq!(
+        stderr(&o).matches("did not answer within 0.3 s").count(),
+        2,
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("started 2 time(s)"), "{}", stderr(&o));
+    // `true` exits at once; `echo` answers with something that is not JSON, or has exited
+    // before the request is written.
+    for (cmd, why) in [("true", "exited without answering"), ("echo hello", "")] {
+        let o = campaign(dir.path(), cmd, 3, 1, &["--shrink", "0"]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}");
+        assert_eq!(summary(&o), (3, 3), "{cmd}");
+        assert_eq!(
+            stderr(&o).matches("the target broke the protocol").count(),
+            3,
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(why));
+    }
+    // A command that cannot be started is a usage problem, before any program.
+    let o = campaign(dir.path(), "/nonexistent/target", 3, 1, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).is_empty());
+    assert!(stderr(&o).contains("cannot be started"), "{}", stderr(&o));
+    for args in [
+        &["fuzz", "--target", "  ", "--programs", "1"][..],
+        &["fuzz", "--target", "true", "--target-timeout", "0"],
+        &["fuzz", "--profile", "einsum", "--programs", "1"],
+        &["fuzz", "--profile", "matmul", "--programs", "1"],
+    ] {
+        let o = teil_in(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+fn npy(p: &Path) -> teil_interp::Tensor {
+    teil_interp::npy::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn export_writes_cases_whose_expected_outputs_are_the_oracles() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = teil_in(
+        dir.path(),
+        &[
+            "fuzz",
+            "--export",
+            "vectors",
+            "--programs",
+            "30",
+            "--seed",
+            "4",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "30 cases written to vectors\n");
+    let root = dir.path().join("vectors");
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["format"], "teil-vectors/1");
+    assert_eq!(index["seed"], 4);
+    let cases = index["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 30);
+    for case in cases {
+        let d = root.join(case["dir"].as_str().unwrap());
+        let text = std::fs::read_to_string(d.join("program.teil")).unwrap();
+        let (c, _) = teil::compile(&text).expect("the exported program checks");
+        let prefix = std::fs::read_to_string(d.join("program.prefix.teil")).unwrap();
+        let (p, _) = teil::compile(&prefix).expect("the prefix form checks");
+        assert!(p.program().same_as(c.program()));
+        let mut inputs = std::collections::BTreeMap::new();
+        for name in case["inputs"].as_object().unwrap().keys() {
+            inputs.insert(name.clone(), npy(&d.join(format!("inputs/{name}.npy"))));
+        }
+        let want = teil_interp::run_oracle(&c, &inputs).unwrap();
+        // The ops/1 form, evaluated by the reference evaluator, gives the expected outputs.
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("ops.json")).unwrap()).unwrap();
+        let steps: Vec<teil::ops::Step> = doc["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| teil::ops::Step::from_json(s).unwrap())
+            .collect();
+        let mut env = inputs.clone();
+        teil_fuzz::ops_eval::run(&steps, &mut env, None).unwrap();
+        for (name, shape) in case["outputs"].as_object().unwrap() {
+            let got = npy(&d.join(format!("expected/{name}.npy")));
+            assert_eq!(
+                teil_interp::tensor_shape(&got),
+                serde_json::from_value::<Vec<u64>>(shape.clone()).unwrap()
+            );
+            assert!(teil_interp::same_values(&got, &want[name]), "{name}");
+            if case["tolerance"] == "exact" {
+                assert!(teil_interp::same_values(&got, &env[name]), "{name}");
+            }
+        }
+    }
+    // The same export again is refused, and the first one is left as it was.
+    let before = std::fs::read_to_string(root.join("index.json")).unwrap();
+    let o = teil_in(
+        dir.path(),
+        &[
+            "fuzz",
+            "--export",
+            "vectors",
+            "--programs",
+            "3",
+            "--seed",
+            "5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(root.join("index.json")).unwrap(),
+        before
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(leftovers, vec!["vectors".to_string()]);
+}
+
+#[test]
+fn lower_ops_prints_the_ops_form_of_teil_and_tin_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mm.teil"),
+        "input var A : [2 3]\ninput var B : [3 4]\noutput var C : [2 4]\nC = (A # B) .[2 3]\n",
+    )
+    .unwrap();
+    let o = teil_in(dir.path(), &["lower", "--ops", "mm.teil"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        r#"{
+  "format": "ops/1",
+  "inputs": {"A": [2, 3], "B": [3, 4]},
+  "outputs": {"C": [2, 4]},
+  "undefined": [],
+  "steps": [
+    {"out": "C", "op": "einsum", "args": ["A", "B"], "equation": "ab,bc->ac", "shape": [2, 4]}
+  ]
+}
+"#
+    );
+    let tin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/tin/fig2c.tin");
+    let o = teil_in(dir.path(), &["lower", "--ops", tin.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(doc["format"], "ops/1");
+    assert!(!doc["steps"].as_array().unwrap().is_empty());
+    // An ill-typed program is rejected as by every subcommand.
+    std::fs::write(
+        dir.path().join("bad.teil"),
+        "var A : [2]\nvar B : [3]\nA = B\n",
+    )
+    .unwrap();
+    let o = teil_in(dir.path(), &["lower", "--ops", "bad.teil"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).is_empty());
+}
