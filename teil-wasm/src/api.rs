@@ -1,0 +1,407 @@
+//! The requests of the playground, each a thin conversion between JSON and the toolchain's
+//! library calls. Every answer is a JSON object; a request that cannot be answered gets
+//! `{"error": MESSAGE}` (and, where the program was rejected, its `diagnostics`).
+
+use ndarray::{ArrayD, IxDyn};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use teil::fmt::Style;
+use teil::{CheckedProgram, Diagnostic};
+use teil_interp::Tensor;
+
+/// Handles one JSON request (see `web/README.md` for the requests and their answers).
+pub fn handle(request: &str) -> String {
+    let answer = match serde_json::from_str::<Value>(request) {
+        Ok(Value::Object(req)) => {
+            dispatch(&req).unwrap_or_else(|message| json!({ "error": message }))
+        }
+        Ok(_) => json!({ "error": "the request must be a JSON object" }),
+        Err(e) => json!({ "error": format!("the request is not JSON: {e}") }),
+    };
+    answer.to_string()
+}
+
+pub(crate) fn error_answer(message: &str) -> String {
+    json!({ "error": message }).to_string()
+}
+
+type Answer = Result<Value, String>;
+
+fn dispatch(req: &Map<String, Value>) -> Answer {
+    match str_field(req, "cmd")? {
+        "analyze" => analyze(req),
+        "run" => run(req),
+        "trace" => trace(req),
+        "fmt" => fmt(req),
+        "emit_c" => emit_c(req),
+        "einsum" => einsum(req),
+        "explain" => explain(req),
+        other => Err(format!("unknown request `{other}`")),
+    }
+}
+
+fn str_field<'r>(req: &'r Map<String, Value>, key: &str) -> Result<&'r str, String> {
+    req.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("the request needs a string `{key}`"))
+}
+
+fn u64_field(req: &Map<String, Value>, key: &str, default: u64) -> Result<u64, String> {
+    match req.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("`{key}` must be a non-negative integer")),
+    }
+}
+
+/// The file name the front ends dispatch on: index notation for `"kind": "tin"`.
+fn file_name(req: &Map<String, Value>) -> &'static str {
+    match req.get("kind").and_then(Value::as_str) {
+        Some("tin") => "playground.tin",
+        _ => "playground.teil",
+    }
+}
+
+fn diagnostics_json(diags: &[Diagnostic], file: &str, src: &str) -> Vec<Value> {
+    diags
+        .iter()
+        .map(|d| {
+            // The one JSON form of a diagnostic is the CLI's (`teil check --format json`).
+            serde_json::from_str(&teil::render::render_json(d, file, src))
+                .expect("render_json prints JSON")
+        })
+        .collect()
+}
+
+/// Parses and checks the request's `source`; `Err` is the answer for a rejected program.
+fn load(req: &Map<String, Value>) -> Result<(CheckedProgram, Vec<Diagnostic>, &str), Value> {
+    let src = str_field(req, "source").map_err(|e| json!({ "error": e }))?;
+    let file = file_name(req);
+    teil::guard::load(file, src)
+        .map(|(p, warnings)| (p, warnings, src))
+        .map_err(|diags| {
+            json!({
+                "error": "the program is rejected",
+                "diagnostics": diagnostics_json(&diags, file, src),
+            })
+        })
+}
+
+/// `analyze`: diagnostics, and for a well-typed program its variables and the shape of every
+/// statement's right-hand side.
+fn analyze(req: &Map<String, Value>) -> Answer {
+    let src = str_field(req, "source")?;
+    let file = file_name(req);
+    Ok(match teil::guard::load(file, src) {
+        Err(diags) => json!({
+            "ok": false,
+            "diagnostics": diagnostics_json(&diags, file, src),
+            "statements": [],
+            "variables": [],
+        }),
+        Ok((p, warnings)) => {
+            let statements: Vec<Value> = p
+                .program()
+                .stmts
+                .iter()
+                .map(|s| {
+                    let (line, _) = teil::render::line_col(src, s.span.start);
+                    json!({
+                        "target": s.target.name,
+                        "shape": p.shape(&s.value),
+                        "start": s.span.start,
+                        "end": s.span.end,
+                        "line": line,
+                    })
+                })
+                .collect();
+            let variables: Vec<Value> = p
+                .program()
+                .decls
+                .iter()
+                .map(|d| {
+                    json!({
+                        "name": d.name.name,
+                        "shape": d.shape(),
+                        "qualifier": d.qualifier.map(|q| q.keyword()),
+                        "input": p.is_input(d),
+                        "output": p.is_output(d),
+                    })
+                })
+                .collect();
+            json!({
+                "ok": true,
+                "diagnostics": diagnostics_json(&warnings, file, src),
+                "statements": statements,
+                "variables": variables,
+            })
+        }
+    })
+}
+
+/// Most cells the playground evaluates in one run: the page is for small examples, and the
+/// evaluation runs on the page's worker.
+const MAX_PLAYGROUND_CELLS: u64 = 1 << 24;
+
+/// Builds the inputs: values given as nested lists win, the others are small random integers
+/// from `seed` (as `teil run --random-inputs`).
+fn inputs(
+    p: &CheckedProgram,
+    req: &Map<String, Value>,
+) -> Result<BTreeMap<String, Tensor>, String> {
+    for d in &p.program().decls {
+        let cells = d.shape().iter().try_fold(1u64, |a, &n| a.checked_mul(n));
+        if cells.is_none_or(|c| c > MAX_PLAYGROUND_CELLS) {
+            return Err(format!(
+                "`{}` has more than {MAX_PLAYGROUND_CELLS} cells; the playground runs small programs (use `teil run`)",
+                d.name.name
+            ));
+        }
+    }
+    let seed = u64_field(req, "seed", 1)?;
+    let mut out = teil_interp::random_inputs(p, seed);
+    if let Some(given) = req.get("inputs") {
+        let given = given
+            .as_object()
+            .ok_or("`inputs` must map variable names to nested lists")?;
+        for (name, value) in given {
+            let shape = p
+                .var_shape(name)
+                .ok_or_else(|| format!("`{name}` is not a variable of the program"))?;
+            let t = from_nested(name, value, shape)?;
+            teil_interp::check_input(p, name, &t).map_err(|e| e.to_string())?;
+            out.insert(name.clone(), t);
+        }
+    }
+    Ok(out)
+}
+
+/// A tensor from nested JSON lists of numbers (`null` is NaN, the undefined value).
+fn from_nested(name: &str, value: &Value, shape: &[u64]) -> Result<Tensor, String> {
+    fn walk(v: &Value, depth: usize, shape: &[u64], out: &mut Vec<f64>) -> Result<(), String> {
+        if depth == shape.len() {
+            return match v {
+                Value::Number(n) => {
+                    out.push(n.as_f64().unwrap_or(f64::NAN));
+                    Ok(())
+                }
+                Value::Null => {
+                    out.push(f64::NAN);
+                    Ok(())
+                }
+                _ => Err(format!("expected a number at depth {depth}, found {v}")),
+            };
+        }
+        let items = v
+            .as_array()
+            .ok_or_else(|| format!("expected a list of {} at depth {depth}", shape[depth]))?;
+        if items.len() as u64 != shape[depth] {
+            return Err(format!(
+                "expected {} items at depth {depth}, found {}",
+                shape[depth],
+                items.len()
+            ));
+        }
+        items
+            .iter()
+            .try_for_each(|i| walk(i, depth + 1, shape, out))
+    }
+    let mut data = Vec::new();
+    walk(value, 0, shape, &mut data).map_err(|e| format!("input `{name}`: {e}"))?;
+    let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+    ArrayD::from_shape_vec(IxDyn(&dims), data).map_err(|e| format!("input `{name}`: {e}"))
+}
+
+/// A tensor as nested lists; NaN (the undefined value at the boundary) is `null`.
+fn to_nested(t: &Tensor) -> Value {
+    fn rec(t: ndarray::ArrayViewD<'_, f64>) -> Value {
+        if t.ndim() == 0 {
+            let x = t[IxDyn(&[])];
+            return if x.is_nan() { Value::Null } else { json!(x) };
+        }
+        Value::Array(t.outer_iter().map(rec).collect())
+    }
+    rec(t.view())
+}
+
+fn tensors_json(
+    names: impl Iterator<Item = String>,
+    values: &BTreeMap<String, Tensor>,
+) -> Vec<Value> {
+    names
+        .filter_map(|name| {
+            values.get(&name).map(|t| {
+                json!({
+                    "name": name,
+                    "shape": teil_interp::tensor_shape(t),
+                    "data": to_nested(t),
+                })
+            })
+        })
+        .collect()
+}
+
+/// `run`: the fast evaluator on the given or random inputs; every output and every input.
+fn run(req: &Map<String, Value>) -> Answer {
+    let (p, _, _) = match load(req) {
+        Ok(l) => l,
+        Err(answer) => return Ok(answer),
+    };
+    let inputs = inputs(&p, req)?;
+    let results = teil_interp::run_fast(&p, &inputs).map_err(|e| e.to_string())?;
+    let decls = &p.program().decls;
+    let outputs = decls
+        .iter()
+        .filter(|d| p.is_output(d))
+        .map(|d| d.name.name.clone());
+    let ins = decls
+        .iter()
+        .filter(|d| inputs.contains_key(&d.name.name))
+        .map(|d| d.name.name.clone());
+    Ok(json!({
+        "outputs": tensors_json(outputs, &results),
+        "inputs": tensors_json(ins, &inputs),
+    }))
+}
+
+/// Parses `C[1,2]` / `C[1 2]` / `s` into a name and 1-based indices.
+fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
+    let usage =
+        || format!("cannot read the cell `{cell}`: write `NAME[i, j, ...]` with 1-based indices");
+    let cell = cell.trim();
+    let (name, rest) = match cell.split_once('[') {
+        Some((n, r)) => (n.trim(), Some(r.strip_suffix(']').ok_or_else(usage)?)),
+        None => (cell, None),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return Err(usage());
+    }
+    let idx = match rest {
+        None => Vec::new(),
+        Some(r) if r.trim().is_empty() => Vec::new(),
+        Some(r) => r
+            .split(',')
+            .flat_map(|part| {
+                let words: Vec<&str> = part.split_whitespace().collect();
+                if words.is_empty() {
+                    vec![Err(usage())]
+                } else {
+                    words
+                        .into_iter()
+                        .map(|w| w.parse::<u64>().map_err(|_| usage()))
+                        .collect()
+                }
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok((name.to_string(), idx))
+}
+
+/// `trace`: the unfolding of the semantics at one cell, with values.
+fn trace(req: &Map<String, Value>) -> Answer {
+    let (p, _, src) = match load(req) {
+        Ok(l) => l,
+        Err(answer) => return Ok(answer),
+    };
+    let (name, idx) = parse_cell(str_field(req, "cell")?)?;
+    let inputs = inputs(&p, req)?;
+    let style = style(req, src);
+    let lines = teil_interp::trace::trace(&p, &name, &idx, Some(&inputs), style)
+        .map_err(|e| e.to_string())?;
+    Ok(json!({
+        "lines": lines
+            .iter()
+            .map(|l| json!({ "text": l.text, "rule": l.rule }))
+            .collect::<Vec<_>>(),
+    }))
+}
+
+/// The syntax asked for, or the one the source uses (the report's `var` means infix).
+fn style(req: &Map<String, Value>, src: &str) -> Style {
+    match req.get("syntax").and_then(Value::as_str) {
+        Some("infix") => Style::Infix,
+        Some("prefix") => Style::Prefix,
+        _ if src.split_whitespace().any(|w| w == "var") => Style::Infix,
+        _ => Style::Prefix,
+    }
+}
+
+/// `fmt`: the canonical form in either syntax, or (`"core": true`) the Core-TeIL form.
+fn fmt(req: &Map<String, Value>) -> Answer {
+    let (p, _, src) = match load(req) {
+        Ok(l) => l,
+        Err(answer) => return Ok(answer),
+    };
+    let style = style(req, src);
+    let program = if req.get("core").and_then(Value::as_bool) == Some(true) {
+        teil::core::desugar(&p).map_err(|d| d.message)?
+    } else {
+        p.program().clone()
+    };
+    Ok(json!({ "text": teil::fmt::program(&program, style) }))
+}
+
+/// `emit_c`: the C99 kernel at padding multiple `pad`.
+fn emit_c(req: &Map<String, Value>) -> Answer {
+    let (p, _, _) = match load(req) {
+        Ok(l) => l,
+        Err(answer) => return Ok(answer),
+    };
+    let opts = teil_cbackend::Options {
+        pad: u64_field(req, "pad", 1)?,
+        ..Default::default()
+    };
+    let text = teil_cbackend::emit_c(&p, &opts).map_err(|e| e.to_string())?;
+    Ok(json!({ "text": text }))
+}
+
+/// `einsum`: an equation and operand shapes lowered to TeIL, or its diagnostics (spans into
+/// the equation).
+fn einsum(req: &Map<String, Value>) -> Answer {
+    let equation = str_field(req, "equation")?;
+    let shapes_text = str_field(req, "shapes")?;
+    let shapes = match teil::guard::parse_shapes(shapes_text) {
+        Ok(s) => s,
+        Err(d) => {
+            return Ok(json!({
+                "ok": false,
+                "diagnostics": diagnostics_json(&[d], "shapes", shapes_text),
+                "in": "shapes",
+            }))
+        }
+    };
+    let style = match req.get("syntax").and_then(Value::as_str) {
+        Some("infix") => Style::Infix,
+        _ => Style::Prefix,
+    };
+    Ok(match teil::guard::einsum(equation, &shapes) {
+        Ok((p, warnings)) => {
+            let out = p.program().stmts.last().map(|s| p.shape(&s.value).to_vec());
+            json!({
+                "ok": true,
+                "program": teil::fmt::program(p.program(), style),
+                "shape": out,
+                "diagnostics": diagnostics_json(&warnings, "equation", equation),
+                "in": "equation",
+            })
+        }
+        Err(diags) => json!({
+            "ok": false,
+            "diagnostics": diagnostics_json(&diags, "equation", equation),
+            "in": "equation",
+        }),
+    })
+}
+
+/// `explain`: the long explanation of a diagnostic code.
+fn explain(req: &Map<String, Value>) -> Answer {
+    let text = str_field(req, "code")?;
+    let code = teil::Code::parse(text.trim())
+        .ok_or_else(|| format!("`{text}` is not a diagnostic code"))?;
+    Ok(json!({
+        "code": code.as_str(),
+        "title": code.title(),
+        "text": code.explanation(),
+    }))
+}

@@ -1,0 +1,148 @@
+//! The playground's requests, answered natively (the same code runs in the browser).
+
+use serde_json::{json, Value};
+
+fn ask(req: Value) -> Value {
+    serde_json::from_str(&teil_wasm::handle(&req.to_string())).expect("answers are JSON")
+}
+
+const MATMUL: &str = "input alloc A : [2, 3]\ninput alloc B : [3, 2]\noutput alloc C : [2, 2]\nC = contr 2 3 (prod A B)\n";
+
+#[test]
+fn analyze_reports_codes_and_shapes() {
+    let a = ask(json!({"cmd": "analyze", "source": MATMUL}));
+    assert_eq!(a["ok"], true);
+    assert_eq!(a["statements"][0]["shape"], json!([2, 2]));
+    assert_eq!(a["statements"][0]["target"], "C");
+    assert_eq!(a["statements"][0]["line"], 4);
+    assert_eq!(
+        a["variables"][0],
+        json!({"name": "A", "shape": [2, 3], "qualifier": "input", "input": true, "output": false})
+    );
+
+    let bad = "alloc A : [2, 3]\nalloc B : [2, 3]\nalloc C : [2, 2]\nC = contr 2 3 (prod A B)\n";
+    let a = ask(json!({"cmd": "analyze", "source": bad}));
+    assert_eq!(a["ok"], false);
+    let d = &a["diagnostics"][0];
+    assert_eq!(d["code"], "E0305");
+    assert_eq!(d["line"], 4);
+    assert!(d["help"].as_str().unwrap().contains("contr"), "{d}");
+}
+
+#[test]
+fn index_notation_is_analysed_as_tin() {
+    let tin = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/tin/fig3a.tin"
+    ))
+    .unwrap();
+    let a = ask(json!({"cmd": "analyze", "source": tin, "kind": "tin"}));
+    assert_eq!(a["ok"], false);
+    assert!(
+        a["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "E0305" || d["code"].as_str().unwrap().starts_with("E05")),
+        "{a}"
+    );
+}
+
+#[test]
+fn run_computes_the_matrix_product() {
+    let a = ask(json!({
+        "cmd": "run", "source": MATMUL,
+        "inputs": {"A": [[1, 2, 3], [4, 5, 6]], "B": [[1, 0], [0, 1], [1, 1]]},
+    }));
+    assert_eq!(a["outputs"][0]["name"], "C");
+    assert_eq!(a["outputs"][0]["data"], json!([[4.0, 5.0], [10.0, 11.0]]));
+    assert_eq!(a["inputs"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn run_marks_undefined_cells_null() {
+    let src = "output alloc A : [2]\noutput alloc B : [2]\nB = A\n";
+    let a = ask(json!({"cmd": "run", "source": src}));
+    assert_eq!(a["outputs"][1]["data"], json!([null, null]));
+}
+
+#[test]
+fn run_rejects_misshaped_inputs_and_large_programs() {
+    let a = ask(json!({"cmd": "run", "source": MATMUL, "inputs": {"A": [[1, 2], [3, 4]]}}));
+    assert!(a["error"].as_str().unwrap().contains("input `A`"), "{a}");
+    let a = ask(json!({"cmd": "run", "source": "alloc A : [100000, 100000]\nA = A\n"}));
+    assert!(
+        a["error"].as_str().unwrap().contains("small programs"),
+        "{a}"
+    );
+}
+
+#[test]
+fn trace_reaches_the_value() {
+    let a = ask(json!({
+        "cmd": "trace", "source": MATMUL, "cell": "C[2, 1]",
+        "inputs": {"A": [[1, 2, 3], [4, 5, 6]], "B": [[1, 0], [0, 1], [1, 1]]},
+    }));
+    let lines = a["lines"].as_array().unwrap();
+    assert!(lines.len() >= 3, "{a}");
+    assert_eq!(
+        lines.last().unwrap()["text"].as_str().unwrap().trim(),
+        "= 10"
+    );
+    let a = ask(json!({"cmd": "trace", "source": MATMUL, "cell": "C[1,,2]"}));
+    assert!(
+        a["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot read the cell"),
+        "{a}"
+    );
+}
+
+#[test]
+fn fmt_core_and_c() {
+    let a = ask(json!({"cmd": "fmt", "source": MATMUL, "syntax": "infix"}));
+    assert!(
+        a["text"].as_str().unwrap().contains("C = (A # B) .[2 3]"),
+        "{a}"
+    );
+    let a = ask(json!({"cmd": "fmt", "source": MATMUL, "core": true}));
+    assert!(a["text"].as_str().unwrap().contains("red+"), "{a}");
+    let a = ask(json!({"cmd": "emit_c", "source": MATMUL, "pad": 4}));
+    assert!(
+        a["text"].as_str().unwrap().contains("void teil_kernel("),
+        "{a}"
+    );
+}
+
+#[test]
+fn einsum_lowers_or_points_into_the_equation() {
+    let a = ask(json!({"cmd": "einsum", "equation": "ij,jk->ik", "shapes": "[[2,3],[3,4]]"}));
+    assert_eq!(a["ok"], true);
+    assert_eq!(a["shape"], json!([2, 4]));
+    assert!(a["program"].as_str().unwrap().contains("contr"), "{a}");
+    let a = ask(json!({"cmd": "einsum", "equation": "ij,jk->ik", "shapes": "[[2,3],[4,4]]"}));
+    assert_eq!(a["ok"], false);
+    assert_eq!(a["in"], "equation");
+    assert!(
+        a["diagnostics"][0]["code"]
+            .as_str()
+            .unwrap()
+            .starts_with("E04"),
+        "{a}"
+    );
+}
+
+#[test]
+fn explain_and_bad_requests() {
+    let a = ask(json!({"cmd": "explain", "code": "E0305"}));
+    assert_eq!(a["code"], "E0305");
+    assert!(!a["text"].as_str().unwrap().is_empty());
+    assert!(ask(json!({"cmd": "nope"}))["error"]
+        .as_str()
+        .unwrap()
+        .contains("unknown request"));
+    assert!(ask(json!([1]))["error"].is_string());
+    let raw: Value = serde_json::from_str(&teil_wasm::handle("{not json")).unwrap();
+    assert!(raw["error"].as_str().unwrap().contains("not JSON"));
+}

@@ -1,0 +1,170 @@
+// End-to-end tests of the built playground (web/dist) in headless Chromium (Debian's package,
+// driven by playwright-core). Screenshots go to web/test-results/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { serve } from './serve.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dist = path.join(here, '..', 'dist');
+const results = path.join(here, '..', 'test-results');
+const repo = path.join(here, '..', '..');
+
+let server, browser, base;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(dist, 'index.html')), 'web/dist is missing: run web/build first');
+  fs.mkdirSync(results, { recursive: true });
+  server = await serve(dist);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function open(program, { kind, width = 1280, height = 860 } = {}) {
+  const page = await browser.newPage({ viewport: { width, height } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e));
+  const hash = program === undefined ? '' : `#code=${encodeURIComponent(program)}${kind ? `&kind=${kind}` : ''}`;
+  await page.goto(base + 'index.html' + hash);
+  page.errors = errors;
+  return page;
+}
+
+async function analysed(page) {
+  await page.waitForFunction(() => document.body.dataset.ok !== undefined);
+}
+
+const matmul = 'input alloc A : [2, 3]\ninput alloc B : [3, 2]\noutput alloc C : [2, 2]\nC = contr 2 3 (prod A B)\n';
+
+test('an ill-typed program shows its code, rule and help; the quick fix makes it well typed', async () => {
+  const tvm = fs.readFileSync(path.join(repo, 'examples', 'tvm_fig3a.teil'), 'utf8');
+  const page = await open(tvm);
+  await page.waitForSelector('.diag[data-code=E0305]');
+  const text = await page.textContent('.diag[data-code=E0305]');
+  assert.match(text, /T-Contr|T-Diag/);
+  assert.match(text, /help:/);
+  await page.screenshot({ path: path.join(results, 'ill-typed.png') });
+  const fix = page.locator('.diag[data-code=E0305] button.fix').first();
+  await fix.click();
+  await page.waitForFunction(() => document.body.dataset.ok === 'true');
+  assert.equal(await page.locator('.diag.error').count(), 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('run shows the matrix product', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  await page.click('#t-run');
+  await page.click('#tab-run summary');
+  await page.fill('#inputs', JSON.stringify({ A: [[1, 2, 3], [4, 5, 6]], B: [[1, 0], [0, 1], [1, 1]] }));
+  await page.click('#run');
+  await page.waitForSelector('table[data-name=C]');
+  const cells = await page.locator('table[data-name=C] td').allTextContents();
+  assert.deepEqual(cells, ['4', '5', '10', '11']);
+  await page.screenshot({ path: path.join(results, 'run.png') });
+  await page.close();
+});
+
+test('a trace steps through the semantics to the cell value', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  await page.click('#t-trace');
+  await page.fill('#cell', 'C[2, 1]');
+  await page.click('#trace');
+  await page.waitForSelector('#trace-out li');
+  const steps = await page.locator('#trace-out li code').allTextContents();
+  assert.ok(steps.length >= 3);
+  assert.ok(steps[0].includes('contr 2 3 (prod A B)'), steps[0]);
+  // Random inputs with seed 1, as `teil trace --random-inputs 1`: the last line is the value.
+  assert.match(steps.at(-1).trim(), /^= -?\d+$/);
+  await page.keyboard.press('End');
+  for (let i = 0; i < steps.length; i++) await page.click('#step-next');
+  assert.equal(await page.textContent('#step-pos'), `step ${steps.length} of ${steps.length}`);
+  await page.screenshot({ path: path.join(results, 'trace.png') });
+  await page.close();
+});
+
+test('the share link round-trips and follows edits', async () => {
+  const program = 'alloc A : [2]\nalloc B : [2]\nB = A + A // ünïcode & #hash\n';
+  const page = await open(program);
+  await analysed(page);
+  assert.equal(await page.evaluate(() => window.teilEditor.state.doc.toString()), program);
+  await page.click('.cm-content');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('A = B\n');
+  await page.waitForFunction(() => decodeURIComponent(location.hash).includes('A = B'));
+  const hash = await page.evaluate(() => location.hash);
+  assert.equal(decodeURIComponent(hash.slice('#code='.length)), program + 'A = B\n');
+  const second = await open(decodeURIComponent(hash.slice('#code='.length)));
+  await analysed(second);
+  assert.equal(await second.evaluate(() => document.body.dataset.ok), 'true');
+  await page.close();
+  await second.close();
+});
+
+test('the C tab shows the kernel, with a padding selector', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  await page.click('#t-c');
+  await page.waitForFunction(() => document.getElementById('c-out').textContent.includes('void teil_kernel'));
+  await page.selectOption('#pad', '4');
+  await page.waitForFunction(() => /padded|\b4\b/.test(document.getElementById('c-out').textContent));
+  await page.screenshot({ path: path.join(results, 'c.png') });
+  await page.close();
+});
+
+test('einsum mode lowers an equation and points into it', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  await page.check('input[name=mode][value=einsum]');
+  await page.waitForFunction(() => document.getElementById('einsum-out').textContent.includes('contr'));
+  await page.fill('#shapes', '[[2,3],[4,4]]');
+  await page.waitForSelector('#problems .diag');
+  assert.match(await page.textContent('#problems .diag'), /E04\d\d/);
+  await page.close();
+});
+
+test('usable from the keyboard and on a phone-sized screen', async () => {
+  const page = await open(matmul, { width: 390, height: 844 });
+  await analysed(page);
+  await page.focus('#t-shapes');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 't-run');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.isVisible('#tab-run'), true);
+  await page.screenshot({ path: path.join(results, 'phone.png'), fullPage: true });
+  await page.close();
+});
+
+test('analysis time of a 200-line program (reported, not asserted)', async () => {
+  const lines = ['alloc A : [4, 4]', 'alloc B : [4, 4]'];
+  for (let i = 0; i < 198; i++) lines.push(i % 2 ? 'B = contr 2 3 (prod A A)' : 'A = transp 1 2 (B + A)');
+  const page = await open(lines.join('\n') + '\n');
+  await analysed(page);
+  await page.click('.cm-content');
+  await page.keyboard.press('Control+End');
+  for (let i = 0; i < 5; i++) {
+    await page.keyboard.type(' ');
+    await page.waitForTimeout(400);
+  }
+  const times = await page.evaluate(() => window.teilAnalysisTimes.slice());
+  const sorted = [...times].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  fs.writeFileSync(path.join(results, 'analysis-times.json'), JSON.stringify({ lines: 200, times, median }, null, 1));
+  console.log(`analysis of a 200-line program: median ${median.toFixed(2)} ms over ${times.length} edits`);
+  assert.ok(times.length >= 2, 'analysis ran on every edit');
+  await page.close();
+});
