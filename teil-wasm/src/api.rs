@@ -140,9 +140,16 @@ fn analyze(req: &Map<String, Value>) -> Answer {
     })
 }
 
-/// Most cells the playground evaluates in one run: the page is for small examples, and the
-/// evaluation runs on the page's worker.
-const MAX_PLAYGROUND_CELLS: u64 = 1 << 24;
+/// The budget of the playground's runs and traces (spec/limits.md, "Evaluation budgets"): a
+/// browser tab has far less memory than a machine, and the page stops a request after 20 s,
+/// so runs over these are refused up front with the evaluators' codes (E0701, E0702).
+fn budget() -> teil_interp::Budget {
+    teil_interp::Budget {
+        max_memory: 256 << 20,
+        max_work: 100_000_000,
+        ..teil_interp::Budget::default()
+    }
+}
 
 /// Builds the inputs: values given as nested lists win, the others are small random integers
 /// from `seed` (as `teil run --random-inputs`).
@@ -150,15 +157,10 @@ fn inputs(
     p: &CheckedProgram,
     req: &Map<String, Value>,
 ) -> Result<BTreeMap<String, Tensor>, String> {
-    for d in &p.program().decls {
-        let cells = d.shape().iter().try_fold(1u64, |a, &n| a.checked_mul(n));
-        if cells.is_none_or(|c| c > MAX_PLAYGROUND_CELLS) {
-            return Err(format!(
-                "`{}` has more than {MAX_PLAYGROUND_CELLS} cells; the playground runs small programs (use `teil run`)",
-                d.name.name
-            ));
-        }
-    }
+    // Random inputs are allocated before the evaluator's own estimate is checked.
+    budget()
+        .check_memory(&teil_interp::budget::fast_bytes(p))
+        .map_err(|e| e.coded())?;
     let seed = u64_field(req, "seed", 1)?;
     let mut out = teil_interp::random_inputs(p, seed);
     if let Some(given) = req.get("inputs") {
@@ -249,7 +251,7 @@ fn run(req: &Map<String, Value>) -> Answer {
         Err(answer) => return Ok(answer),
     };
     let inputs = inputs(&p, req)?;
-    let results = teil_interp::run_fast(&p, &inputs).map_err(|e| e.to_string())?;
+    let results = teil_interp::run_fast_with(&p, &inputs, &budget()).map_err(|e| e.coded())?;
     let decls = &p.program().decls;
     let outputs = decls
         .iter()
@@ -265,49 +267,16 @@ fn run(req: &Map<String, Value>) -> Answer {
     }))
 }
 
-/// Parses `C[1,2]` / `C[1 2]` / `s` into a name and 1-based indices.
-fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
-    let usage =
-        || format!("cannot read the cell `{cell}`: write `NAME[i, j, ...]` with 1-based indices");
-    let cell = cell.trim();
-    let (name, rest) = match cell.split_once('[') {
-        Some((n, r)) => (n.trim(), Some(r.strip_suffix(']').ok_or_else(usage)?)),
-        None => (cell, None),
-    };
-    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-        return Err(usage());
-    }
-    let idx = match rest {
-        None => Vec::new(),
-        Some(r) if r.trim().is_empty() => Vec::new(),
-        Some(r) => r
-            .split(',')
-            .flat_map(|part| {
-                let words: Vec<&str> = part.split_whitespace().collect();
-                if words.is_empty() {
-                    vec![Err(usage())]
-                } else {
-                    words
-                        .into_iter()
-                        .map(|w| w.parse::<u64>().map_err(|_| usage()))
-                        .collect()
-                }
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    Ok((name.to_string(), idx))
-}
-
 /// `trace`: the unfolding of the semantics at one cell, with values.
 fn trace(req: &Map<String, Value>) -> Answer {
     let (p, _, src) = match load(req) {
         Ok(l) => l,
         Err(answer) => return Ok(answer),
     };
-    let (name, idx) = parse_cell(str_field(req, "cell")?)?;
+    let (name, idx) = teil::interface::parse_cell(str_field(req, "cell")?)?;
     let inputs = inputs(&p, req)?;
     let style = style(req, src);
-    let lines = teil_interp::trace::trace(&p, &name, &idx, Some(&inputs), style)
+    let lines = teil_interp::trace::trace(&p, &name, &idx, Some(&inputs), style, &budget())
         .map_err(|e| e.to_string())?;
     Ok(json!({
         "lines": lines
@@ -322,8 +291,7 @@ fn style(req: &Map<String, Value>, src: &str) -> Style {
     match req.get("syntax").and_then(Value::as_str) {
         Some("infix") => Style::Infix,
         Some("prefix") => Style::Prefix,
-        _ if src.split_whitespace().any(|w| w == "var") => Style::Infix,
-        _ => Style::Prefix,
+        _ => teil::interface::written_style(src),
     }
 }
 
