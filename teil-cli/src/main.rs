@@ -201,6 +201,8 @@ enum Command {
     /// Differential fuzzing: random programs through the oracle, the fast evaluator and the C
     /// backend at several padding multiples, with metamorphic variants (spec/fuzzing.md).
     Fuzz(fuzz::FuzzArgs),
+    /// Run the language server for editors (LSP 3.17 over standard input and output).
+    Lsp,
 }
 
 fn main() -> ExitCode {
@@ -294,6 +296,13 @@ fn main() -> ExitCode {
             color,
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),
+        Command::Lsp => match teil_lsp::run_stdio() {
+            Ok(()) => 0,
+            Err(e) => {
+                input::fail(&e.to_string());
+                2
+            }
+        },
     };
     ExitCode::from(code)
 }

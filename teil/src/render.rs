@@ -131,6 +131,12 @@ pub fn render_json(diag: &Diagnostic, file: &str, src: &str) -> String {
         "labels": labels,
         "notes": diag.notes,
         "help": diag.help,
+        "fixes": diag.fixes.iter().map(|f| json!({
+            "title": f.title,
+            "edits": f.edits.iter().map(|e| json!({
+                "span": span(&e.span), "replacement": e.replacement,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     })
     .to_string()
 }
