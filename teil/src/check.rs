@@ -725,8 +725,8 @@ pub fn rule_name(e: &Expr, operands: &[&[u64]]) -> &'static str {
         ExprKind::Lit(_) => "T-Lit",
         ExprKind::Paren(_) => "T-Paren",
         ExprKind::Binary(op, ..) => match (op, operands) {
-            (BinOp::Mul, [a, _]) if a.is_empty() => "T-SMul",
-            (BinOp::Div, [_, b]) if b.is_empty() => "T-SDiv",
+            (BinOp::Mul, [[], _]) => "T-SMul",
+            (BinOp::Div, [_, []]) => "T-SDiv",
             (BinOp::Add, _) => "T-Add",
             (BinOp::Mul, _) => "T-Mul",
             (BinOp::Sub | BinOp::Div, _) => "T-Elem",
