@@ -446,3 +446,64 @@ fn bad_requests_are_answered_with_errors() {
     );
     c.shutdown();
 }
+
+#[path = "../../teil/tests/parser_fuzz/input.rs"]
+mod input;
+
+fn corpus() -> &'static input::Corpus {
+    static CORPUS: std::sync::OnceLock<input::Corpus> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| input::Corpus::load(&root()))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// The parser fuzzer's inputs, opened as documents: every request at any position gets a
+    /// result, never an error (a panic would answer `InternalError`).
+    #[test]
+    fn every_request_on_fuzz_inputs_gets_a_result(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        line in 0u32..12,
+        character in 0u32..60,
+    ) {
+        let (text, uri) = match input::decode(&bytes, corpus()) {
+            input::Input::Teil(s) => (s, "file:///fuzz/input.teil"),
+            input::Input::IndexNotation(s) => (s, "file:///fuzz/input.tin"),
+            input::Input::Einsum(..) => return Ok(()),
+        };
+        let mut c = Client::start();
+        c.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": {
+                "uri": uri, "languageId": "teil", "version": 1, "text": text
+            }}),
+        );
+        let published = c.next_notification();
+        proptest::prop_assert_eq!(published.method.as_str(), "textDocument/publishDiagnostics");
+        let doc = json!({ "uri": uri });
+        let at = json!({ "textDocument": doc, "position": { "line": line, "character": character } });
+        let whole = json!({ "start": { "line": 0, "character": 0 },
+                            "end": { "line": line, "character": character } });
+        let mut refs = at.clone();
+        refs["context"] = json!({ "includeDeclaration": false });
+        for (method, params) in [
+            ("textDocument/hover", at.clone()),
+            ("textDocument/definition", at.clone()),
+            ("textDocument/references", refs),
+            ("textDocument/documentSymbol", json!({ "textDocument": doc })),
+            ("textDocument/formatting", json!({ "textDocument": doc,
+                "options": { "tabSize": 4, "insertSpaces": true } })),
+            ("textDocument/codeAction", json!({ "textDocument": doc, "range": whole,
+                "context": { "diagnostics": [] } })),
+            ("textDocument/inlayHint", json!({ "textDocument": doc, "range": whole })),
+        ] {
+            let r = c.request(method, params);
+            proptest::prop_assert!(r.error.is_none(), "{method}: {:?}\n{text:?}", r.error);
+        }
+        c.shutdown();
+    }
+}
