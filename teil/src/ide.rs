@@ -516,7 +516,7 @@ mod tests {
         // Past the end of a line (the `\r` excluded): the line's end.
         let line1_end = text.find('\r').unwrap();
         assert_eq!(ix.offset(text, 1, 99), line1_end);
-        assert_eq!(ix.position(text, line1_end), (1, 10));
+        assert_eq!(ix.position(text, line1_end), (1, 11)); // "A = B // " 9 + 🦀 2
         // Past the last line: the end of the text.
         assert_eq!(ix.offset(text, 7, 0), text.len());
         assert_eq!(ix.position(text, text.len() + 5), (2, 1));
