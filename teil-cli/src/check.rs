@@ -2,7 +2,7 @@
 
 use crate::input::{fail, read_source, report};
 use crate::{Color, FmtSyntax, Format};
-use teil::{fmt, Code, Diagnostic};
+use teil::{fmt, Code};
 
 pub fn check(files: &[String], format: Format, color: Color) -> u8 {
     let mut status = 0;
@@ -35,7 +35,7 @@ pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
         FmtSyntax::Prefix => fmt::Style::Prefix,
         FmtSyntax::Infix => fmt::Style::Infix,
     };
-    let program = if core {
+    let text = if core {
         let checked = match teil::compile(&src.text) {
             Ok((checked, _)) => checked,
             Err(diags) => {
@@ -43,61 +43,33 @@ pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
                 return 1;
             }
         };
-        match teil::core::desugar(&checked) {
+        let program = match teil::core::desugar(&checked) {
             Ok(p) => p,
             Err(d) => {
                 report(&[d], &src, Format::Text, color);
                 return 1;
             }
-        }
-    } else {
-        // Formatting needs a syntactically valid program, not a well-typed one.
-        let parsed = teil::parse(&src.text);
-        let errors: Vec<Diagnostic> = parsed
-            .diagnostics
-            .into_iter()
-            .filter(Diagnostic::is_error)
-            .collect();
-        if !errors.is_empty() {
-            report(&errors, &src, Format::Text, color);
-            return 1;
-        }
-        parsed.program
-    };
-    let text = fmt::program(&program, style);
-    // Printing can nest deeper than the source did (prefix syntax needs parentheses where infix
-    // needs none, and Core-TeIL adds transpositions), so the output is parsed back before it
-    // is printed: `teil fmt` never prints a program that `teil check` would reject as too deep.
-    let reparsed = teil::parse(&text).diagnostics;
-    if let Some(bad) = reparsed.iter().find(|d| d.is_error()) {
-        let line = text[..bad.primary.span.start.min(text.len())]
-            .matches('\n')
-            .count();
-        let diag = match line.checked_sub(program.decls.len()) {
-            Some(k) if bad.code == Code::TooDeep && k < program.stmts.len() => Diagnostic::new(
-                Code::TooDeep,
-                format!(
-                    "{} is nested too deeply to be read back",
-                    what_printed(style, core)
-                ),
-                program.stmts[k].span.clone(),
-                "this statement",
-            )
-            .with_help("split the statement into several statements over temporaries"),
-            _ => bad.clone(),
         };
-        report(&[diag], &src, Format::Text, color);
-        return 1;
-    }
-    print!("{text}");
-    0
-}
-
-fn what_printed(style: fmt::Style, core: bool) -> &'static str {
-    match (core, style) {
-        (true, _) => "the printed Core-TeIL form of this statement",
-        (false, fmt::Style::Prefix) => "the prefix form of this statement",
-        (false, fmt::Style::Infix) => "the infix form of this statement",
+        // Desugaring keeps each statement's span, so the comments find their items.
+        fmt::read_back(
+            &program,
+            style,
+            "the printed Core-TeIL form of this statement",
+        )
+        .map(|()| fmt::with_comments(&program, &src.text, style))
+        .map_err(|d| vec![d])
+    } else {
+        fmt::source(&src.text, style)
+    };
+    match text {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(diags) => {
+            report(&diags, &src, Format::Text, color);
+            1
+        }
     }
 }
 

@@ -226,6 +226,8 @@ enum Command {
         #[arg(long, value_name = "BUG")]
         plant: Option<String>,
     },
+    /// Run the language server for editors (LSP 3.17 over standard input and output).
+    Lsp,
 }
 
 fn main() -> ExitCode {
@@ -329,6 +331,13 @@ fn main() -> ExitCode {
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),
         Command::OpsTarget { plant } => ops_target::ops_target(plant.as_deref()),
+        Command::Lsp => match teil_lsp::run_stdio() {
+            Ok(()) => 0,
+            Err(e) => {
+                input::fail(&e.to_string());
+                2
+            }
+        },
     };
     ExitCode::from(code)
 }

@@ -173,6 +173,12 @@ fn json_lines_carry_every_field() {
     );
     assert_eq!(&BAD[start..end], "1 3");
     assert_eq!(v["labels"][0]["message"], "this has shape [4, 6, 5, 6]");
+    // The help's suggestion as an edit: the nearest pair of equal extents.
+    let fix = &v["fixes"][0];
+    assert_eq!(fix["title"], "replace with `contr 2 4`");
+    assert_eq!(fix["edits"][0]["span"]["start"], v["span"]["start"]);
+    assert_eq!(fix["edits"][0]["span"]["end"], v["span"]["end"]);
+    assert_eq!(fix["edits"][0]["replacement"], "2 4");
     // Warnings are JSON lines too.
     let (_w, warn) = file("warn.teil", WARN);
     let o = teil(&["check", "--format", "json", &warn]);
@@ -288,6 +294,14 @@ fn fmt_round_trips_in_both_syntaxes() {
             let style: Vec<&str> = args.iter().copied().filter(|a| *a != "--core").collect();
             let second = teil(&[style.as_slice(), &[again_path]].concat());
             assert_eq!(stdout(&second), printed, "{path} {args:?}");
+            // Every comment of the source is kept.
+            let src = std::fs::read_to_string(&path).expect("read");
+            let comments = |t: &str| teil::lexer::lex_with_comments(t).2.len();
+            assert_eq!(
+                comments(&printed),
+                comments(&src),
+                "{path} {args:?}\n{printed}"
+            );
             // Same program as the source, by the library's structural equality.
             if !core {
                 let src = std::fs::read_to_string(&path).expect("read");
@@ -306,19 +320,20 @@ fn fmt_output_is_canonical() {
         "input var A : [2 3]\n  input alloc B:[3,4] // comment\noutput var C : [2 4]\nC = (A # B) .[2 3]\n",
     );
     let prefix = teil(&["fmt", &path]);
+    // Comments are kept (spec/grammar.md).
     assert_eq!(
         stdout(&prefix),
-        "input alloc A : [2, 3]\ninput alloc B : [3, 4]\noutput alloc C : [2, 4]\nC = contr 2 3 (prod A B)\n"
+        "input alloc A : [2, 3]\ninput alloc B : [3, 4] // comment\noutput alloc C : [2, 4]\nC = contr 2 3 (prod A B)\n"
     );
     let infix = teil(&["fmt", "--syntax", "infix", &path]);
     assert_eq!(
         stdout(&infix),
-        "input var A : [2 3]\ninput var B : [3 4]\noutput var C : [2 4]\nC = (A # B) .[2 3]\n"
+        "input var A : [2 3]\ninput var B : [3 4] // comment\noutput var C : [2 4]\nC = (A # B) .[2 3]\n"
     );
     let core = teil(&["fmt", "--core", &path]);
     assert_eq!(
         stdout(&core),
-        "input alloc A : [2, 3]\ninput alloc B : [3, 4]\noutput alloc C : [2, 4]\n\
+        "input alloc A : [2, 3]\ninput alloc B : [3, 4] // comment\noutput alloc C : [2, 4]\n\
          C = red+ 1 (diag 1 2 (transp 1 2 (transp 2 3 (transp 1 2 (transp 2 3 (prod A B))))))\n"
     );
     // A syntax error: nothing on stdout, the diagnostic on stderr, exit 1.

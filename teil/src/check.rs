@@ -12,7 +12,7 @@
 //! the enclosing rules stay silent about it.
 
 use crate::ast::*;
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{Code, Diagnostic, Edit, Fix};
 use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_ELEMENTS, MAX_RANK};
 use std::collections::{HashMap, HashSet};
 
@@ -109,14 +109,57 @@ impl CheckedProgram {
 
 /// Checks a whole program (OK-Prog). `Ok` carries the checked program and its warnings; `Err`
 /// carries every diagnostic found, warnings included, at least one of them an error.
-pub fn check(mut program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
+pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let Partial {
+        program,
+        shapes,
+        diagnostics: diags,
+    } = check_partial(program);
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    let decl_shapes = program.decls.iter().map(Decl::shape).collect();
+    Ok((
+        CheckedProgram {
+            program,
+            // Every node of a program without errors has a shape, except `Error` nodes, which
+            // only a program with syntax errors has (and which nobody evaluates).
+            shapes: shapes.into_iter().map(Option::unwrap_or_default).collect(),
+            decl_shapes,
+        },
+        diags,
+    ))
+}
+
+/// What the checker learnt about a program that need not be well-typed, for editors
+/// ([`crate::ide`]): the numbered program, the shape of every node that type-checks (`None`
+/// for an ill-typed node and everything above it), and every diagnostic. Not a
+/// [`CheckedProgram`]: nothing may evaluate it.
+#[derive(Clone, Debug)]
+pub struct Partial {
+    pub program: Program,
+    shapes: Vec<Option<Shape>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Partial {
+    /// The shape of `e`, a node of this program, if it type-checks.
+    pub fn shape(&self, e: &Expr) -> Option<&[u64]> {
+        self.shapes.get(e.id.0 as usize)?.as_deref()
+    }
+}
+
+/// Runs every rule on every statement, as [`check`] does, and keeps what it learnt whether or
+/// not the program is well-typed. Errors do not cascade (see the module documentation), so
+/// the shapes of the parts that check are the ones [`check`] would record.
+pub fn check_partial(mut program: Program) -> Partial {
     let mut next = 0u32;
     for stmt in &mut program.stmts {
         number(&mut stmt.value, &mut next);
     }
     let mut cx = Checker {
         env: HashMap::new(),
-        shapes: vec![Vec::new(); next as usize],
+        shapes: vec![None; next as usize],
         diags: Vec::new(),
     };
     cx.declarations(&program);
@@ -128,18 +171,11 @@ pub fn check(mut program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), 
         shapes, mut diags, ..
     } = cx;
     diags.sort_by_key(|d| (d.primary.span.start, d.primary.span.end, d.code));
-    if diags.iter().any(Diagnostic::is_error) {
-        return Err(diags);
+    Partial {
+        program,
+        shapes,
+        diagnostics: diags,
     }
-    let decl_shapes = program.decls.iter().map(Decl::shape).collect();
-    Ok((
-        CheckedProgram {
-            program,
-            shapes,
-            decl_shapes,
-        },
-        diags,
-    ))
 }
 
 /// Assigns ids in pre-order.
@@ -155,7 +191,7 @@ struct Checker {
     /// Declared variables; `None` when the declaration itself was rejected, so that uses of it
     /// do not produce further errors.
     env: HashMap<String, Option<Shape>>,
-    shapes: Vec<Shape>,
+    shapes: Vec<Option<Shape>>,
     diags: Vec<Diagnostic>,
 }
 
@@ -271,7 +307,9 @@ impl Checker {
             )
             .with_rule("OK-Stmt");
             let d = match (&rhs, self.suggest(&stmt.target.name)) {
-                (_, Some(s)) => d.with_help(format!("did you mean `{s}`?")),
+                (_, Some(s)) => d
+                    .with_help(format!("did you mean `{s}`?"))
+                    .with_fix(rename(&stmt.target, &s)),
                 (Some(shape), None) => d.with_help(format!(
                     "declare it first, e.g. `alloc {} : {}`",
                     stmt.target.name,
@@ -307,7 +345,9 @@ impl Checker {
                 ),
             );
             if let Some(h) = reshape_hint(&rhs, &target) {
-                d = d.with_help(format!("transposing the right-hand side would fit: `{h}`"));
+                d = d
+                    .with_help(format!("transposing the right-hand side would fit: `{h}`"))
+                    .with_fix(append_postfix(&stmt.value, &h));
             }
             self.diags.push(d);
         }
@@ -359,7 +399,7 @@ impl Checker {
             );
             return None;
         }
-        self.shapes[e.id.0 as usize] = shape.clone();
+        self.shapes[e.id.0 as usize] = Some(shape.clone());
         Some(shape)
     }
 
@@ -377,7 +417,9 @@ impl Checker {
                     )
                     .with_rule("T-Var");
                     if let Some(s) = self.suggest(&v.name) {
-                        d = d.with_help(format!("did you mean `{s}`?"));
+                        d = d
+                            .with_help(format!("did you mean `{s}`?"))
+                            .with_fix(rename(v, &s));
                     }
                     self.diags.push(d);
                     None
@@ -425,7 +467,20 @@ impl Checker {
                             "this has no effect",
                         )
                         .with_rule("T-Transp")
-                        .with_help("remove it, or name two different dimensions"),
+                        .with_help("remove it, or name two different dimensions")
+                        .with_fix(Fix {
+                            title: "remove the transposition".into(),
+                            edits: vec![
+                                Edit {
+                                    span: e.span.start..a.span.start,
+                                    replacement: String::new(),
+                                },
+                                Edit {
+                                    span: a.span.end..e.span.end,
+                                    replacement: String::new(),
+                                },
+                            ],
+                        }),
                     );
                 }
                 let mut t = t;
@@ -573,7 +628,10 @@ impl Checker {
                 "TeIL never broadcasts implicitly: give the scalar the other operand's shape with `expa`"
                     .to_string(),
             ),
-            _ => reshape_hint(&tb, &ta).map(|h| format!("transposing the right operand would fit: `{h}`")),
+            _ => reshape_hint(&tb, &ta).map(|h| {
+                d.fixes.push(append_postfix(b, &h));
+                format!("transposing the right operand would fit: `{h}`")
+            }),
         };
         if let Some(h) = help {
             d = d.with_help(h);
@@ -671,12 +729,44 @@ impl Checker {
                     ("T-Contr", false) => format!("contr {p} {q}"),
                     _ => format!("diag {p} {q}"),
                 };
-                d = d.with_help(format!("did you mean `{spelled}`?"));
+                d = d
+                    .with_help(format!("did you mean `{spelled}`?"))
+                    .with_fix(Fix::replace(
+                        format!("replace with `{spelled}`"),
+                        i.span().start..j.span().end,
+                        format!("{p} {q}"),
+                    ));
             }
             self.diags.push(d);
             return None;
         }
         Some(())
+    }
+}
+
+/// The typing rule that gives a well-typed node its shape, by its name in spec/typing.md, from
+/// the node and its operands' shapes (the element-wise rules depend on which operand is a
+/// scalar, in the order [`Checker::binary`] tries them).
+pub fn rule_name(e: &Expr, operands: &[&[u64]]) -> &'static str {
+    match &e.kind {
+        ExprKind::Var(_) => "T-Var",
+        ExprKind::Lit(_) => "T-Lit",
+        ExprKind::Paren(_) => "T-Paren",
+        ExprKind::Binary(op, ..) => match (op, operands) {
+            (BinOp::Mul, [[], _]) => "T-SMul",
+            (BinOp::Div, [_, []]) => "T-SDiv",
+            (BinOp::Add, _) => "T-Add",
+            (BinOp::Mul, _) => "T-Mul",
+            (BinOp::Sub | BinOp::Div, _) => "T-Elem",
+        },
+        ExprKind::Prod(..) => "T-Prod",
+        ExprKind::Reduce(..) => "T-Red",
+        ExprKind::Transp(..) => "T-Transp",
+        ExprKind::Diag(..) => "T-Diag",
+        ExprKind::Contr(..) => "T-Contr",
+        ExprKind::Expa(..) => "T-Expa",
+        ExprKind::Proj(..) => "T-Proj",
+        ExprKind::Error => "none",
     }
 }
 
@@ -710,6 +800,33 @@ fn reshape_hint(have: &[u64], want: &[u64]) -> Option<String> {
         }
     }
     None
+}
+
+/// The fix for a misspelled name: replace it with `with`.
+fn rename(name: &Ident, with: &str) -> Fix {
+    Fix::replace(format!("replace with `{with}`"), name.span.clone(), with)
+}
+
+/// The fix that applies the postfix operation `postfix` (`^[1 2]`) to `e`, parenthesising `e`
+/// unless it is a name or already parenthesised (postfix operators bind tightest).
+fn append_postfix(e: &Expr, postfix: &str) -> Fix {
+    let atom = matches!(e.kind, ExprKind::Var(_) | ExprKind::Paren(_));
+    let (open, close) = if atom { ("", "") } else { ("(", ")") };
+    let mut edits = Vec::new();
+    if !atom {
+        edits.push(Edit {
+            span: e.span.start..e.span.start,
+            replacement: open.to_string(),
+        });
+    }
+    edits.push(Edit {
+        span: e.span.end..e.span.end,
+        replacement: format!("{close} {postfix}"),
+    });
+    Fix {
+        title: format!("apply `{postfix}`"),
+        edits,
+    }
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

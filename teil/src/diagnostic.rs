@@ -22,6 +22,56 @@ impl Severity {
     }
 }
 
+/// A quick fix: text edits that carry out one suggestion of a diagnostic's help. Fixes are
+/// built beside the help text, where the checker knows the spans, so that editors apply them
+/// without reading messages (`teil lsp` code actions, the `fixes` key of JSON output).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fix {
+    /// What the fix does, as an editor shows it (`replace with \`contr 2 4\``).
+    pub title: String,
+    /// Non-overlapping edits, in source order; applied together.
+    pub edits: Vec<Edit>,
+}
+
+/// Replace the text at `span` with `replacement` (an empty span inserts, an empty replacement
+/// deletes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edit {
+    pub span: Span,
+    pub replacement: String,
+}
+
+impl Fix {
+    /// A fix made of one replacement.
+    pub fn replace(title: impl Into<String>, span: Span, replacement: impl Into<String>) -> Self {
+        Fix {
+            title: title.into(),
+            edits: vec![Edit {
+                span,
+                replacement: replacement.into(),
+            }],
+        }
+    }
+
+    /// Applies the fix to `src`; `None` when an edit is out of bounds, off a character
+    /// boundary, or overlaps the one before it.
+    pub fn apply(&self, src: &str) -> Option<String> {
+        let mut out = String::with_capacity(src.len());
+        let mut at = 0;
+        for e in &self.edits {
+            if e.span.start < at || e.span.end < e.span.start {
+                return None;
+            }
+            out.push_str(src.get(at..e.span.start)?);
+            src.get(e.span.clone())?;
+            out.push_str(&e.replacement);
+            at = e.span.end;
+        }
+        out.push_str(src.get(at..)?);
+        Some(out)
+    }
+}
+
 /// A span with a message attached, as shown under the source line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Label {
@@ -51,6 +101,8 @@ pub struct Diagnostic {
     pub secondary: Vec<Label>,
     pub notes: Vec<String>,
     pub help: Option<String>,
+    /// The help's suggestions as edits, when it makes any.
+    pub fixes: Vec<Fix>,
 }
 
 impl Diagnostic {
@@ -69,6 +121,7 @@ impl Diagnostic {
             secondary: Vec::new(),
             notes: Vec::new(),
             help: None,
+            fixes: Vec::new(),
         }
     }
 
@@ -89,6 +142,12 @@ impl Diagnostic {
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Attaches a quick fix (see [`Fix`]).
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
         self
     }
 

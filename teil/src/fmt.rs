@@ -7,8 +7,17 @@
 //!
 //! **Architecture Invariant:** for every program `p` without syntax errors,
 //! `parse(print(p, s))` is [`Program::same_as`] `p`, and printing is idempotent.
+//!
+//! Comments are trivia: the lexer keeps their spans beside the tokens
+//! ([`crate::lexer::lex_with_comments`]) and [`with_comments`] puts them back, each attached to
+//! an item (a declaration or statement) by position. A comment after an item on the line where
+//! the item ends stays at the end of that line; any other comment is printed on its own line
+//! before the next item (a comment inside a multi-line item goes before that item), or at the end
+//! of the file. One blank line is kept wherever the source has one or more. Every comment is
+//! printed exactly once, so `teil fmt` loses none, and the output formats to itself.
 
 use crate::ast::*;
+use crate::diagnostic::{Code, Diagnostic};
 use std::fmt::Write;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,6 +37,134 @@ pub fn program(p: &Program, style: Style) -> String {
         let _ = writeln!(out, "{} = {}", s.target.name, expr(&s.value, style));
     }
     out
+}
+
+/// Prints `p` like [`program`], with the comments of `src`, the text `p` was parsed from
+/// (spans of `p` must point into `src`; see the module documentation for where comments go).
+pub fn with_comments(p: &Program, src: &str, style: Style) -> String {
+    let (_, _, comments) = crate::lexer::lex_with_comments(src);
+    let items: Vec<(&Span, String)> = p
+        .decls
+        .iter()
+        .map(|d| (&d.span, decl(d, style)))
+        .chain(p.stmts.iter().map(|s| {
+            (
+                &s.span,
+                format!("{} = {}", s.target.name, expr(&s.value, style)),
+            )
+        }))
+        .collect();
+    let mut leading: Vec<Vec<Span>> = vec![Vec::new(); items.len()];
+    let mut trailing: Vec<Option<Span>> = vec![None; items.len()];
+    let mut at_end: Vec<Span> = Vec::new();
+    for c in comments {
+        let line_start = src[..c.start].rfind('\n').map_or(0, |i| i + 1);
+        // The last item that starts before the comment (items are in source order).
+        let prev = items
+            .partition_point(|(s, _)| s.start < c.start)
+            .checked_sub(1);
+        match prev {
+            Some(k) if items[k].0.end <= c.start && items[k].0.end > line_start => {
+                if trailing[k].is_none() {
+                    trailing[k] = Some(c);
+                } else {
+                    // Unreachable for parsed text (a comment runs to the end of its line);
+                    // kept total so that no comment is ever lost.
+                    attach_before(prev.map_or(0, |k| k + 1), c, &mut leading, &mut at_end);
+                }
+            }
+            Some(k) if items[k].0.end > c.start => leading[k].push(c),
+            _ => attach_before(prev.map_or(0, |k| k + 1), c, &mut leading, &mut at_end),
+        }
+    }
+    let mut out = String::new();
+    // Where the last printed piece ended in `src`, to keep blank lines.
+    let mut last: Option<usize> = None;
+    let gap = |out: &mut String, last: &mut Option<usize>, start: usize, end: usize| {
+        if let Some(prev) = *last {
+            let between = src.get(prev..start).unwrap_or("");
+            if between.trim().is_empty() && between.matches('\n').count() >= 2 {
+                out.push('\n');
+            }
+        }
+        *last = Some(end.max(last.unwrap_or(0)));
+    };
+    let comment = |c: &Span| src[c.clone()].trim_end();
+    for (k, (span, text)) in items.iter().enumerate() {
+        for c in &leading[k] {
+            gap(&mut out, &mut last, c.start, c.end);
+            out.push_str(comment(c));
+            out.push('\n');
+        }
+        gap(&mut out, &mut last, span.start, span.end);
+        out.push_str(text);
+        if let Some(c) = &trailing[k] {
+            out.push(' ');
+            out.push_str(comment(c));
+            last = Some(c.end);
+        }
+        out.push('\n');
+    }
+    for c in &at_end {
+        gap(&mut out, &mut last, c.start, c.end);
+        out.push_str(comment(c));
+        out.push('\n');
+    }
+    out
+}
+
+fn attach_before(k: usize, c: Span, leading: &mut [Vec<Span>], at_end: &mut Vec<Span>) {
+    match leading.get_mut(k) {
+        Some(l) => l.push(c),
+        None => at_end.push(c),
+    }
+}
+
+/// What `teil fmt` prints for a TeIL source text: the program in `style` with its comments.
+/// `Err` carries the syntax errors (formatting needs a syntactically valid program, not a
+/// well-typed one), or E0005 when the output could not be read back (see [`read_back`]).
+pub fn source(src: &str, style: Style) -> Result<String, Vec<Diagnostic>> {
+    let parsed = crate::parse(src);
+    let errors: Vec<Diagnostic> = parsed
+        .diagnostics
+        .into_iter()
+        .filter(Diagnostic::is_error)
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let what = match style {
+        Style::Prefix => "the prefix form of this statement",
+        Style::Infix => "the infix form of this statement",
+    };
+    read_back(&parsed.program, style, what).map_err(|d| vec![d])?;
+    Ok(with_comments(&parsed.program, src, style))
+}
+
+/// Checks that the printed form of `p` parses again. Printing can nest deeper than the source
+/// did (prefix syntax needs parentheses where infix needs none, and Core-TeIL adds
+/// transpositions), so `teil fmt` never prints a program that `teil check` would reject as too
+/// deep: the statement whose printed form is too deep gets E0005, `what` naming that form.
+pub fn read_back(p: &Program, style: Style, what: &str) -> Result<(), Diagnostic> {
+    let text = program(p, style);
+    let reparsed = crate::parse(&text).diagnostics;
+    let Some(bad) = reparsed.iter().find(|d| d.is_error()) else {
+        return Ok(());
+    };
+    // One line per item in the comment-free form.
+    let line = text[..bad.primary.span.start.min(text.len())]
+        .matches('\n')
+        .count();
+    Err(match line.checked_sub(p.decls.len()) {
+        Some(k) if bad.code == Code::TooDeep && k < p.stmts.len() => Diagnostic::new(
+            Code::TooDeep,
+            format!("{what} is nested too deeply to be read back"),
+            p.stmts[k].span.clone(),
+            "this statement",
+        )
+        .with_help("split the statement into several statements over temporaries"),
+        _ => bad.clone(),
+    })
 }
 
 pub fn decl(d: &Decl, style: Style) -> String {

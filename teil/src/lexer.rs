@@ -185,8 +185,19 @@ pub struct LexError {
     pub found: char,
 }
 
+/// Spanned tokens and the characters that start none. Comments are dropped; see
+/// [`lex_with_comments`] for the formatter, which keeps them.
 pub fn lex(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>) {
+    let (tokens, errors, _) = lex_with_comments(src);
+    (tokens, errors)
+}
+
+/// [`lex`], plus the span of every `//` comment (to the end of its line, line ending excluded) as
+/// trivia beside the tokens: the parser never sees comments, `teil fmt` re-attaches them.
+#[allow(clippy::type_complexity)]
+pub fn lex_with_comments(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>, Vec<Span>) {
     let bytes = src.as_bytes();
+    let mut comments = Vec::new();
     let mut tokens = Vec::new();
     let mut errors = Vec::new();
     let mut i = if src.starts_with(BOM) { BOM.len() } else { 0 };
@@ -201,6 +212,9 @@ pub fn lex(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>) {
             while i < bytes.len() && bytes[i] != b'\n' {
                 i += 1;
             }
+            // The `\r` of a CRLF line ending is not part of the comment.
+            let end = if bytes[i - 1] == b'\r' { i - 1 } else { i };
+            comments.push(start..end);
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
@@ -278,7 +292,7 @@ pub fn lex(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>) {
             }
         }
     }
-    (tokens, errors)
+    (tokens, errors, comments)
 }
 
 /// `digits ('.' digits)? ([eE] [+-]? digits)?`; a `.` not followed by a digit is left alone so
@@ -382,5 +396,14 @@ mod tests {
         assert_eq!(errs[0].found, '$');
         assert_eq!(errs[1].found, 'é');
         assert_eq!(errs[1].span, 18..20);
+    }
+
+    #[test]
+    fn comments_are_kept_as_trivia() {
+        let src = "A // one é\n// two\r\nB";
+        let (toks, _, comments) = lex_with_comments(src);
+        assert_eq!(toks.len(), 2);
+        let texts: Vec<&str> = comments.iter().map(|c| &src[c.clone()]).collect();
+        assert_eq!(texts, ["// one é", "// two"]);
     }
 }

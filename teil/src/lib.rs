@@ -5,7 +5,8 @@
 //! one, recording the shape of every expression node; evaluators and code generators take a
 //! `CheckedProgram` and read those shapes instead of re-deriving them. [`core`] rewrites a
 //! checked program into Core-TeIL; [`fmt`] prints canonical text; [`render`] turns diagnostics
-//! into ariadne reports or JSON lines.
+//! into ariadne reports or JSON lines; [`ide`] answers editors' questions (hover, definitions,
+//! quick fixes) for `teil lsp`.
 
 // Diagnostics travel in `Result::Err` on the cold path only (a rejected item or statement);
 // boxing them would add an allocation and a layer of indirection to every builder call for no
@@ -19,6 +20,7 @@ pub mod diagnostic;
 pub mod fmt;
 pub mod guard;
 pub mod interface;
+pub mod ide;
 pub mod lexer;
 pub mod limits;
 pub mod ops;

@@ -245,6 +245,12 @@ impl<'s> Renderer<'s> {
             "labels": labels,
             "notes": diag.notes,
             "help": diag.help,
+            "fixes": diag.fixes.iter().map(|f| json!({
+                "title": f.title,
+                "edits": f.edits.iter().map(|e| json!({
+                    "span": span(&e.span), "replacement": e.replacement,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
         })
         .to_string()
     }

@@ -1,0 +1,533 @@
+//! The analysis layer editors talk to: plain functions over an analysed snapshot of one source
+//! text (rust-analyzer's `ide` crate in miniature). `teil lsp` converts its answers to the
+//! protocol; a browser playground can call the same functions through wasm.
+//!
+//! [`Analysis::new`] takes the text and its kind ([`SourceKind::Teil`] or
+//! [`SourceKind::Tin`]) and computes the diagnostics eagerly, exactly as `teil check` does
+//! ([`crate::guard::load`]). Everything that needs shapes (hover, definitions, references,
+//! symbols, inlay hints) reads a [`Partial`] check computed on first use: for a well-typed
+//! program that is the checked program itself; for a program with errors, the checker's shapes
+//! of every part that type-checks (errors do not cascade), so an editor keeps answering while
+//! the student is in the middle of a mistake. Offsets are byte offsets into the text;
+//! [`LineIndex`] is the one place that converts them to and from LSP's UTF-16 positions.
+//!
+//! **Architecture Invariant:** no function here panics, whatever the text and offsets (a
+//! property test feeds it the parser fuzzer's inputs). Index notation (`.tin`) is answered from
+//! the lowered TeIL program when it checks; with errors, only diagnostics and nothing else.
+
+use crate::ast::*;
+use crate::check::{check_partial, rule_name, Partial};
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::fmt::Style;
+use std::cell::OnceCell;
+
+/// Which language a text is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// `.teil`, in either surface syntax.
+    Teil,
+    /// `.tin`, index notation (spec/frontends.md).
+    Tin,
+}
+
+impl SourceKind {
+    /// The kind of a file by its name, as `teil check` decides it.
+    pub fn of_path(path: &str) -> SourceKind {
+        if crate::guard::is_index_notation(path) {
+            SourceKind::Tin
+        } else {
+            SourceKind::Teil
+        }
+    }
+}
+
+/// An analysed snapshot of one text.
+pub struct Analysis {
+    text: String,
+    kind: SourceKind,
+    diagnostics: Vec<Diagnostic>,
+    /// The checked program when the text is well-typed; saves a second check.
+    checked: Option<crate::CheckedProgram>,
+    facts: OnceCell<Partial>,
+}
+
+/// What the cursor is on: the shape of the innermost expression and the rule that gave it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hover {
+    /// The range the answer is about (the expression, or the name).
+    pub range: Span,
+    /// `None` when the expression does not type-check.
+    pub shape: Option<Shape>,
+    /// The typing rule by its name in spec/typing.md (`T-Contr`), for an expression that checks.
+    pub rule: Option<&'static str>,
+    /// The operands' source text and shapes, left to right.
+    pub operands: Vec<(String, Option<Shape>)>,
+    /// The declaration of the variable under the cursor (`input alloc A : [2, 3]`), if any.
+    pub declaration: Option<String>,
+    /// Everything above as Markdown, for a hover popup.
+    pub markdown: String,
+}
+
+type Shape = Vec<u64>;
+
+/// A declaration or statement for an outline view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Symbol {
+    /// The variable's name; a statement is named by its target (`C = ...`).
+    pub name: String,
+    /// The shape and qualifier of a declaration, the right-hand side's shape of a statement.
+    pub detail: String,
+    pub kind: SymbolKind,
+    /// The whole item.
+    pub range: Span,
+    /// The name inside it.
+    pub selection: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    Declaration,
+    Statement,
+}
+
+/// A label shown in the text: the shape of a statement's right-hand side, at its end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InlayHint {
+    pub offset: usize,
+    pub label: String,
+}
+
+/// Why a text cannot be formatted.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum FormatError {
+    /// The text has syntax errors (or prints too deep to read back, E0005); they are in the
+    /// diagnostics.
+    #[error("the program has syntax errors")]
+    Syntax(Vec<Diagnostic>),
+    #[error("index notation (.tin) has no formatter")]
+    Unsupported,
+}
+
+/// What [`Analysis::node_at`] found under an offset.
+enum Node<'a> {
+    Expr(&'a Expr),
+    DeclName(&'a Decl),
+    Target(&'a Stmt),
+}
+
+impl Analysis {
+    pub fn new(text: impl Into<String>, kind: SourceKind) -> Analysis {
+        let text = text.into();
+        let loaded = match kind {
+            SourceKind::Teil => crate::compile(&text),
+            SourceKind::Tin => crate::guard::index_notation(&text),
+        };
+        let (checked, diagnostics) = match loaded {
+            Ok((checked, warnings)) => (Some(checked), warnings),
+            Err(diags) => (None, diags),
+        };
+        Analysis {
+            text,
+            kind,
+            diagnostics,
+            checked,
+            facts: OnceCell::new(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn kind(&self) -> SourceKind {
+        self.kind
+    }
+
+    /// Every diagnostic `teil check` reports for this text, sorted by position.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    fn facts(&self) -> &Partial {
+        self.facts.get_or_init(|| match (&self.checked, self.kind) {
+            // Re-checking a well-typed program is the cheapest way to get its shapes in the
+            // partial form, and keeps one representation for both cases.
+            (Some(checked), _) => check_partial(checked.program().clone()),
+            (None, SourceKind::Teil) => check_partial(crate::parse(&self.text).program),
+            // A `.tin` file with errors has no lowered program to ask.
+            (None, SourceKind::Tin) => check_partial(Program::default()),
+        })
+    }
+
+    /// The one traversal from an offset to the innermost node whose span contains it (ends
+    /// included, so that a cursor just after a name is on the name).
+    fn node_at(&self, offset: usize) -> Option<Node<'_>> {
+        let p = &self.facts().program;
+        let within = |s: &Span| s.start <= offset && offset <= s.end;
+        for d in &p.decls {
+            if within(&d.name.span) && self.is_written(&d.name.span) {
+                return Some(Node::DeclName(d));
+            }
+        }
+        for s in &p.stmts {
+            if within(&s.target.span) && self.is_written(&s.target.span) {
+                return Some(Node::Target(s));
+            }
+            if within(&s.value.span) {
+                let mut e = &s.value;
+                // Descend while a child contains the offset; the depth limit bounds the loop.
+                'down: loop {
+                    for c in e.children() {
+                        if within(&c.span) {
+                            e = c;
+                            continue 'down;
+                        }
+                    }
+                    break;
+                }
+                return Some(Node::Expr(e));
+            }
+        }
+        None
+    }
+
+    /// Whether `span` is a name as written in the text (nodes generated by the `.tin`
+    /// lowering carry the span of the construct they stand for, not of a name).
+    fn is_written(&self, span: &Span) -> bool {
+        self.text
+            .get(span.clone())
+            .is_some_and(|t| t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    }
+
+    /// Where `name` is written at the start of `span`: the span itself for a name node, the
+    /// name's part of an index-notation access `B(i, k)` that a lowered variable stands for.
+    fn written_name(&self, span: &Span, name: &str) -> Option<Span> {
+        let text = self.text.get(span.clone())?;
+        let rest = text.strip_prefix(name)?;
+        let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        if rest.bytes().next().is_some_and(ident) {
+            return None;
+        }
+        Some(span.start..span.start + name.len())
+    }
+
+    fn snippet(&self, span: &Span) -> String {
+        let text = self.text.get(span.clone()).unwrap_or("");
+        let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if one_line.chars().count() > 60 {
+            let cut: String = one_line.chars().take(57).collect();
+            format!("{cut}...")
+        } else {
+            one_line
+        }
+    }
+
+    fn declaration_text(d: &Decl) -> String {
+        crate::fmt::decl(d, Style::Prefix)
+    }
+
+    /// The shape and typing rule of the innermost expression at `offset`, with its operands'
+    /// shapes; for a variable, also its declaration.
+    pub fn hover(&self, offset: usize) -> Option<Hover> {
+        let facts = self.facts();
+        let node = self.node_at(offset)?;
+        let is_name = matches!(
+            node,
+            Node::Target(_)
+                | Node::Expr(Expr {
+                    kind: ExprKind::Var(_),
+                    ..
+                })
+        );
+        let (range, shape, rule, operands, decl) = match node {
+            Node::Expr(e) => {
+                let shape = facts.shape(e).map(<[u64]>::to_vec);
+                let kids = e.children();
+                let operand_shapes: Vec<Option<&[u64]>> =
+                    kids.iter().map(|c| facts.shape(c)).collect();
+                let rule = shape.as_ref().and_then(|_| {
+                    let ops: Option<Vec<&[u64]>> = operand_shapes.iter().copied().collect();
+                    ops.map(|ops| rule_name(e, &ops))
+                });
+                let operands = kids
+                    .iter()
+                    .zip(&operand_shapes)
+                    .map(|(c, s)| (self.snippet(&c.span), s.map(<[u64]>::to_vec)))
+                    .collect();
+                let decl = match &e.kind {
+                    ExprKind::Var(v) => facts.program.decl(&v.name),
+                    _ => None,
+                };
+                (e.span.clone(), shape, rule, operands, decl)
+            }
+            Node::DeclName(d) => (d.name.span.clone(), Some(d.shape()), None, vec![], Some(d)),
+            Node::Target(s) => {
+                let d = facts.program.decl(&s.target.name);
+                (s.target.span.clone(), d.map(Decl::shape), None, vec![], d)
+            }
+        };
+        let mut md = format!("`{}`", self.snippet(&range));
+        match &shape {
+            Some(s) => md.push_str(&format!(" : `{}`", ShapeDisplay(s))),
+            None if is_name && decl.is_none() => md.push_str(" : not declared"),
+            None => md.push_str(" : shape unknown (this does not type-check)"),
+        }
+        if let Some(r) = rule {
+            md.push_str(&format!(" by {r}"));
+        }
+        if !operands.is_empty() {
+            md.push_str("\n\noperands:");
+            for (text, s) in &operands {
+                let s = s
+                    .as_ref()
+                    .map_or("unknown".to_string(), |s| format!("`{}`", ShapeDisplay(s)));
+                md.push_str(&format!("\n- `{text}` : {s}"));
+            }
+        }
+        let declaration = decl.map(Self::declaration_text);
+        if let (Some(d), Some(decl)) = (&declaration, decl) {
+            md.push_str(&format!("\n\ndeclared `{d}`"));
+            let role = match decl.qualifier {
+                Some(q) => format!("{} variable", q.keyword()),
+                None if facts.program.uses_qualifiers() => "local variable".to_string(),
+                None => "read and written by the caller (no qualifiers)".to_string(),
+            };
+            md.push_str(&format!(": {role}"));
+        }
+        Some(Hover {
+            range,
+            shape,
+            rule,
+            operands,
+            declaration,
+            markdown: md,
+        })
+    }
+
+    /// The name of the variable at `offset`, if the cursor is on one.
+    fn name_at(&self, offset: usize) -> Option<&str> {
+        match self.node_at(offset)? {
+            Node::Expr(Expr {
+                kind: ExprKind::Var(v),
+                ..
+            }) => Some(&v.name),
+            Node::DeclName(d) => Some(&d.name.name),
+            Node::Target(s) => Some(&s.target.name),
+            Node::Expr(_) => None,
+        }
+    }
+
+    /// The span of the name in the declaration of the variable at `offset`.
+    pub fn goto_definition(&self, offset: usize) -> Option<Span> {
+        let name = self.name_at(offset)?;
+        let d = self.facts().program.decl(name)?;
+        self.is_written(&d.name.span).then(|| d.name.span.clone())
+    }
+
+    /// Every place the variable at `offset` is named: its declaration, the statements that
+    /// assign it and the expressions that read it, in source order.
+    pub fn references(&self, offset: usize) -> Vec<Span> {
+        let Some(name) = self.name_at(offset) else {
+            return Vec::new();
+        };
+        let p = &self.facts().program;
+        let mut found: Vec<&Span> = p
+            .decls
+            .iter()
+            .filter(|d| d.name.name == name)
+            .map(|d| &d.name.span)
+            .collect();
+        for s in &p.stmts {
+            if s.target.name == name {
+                found.push(&s.target.span);
+            }
+            s.value.walk(&mut |e| {
+                if let ExprKind::Var(v) = &e.kind {
+                    if v.name == name {
+                        found.push(&v.span);
+                    }
+                }
+            });
+        }
+        let mut out: Vec<Span> = found
+            .into_iter()
+            .filter_map(|s| self.written_name(s, name))
+            .collect();
+        out.sort_by_key(|s| (s.start, s.end));
+        out.dedup();
+        out
+    }
+
+    /// Declarations (with shape and qualifier) and statements (with the right-hand side's
+    /// shape), in source order.
+    pub fn document_symbols(&self) -> Vec<Symbol> {
+        let facts = self.facts();
+        let p = &facts.program;
+        let mut out = Vec::new();
+        for d in &p.decls {
+            if !self.is_written(&d.name.span) {
+                continue; // a temporary of the `.tin` lowering
+            }
+            let detail = match d.qualifier {
+                Some(q) => format!("{} {}", q.keyword(), ShapeDisplay(&d.shape())),
+                None => ShapeDisplay(&d.shape()).to_string(),
+            };
+            out.push(Symbol {
+                name: d.name.name.clone(),
+                detail,
+                kind: SymbolKind::Declaration,
+                range: d.span.clone(),
+                selection: d.name.span.clone(),
+            });
+        }
+        for s in &p.stmts {
+            if !self.is_written(&s.target.span) {
+                continue;
+            }
+            let detail = facts
+                .shape(&s.value)
+                .map_or("shape unknown".to_string(), |t| ShapeDisplay(t).to_string());
+            out.push(Symbol {
+                name: self.snippet(&s.span),
+                detail,
+                kind: SymbolKind::Statement,
+                range: s.span.clone(),
+                selection: s.target.span.clone(),
+            });
+        }
+        out.sort_by_key(|s| s.range.start);
+        out
+    }
+
+    /// The text as `teil fmt --syntax STYLE` prints it, comments kept.
+    pub fn format(&self, style: Style) -> Result<String, FormatError> {
+        match self.kind {
+            SourceKind::Teil => crate::fmt::source(&self.text, style).map_err(FormatError::Syntax),
+            SourceKind::Tin => Err(FormatError::Unsupported),
+        }
+    }
+
+    /// The quick fixes of the diagnostics whose primary span meets `range`, with the
+    /// diagnostic each belongs to.
+    pub fn code_actions(&self, range: Span) -> Vec<(&Diagnostic, &Fix)> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.primary.span.start <= range.end && range.start <= d.primary.span.end)
+            .flat_map(|d| d.fixes.iter().map(move |f| (d, f)))
+            .collect()
+    }
+
+    /// The shape of each statement's right-hand side, at the end of the statement.
+    pub fn inlay_hints(&self) -> Vec<InlayHint> {
+        let facts = self.facts();
+        facts
+            .program
+            .stmts
+            .iter()
+            .filter(|s| self.is_written(&s.target.span))
+            .filter_map(|s| {
+                let shape = facts.shape(&s.value)?;
+                Some(InlayHint {
+                    offset: s.span.end,
+                    label: format!(": {}", ShapeDisplay(shape)),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Line starts of a text, for converting byte offsets to and from LSP positions (a line and a
+/// column in UTF-16 code units). The one place where TeIL meets UTF-16.
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    /// Byte offset of the start of each line; the first is 0.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex {
+            starts,
+            len: text.len(),
+        }
+    }
+
+    /// The byte offset of a position. A position past the end of its line means the end of the
+    /// line (as LSP specifies), one past the last line the end of the text, and a column inside
+    /// a surrogate pair the start of that character.
+    pub fn offset(&self, text: &str, line: u32, utf16_col: u32) -> usize {
+        let Some(&start) = self.starts.get(line as usize) else {
+            return self.len;
+        };
+        let end = self
+            .starts
+            .get(line as usize + 1)
+            .map_or(self.len, |&next| next - 1);
+        let line_text = text.get(start..end).unwrap_or("");
+        let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
+        let mut units = 0u32;
+        for (i, c) in line_text.char_indices() {
+            let w = c.len_utf16() as u32;
+            if units + w > utf16_col {
+                return start + i;
+            }
+            units += w;
+        }
+        start + line_text.len()
+    }
+
+    /// The position (line, UTF-16 column) of a byte offset; an offset past the end or inside a
+    /// character is moved back to the nearest character boundary.
+    pub fn position(&self, text: &str, offset: usize) -> (u32, u32) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.starts[line];
+        let col: usize = text[start..offset].chars().map(char::len_utf16).sum();
+        (line as u32, col as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_positions_round_trip_through_emoji_and_accents() {
+        // `é` is 2 bytes and 1 UTF-16 unit; `🦀` is 4 bytes and 2 units (a surrogate pair).
+        let text = "// é🦀x\nA = B // 🦀\r\nC";
+        let ix = LineIndex::new(text);
+        assert_eq!(ix.position(text, 0), (0, 0));
+        let x = text.find('x').unwrap();
+        assert_eq!(ix.position(text, x), (0, 6)); // "// " 3 + é 1 + 🦀 2
+        assert_eq!(ix.offset(text, 0, 6), x);
+        // A column inside the surrogate pair means the start of the emoji.
+        let crab = text.find('🦀').unwrap();
+        assert_eq!(ix.offset(text, 0, 5), crab);
+        assert_eq!(ix.offset(text, 0, 4), crab);
+        // An offset inside the emoji moves back to its start.
+        assert_eq!(ix.position(text, crab + 2), (0, 4));
+        // Past the end of a line (the `\r` excluded): the line's end.
+        let line1_end = text.find('\r').unwrap();
+        assert_eq!(ix.offset(text, 1, 99), line1_end);
+        assert_eq!(ix.position(text, line1_end), (1, 11)); // "A = B // " 9 + 🦀 2
+        // Past the last line: the end of the text.
+        assert_eq!(ix.offset(text, 7, 0), text.len());
+        assert_eq!(ix.position(text, text.len() + 5), (2, 1));
+        assert_eq!(ix.offset(text, 2, 0), text.len() - 1);
+    }
+
+    #[test]
+    fn empty_text_has_one_line() {
+        let ix = LineIndex::new("");
+        assert_eq!(ix.position("", 3), (0, 0));
+        assert_eq!(ix.offset("", 0, 5), 0);
+        assert_eq!(ix.offset("", 1, 0), 0);
+    }
+}

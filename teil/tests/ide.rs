@@ -1,0 +1,363 @@
+//! The analysis layer (`teil::ide`): answers on small programs, quick fixes that fix, comments
+//! kept by the formatter, and a property test over the parser fuzzer's inputs (no panic, every
+//! span inside the text, answers consistent with `teil check`).
+
+#[path = "parser_fuzz/input.rs"]
+mod input;
+
+use input::{decode, Corpus, Input};
+use proptest::prelude::*;
+use std::path::Path;
+use std::sync::OnceLock;
+use teil::fmt::Style;
+use teil::ide::{Analysis, SourceKind, SymbolKind};
+
+fn teil(src: &str) -> Analysis {
+    Analysis::new(src, SourceKind::Teil)
+}
+
+/// The byte offset of the `n`-th occurrence (from 0) of `needle`.
+fn at(src: &str, needle: &str, n: usize) -> usize {
+    src.match_indices(needle)
+        .nth(n)
+        .unwrap_or_else(|| panic!("`{needle}` #{n} not in the text"))
+        .0
+}
+
+const MATMUL: &str = "\
+input alloc A : [3, 4]
+input alloc B : [4, 5]
+output alloc C : [3, 5]
+C = contr 2 3 (prod A B)
+";
+
+#[test]
+fn hover_gives_shape_rule_and_operand_shapes() {
+    let a = teil(MATMUL);
+    let h = a.hover(at(MATMUL, "contr", 0)).expect("hover");
+    assert_eq!(&MATMUL[h.range.clone()], "contr 2 3 (prod A B)");
+    assert_eq!(h.shape, Some(vec![3, 5]));
+    assert_eq!(h.rule, Some("T-Contr"));
+    assert_eq!(
+        h.operands,
+        vec![("(prod A B)".to_string(), Some(vec![3, 4, 4, 5]))]
+    );
+    assert!(
+        h.markdown
+            .starts_with("`contr 2 3 (prod A B)` : `[3, 5]` by T-Contr"),
+        "{}",
+        h.markdown
+    );
+    // Inside the parentheses, the product; on `A`, the variable with its declaration.
+    let h = a.hover(at(MATMUL, "prod", 0)).expect("hover");
+    assert_eq!((h.shape, h.rule), (Some(vec![3, 4, 4, 5]), Some("T-Prod")));
+    let h = a.hover(at(MATMUL, "A B)", 0)).expect("hover");
+    assert_eq!((h.shape, h.rule), (Some(vec![3, 4]), Some("T-Var")));
+    assert_eq!(h.declaration.as_deref(), Some("input alloc A : [3, 4]"));
+    assert!(h.markdown.contains("input variable"), "{}", h.markdown);
+    // The scalar rules are named by which operand is the scalar.
+    let src = "alloc s : []\nalloc A : [2]\nA = s * A\nA = A / s\nA = A * A\n";
+    let a = teil(src);
+    // On the operator, the innermost expression is the binary one.
+    let rule = |op, n| a.hover(at(src, op, n)).and_then(|h| h.rule);
+    assert_eq!(
+        [rule("*", 0), rule("/", 0), rule("*", 1)],
+        [Some("T-SMul"), Some("T-SDiv"), Some("T-Mul")]
+    );
+}
+
+#[test]
+fn programs_with_errors_still_answer_for_the_parts_that_check() {
+    let src = "alloc A : [2, 3]\nalloc B : [3, 2]\nA = add (transp 1 2 B) (add A B)\n";
+    let a = teil(src);
+    assert_eq!(a.diagnostics().len(), 1);
+    assert_eq!(a.diagnostics()[0].code.as_str(), "E0302");
+    let good = a.hover(at(src, "transp", 0)).expect("hover");
+    assert_eq!(
+        (good.shape, good.rule),
+        (Some(vec![2, 3]), Some("T-Transp"))
+    );
+    let bad = a.hover(at(src, "add A B", 0)).expect("hover");
+    assert_eq!((bad.shape, bad.rule), (None, None));
+    assert!(bad.markdown.contains("shape unknown"), "{}", bad.markdown);
+    // Its operands still have their shapes.
+    assert_eq!(bad.operands[1], ("B".to_string(), Some(vec![3, 2])));
+    // And with a syntax error elsewhere, the statements that parse are answered.
+    let src = "alloc A : [2]\nA = add A (\nA = add A A\n";
+    let a = teil(src);
+    assert!(a.diagnostics().iter().any(|d| d.code.as_str() == "E0001"));
+    let h = a.hover(at(src, "add A A", 0)).expect("hover");
+    assert_eq!(h.shape, Some(vec![2]));
+}
+
+#[test]
+fn definition_and_references() {
+    let a = teil(MATMUL);
+    let use_of_a = at(MATMUL, "A B)", 0);
+    let def = a.goto_definition(use_of_a).expect("definition");
+    assert_eq!(def, at(MATMUL, "A :", 0)..at(MATMUL, "A :", 0) + 1);
+    let refs = a.references(use_of_a);
+    assert_eq!(refs, vec![def.clone(), use_of_a..use_of_a + 1]);
+    // From the statement's target.
+    let c_target = at(MATMUL, "C =", 0);
+    assert_eq!(a.references(c_target).len(), 2);
+    assert_eq!(
+        a.goto_definition(c_target),
+        Some(at(MATMUL, "C :", 0)..at(MATMUL, "C :", 0) + 1)
+    );
+    // Not on a name: nothing.
+    assert_eq!(a.goto_definition(at(MATMUL, "contr", 0)), None);
+    assert!(a.references(at(MATMUL, "contr", 0)).is_empty());
+}
+
+#[test]
+fn symbols_and_inlay_hints() {
+    let a = teil(MATMUL);
+    let symbols = a.document_symbols();
+    let summary: Vec<(String, String, SymbolKind)> = symbols
+        .iter()
+        .map(|s| (s.name.clone(), s.detail.clone(), s.kind))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("A".into(), "input [3, 4]".into(), SymbolKind::Declaration),
+            ("B".into(), "input [4, 5]".into(), SymbolKind::Declaration),
+            ("C".into(), "output [3, 5]".into(), SymbolKind::Declaration),
+            (
+                "C = contr 2 3 (prod A B)".into(),
+                "[3, 5]".into(),
+                SymbolKind::Statement
+            ),
+        ]
+    );
+    let hints = a.inlay_hints();
+    assert_eq!(hints.len(), 1);
+    assert_eq!(hints[0].label, ": [3, 5]");
+    assert_eq!(hints[0].offset, MATMUL.len() - 1);
+}
+
+/// Applies the first fix of the only diagnostic and checks the result.
+fn fixed(src: &str) -> (String, String) {
+    let a = teil(src);
+    let actions = a.code_actions(0..src.len());
+    assert_eq!(actions.len(), 1, "{:?}", a.diagnostics());
+    let (_, fix) = actions[0];
+    let text = fix.apply(src).expect("applies");
+    (fix.title.clone(), text)
+}
+
+#[test]
+fn quick_fixes_are_data_and_fix_the_program() {
+    let cases = [
+        // E0305: the nearest contraction of equal extents.
+        (
+            "alloc A : [2, 3]\nalloc B : [3, 4]\nalloc C : [2, 4]\nC = (A # B) .[2 4]\n",
+            "replace with `.[2 3]`",
+            "C = (A # B) .[2 3]",
+        ),
+        // E0301: the declared name.
+        (
+            "alloc Alpha : [2]\nAlpha = add Alpha Alpa\n",
+            "replace with `Alpha`",
+            "Alpha = add Alpha Alpha",
+        ),
+        // E0202: a transposition of the right-hand side, parenthesised when needed.
+        (
+            "alloc A : [2, 3]\nalloc B : [3, 2]\nA = add B B\n",
+            "apply `^[1 2]`",
+            "A = (add B B) ^[1 2]",
+        ),
+        // E0302: a transposition of the right operand.
+        (
+            "alloc A : [2, 3]\nalloc B : [3, 2]\nA = A + B\n",
+            "apply `^[1 2]`",
+            "A = A + B ^[1 2]",
+        ),
+    ];
+    for (src, title, line) in cases {
+        let (t, text) = fixed(src);
+        assert_eq!(t, title, "{src}");
+        assert!(text.contains(line), "{src}\n->\n{text}");
+        assert!(teil::compile(&text).is_ok(), "{text}");
+    }
+    // W0002: the useless transposition is removed; the program stays well-typed.
+    let src = "alloc A : [2, 2]\nA = transp 1 1 A\n";
+    let (t, text) = fixed(src);
+    assert_eq!(
+        (t.as_str(), text.as_str()),
+        ("remove the transposition", "alloc A : [2, 2]\nA = A\n")
+    );
+    // Code actions only for diagnostics in the range asked about.
+    let src = "alloc Alpha : [2]\nAlpha = add Alpha Alpa\n";
+    let a = teil(src);
+    assert!(a.code_actions(0..5).is_empty());
+    let typo = at(src, "Alpa", 0);
+    assert_eq!(a.code_actions(typo..typo).len(), 1);
+}
+
+#[test]
+fn format_keeps_comments_in_both_syntaxes() {
+    let src = "\
+// matrix product
+input var A : [3 4]   // left
+input var B : [4 5]
+
+// the result
+output var C : [3 5]
+C = (A # B) .[2 3] // T-Contr
+// trailing é🦀
+";
+    let a = teil(src);
+    let prefix = a.format(Style::Prefix).expect("formats");
+    assert_eq!(
+        prefix,
+        "\
+// matrix product
+input alloc A : [3, 4] // left
+input alloc B : [4, 5]
+
+// the result
+output alloc C : [3, 5]
+C = contr 2 3 (prod A B) // T-Contr
+// trailing é🦀
+"
+    );
+    let infix = a.format(Style::Infix).expect("formats");
+    assert_eq!(teil(&infix).format(Style::Infix).as_ref(), Ok(&infix));
+    assert_eq!(teil(&prefix).format(Style::Prefix).as_ref(), Ok(&prefix));
+    assert_eq!(infix.matches("//").count(), 5);
+    // A comment inside a multi-line statement moves before it; nothing is lost.
+    let src = "alloc A : [2]\nA = add A // first operand\n  A\n";
+    assert_eq!(
+        teil(src).format(Style::Prefix).expect("formats"),
+        "alloc A : [2]\n// first operand\nA = add A A\n"
+    );
+    // Syntax errors: no formatting. Index notation: not supported.
+    assert!(teil("alloc A : [2\n").format(Style::Prefix).is_err());
+    let tin = Analysis::new("alloc A : [2]\nA(i) = A(i)\n", SourceKind::Tin);
+    assert_eq!(
+        tin.format(Style::Prefix),
+        Err(teil::ide::FormatError::Unsupported)
+    );
+}
+
+#[test]
+fn index_notation_gets_diagnostics_and_symbols() {
+    let src = "alloc A : [3]\nalloc B : [3, 4]\nA(i) = B(i, k)\n";
+    let a = Analysis::new(src, SourceKind::Tin);
+    assert!(a.diagnostics().is_empty(), "{:?}", a.diagnostics());
+    let names: Vec<String> = a.document_symbols().into_iter().map(|s| s.name).collect();
+    assert_eq!(&names[..2], ["A", "B"]);
+    let bad = Analysis::new(
+        "alloc A : [3]\nalloc B : [3]\nA(i) = B(i, j)\n",
+        SourceKind::Tin,
+    );
+    assert_eq!(bad.diagnostics()[0].code.as_str(), "E0502");
+}
+
+fn corpus() -> &'static Corpus {
+    static CORPUS: OnceLock<Corpus> = OnceLock::new();
+    CORPUS.get_or_init(|| Corpus::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..")))
+}
+
+/// Every answer for one text at a spread of offsets (inside characters and past the end
+/// included) stays inside the text, and the diagnostics are those of `teil check`.
+fn every_answer_is_sound(src: &str, kind: SourceKind) -> Result<(), String> {
+    let a = Analysis::new(src, kind);
+    let expected = match kind {
+        SourceKind::Teil => teil::compile(src),
+        SourceKind::Tin => teil::guard::index_notation(src),
+    };
+    let expected = match expected {
+        Ok((_, w)) => w,
+        Err(d) => d,
+    };
+    if a.diagnostics() != expected.as_slice() {
+        return Err("diagnostics differ from teil check".into());
+    }
+    let inside = |s: &teil::Span| {
+        s.start <= s.end
+            && s.end <= src.len()
+            && src.is_char_boundary(s.start)
+            && src.is_char_boundary(s.end)
+    };
+    let step = (src.len() / 40).max(1);
+    for offset in (0..src.len() + 3).step_by(step) {
+        if let Some(h) = a.hover(offset) {
+            if !inside(&h.range) || offset < h.range.start || h.range.end < offset {
+                return Err(format!("hover range {:?} at {offset}", h.range));
+            }
+        }
+        if let Some(d) = a.goto_definition(offset) {
+            if !inside(&d) {
+                return Err(format!("definition {d:?}"));
+            }
+        }
+        if let Some(bad) = a.references(offset).iter().find(|s| !inside(s)) {
+            return Err(format!("reference {bad:?}"));
+        }
+    }
+    for s in a.document_symbols() {
+        if !inside(&s.range) || !inside(&s.selection) {
+            return Err(format!("symbol {s:?}"));
+        }
+    }
+    for h in a.inlay_hints() {
+        if h.offset > src.len() {
+            return Err(format!("hint {h:?}"));
+        }
+    }
+    for (_, fix) in a.code_actions(0..src.len()) {
+        if fix.apply(src).is_none() {
+            return Err(format!("fix {fix:?} does not apply"));
+        }
+    }
+    if let Ok(text) = a.format(Style::Infix) {
+        let comments = |t: &str| teil::lexer::lex_with_comments(t).2.len();
+        if comments(&text) != comments(src) {
+            return Err(format!("formatting lost comments:\n{text}"));
+        }
+        if teil(&text).format(Style::Infix).as_ref() != Ok(&text) {
+            return Err(format!("formatting is not idempotent:\n{text}"));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 600,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The parser fuzzer's input space: raw text, corpus mutations and splices, deep nesting,
+    /// token soup, index notation.
+    #[test]
+    fn analysis_never_panics_and_stays_in_the_text(
+        bytes in proptest::collection::vec(any::<u8>(), 0..400)
+    ) {
+        let (src, kind) = match decode(&bytes, corpus()) {
+            Input::Teil(s) => (s, SourceKind::Teil),
+            Input::IndexNotation(s) => (s, SourceKind::Tin),
+            Input::Einsum(..) => return Ok(()),
+        };
+        if let Err(e) = every_answer_is_sound(&src, kind) {
+            prop_assert!(false, "{e}\ninput: {src:?}");
+        }
+    }
+}
+
+/// Every corpus file, as it is: the answers are sound, and its comments survive formatting.
+#[test]
+fn corpus_files_are_answered_soundly() {
+    let c = corpus();
+    assert!(c.teil.len() > 50, "corpus not found");
+    for src in &c.teil {
+        every_answer_is_sound(src, SourceKind::Teil).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    }
+    for src in &c.tin {
+        every_answer_is_sound(src, SourceKind::Tin).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    }
+}
