@@ -30,6 +30,8 @@ type Answer = Result<Value, String>;
 fn dispatch(req: &Map<String, Value>) -> Answer {
     match str_field(req, "cmd")? {
         "analyze" => analyze(req),
+        "hover" => hover(req),
+        "subexpressions" => subexpressions(req),
         "run" => run(req),
         "trace" => trace(req),
         "fmt" => fmt(req),
@@ -149,6 +151,51 @@ fn budget() -> teil_interp::Budget {
         max_work: 100_000_000,
         ..teil_interp::Budget::default()
     }
+}
+
+/// The editor analysis of the request's text (`teil::ide`, as the language server uses it).
+fn analysis(req: &Map<String, Value>) -> Result<(teil::ide::Analysis, usize), String> {
+    let src = str_field(req, "source")?;
+    let kind = match file_name(req) {
+        "playground.tin" => teil::ide::SourceKind::Tin,
+        _ => teil::ide::SourceKind::Teil,
+    };
+    let offset = usize::try_from(u64_field(req, "offset", 0)?).unwrap_or(usize::MAX);
+    Ok((teil::ide::Analysis::new(src, kind), offset))
+}
+
+/// `hover`: the shape and typing rule of the innermost expression at `offset`, or a
+/// variable's declaration.
+fn hover(req: &Map<String, Value>) -> Answer {
+    let (a, offset) = analysis(req)?;
+    Ok(json!({
+        "hover": a.hover(offset).map(|h| json!({
+            "start": h.range.start,
+            "end": h.range.end,
+            "text": h.markdown.replace('`', ""),
+            "shape": h.shape,
+            "rule": h.rule,
+        })),
+    }))
+}
+
+/// `subexpressions`: every sub-expression of the statement at `offset`, outermost first.
+fn subexpressions(req: &Map<String, Value>) -> Answer {
+    let (a, offset) = analysis(req)?;
+    let list: Vec<Value> = a
+        .statement_expressions(offset)
+        .into_iter()
+        .map(|e| {
+            json!({
+                "start": e.range.start,
+                "end": e.range.end,
+                "text": e.text,
+                "shape": e.shape,
+                "rule": e.rule,
+            })
+        })
+        .collect();
+    Ok(json!({ "subexpressions": list }))
 }
 
 /// Builds the inputs: values given as nested lists win, the others are small random integers

@@ -143,3 +143,55 @@ fn explain_and_bad_requests() {
     let raw: Value = serde_json::from_str(&teil_wasm::handle("{not json")).unwrap();
     assert!(raw["error"].as_str().unwrap().contains("not JSON"));
 }
+
+#[test]
+fn hover_and_subexpressions_come_from_the_analysis_layer() {
+    let at = MATMUL.find("prod").unwrap() + 1;
+    let a = ask(json!({"cmd": "hover", "source": MATMUL, "offset": at}));
+    assert_eq!(a["hover"]["shape"], json!([2, 3, 3, 2]), "{a}");
+    assert_eq!(a["hover"]["rule"], "T-Prod", "{a}");
+    let a = ask(json!({"cmd": "subexpressions", "source": MATMUL, "offset": at}));
+    let list = a["subexpressions"].as_array().unwrap();
+    let shapes: Vec<&Value> = list.iter().map(|e| &e["shape"]).collect();
+    // contr, the parenthesis, prod, A, B: outermost first.
+    let expected = [
+        json!([2, 2]),
+        json!([2, 3, 3, 2]),
+        json!([2, 3, 3, 2]),
+        json!([2, 3]),
+        json!([3, 2]),
+    ];
+    assert_eq!(shapes, expected.iter().collect::<Vec<_>>(), "{a}");
+    assert_eq!(list[2]["rule"], "T-Prod");
+    assert_eq!(list[0]["rule"], "T-Contr");
+    assert_eq!(list[0]["text"], "contr 2 3 (prod A B)");
+    let a = ask(json!({"cmd": "hover", "source": MATMUL, "offset": 0}));
+    assert!(a["hover"].is_object() || a["hover"].is_null(), "{a}");
+}
+
+#[test]
+fn diagnostics_carry_quick_fixes_as_edits() {
+    let bad = "alloc A : [2, 3]\nalloc B : [2, 3]\nalloc C : [2, 2]\nC = contr 2 3 (prod A B)\n";
+    let a = ask(json!({"cmd": "analyze", "source": bad}));
+    let fix = &a["diagnostics"][0]["fixes"][0];
+    let edit = &fix["edits"][0];
+    let (start, end) = (
+        edit["span"]["start"].as_u64().unwrap() as usize,
+        edit["span"]["end"].as_u64().unwrap() as usize,
+    );
+    let fixed = format!(
+        "{}{}{}",
+        &bad[..start],
+        edit["replacement"].as_str().unwrap(),
+        &bad[end..]
+    );
+    let a = ask(json!({"cmd": "analyze", "source": fixed}));
+    assert!(
+        a["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["code"] != "E0305"),
+        "{fixed}: {a}"
+    );
+}

@@ -70,6 +70,17 @@ pub struct Hover {
 
 type Shape = Vec<u64>;
 
+/// One sub-expression of a statement: [`Analysis::statement_expressions`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExprFacts {
+    pub range: Span,
+    /// The source text on one line, shortened past 60 characters.
+    pub text: String,
+    /// `None` when the expression does not type-check.
+    pub shape: Option<Shape>,
+    pub rule: Option<&'static str>,
+}
+
 /// A declaration or statement for an outline view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Symbol {
@@ -304,6 +315,40 @@ impl Analysis {
         })
     }
 
+    /// Every sub-expression of the statement at `offset`, outermost first (pre-order), with
+    /// its shape and typing rule where it checks: the shapes panel of the playground.
+    pub fn statement_expressions(&self, offset: usize) -> Vec<ExprFacts> {
+        let facts = self.facts();
+        let Some(stmt) = facts
+            .program
+            .stmts
+            .iter()
+            .find(|s| s.span.start <= offset && offset <= s.span.end)
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        // An explicit stack: expressions are at most `MAX_EXPR_DEPTH` deep, but a wide one has
+        // many nodes, and this keeps the order without recursion.
+        let mut todo = vec![&stmt.value];
+        while let Some(e) = todo.pop() {
+            let shape = facts.shape(e).map(<[u64]>::to_vec);
+            let kids = e.children();
+            let rule = shape.as_ref().and_then(|_| {
+                let ops: Option<Vec<&[u64]>> = kids.iter().map(|c| facts.shape(c)).collect();
+                ops.map(|ops| rule_name(e, &ops))
+            });
+            out.push(ExprFacts {
+                range: e.span.clone(),
+                text: self.snippet(&e.span),
+                shape,
+                rule,
+            });
+            todo.extend(kids.iter().rev());
+        }
+        out
+    }
+
     /// The name of the variable at `offset`, if the cursor is on one.
     fn name_at(&self, offset: usize) -> Option<&str> {
         match self.node_at(offset)? {
@@ -517,7 +562,7 @@ mod tests {
         let line1_end = text.find('\r').unwrap();
         assert_eq!(ix.offset(text, 1, 99), line1_end);
         assert_eq!(ix.position(text, line1_end), (1, 11)); // "A = B // " 9 + 🦀 2
-        // Past the last line: the end of the text.
+                                                           // Past the last line: the end of the text.
         assert_eq!(ix.offset(text, 7, 0), text.len());
         assert_eq!(ix.position(text, text.len() + 5), (2, 1));
         assert_eq!(ix.offset(text, 2, 0), text.len() - 1);

@@ -86,11 +86,11 @@ const teilLinter = linter(async (v) => {
 }, { delay: 150 });
 
 function applyFix(v, text, fix) {
-  const edits = fix.edits || [fix];
+  // Edits are spans into the text the fix was computed for (byte offsets).
   v.dispatch({
-    changes: edits.map((e) => ({
-      from: byteToIndex(text, e.start),
-      to: byteToIndex(text, e.end),
+    changes: fix.edits.map((e) => ({
+      from: byteToIndex(text, e.span.start),
+      to: byteToIndex(text, e.span.end),
       insert: e.replacement,
     })),
   });
