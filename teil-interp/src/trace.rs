@@ -34,6 +34,9 @@ use teil::CheckedProgram;
 pub struct Line {
     pub text: String,
     pub rule: String,
+    /// The sub-expression of the source that this step evaluates (the `⟦·⟧` it rewrote), for
+    /// a view that highlights it; `None` for the lines that rewrite no source expression.
+    pub span: Option<teil::Span>,
 }
 
 /// Why a trace cannot be produced (the caller's mistake, exit 1).
@@ -163,18 +166,21 @@ pub fn trace(
     out.push(Line {
         text: format!("{head}{}", tr.show(&f)),
         rule: "[St-Stmt]".to_string(),
+        span: Some(rhs.span.clone()),
     })?;
-    while let Some(rule) = tr.step(&mut f)? {
+    while let Some((rule, span)) = tr.step(&mut f)? {
         budget.check_cancel()?;
         out.push(Line {
             text: format!("{pad}= {}", tr.show(&f)),
             rule: format!("[{rule}]"),
+            span: Some(span),
         })?;
     }
     match oracle {
         None => out.push(Line {
             text: format!("{pad}  (give --in or --random-inputs to see the values)"),
             rule: String::new(),
+            span: None,
         })?,
         Some(o) => {
             let terms = expanded_terms(&f);
@@ -185,10 +191,12 @@ pub fn trace(
                 out.push(Line {
                     text: format!("{pad}= {}", show_g(&g, false, 0)),
                     rule: "[expand]".to_string(),
+                    span: None,
                 })?;
                 out.push(Line {
                     text: format!("{pad}= {}", show_g(&g, true, 0)),
                     rule: "[store reads]".to_string(),
+                    span: None,
                 })?;
             } else {
                 out.push(Line {
@@ -202,12 +210,14 @@ pub fn trace(
                         }
                     ),
                     rule: String::new(),
+                    span: None,
                 })?;
             }
             let v = o.eval(rhs, idx)?;
             out.push(Line {
                 text: format!("{pad}= {}", value(v)),
                 rule: "[arithmetic]".to_string(),
+                span: None,
             })?;
         }
     }
@@ -304,16 +314,18 @@ impl<'p> Tracer<'p> {
         self.vars - 1
     }
 
-    /// Rewrites the first `⟦·⟧` of `f`; returns the equation applied, or `None` when none is left.
-    fn step<'e>(&mut self, f: &mut F<'e>) -> Result<Option<&'static str>, TraceError>
+    /// Rewrites the first `⟦·⟧` of `f`; returns the equation applied and the span of the
+    /// expression it rewrote, or `None` when none is left.
+    fn step<'e>(&mut self, f: &mut F<'e>) -> Result<Option<(&'static str, teil::Span)>, TraceError>
     where
         'p: 'e,
     {
         match f {
             F::Eval(e, ix) => {
+                let span = e.span.clone();
                 let (new, rule) = self.unfold(e, ix)?;
                 *f = new;
-                Ok(Some(rule))
+                Ok(Some((rule, span)))
             }
             F::Read(..) | F::Lit(_) => Ok(None),
             F::Bin(_, a, b) => match self.step(a)? {

@@ -328,7 +328,11 @@ fn trace(req: &Map<String, Value>) -> Answer {
     Ok(json!({
         "lines": lines
             .iter()
-            .map(|l| json!({ "text": l.text, "rule": l.rule }))
+            .map(|l| json!({
+                "text": l.text,
+                "rule": l.rule,
+                "span": l.span.as_ref().map(|s| json!({ "start": s.start, "end": s.end })),
+            }))
             .collect::<Vec<_>>(),
     }))
 }

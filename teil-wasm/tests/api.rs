@@ -82,6 +82,14 @@ fn trace_reaches_the_value() {
     }));
     let lines = a["lines"].as_array().unwrap();
     assert!(lines.len() >= 3, "{a}");
+    // The first step evaluates the whole right-hand side; the next the product inside it.
+    let span = |k: usize| {
+        let s = &lines[k]["span"];
+        &MATMUL[s["start"].as_u64().unwrap() as usize..s["end"].as_u64().unwrap() as usize]
+    };
+    assert_eq!(span(0), "contr 2 3 (prod A B)");
+    assert_eq!(span(1), "contr 2 3 (prod A B)");
+    assert_eq!(span(2), "(prod A B)");
     assert_eq!(
         lines.last().unwrap()["text"].as_str().unwrap().trim(),
         "= 10"

@@ -90,7 +90,10 @@ test('a trace steps through the semantics to the cell value', async () => {
   assert.ok(steps[0].includes('contr 2 3 (prod A B)'), steps[0]);
   // Random inputs with seed 1, as `teil trace --random-inputs 1`: the last line is the value.
   assert.match(steps.at(-1).trim(), /^= -?\d+$/);
-  await page.keyboard.press('End');
+  // Each step highlights the sub-expression it evaluates in the editor.
+  await page.click('#step-next');
+  await page.click('#step-next');
+  assert.equal(await page.textContent('.cm-step'), 'prod A B');
   for (let i = 0; i < steps.length; i++) await page.click('#step-next');
   assert.equal(await page.textContent('#step-pos'), `step ${steps.length} of ${steps.length}`);
   await page.screenshot({ path: path.join(results, 'trace.png') });
