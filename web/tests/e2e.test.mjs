@@ -93,7 +93,7 @@ test('a trace steps through the semantics to the cell value', async () => {
   // Each step highlights the sub-expression it evaluates in the editor.
   await page.click('#step-next');
   await page.click('#step-next');
-  assert.equal(await page.textContent('.cm-step'), 'prod A B');
+  assert.equal(await page.textContent('.cm-step'), '(prod A B)');
   for (let i = 0; i < steps.length; i++) await page.click('#step-next');
   assert.equal(await page.textContent('#step-pos'), `step ${steps.length} of ${steps.length}`);
   await page.screenshot({ path: path.join(results, 'trace.png') });
