@@ -25,6 +25,7 @@ pub mod opt;
 pub mod plant;
 pub mod print;
 pub mod run;
+pub mod shared;
 pub mod validate;
 
 use teil::CheckedProgram;

@@ -12,8 +12,10 @@
 use crate::ir::{Kernel, Role};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The value the runner writes into the logical cells of output-only parameters before a call.
 /// The ABI leaves them unspecified; a recognisable finite value makes a kernel that forgets to
@@ -92,6 +94,12 @@ pub enum RunError {
         message: String,
         kept: PathBuf,
     },
+    #[error("the C compiler `{cc}` did not finish within {limit:?} and was stopped; generated source kept at {kept}")]
+    CompilerTimedOut {
+        cc: String,
+        limit: Duration,
+        kept: PathBuf,
+    },
     #[error("the compiled kernel failed ({status}); generated source kept at {kept}\n{message}")]
     KernelFailed {
         status: String,
@@ -129,31 +137,15 @@ pub fn run_batch(
     std::fs::write(&driver_c, crate::driver::source(kernels))
         .map_err(io("cannot write the generated driver"))?;
 
-    let compiled = Command::new(&tc.cc)
-        .args(&tc.cflags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&kernels_c)
-        .arg(&driver_c)
-        .output();
-    let compiled = match compiled {
-        Ok(c) => c,
-        Err(error) => {
-            return Err(RunError::CompilerNotFound {
-                cc: tc.cc.clone(),
-                error,
-                kept: dir.keep().join("kernels.c"),
-            })
-        }
-    };
-    // Warnings fail the run only when the flags make them errors (`-Werror`).
-    if !compiled.status.success() {
-        return Err(RunError::CompileFailed {
-            cc: tc.cc.clone(),
-            status: compiled.status.to_string(),
-            message: String::from_utf8_lossy(&compiled.stderr).into_owned(),
-            kept: dir.keep().join("kernels.c"),
-        });
+    let args = [
+        OsStr::new("-o"),
+        exe.as_os_str(),
+        kernels_c.as_os_str(),
+        driver_c.as_os_str(),
+    ];
+    if let Err(e) = compile(tc, &args, None, &kernels_c) {
+        let _ = dir.keep(); // the error names the source in it
+        return Err(e);
     }
 
     let in_bin = path.join("input.bin");
@@ -188,6 +180,81 @@ pub fn run_batch(
         ),
         kept: dir.keep().join("kernels.c"),
     })
+}
+
+/// Runs the compiler of `tc` as `CC FLAGS ARGS...` (no shell) and waits for it, at most
+/// `timeout` when one is given (then the compiler is killed). Errors name `source`, which the
+/// caller keeps. Every compilation of the backend goes through
+/// here (the batch driver above, [`crate::shared`]).
+pub(crate) fn compile(
+    tc: &Toolchain,
+    args: &[&OsStr],
+    timeout: Option<Duration>,
+    source: &Path,
+) -> Result<(), RunError> {
+    let kept = || source.to_path_buf();
+    let child = Command::new(&tc.cc)
+        .args(&tc.cflags)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(error) => {
+            return Err(RunError::CompilerNotFound {
+                cc: tc.cc.clone(),
+                error,
+                kept: kept(),
+            })
+        }
+    };
+    // The compiler's messages are read on their own thread, so a compiler that fills the pipe
+    // cannot block while this one waits for it to exit.
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut e) = stderr {
+            let _ = std::io::Read::read_to_end(&mut e, &mut bytes);
+        }
+        bytes
+    });
+    let status = match timeout {
+        None => child.wait(),
+        Some(limit) => {
+            let start = std::time::Instant::now();
+            loop {
+                match child.try_wait() {
+                    Ok(Some(status)) => break Ok(status),
+                    Ok(None) if start.elapsed() >= limit => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        let _ = reader.join();
+                        return Err(RunError::CompilerTimedOut {
+                            cc: tc.cc.clone(),
+                            limit,
+                            kept: kept(),
+                        });
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                    Err(e) => break Err(e),
+                }
+            }
+        }
+    };
+    let message = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
+    let status = status.map_err(io(format!("cannot wait for the C compiler `{}`", tc.cc)))?;
+    // Warnings fail the compilation only when the flags make them errors (`-Werror`).
+    if !status.success() {
+        return Err(RunError::CompileFailed {
+            cc: tc.cc.clone(),
+            status: status.to_string(),
+            message,
+            kept: kept(),
+        });
+    }
+    Ok(())
 }
 
 /// Compiles and runs one kernel once.
@@ -323,7 +390,7 @@ fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome
 /// The offset of every row of a padded buffer (all dimensions but the last; the last is
 /// contiguous), in row-major order, with whether the row holds logical cells. A scalar is one
 /// row of one logical cell.
-fn padded_rows(logical: &[u64], padded: &[u64]) -> Vec<(usize, bool)> {
+pub(crate) fn padded_rows(logical: &[u64], padded: &[u64]) -> Vec<(usize, bool)> {
     let k = padded.len().saturating_sub(1);
     let row_len = padded.last().copied().unwrap_or(1) as usize;
     let mut rows = vec![(0usize, true)];

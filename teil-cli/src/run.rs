@@ -132,32 +132,12 @@ pub fn compile(file: &str, color: Color) -> Result<CheckedProgram, u8> {
 
 /// The variables the caller receives: `output`/`inout`, or every variable without qualifiers.
 pub fn output_names(p: &CheckedProgram) -> Vec<String> {
-    p.program()
-        .decls
-        .iter()
-        .filter(|d| p.is_output(d))
-        .map(|d| d.name.name.clone())
-        .collect()
+    p.output_names()
 }
 
-/// Whether some statement reads `name` before any statement assigns it (its initial value
-/// is observable).
-fn read_before_assigned(p: &CheckedProgram, name: &str) -> bool {
-    for s in &p.program().stmts {
-        if s.value.reads(name) {
-            return true;
-        }
-        if s.target.name == name {
-            return false;
-        }
-    }
-    false
-}
-
-/// Whether the caller must supply `d`: every `input`/`inout` variable of a qualified program;
-/// without qualifiers, every variable read before it is assigned.
+/// Whether the caller must supply `d` ([`CheckedProgram::is_required`]).
 pub fn required(p: &CheckedProgram, d: &teil::ast::Decl) -> bool {
-    p.is_input(d) && (d.qualifier.is_some() || read_before_assigned(p, &d.name.name))
+    p.is_required(d)
 }
 
 /// Builds the caller's inputs from `--in NAME=FILE` specs and `--random-inputs SEED`

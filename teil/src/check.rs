@@ -78,6 +78,33 @@ impl CheckedProgram {
             None => !self.program.uses_qualifiers(),
         }
     }
+
+    /// Whether the caller must supply `d`: every `input`/`inout` variable of a qualified
+    /// program; without qualifiers, every variable read before it is assigned (its initial
+    /// value is observable). The other inputs may be given and start undefined otherwise.
+    pub fn is_required(&self, d: &Decl) -> bool {
+        self.is_input(d) && (d.qualifier.is_some() || self.read_before_assigned(&d.name.name))
+    }
+
+    /// The names of the variables the caller receives ([`Self::is_output`]), in declaration
+    /// order.
+    pub fn output_names(&self) -> Vec<String> {
+        let outputs = self.program.decls.iter().filter(|d| self.is_output(d));
+        outputs.map(|d| d.name.name.clone()).collect()
+    }
+
+    /// Whether some statement reads `name` before any statement assigns it.
+    fn read_before_assigned(&self, name: &str) -> bool {
+        for s in &self.program.stmts {
+            if s.value.reads(name) {
+                return true;
+            }
+            if s.target.name == name {
+                return false;
+            }
+        }
+        false
+    }
 }
 
 /// Checks a whole program (OK-Prog). `Ok` carries the checked program and its warnings; `Err`
