@@ -230,7 +230,8 @@ pub(crate) fn compile(
                     Ok(None) if start.elapsed() >= limit => {
                         let _ = child.kill();
                         let _ = child.wait();
-                        let _ = reader.join();
+                        // Not joined: a grandchild (`cc1`, `ld`) may still hold the pipe open.
+                        drop(reader);
                         return Err(RunError::CompilerTimedOut {
                             cc: tc.cc.clone(),
                             limit,

@@ -167,26 +167,8 @@ impl Param {
     }
 }
 
-/// A TeIL program compiled by the C backend into a shared object loaded into this process.
-///
-/// ```no_run
-/// use std::collections::BTreeMap;
-/// use teil_cbackend::shared::{SharedKernel, SharedOptions};
-///
-/// let src = "input var A : [2 3]\ninput var B : [3 2]\noutput var C : [2 2]\nC = (A # B) .[2 3]";
-/// let (program, _warnings) = teil::compile(src).expect("a well-typed program");
-/// let kernel = SharedKernel::compile(&program, &SharedOptions::default())?;
-///
-/// let a = ndarray::ArrayD::from_shape_vec(vec![2, 3], vec![1., 2., 3., 4., 5., 6.])?;
-/// let b = ndarray::ArrayD::from_shape_vec(vec![3, 2], vec![1., 0., 0., 1., 1., 1.])?;
-/// let inputs = BTreeMap::from([("A".to_string(), a.view()), ("B".to_string(), b.view())]);
-/// for _ in 0..1000 {
-///     // No process is spawned and nothing is recompiled here.
-///     let out = kernel.call(&inputs)?;
-///     assert_eq!(out["C"].as_slice(), Some(&[4., 5., 10., 11.][..]));
-/// }
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// A TeIL program compiled by the C backend into a shared object loaded into this process
+/// (module documentation; an example is in the [crate documentation](crate)).
 pub struct SharedKernel {
     entry: EntryFn,
     params: Vec<Param>,

@@ -496,3 +496,23 @@ fn a_hanging_compiler_is_stopped_at_the_time_out() {
         start.elapsed()
     );
 }
+
+#[test]
+fn readme_example_is_from_rust() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../README.md")).expect("README.md");
+    let example = std::fs::read_to_string(root.join("examples/from_rust.rs")).expect("example");
+    let section = &readme[readme.find("### From Rust").expect("a From Rust section")..];
+    let start = section.find("```rust\n").expect("a Rust block") + "```rust\n".len();
+    let block = &section[start..start + section[start..].find("```\n").expect("block end")];
+    let code: String = example
+        .lines()
+        .skip_while(|l| l.starts_with("//!"))
+        .skip(1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        block, code,
+        "README's Rust example and examples/from_rust.rs differ"
+    );
+}
