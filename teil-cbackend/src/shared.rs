@@ -31,7 +31,9 @@
 //! **Limits.** Like every caller of the ABI, a call aborts the process when the C function
 //! cannot allocate its workspace (spec/abi.md); [`SharedKernel::call`] first tries to reserve
 //! that much memory itself and returns [`KernelError::TooLarge`] when it cannot, so this only
-//! happens when memory runs out between the two.
+//! happens when memory runs out between the two. Kernels compiled with OpenMP stay loaded
+//! until the process exits: unloading `libgomp` under its idle worker threads crashes the
+//! process (the test `openmp_kernels_load_and_agree` did, before this rule).
 
 use crate::ir::{Kernel, Role};
 use crate::run::{compile, padded_rows, RunError, Toolchain};
@@ -41,6 +43,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use teil::CheckedProgram;
@@ -181,9 +184,21 @@ pub struct SharedKernel {
     /// Bytes of the workspace the C function allocates per call.
     workspace_bytes: u64,
     path: PathBuf,
-    /// Keeps the object mapped while `entry` may be called; declared last so it is dropped
-    /// after everything else.
-    _library: libloading::Library,
+    /// Keeps the object mapped while `entry` may be called.
+    library: ManuallyDrop<libloading::Library>,
+    /// Whether dropping the kernel may unload the object: not for OpenMP kernels, whose
+    /// loading brought in `libgomp`, because its worker threads outlive the call and would
+    /// crash the process if the library under them were unmapped.
+    unload: bool,
+}
+
+impl Drop for SharedKernel {
+    fn drop(&mut self) {
+        if self.unload {
+            // SAFETY: `library` is dropped exactly once, here; nothing calls `entry` after.
+            unsafe { ManuallyDrop::drop(&mut self.library) }
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedKernel {
@@ -249,7 +264,9 @@ impl SharedKernel {
                     error,
                 })?
         };
-        Ok(Self::new(p, &kernel, entry, library, path))
+        let mut k = Self::new(p, &kernel, entry, library, path);
+        k.unload = !opts.openmp;
+        Ok(k)
     }
 
     fn new(
@@ -304,7 +321,8 @@ impl SharedKernel {
             declared,
             workspace_bytes: kernel.workspace.saturating_mul(8),
             path,
-            _library: library,
+            library: ManuallyDrop::new(library),
+            unload: true,
         }
     }
 

@@ -516,3 +516,33 @@ fn readme_example_is_from_rust() {
         "README's Rust example and examples/from_rust.rs differ"
     );
 }
+
+#[test]
+fn openmp_kernels_load_and_agree() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    // Large enough for the packed contraction kernel and parallel loops to run.
+    let src = "input var A : [40 30]\ninput var B : [30 20]\ninput var s : []\n\
+               output var C : [40 20]\nC = (A # B) .[2 3]\nC = C / s";
+    let p = program(src);
+    let opts = SharedOptions {
+        openmp: true,
+        ..options(cache.path(), 8)
+    };
+    let kernel = SharedKernel::compile(&p, &opts).expect("compiles with -fopenmp");
+    let source = std::fs::read_to_string(kernel.path().with_extension("c")).expect("source");
+    assert!(
+        source.contains("#pragma omp"),
+        "no OpenMP pragma in the kernel"
+    );
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let (kernel, p) = (&kernel, &p);
+            s.spawn(move || {
+                for i in 0..20u64 {
+                    let inputs = teil_interp::random_inputs(p, 100 * t + i);
+                    check_against_fast(&format!("openmp {t}/{i}"), p, kernel, &inputs);
+                }
+            });
+        }
+    });
+}
