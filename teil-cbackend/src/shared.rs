@@ -264,9 +264,7 @@ impl SharedKernel {
                     error,
                 })?
         };
-        let mut k = Self::new(p, &kernel, entry, library, path);
-        k.unload = !opts.openmp;
-        Ok(k)
+        Ok(Self::new(p, &kernel, entry, library, path, !opts.openmp))
     }
 
     fn new(
@@ -275,6 +273,7 @@ impl SharedKernel {
         entry: EntryFn,
         library: libloading::Library,
         path: PathBuf,
+        unload: bool,
     ) -> SharedKernel {
         let decls = &p.program().decls;
         let params: Vec<Param> = kernel
@@ -306,12 +305,13 @@ impl SharedKernel {
             .filter(|d| p.is_required(d))
             .map(|d| d.name.name.clone())
             .collect();
-        let outputs = p.output_names();
+        // Every output is a parameter (spec/abi.md); pairing them keeps the two lists parallel.
+        let (outputs, output_params) = p
+            .output_names()
+            .into_iter()
+            .filter_map(|o| Some((o.clone(), params.iter().position(|q| q.var == o)?)))
+            .unzip();
         let declared = decls.iter().map(|d| d.name.name.clone()).collect();
-        let output_params = outputs
-            .iter()
-            .filter_map(|o| params.iter().position(|q| &q.var == o))
-            .collect();
         SharedKernel {
             entry,
             params,
@@ -322,7 +322,7 @@ impl SharedKernel {
             workspace_bytes: kernel.workspace.saturating_mul(8),
             path,
             library: ManuallyDrop::new(library),
-            unload: true,
+            unload,
         }
     }
 
