@@ -1397,7 +1397,7 @@ fn evaluate_variant(
 /// Number of law rewrites chained in one variant.
 const LAW_CHAIN: usize = 3;
 
-/// The law variant of `c` for `seed`: [`LAW_CHAIN`] rewrites, each by the first law (from a
+/// The law variant of `c` for `seed`: `LAW_CHAIN` rewrites, each by the first law (from a
 /// seed-chosen starting point in [`Law::ALL`]) that applies. `Err` when a rewrite produced an
 /// ill-typed program.
 #[allow(clippy::type_complexity)]

@@ -4,7 +4,7 @@
 //! construct whose typing rule can produce that shape, then asks recursively for operands of the
 //! shapes the rule's premises demand (e.g. for `red+ i e` of shape `s`, an operand of shape `s`
 //! with one extent inserted at `i`). Every program generated is therefore well-typed by
-//! construction; the tests check that claim against [`teil::check`].
+//! construction; the tests check that claim against [`teil::check()`].
 //!
 //! The generator is a proptest [`Strategy`], so property tests shrink failing programs. For
 //! campaigns, [`sample`] draws one program deterministically from a seed.
@@ -371,7 +371,7 @@ pub fn sample<T: std::fmt::Debug>(strategy: &impl Strategy<Value = T>, seed: u64
     }
 }
 
-/// Declares every variable, resolves [`REUSE_SLOT`] leaves to earlier results, names targets,
+/// Declares every variable, resolves `REUSE_SLOT` leaves to earlier results, names targets,
 /// and adds qualifiers (when `qualifiers`): variables read before any assignment are `input`
 /// (or `inout` when also assigned), fresh results are `output`.
 pub fn finish(stmts: Vec<RawStmt>, qualifiers: bool) -> Program {

@@ -114,7 +114,7 @@ pub fn write(
     Ok(file)
 }
 
-/// Reads a reproducer written by [`write`] (or a hand-written program with such a header line;
+/// Reads a reproducer written by [`write()`] (or a hand-written program with such a header line;
 /// without one, seed 0 and no pads are assumed).
 pub fn read(path: &Path) -> Result<Reproducer, String> {
     let text = std::fs::read_to_string(path)

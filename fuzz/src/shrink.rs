@@ -1,7 +1,7 @@
 //! Delta debugging for failing programs: reduce the program, its shapes and its input values
 //! while a caller-supplied predicate keeps failing.
 //!
-//! Every candidate is re-checked with [`teil::check`] before the predicate sees it, so the
+//! Every candidate is re-checked with [`teil::check()`] before the predicate sees it, so the
 //! predicate only ever runs on well-typed programs: a reduction that breaks typing is simply
 //! not taken. The reductions, tried in this order until none applies:
 //!

@@ -4,9 +4,39 @@
 //! ([`ir::Kernel`]: buffers, loop nests, accumulators, stores), which [`print::module`] prints as
 //! C99. [`emit_c`] does both for one program. [`run`] compiles generated kernels with the system
 //! C compiler together with a generated driver ([`driver`]) and runs them in a separate process.
+//! [`shared::SharedKernel`] compiles one program into a cached shared object and calls it
+//! in-process, as often as needed.
 //!
 //! The calling convention is spec/abi.md; why the generated code computes exactly the unpadded
 //! results and leaves all padding zero is spec/padding.md.
+//!
+//! # Calling a kernel from Rust
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use teil_cbackend::shared::{SharedKernel, SharedOptions};
+//!
+//! let src = "input var A : [2 3]\ninput var B : [3 2]\noutput var C : [2 2]\nC = (A # B) .[2 3]";
+//! let (program, _warnings) = teil::compile(src).expect("well typed");
+//! // C source: what `teil emit-c --pad 4` prints (spec/abi.md).
+//! let c = teil_cbackend::emit_c(&program, &teil_cbackend::Options { pad: 4, ..Default::default() })?;
+//! assert!(c.contains("void teil_kernel(double *restrict A, double *restrict B, double *restrict C)"));
+//!
+//! // Compiled once with `cc`, cached (here in a scratch directory instead of ~/.cache/teil),
+//! // then called in-process without spawning anything.
+//! let scratch = tempfile::tempdir()?;
+//! let opts = SharedOptions { pad: 4, cache_dir: Some(scratch.path().into()), ..Default::default() };
+//! let kernel = SharedKernel::compile(&program, &opts)?;
+//! assert_eq!((kernel.inputs(), kernel.outputs()), (&["A".into(), "B".into()][..], &["C".into()][..]));
+//! let a = ndarray::array![[1., 2., 3.], [4., 5., 6.]].into_dyn();
+//! let b = ndarray::array![[1., 0.], [0., 1.], [1., 1.]].into_dyn();
+//! let inputs = BTreeMap::from([("A".to_string(), a.view()), ("B".to_string(), b.view())]);
+//! for _ in 0..100 {
+//!     let out = kernel.call(&inputs)?;
+//!     assert_eq!(out["C"], ndarray::array![[4., 5.], [10., 11.]].into_dyn());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! **Architecture Invariant:** the backend reads every shape from the checker
 //! ([`teil::CheckedProgram::shape`]); it never re-derives typing.
@@ -19,12 +49,13 @@ pub mod ir;
 mod lower;
 pub mod names;
 pub mod opt;
-/// Deliberate miscompilations for testing the fuzzer and the validator; the backend never
-/// applies them itself.
+// Deliberate miscompilations for testing the fuzzer and the validator; the backend never
+// applies them itself.
 #[doc(hidden)]
 pub mod plant;
 pub mod print;
 pub mod run;
+pub mod shared;
 pub mod validate;
 
 use teil::CheckedProgram;

@@ -16,7 +16,7 @@ use teil::CheckedProgram;
 /// all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
-    /// Contractions of two operands become [`crate::ir::Node::Contract`] nodes, printed as a
+    /// Contractions of two operands are printed ([`Printing::Packed`], [`Printing::Dot`]) as a
     /// packed, register-blocked matrix-multiplication kernel or as register-blocked dot
     /// products.
     pub contract: bool,

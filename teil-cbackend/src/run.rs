@@ -20,6 +20,7 @@
 use crate::ir::{Kernel, Role};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -166,6 +167,12 @@ pub enum RunError {
         message: String,
         kept: PathBuf,
     },
+    #[error("the C compiler `{cc}` did not finish within {limit:?} and was stopped; generated source kept at {kept}")]
+    CompilerTimedOut {
+        cc: String,
+        limit: Duration,
+        kept: PathBuf,
+    },
     #[error("the compiled kernel failed ({status}); generated source kept at {kept}\n{message}")]
     KernelFailed {
         status: String,
@@ -220,37 +227,20 @@ pub fn run_batch(
     std::fs::write(&driver_c, crate::driver::source(kernels))
         .map_err(io("cannot write the generated driver"))?;
 
-    let cc_stderr = path.join("cc.stderr");
-    let mut cc = Command::new(&tc.cc);
-    cc.args(&tc.cflags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&kernels_c)
-        .arg(&driver_c)
-        // The compiler's own temporaries (gcc's `ccXXXX.s`) go into the directory too, so that
-        // they are removed with it even when the compiler is killed.
-        .env("TMPDIR", &path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(output_file(&cc_stderr)?);
-    let compiled = match supervise(&mut cc, tc, Process::Compiler(tc.cc.clone()))? {
-        Ok(status) => status,
-        Err(error) => {
-            return Err(RunError::CompilerNotFound {
-                cc: tc.cc.clone(),
-                error,
-                kept: dir.keep().join("kernels.c"),
-            })
+    let args = [
+        OsStr::new("-o"),
+        exe.as_os_str(),
+        kernels_c.as_os_str(),
+        driver_c.as_os_str(),
+    ];
+    if let Err(e) = compile(tc, &args, &path, &kernels_c) {
+        if matches!(
+            e,
+            RunError::CompilerNotFound { .. } | RunError::CompileFailed { .. }
+        ) {
+            let _ = dir.keep(); // the error names the source in it
         }
-    };
-    // Warnings fail the run only when the flags make them errors (`-Werror`).
-    if !compiled.success() {
-        return Err(RunError::CompileFailed {
-            cc: tc.cc.clone(),
-            status: compiled.to_string(),
-            message: read_message(&cc_stderr),
-            kept: dir.keep().join("kernels.c"),
-        });
+        return Err(e);
     }
 
     let in_bin = path.join("input.bin");
@@ -293,6 +283,47 @@ pub fn run_batch(
         ),
         kept: dir.keep().join("kernels.c"),
     })
+}
+
+/// Runs the compiler of `tc` as `CC FLAGS ARGS...` (no shell) through [`supervise`], with its
+/// messages and its own temporaries (`TMPDIR`) in `scratch`, so that they are removed with it
+/// even when the compiler is killed. Errors name `source`, which the caller keeps when the
+/// compiler could not be run or failed. Every compilation of the backend goes through here
+/// (the batch driver above, [`crate::shared`]).
+pub(crate) fn compile(
+    tc: &Toolchain,
+    args: &[&OsStr],
+    scratch: &Path,
+    source: &Path,
+) -> Result<(), RunError> {
+    let cc_stderr = scratch.join("cc.stderr");
+    let mut cc = Command::new(&tc.cc);
+    cc.args(&tc.cflags)
+        .args(args)
+        .env("TMPDIR", scratch)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(output_file(&cc_stderr)?);
+    let compiled = match supervise(&mut cc, tc, Process::Compiler(tc.cc.clone()))? {
+        Ok(status) => status,
+        Err(error) => {
+            return Err(RunError::CompilerNotFound {
+                cc: tc.cc.clone(),
+                error,
+                kept: source.to_path_buf(),
+            })
+        }
+    };
+    // Warnings fail the run only when the flags make them errors (`-Werror`).
+    if !compiled.success() {
+        return Err(RunError::CompileFailed {
+            cc: tc.cc.clone(),
+            status: compiled.to_string(),
+            message: read_message(&cc_stderr),
+            kept: source.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 /// The longest message of a failing compiler or driver that is reported (the head of it).
@@ -516,7 +547,7 @@ fn decode(kernels: &[&Kernel], jobs: &[Job], bytes: &[u8]) -> Option<Vec<Outcome
 /// The offset of every row of a padded buffer (all dimensions but the last; the last is
 /// contiguous), in row-major order, with whether the row holds logical cells. A scalar is one
 /// row of one logical cell.
-fn padded_rows(logical: &[u64], padded: &[u64]) -> Vec<(usize, bool)> {
+pub(crate) fn padded_rows(logical: &[u64], padded: &[u64]) -> Vec<(usize, bool)> {
     let k = padded.len().saturating_sub(1);
     let row_len = padded.last().copied().unwrap_or(1) as usize;
     let mut rows = vec![(0usize, true)];

@@ -15,6 +15,33 @@
 //! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
 //! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
 //! (spec/interpreter.md).
+//!
+//! # Running a program
+//!
+//! [`run_fast`] (and [`run_oracle`], same contract) takes the caller's inputs by variable name
+//! and returns the final value of every declared variable:
+//!
+//! ```
+//! use ndarray::{array, ArrayD};
+//! use std::collections::BTreeMap;
+//!
+//! let src = "input var A : [2 3]\ninput var B : [3 2]\noutput var C : [2 2]\nC = (A # B) .[2 3]";
+//! let (program, _) = teil::compile(src).expect("well typed");
+//! let inputs: BTreeMap<String, ArrayD<f64>> = BTreeMap::from([
+//!     ("A".to_string(), array![[1., 2., 3.], [4., 5., 6.]].into_dyn()),
+//!     ("B".to_string(), array![[1., 0.], [0., 1.], [1., 1.]].into_dyn()),
+//! ]);
+//! let values = teil_interp::run_fast(&program, &inputs)?;
+//! assert_eq!(values["C"], array![[4., 5.], [10., 11.]].into_dyn());
+//!
+//! // The oracle agrees, and inputs of the wrong shape are an error, not a panic.
+//! assert_eq!(teil_interp::run_oracle(&program, &inputs)?["C"], values["C"]);
+//! let mut wrong = inputs.clone();
+//! wrong.insert("B".to_string(), array![[1., 2.]].into_dyn());
+//! let e = teil_interp::run_fast(&program, &wrong).unwrap_err();
+//! assert!(matches!(e, teil_interp::RunError::InputShape { ref name, .. } if name == "B"));
+//! # Ok::<(), teil_interp::RunError>(())
+//! ```
 
 pub mod budget;
 pub mod domain;

@@ -8,7 +8,7 @@
 //!
 //! Positions written in the source (`red+ 2 e`, `.[2 3]`) are kept 1-based, exactly as written,
 //! with their own spans, so that diagnostics can point at them. Nothing here is checked: only
-//! [`crate::check`] decides whether a program is well-typed.
+//! [`crate::check()`] decides whether a program is well-typed.
 
 use std::fmt;
 

@@ -7,6 +7,45 @@
 //! checked program into Core-TeIL; [`fmt`] prints canonical text; [`render`] turns diagnostics
 //! into ariadne reports or JSON lines; [`ide`] answers editors' questions (hover, definitions,
 //! quick fixes) for `teil lsp`.
+//!
+//! # Checking a program
+//!
+//! [`compile()`] parses and checks in one go. An ill-typed program yields every diagnostic, each
+//! with a stable code, the violated rule and a span into the text:
+//!
+//! ```
+//! let src = "input var A : [3 4]\ninput var B : [4 5]\noutput var C : [3 5]\nC = (A # B) .[2 3]";
+//! let (program, warnings) = teil::compile(src).expect("well typed");
+//! assert!(warnings.is_empty());
+//! assert_eq!(program.var_shape("C"), Some(&[3, 5][..]));
+//!
+//! // Contracting dimension 1 of `A # B` (extent 3) with dimension 4 (extent 5) is rejected.
+//! let bad = "input var A : [3 4]\ninput var B : [4 5]\noutput var C : [4 4]\nC = (A # B) .[1 4]";
+//! let diags = teil::compile(bad).unwrap_err();
+//! assert_eq!(diags[0].code.as_str(), "E0305");
+//! assert_eq!(diags[0].rule, Some("T-Contr"));
+//! // The rendered report, as `teil check --color never` prints it:
+//! let report = teil::render::render_text(&diags[0], "bad.teil", bad, false);
+//! assert!(report.contains("E0305"));
+//! ```
+//!
+//! # Guarding an einsum
+//!
+//! [`guard::einsum`] lowers a NumPy einsum equation over the operands' shapes to a checked
+//! program, or explains, with diagnostics pointing into the equation, why the shapes do not fit:
+//!
+//! ```
+//! let (program, _) = teil::guard::einsum("ij,jk->ik", &[[2, 3], [3, 4]]).expect("fits");
+//! assert_eq!(program.var_shape("out"), Some(&[2, 4][..]));
+//!
+//! let diags = teil::guard::einsum("ij,jk->ik", &[[2, 3], [4, 4]]).unwrap_err();
+//! assert_eq!(diags[0].code.as_str(), "E0404"); // index `j` bound to 3 and to 4
+//! let span = diags[0].primary.span.clone();
+//! assert_eq!(&"ij,jk->ik"[span], "j");
+//! ```
+//!
+//! Running a checked program is `teil_interp::run_fast` (or `run_oracle`); compiling it to C is
+//! `teil_cbackend::emit_c`, or `teil_cbackend::shared::SharedKernel` to call it in-process.
 
 // Diagnostics travel in `Result::Err` on the cold path only (a rejected item or statement);
 // boxing them would add an allocation and a layer of indirection to every builder call for no

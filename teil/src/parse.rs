@@ -6,7 +6,7 @@
 //! bad statement never hides the errors in the next. An item that does not parse is dropped from
 //! the program; its diagnostics are kept.
 //!
-//! Before an item is handed to chumsky, [`nesting_bound`] bounds the depth of the tree it could
+//! Before an item is handed to chumsky, `nesting_bound` bounds the depth of the tree it could
 //! produce; items over [`crate::limits::MAX_EXPR_DEPTH`] are rejected with E0005. That bound is
 //! what keeps every later recursive pass (checker, interpreters, code generator, `Drop`) inside
 //! a small stack whatever the input.

@@ -1,7 +1,7 @@
 //! Contraction kernels: loop nests that compute `T[...] = Σ_k a[...] * b[...]`, printed as a
 //! packed, register-blocked matrix product or as register-blocked dot products.
 //!
-//! [`Contraction::of`] recognises the nest the lowering emits for a statement (or lifted or
+//! `Contraction::of` recognises the nest the lowering emits for a statement (or lifted or
 //! hoisted temporary) whose value is one sum over a product of two loads:
 //!
 //! ```text
@@ -41,7 +41,7 @@ const NC: u64 = 4080;
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
 /// Smallest number of multiplications for which the dot-product printer is used (it also needs
-/// at least [`LANES`] cells along the target's innermost label).
+/// at least `LANES` cells along the target's innermost label).
 pub const DOT_MIN_WORK: u128 = 512;
 /// Cells computed together by the dot-product printer.
 pub(crate) const LANES: u64 = 8;

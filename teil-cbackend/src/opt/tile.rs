@@ -2,13 +2,13 @@
 //! orders (transpositions), printed with two loops strip-mined so that a block of both fits in
 //! the cache.
 //!
-//! [`Tiled::of`] recognises a perfect nest of loops starting at 0 whose body is one store
+//! `Tiled::of` recognises a perfect nest of loops starting at 0 whose body is one store
 //! `T[l_1, ..., l_r] = v` (every label once) where `v` reads no cell of `T` other than the one
 //! stored, and some load in `v` has unit stride along a loop label `q` other than the innermost
 //! label `p` while its stride along `p` is not 1. Every iteration then writes its own cell and
 //! reads nothing another iteration writes, so any order of the iterations computes the same
 //! values. The printer runs the loops in the original order with `p` and `q` replaced by loops
-//! over blocks of [`TILE`] indices, and inside them the point loops of `q` and then `p`
+//! over blocks of `TILE` indices, and inside them the point loops of `q` and then `p`
 //! (spec/padding.md, "Tiled nests").
 
 use crate::ir::{BufId, Ix, Kernel, Label, Node, Val};

@@ -15,7 +15,7 @@
 //! generated node carries the span of the source it stands for.
 //!
 //! The shared lowering (greedy pairwise contraction order, diagonals, alignment) lives in
-//! [`lower`]; spec/frontends.md states the semantics.
+//! `lower.rs`; spec/frontends.md states the semantics.
 
 mod einsum;
 mod lower;

@@ -1,0 +1,548 @@
+//! Kernels compiled into shared objects and called in-process (`teil_cbackend::shared`).
+//!
+//! Results are compared with the fast evaluator bit for bit (NaN = `•`, -0 = +0) on every
+//! corpus program that fits, at padding multiples 1, 3 and 8; then many calls, calls from
+//! several threads, the cache (hits without running the compiler, concurrent compilation of
+//! one kernel), and every error a caller can cause. Every test compiles into a cache
+//! directory of its own.
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use teil::CheckedProgram;
+use teil_cbackend::run::RunError;
+use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
+use teil_interp::{same_values, Tensor};
+
+const MATMUL: &str = "input var A : [2 3]\ninput var B : [3 4]\noutput var C : [2 4]\n\
+                      C = (A # B) .[2 3]";
+
+fn program(src: &str) -> CheckedProgram {
+    match teil::compile(src) {
+        Ok((p, _)) => p,
+        Err(d) => panic!("test program does not check: {d:?}"),
+    }
+}
+
+fn options(cache: &Path, pad: u64) -> SharedOptions {
+    SharedOptions {
+        pad,
+        cache_dir: Some(cache.to_path_buf()),
+        ..SharedOptions::default()
+    }
+}
+
+fn views(inputs: &BTreeMap<String, Tensor>) -> BTreeMap<String, ArrayViewD<'_, f64>> {
+    inputs.iter().map(|(k, v)| (k.clone(), v.view())).collect()
+}
+
+fn tensor(shape: &[usize], data: Vec<f64>) -> Tensor {
+    ArrayD::from_shape_vec(IxDyn(shape), data).expect("shape and data agree")
+}
+
+/// Calls `kernel` and checks that it returns exactly the fast evaluator's value of every output.
+fn check_against_fast(
+    label: &str,
+    p: &CheckedProgram,
+    kernel: &SharedKernel,
+    inputs: &BTreeMap<String, Tensor>,
+) {
+    let expected = teil_interp::run_fast(p, inputs).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let got = kernel
+        .call(&views(inputs))
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    let names: Vec<&String> = got.keys().collect();
+    let mut outputs: Vec<&String> = kernel.outputs().iter().collect();
+    outputs.sort();
+    assert_eq!(names, outputs, "{label}: returned variables");
+    for (name, value) in &got {
+        assert!(
+            same_values(value, &expected[name]),
+            "{label}: `{name}` differs\nkernel: {value}\nfast:   {}",
+            expected[name]
+        );
+    }
+}
+
+fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            corpus_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "teil" || e == "tin") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn corpus_programs_equal_the_fast_evaluator_at_pads_1_3_8() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    corpus_files(&root.join("tests"), &mut files);
+    corpus_files(&root.join("examples"), &mut files);
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let mut programs = Vec::new();
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let Ok((p, _)) = teil::guard::load(&f.to_string_lossy(), &text) else {
+            continue; // rejected programs are not run
+        };
+        // Programs whose buffers exceed a few MiB at M = 8 are the evaluators' size tests.
+        let padded: u64 = p
+            .program()
+            .decls
+            .iter()
+            .map(|d| {
+                d.shape()
+                    .iter()
+                    .fold(1u64, |a, n| a.saturating_mul(n.div_ceil(8) * 8))
+            })
+            .fold(0, u64::saturating_add);
+        if padded <= 1 << 19 {
+            programs.push((f.strip_prefix(&root).unwrap_or(f).display().to_string(), p));
+        }
+    }
+    assert!(
+        programs.len() >= 40,
+        "only {} corpus programs",
+        programs.len()
+    );
+    // Two threads: compiling dominates, and the machine has two cores.
+    let (a, b) = programs.split_at(programs.len() / 2);
+    std::thread::scope(|s| {
+        for part in [a, b] {
+            let cache = cache.path();
+            s.spawn(move || {
+                for (label, p) in part {
+                    let inputs = teil_interp::random_inputs(p, 11);
+                    for pad in [1, 3, 8] {
+                        let kernel = SharedKernel::compile(p, &options(cache, pad))
+                            .unwrap_or_else(|e| panic!("{label} at M = {pad}: {e}"));
+                        check_against_fast(&format!("{label} at M = {pad}"), p, &kernel, &inputs);
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_kernel_is_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<SharedKernel>();
+}
+
+#[test]
+fn many_calls_give_the_right_result_every_time() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let p = program(MATMUL);
+    let kernel = SharedKernel::compile(&p, &options(cache.path(), 3)).expect("compiles");
+    assert_eq!(kernel.inputs(), ["A", "B"]);
+    assert_eq!(kernel.outputs(), ["C"]);
+    for i in 0..2000 {
+        let x = i as f64;
+        let inputs = BTreeMap::from([
+            (
+                "A".to_string(),
+                tensor(&[2, 3], (0..6).map(|k| x + k as f64).collect()),
+            ),
+            (
+                "B".to_string(),
+                tensor(&[3, 4], (0..12).map(|k| x - k as f64).collect()),
+            ),
+        ]);
+        check_against_fast(&format!("call {i}"), &p, &kernel, &inputs);
+    }
+}
+
+#[test]
+fn calls_from_several_threads_at_once() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    // A contraction lifted into a workspace temporary, so concurrent calls would collide if
+    // the workspace were shared.
+    let src = "input var A : [4 5]\ninput var B : [5 6]\ninput var D : [6 3]\n\
+               output var E : [4 3]\nE = (A # B # D) .[2 3] .[2 3]";
+    let p = program(src);
+    let kernel = SharedKernel::compile(&p, &options(cache.path(), 1)).expect("compiles");
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (kernel, p) = (&kernel, &p);
+            s.spawn(move || {
+                for i in 0..200u64 {
+                    let inputs = teil_interp::random_inputs(p, t * 1000 + i);
+                    check_against_fast(&format!("thread {t} call {i}"), p, kernel, &inputs);
+                }
+            });
+        }
+    });
+}
+
+/// A compiler wrapper that appends a line to `log` on every run, then runs `cc`.
+fn logging_cc(dir: &Path, log: &Path) -> PathBuf {
+    let script = dir.join("logging-cc");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nexec cc \"$@\"\n",
+            log.display()
+        ),
+    )
+    .expect("write the wrapper");
+    make_executable(&script);
+    script
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn runs(log: &Path) -> usize {
+    std::fs::read_to_string(log).map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn a_second_compile_is_a_cache_hit_without_the_compiler() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let log = tools.path().join("log");
+    let opts = SharedOptions {
+        cc: logging_cc(tools.path(), &log).display().to_string(),
+        ..options(cache.path(), 1)
+    };
+    let p = program(MATMUL);
+    let first = SharedKernel::compile(&p, &opts).expect("compiles");
+    assert_eq!(runs(&log), 1);
+    let second = SharedKernel::compile(&p, &opts).expect("cache hit");
+    assert_eq!(runs(&log), 1, "the compiler ran again");
+    assert_eq!(first.path(), second.path());
+    assert!(first.path().starts_with(cache.path()));
+    assert!(
+        first.path().with_extension("c").is_file(),
+        "the C source is kept"
+    );
+    let inputs = teil_interp::random_inputs(&p, 3);
+    check_against_fast("hit", &p, &second, &inputs);
+
+    // The same program with another padding multiple, other flags or a different text is a
+    // different object.
+    let padded = SharedKernel::compile(
+        &p,
+        &SharedOptions {
+            pad: 4,
+            ..opts.clone()
+        },
+    )
+    .expect("pad 4");
+    let flagged = SharedKernel::compile(
+        &p,
+        &SharedOptions {
+            cflags: Some("-O1".to_string()),
+            ..opts.clone()
+        },
+    )
+    .expect("-O1");
+    assert_eq!(runs(&log), 3);
+    assert_ne!(padded.path(), first.path());
+    assert_ne!(flagged.path(), first.path());
+    check_against_fast("pad 4", &p, &padded, &inputs);
+
+    // Only the objects and their sources are left in the cache: no temporary files.
+    let mut names: Vec<String> = std::fs::read_dir(cache.path())
+        .expect("list the cache")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+}
+
+#[test]
+fn processes_compiling_one_kernel_at_once_share_the_object() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let p = program(MATMUL);
+    let inputs = teil_interp::random_inputs(&p, 5);
+    let paths: Vec<PathBuf> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let (p, inputs, cache) = (&p, &inputs, cache.path());
+                s.spawn(move || {
+                    let k = SharedKernel::compile(p, &options(cache, 1)).expect("compiles");
+                    check_against_fast("concurrent compile", p, &k, inputs);
+                    k.path().to_path_buf()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    assert!(paths.iter().all(|q| q == &paths[0]));
+    let left: Vec<_> = std::fs::read_dir(cache.path())
+        .expect("list the cache")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+#[test]
+fn inputs_are_those_the_cli_requires_and_others_start_undefined() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    // No qualifiers: every variable is a parameter; `x` is read before it is assigned, `y`
+    // is assigned first, `z` is only ever read (after `y`), `w` never mentioned.
+    let src = "var x : [2]\nvar y : [2]\nvar z : [2]\nvar w : [3]\ny = x + x\nz = y * z";
+    let p = program(src);
+    let kernel = SharedKernel::compile(&p, &options(cache.path(), 8)).expect("compiles");
+    assert_eq!(kernel.inputs(), ["x", "z"]);
+    assert_eq!(kernel.outputs(), ["x", "y", "z", "w"]);
+    let mut inputs = BTreeMap::from([
+        ("x".to_string(), tensor(&[2], vec![1.0, -2.0])),
+        ("z".to_string(), tensor(&[2], vec![3.0, 0.5])),
+    ]);
+    let got = kernel.call(&views(&inputs)).expect("runs");
+    assert_eq!(got["y"].as_slice(), Some(&[2.0, -4.0][..]));
+    assert_eq!(got["z"].as_slice(), Some(&[6.0, -2.0][..]));
+    assert!(
+        got["w"].iter().all(|v| v.is_nan()),
+        "w is undefined: {}",
+        got["w"]
+    );
+    check_against_fast("optional inputs left out", &p, &kernel, &inputs);
+    // An optional input may be given; it is the variable's initial value.
+    inputs.insert("w".to_string(), tensor(&[3], vec![7.0, 8.0, 9.0]));
+    let got = kernel.call(&views(&inputs)).expect("runs");
+    assert_eq!(got["w"].as_slice(), Some(&[7.0, 8.0, 9.0][..]));
+    check_against_fast("optional input given", &p, &kernel, &inputs);
+}
+
+#[test]
+fn input_arrays_are_never_written_and_may_have_any_layout() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    // The program assigns its input-only `A`: the kernel works on a private copy.
+    let src = "input var A : [3 2]\noutput var B : [3 2]\nA = A + A\nB = A * A";
+    let p = program(src);
+    for pad in [1, 4] {
+        let kernel = SharedKernel::compile(&p, &options(cache.path(), pad)).expect("compiles");
+        let a = tensor(&[3, 2], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let before = a.clone();
+        let got = kernel
+            .call(&BTreeMap::from([("A".to_string(), a.view())]))
+            .expect("runs");
+        assert_eq!(a, before, "the caller's array was written at M = {pad}");
+        assert_eq!(
+            got["B"].as_slice(),
+            Some(&[4., 16., 36., 64., 100., 144.][..])
+        );
+
+        // A transposed (Fortran-order) view holds the same logical values.
+        let t = tensor(&[2, 3], vec![1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+        let view = t.view().reversed_axes();
+        assert!(!view.is_standard_layout());
+        let got_t = kernel
+            .call(&BTreeMap::from([("A".to_string(), view)]))
+            .expect("runs");
+        assert_eq!(got_t, got);
+    }
+}
+
+fn error(kernel: &SharedKernel, inputs: &[(&str, Tensor)]) -> KernelError {
+    let inputs: BTreeMap<String, Tensor> = inputs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    match kernel.call(&views(&inputs)) {
+        Ok(out) => panic!("expected an error, got {out:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn call_errors_name_the_variable_and_shapes() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let src = "input var A : [2 3]\ninput var B : [3 4]\nvar T : [2 4]\noutput var C : [2 4]\n\
+               T = (A # B) .[2 3]\nC = T + T";
+    let kernel = SharedKernel::compile(&program(src), &options(cache.path(), 1)).expect("compiles");
+    let a = tensor(&[2, 3], vec![0.0; 6]);
+    let b = tensor(&[3, 4], vec![0.0; 12]);
+
+    let e = error(&kernel, &[("A", a.clone())]);
+    assert!(
+        matches!(&e, KernelError::MissingInput { var, shape } if var == "B" && shape == &[3, 4]),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "missing input `B` of shape [3, 4]");
+
+    let e = error(
+        &kernel,
+        &[("A", a.clone()), ("B", tensor(&[4, 3], vec![0.0; 12]))],
+    );
+    assert!(
+        matches!(&e, KernelError::InputShape { var, expected, found }
+            if var == "B" && expected == &[3, 4] && found == &[4, 3]),
+        "{e:?}"
+    );
+    let e = error(
+        &kernel,
+        &[("A", tensor(&[6], vec![0.0; 6])), ("B", b.clone())],
+    );
+    assert!(
+        matches!(&e, KernelError::InputShape { var, .. } if var == "A"),
+        "{e:?}"
+    );
+
+    let e = error(
+        &kernel,
+        &[("A", a.clone()), ("B", b.clone()), ("Q", a.clone())],
+    );
+    assert!(
+        matches!(&e, KernelError::UnknownVariable { var } if var == "Q"),
+        "{e:?}"
+    );
+    for name in ["C", "T"] {
+        let e = error(
+            &kernel,
+            &[
+                ("A", a.clone()),
+                ("B", b.clone()),
+                (name, tensor(&[2, 4], vec![0.0; 8])),
+            ],
+        );
+        assert!(
+            matches!(&e, KernelError::NotAnInput { var } if var == name),
+            "{e:?}"
+        );
+    }
+}
+
+#[test]
+fn compiler_failures_carry_the_compilers_message() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let p = program(MATMUL);
+    let bogus = SharedOptions {
+        cflags: Some("-O1 -Wbogus-teil-flag".to_string()),
+        ..options(cache.path(), 1)
+    };
+    match SharedKernel::compile(&p, &bogus) {
+        Err(KernelError::Compile(RunError::CompileFailed {
+            cc, message, kept, ..
+        })) => {
+            assert_eq!(cc, "cc");
+            assert!(message.contains("bogus-teil-flag"), "{message}");
+            assert!(
+                kept.is_file() && kept.starts_with(cache.path()),
+                "{}",
+                kept.display()
+            );
+        }
+        other => panic!("expected a compiler failure, got {other:?}"),
+    }
+
+    let missing = SharedOptions {
+        cc: "teil-no-such-compiler".to_string(),
+        ..options(cache.path(), 1)
+    };
+    match SharedKernel::compile(&p, &missing) {
+        Err(KernelError::Compile(RunError::CompilerNotFound { cc, .. })) => {
+            assert_eq!(cc, "teil-no-such-compiler")
+        }
+        other => panic!("expected a missing compiler, got {other:?}"),
+    }
+
+    let bad_pad = options(cache.path(), 0);
+    match SharedKernel::compile(&p, &bad_pad) {
+        Err(KernelError::Lower(teil_cbackend::Error::BadPad(0))) => {}
+        other => panic!("expected a bad padding multiple, got {other:?}"),
+    }
+
+    // Nothing was left in the cache but the kept sources: no object, no temporary file.
+    for e in std::fs::read_dir(cache.path()).expect("list the cache") {
+        let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+        assert!(name.ends_with(".c") && !name.starts_with('.'), "{name}");
+    }
+}
+
+#[test]
+fn a_hanging_compiler_is_stopped_at_the_time_out() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let script = tools.path().join("slow-cc");
+    // `exec` so that killing the compiler kills the sleep.
+    std::fs::write(&script, "#!/bin/sh\nexec sleep 60\n").expect("write the script");
+    make_executable(&script);
+    let opts = SharedOptions {
+        cc: script.display().to_string(),
+        timeout: Some(Duration::from_millis(500)),
+        ..options(cache.path(), 1)
+    };
+    let start = Instant::now();
+    match SharedKernel::compile(&program(MATMUL), &opts) {
+        Err(KernelError::Compile(RunError::CompilerTimedOut { limit, .. })) => {
+            assert_eq!(limit, Duration::from_millis(500))
+        }
+        other => panic!("expected a time-out, got {other:?}"),
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn readme_example_is_from_rust() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../README.md")).expect("README.md");
+    let example = std::fs::read_to_string(root.join("examples/from_rust.rs")).expect("example");
+    let section = &readme[readme.find("### From Rust").expect("a From Rust section")..];
+    let start = section.find("```rust\n").expect("a Rust block") + "```rust\n".len();
+    let block = &section[start..start + section[start..].find("```\n").expect("block end")];
+    let code: String = example
+        .lines()
+        .skip_while(|l| l.starts_with("//!"))
+        .skip(1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        block, code,
+        "README's Rust example and examples/from_rust.rs differ"
+    );
+}
+
+#[test]
+fn openmp_kernels_load_and_agree() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    // Large enough for the packed contraction kernel and parallel loops to run.
+    let src = "input var A : [40 30]\ninput var B : [30 20]\ninput var s : []\n\
+               output var C : [40 20]\nC = (A # B) .[2 3]\nC = C / s";
+    let p = program(src);
+    let opts = SharedOptions {
+        openmp: true,
+        ..options(cache.path(), 8)
+    };
+    let kernel = SharedKernel::compile(&p, &opts).expect("compiles with -fopenmp");
+    let source = std::fs::read_to_string(kernel.path().with_extension("c")).expect("source");
+    assert!(
+        source.contains("#pragma omp"),
+        "no OpenMP pragma in the kernel"
+    );
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let (kernel, p) = (&kernel, &p);
+            s.spawn(move || {
+                for i in 0..20u64 {
+                    let inputs = teil_interp::random_inputs(p, 100 * t + i);
+                    check_against_fast(&format!("openmp {t}/{i}"), p, kernel, &inputs);
+                }
+            });
+        }
+    });
+}
