@@ -9,7 +9,7 @@
 //! - [`diag`]: `teil.Diagnostic` and the exception hierarchy;
 //! - [`arrays`]: array-likes in (zero-copy for C-contiguous float64), NumPy arrays out;
 //! - [`program`]: `teil.Program` and `teil.check`;
-//! - `kernel` (feature `kernel`): `teil.Kernel`, a program compiled into a shared object;
+//! - `kernel`: `teil.Kernel`, a program compiled into a shared object;
 //! - [`einsum`]: `teil.einsum_shape`, `teil.einsum`, `teil.einsum_program`.
 
 use pyo3::prelude::*;
@@ -19,7 +19,6 @@ mod diag;
 mod einsum;
 // `teil.Kernel` needs `teil_cbackend::shared` (task 11B); the lead enables the feature by
 // default once both branches are merged.
-#[cfg(feature = "kernel")]
 mod kernel;
 mod program;
 
@@ -33,7 +32,6 @@ fn teil_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RunError", py.get_type::<diag::RunError>())?;
     m.add_class::<diag::Diagnostic>()?;
     m.add_class::<program::Program>()?;
-    #[cfg(feature = "kernel")]
     m.add_class::<kernel::Kernel>()?;
     m.add_function(wrap_pyfunction!(program::check, m)?)?;
     m.add_function(wrap_pyfunction!(einsum::einsum_shape, m)?)?;

@@ -506,7 +506,6 @@ impl Program {
     /// >>> k = teil.Program("input alloc x : [2]\noutput alloc y : [2]\ny = x + x").compile(pad=4)
     /// >>> k(x=[1, 2])["y"]
     /// array([2., 4.])
-    #[cfg(feature = "kernel")]
     #[pyo3(signature = (*, pad = 1, cflags = None, cc = "cc".to_string(), openmp = false, cache_dir = None))]
     fn compile(
         &self,
