@@ -17,8 +17,6 @@ use pyo3::prelude::*;
 mod arrays;
 mod diag;
 mod einsum;
-// `teil.Kernel` needs `teil_cbackend::shared` (task 11B); the lead enables the feature by
-// default once both branches are merged.
 mod kernel;
 mod program;
 

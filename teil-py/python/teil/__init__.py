@@ -53,9 +53,8 @@ __all__ = [
     "guarded",
 ]
 
-if hasattr(_native, "Kernel"):  # built with the `kernel` feature (teil_cbackend::shared)
-    Kernel = _native.Kernel
-    __all__.append("Kernel")
+Kernel = _native.Kernel
+__all__.append("Kernel")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

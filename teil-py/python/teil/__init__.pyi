@@ -118,7 +118,6 @@ class Program:
         **named_inputs: _ArrayLike,
     ) -> str: ...
     def emit_c(self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False) -> str: ...
-    # Present when the package is built with the `kernel` feature (teil_cbackend::shared).
     def compile(
         self,
         *,
