@@ -167,12 +167,6 @@ pub enum RunError {
         message: String,
         kept: PathBuf,
     },
-    #[error("the C compiler `{cc}` did not finish within {limit:?} and was stopped; generated source kept at {kept}")]
-    CompilerTimedOut {
-        cc: String,
-        limit: Duration,
-        kept: PathBuf,
-    },
     #[error("the compiled kernel failed ({status}); generated source kept at {kept}\n{message}")]
     KernelFailed {
         status: String,

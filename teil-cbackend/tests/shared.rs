@@ -485,8 +485,8 @@ fn a_hanging_compiler_is_stopped_at_the_time_out() {
     };
     let start = Instant::now();
     match SharedKernel::compile(&program(MATMUL), &opts) {
-        Err(KernelError::Compile(RunError::CompilerTimedOut { limit, .. })) => {
-            assert_eq!(limit, Duration::from_millis(500))
+        Err(KernelError::Compile(RunError::TimedOut { timeout, .. })) => {
+            assert_eq!(timeout, Duration::from_millis(500))
         }
         other => panic!("expected a time-out, got {other:?}"),
     }
