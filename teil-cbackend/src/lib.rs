@@ -55,6 +55,8 @@ pub mod opt;
 pub mod plant;
 pub mod print;
 pub mod run;
+// Loading shared objects needs a dynamic loader (none in the browser build).
+#[cfg(any(unix, windows))]
 pub mod shared;
 pub mod validate;
 

@@ -47,6 +47,8 @@ pub mod budget;
 pub mod domain;
 pub mod error;
 pub mod fast;
+// Files are a Unix matter here (`flock`, `O_NONBLOCK`, symlinks); the browser build has none.
+#[cfg(unix)]
 pub mod files;
 pub mod npy;
 pub mod oracle;

@@ -11,7 +11,6 @@
 
 use crate::Tensor;
 use ndarray::{ArrayD, IxDyn};
-use std::path::Path;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
@@ -149,7 +148,8 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
 
 /// Reads a `.npy` file; a FIFO, directory or device is refused without blocking
 /// ([`crate::files::read_regular`]).
-pub fn read(path: &Path) -> Result<Tensor, NpyError> {
+#[cfg(unix)]
+pub fn read(path: &std::path::Path) -> Result<Tensor, NpyError> {
     let bytes = crate::files::read_regular(path).map_err(|e| match e {
         crate::files::ReadError::TooLarge(bytes) => NpyError::OutOfMemory { bytes },
         e => NpyError::Io(e.to_string()),
