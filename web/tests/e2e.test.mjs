@@ -48,7 +48,7 @@ async function analysed(page) {
 
 const matmul = 'input alloc A : [2, 3]\ninput alloc B : [3, 2]\noutput alloc C : [2, 2]\nC = contr 2 3 (prod A B)\n';
 
-test('an ill-typed program shows its code, rule and help; the quick fix makes it well typed', async () => {
+test('an ill-typed program shows its code, rule and help', async () => {
   const tvm = fs.readFileSync(path.join(repo, 'examples', 'tvm_fig3a.teil'), 'utf8');
   const page = await open(tvm);
   await page.waitForSelector('.diag[data-code=E0305]');
@@ -56,9 +56,16 @@ test('an ill-typed program shows its code, rule and help; the quick fix makes it
   assert.match(text, /T-Contr|T-Diag/);
   assert.match(text, /help:/);
   await page.screenshot({ path: path.join(results, 'ill-typed.png') });
-  const fix = page.locator('.diag[data-code=E0305] button.fix').first();
-  await fix.click();
+  await page.close();
+});
+
+test('a quick fix makes the program well typed', async () => {
+  // A misspelled variable (E0301): the fix replaces it with the declared name.
+  const page = await open('alloc Alpha : [2]\nalloc B : [2]\nB = Alphx + Alpha\n');
+  await page.waitForSelector('.diag[data-code=E0301] button.fix');
+  await page.click('.diag[data-code=E0301] button.fix');
   await page.waitForFunction(() => document.body.dataset.ok === 'true');
+  assert.equal(await page.evaluate(() => window.teilEditor.state.doc.toString()), 'alloc Alpha : [2]\nalloc B : [2]\nB = Alpha + Alpha\n');
   assert.equal(await page.locator('.diag.error').count(), 0);
   assert.deepEqual(page.errors, []);
   await page.close();
