@@ -479,7 +479,7 @@ impl Program {
         })?
         .map_err(|e| match e {
             teil_interp::trace::TraceError::Run(e) => diag::run_error(py, e.coded()),
-            e => PyValueError::new_err(e.to_string()),
+            e => diag::run_error(py, e.to_string()),
         })?;
         Ok(teil_interp::trace::render(&lines))
     }

@@ -72,7 +72,7 @@ def test_to_dict_is_the_json_object_of_teil_check():
     # The fields spec/diagnostics.md lists for `--format json`, and nothing else.
     assert set(obj) == {
         "code", "severity", "message", "rule", "file", "span", "line", "column",
-        "label", "labels", "notes", "help",
+        "label", "labels", "notes", "help", "fixes",
     }
     assert obj["code"] == d.code and obj["severity"] == d.severity
     assert obj["message"] == d.message and obj["rule"] == d.rule and obj["file"] == "bad.teil"
