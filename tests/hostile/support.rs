@@ -66,11 +66,6 @@ impl Case {
         self
     }
 
-    pub fn memory(mut self, bytes: u64) -> Case {
-        self.memory = bytes;
-        self
-    }
-
     pub fn deadline(mut self, d: Duration) -> Case {
         self.deadline = d;
         self
