@@ -6,11 +6,11 @@
 //! rendered, what a shape error is) are the crates' own; see `teil::interface` and
 //! `teil::render`. The pure-Python half (`python/teil/__init__.py`) adds `teil.guarded`.
 //!
-//! - [`diag`]: `teil.Diagnostic` and the exception hierarchy;
-//! - [`arrays`]: array-likes in (zero-copy for C-contiguous float64), NumPy arrays out;
-//! - [`program`]: `teil.Program` and `teil.check`;
+//! - `diag`: `teil.Diagnostic` and the exception hierarchy;
+//! - `arrays`: array-likes in (zero-copy for C-contiguous float64), NumPy arrays out;
+//! - `program`: `teil.Program` and `teil.check`;
 //! - `kernel`: `teil.Kernel`, a program compiled into a shared object;
-//! - [`einsum`]: `teil.einsum_shape`, `teil.einsum`, `teil.einsum_program`.
+//! - `einsum`: `teil.einsum_shape`, `teil.einsum`, `teil.einsum_program`.
 
 use pyo3::prelude::*;
 

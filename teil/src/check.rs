@@ -746,7 +746,7 @@ impl Checker {
 
 /// The typing rule that gives a well-typed node its shape, by its name in spec/typing.md, from
 /// the node and its operands' shapes (the element-wise rules depend on which operand is a
-/// scalar, in the order [`Checker::binary`] tries them).
+/// scalar, in the order `Checker::binary` tries them).
 pub fn rule_name(e: &Expr, operands: &[&[u64]]) -> &'static str {
     match &e.kind {
         ExprKind::Var(_) => "T-Var",

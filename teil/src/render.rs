@@ -6,8 +6,9 @@
 //! diagnostics renders in O(file + N log file) rather than O(N * file). Text output of a file
 //! stops after [`MAX_TEXT_DIAGNOSTICS`] reports with one line counting the rest
 //! (spec/diagnostics.md, "How many diagnostics are shown"); JSON output lists every diagnostic.
-//! A report on a line longer than [`LONG_LINE`] shows a window of the line around its labels, so
-//! that the text of a report never grows with the line (spec/limits.md, "Diagnostics").
+//! A report on a line longer than `LONG_LINE` (1,024 bytes) shows a window of the line around
+//! its labels, so that the text of a report never grows with the line (spec/limits.md,
+//! "Diagnostics").
 //!
 //! Spans are byte offsets into the file as read. A leading byte-order mark (spec/grammar.md,
 //! "Encoding") is not shown: reports and line/column numbers are those of the text after it,
