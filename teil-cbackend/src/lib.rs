@@ -106,6 +106,40 @@ pub enum Error {
     Internal(String),
 }
 
+/// Why [`run_program`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    /// The program could not be lowered (for example a padding multiple of 0).
+    #[error(transparent)]
+    Lower(#[from] Error),
+    /// The compiler or the compiled kernel failed, or the run was stopped.
+    #[error(transparent)]
+    Run(#[from] run::RunError),
+    /// The kernel broke the ABI's padding invariant (spec/abi.md): a backend bug.
+    #[error("internal error: the generated kernel left non-zero padding in {}", .0.join(", "))]
+    NonzeroPadding(Vec<String>),
+}
+
+/// The C backend as `teil run --backend c` runs a program: lowered with `opts`, with OpenMP
+/// pragmas when `openmp` (the toolchain's flags must then include `-fopenmp`), compiled by
+/// `tc` and run once in a separate process, its padding checked zero afterwards. Returns every
+/// variable's final value. The one implementation behind the CLI and the Python package.
+pub fn run_program(
+    p: &CheckedProgram,
+    opts: &Options,
+    openmp: bool,
+    tc: &run::Toolchain,
+    inputs: &std::collections::BTreeMap<String, ndarray::ArrayD<f64>>,
+) -> Result<std::collections::BTreeMap<String, ndarray::ArrayD<f64>>, ProgramError> {
+    let mut kernel = lower(p, opts)?;
+    kernel.tuning.openmp = openmp;
+    let outcome = run::run(tc, &kernel, inputs)?;
+    if !outcome.nonzero_padding.is_empty() {
+        return Err(ProgramError::NonzeroPadding(outcome.nonzero_padding));
+    }
+    Ok(outcome.values)
+}
+
 /// Lowers a checked program to the loop IR.
 pub fn lower(p: &CheckedProgram, opts: &Options) -> Result<ir::Kernel, Error> {
     lower::lower(p, opts)

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use teil::CheckedProgram;
 use teil_cbackend::run::{RunError, Toolchain};
-use teil_cbackend::Options;
+use teil_cbackend::{Options, ProgramError};
 use teil_interp::Tensor;
 
 /// With `validate`, the kernel is first checked by translation validation (spec/validation.md):
@@ -137,30 +137,22 @@ impl CBackend {
             pad: self.pad,
             ..Options::default()
         };
-        let mut kernel = teil_cbackend::lower(p, &opts).map_err(|e| match e {
-            teil_cbackend::Error::BadPad(_) => Failure::Usage(e.to_string()),
-            _ => Failure::Rejected(vec![e.to_string()]),
-        })?;
-        kernel.tuning.openmp = self.openmp;
         let toolchain = Toolchain {
             cancel: crate::interrupt::cancel_on_signal(),
             ..self.toolchain.clone()
         };
-        let outcome =
-            teil_cbackend::run::run(&toolchain, &kernel, inputs).map_err(|e| match e {
-                RunError::InputShape { .. } => Failure::Rejected(vec![e.to_string()]),
-                RunError::Interrupted => Failure::Interrupted,
-                _ => match e.code() {
-                    Some(code) => Failure::Coded(code, e.to_string()),
-                    None => Failure::Usage(e.to_string()),
-                },
-            })?;
-        if !outcome.nonzero_padding.is_empty() {
-            return Err(Failure::Usage(format!(
-                "internal error: the generated kernel left non-zero padding in {}",
-                outcome.nonzero_padding.join(", ")
-            )));
-        }
-        Ok(outcome.values)
+        teil_cbackend::run_program(p, &opts, self.openmp, &toolchain, inputs).map_err(|e| match e {
+            ProgramError::Lower(teil_cbackend::Error::BadPad(_)) => Failure::Usage(e.to_string()),
+            ProgramError::Lower(_) => Failure::Rejected(vec![e.to_string()]),
+            ProgramError::Run(RunError::InputShape { .. }) => {
+                Failure::Rejected(vec![e.to_string()])
+            }
+            ProgramError::Run(RunError::Interrupted) => Failure::Interrupted,
+            ProgramError::Run(e) => match e.code() {
+                Some(code) => Failure::Coded(code, e.to_string()),
+                None => Failure::Usage(e.to_string()),
+            },
+            ProgramError::NonzeroPadding(_) => Failure::Usage(e.to_string()),
+        })
     }
 }

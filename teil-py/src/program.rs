@@ -266,8 +266,6 @@ fn run_c(
         pad: c.pad,
         ..teil_cbackend::Options::default()
     };
-    let mut kernel = teil_cbackend::lower(p, &opts).map_err(lower_failure)?;
-    kernel.tuning.openmp = c.openmp;
     let mut toolchain = teil_cbackend::run::Toolchain {
         cc: c.cc.clone(),
         ..Default::default()
@@ -281,14 +279,10 @@ fn run_c(
     if c.openmp {
         toolchain.cflags.push("-fopenmp".to_string());
     }
-    let outcome = teil_cbackend::run::run(&toolchain, &kernel, inputs).map_err(Failure::run)?;
-    if !outcome.nonzero_padding.is_empty() {
-        return Err(Failure::Run(format!(
-            "internal error: the generated kernel left non-zero padding in {}",
-            outcome.nonzero_padding.join(", ")
-        )));
-    }
-    Ok(outcome.values)
+    teil_cbackend::run_program(p, &opts, c.openmp, &toolchain, inputs).map_err(|e| match e {
+        teil_cbackend::ProgramError::Lower(e) => lower_failure(e),
+        e => Failure::run(e),
+    })
 }
 
 fn lower_failure(e: teil_cbackend::Error) -> Failure {
