@@ -2,54 +2,8 @@
 //! shrunk, written as a reproducer and replayed by the one printed command, and the usage
 //! errors.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn teil_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// `N programs, K mismatches, R programs/s` on a line of its own: returns (N, K).
-fn summary(o: &Output) -> (u64, u64) {
-    let out = stdout(o);
-    let line = out.strip_suffix('\n').unwrap_or(&out);
-    assert!(
-        !line.contains('\n'),
-        "more than one line on stdout: {out:?}"
-    );
-    let parts: Vec<&str> = line.split(", ").collect();
-    assert_eq!(parts.len(), 3, "{line}");
-    let n = parts[0]
-        .strip_suffix(" programs")
-        .expect(line)
-        .parse()
-        .expect(line);
-    let k = parts[1]
-        .strip_suffix(" mismatches")
-        .expect(line)
-        .parse()
-        .expect(line);
-    let r: f64 = parts[2]
-        .strip_suffix(" programs/s")
-        .expect(line)
-        .parse()
-        .expect(line);
-    assert!(r >= 0.0, "{line}");
-    (n, k)
-}
+mod support;
+use support::{stderr, stdout, summary, teil_in};
 
 #[test]
 fn a_clean_campaign_prints_one_summary_line_and_exits_0() {

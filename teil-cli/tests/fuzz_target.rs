@@ -7,50 +7,12 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const TEIL: &str = env!("CARGO_BIN_EXE_teil");
 
-fn teil_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(TEIL)
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// `N programs, K mismatches, R programs/s`, the only line on stdout: returns (N, K).
-fn summary(o: &Output) -> (u64, u64) {
-    let out = stdout(o);
-    let line = out.strip_suffix('\n').unwrap_or(&out);
-    assert!(
-        !line.contains('\n'),
-        "more than one line on stdout: {out:?}"
-    );
-    let parts: Vec<&str> = line.split(", ").collect();
-    assert_eq!(parts.len(), 3, "{line}");
-    assert!(parts[2].ends_with(" programs/s"), "{line}");
-    let n = parts[0]
-        .strip_suffix(" programs")
-        .expect(line)
-        .parse()
-        .expect(line);
-    let k = parts[1]
-        .strip_suffix(" mismatches")
-        .expect(line)
-        .parse()
-        .expect(line);
-    (n, k)
-}
+mod support;
+use support::{stderr, stdout, summary, teil_in};
 
 fn ops_target(plant: Option<&str>) -> String {
     match plant {
