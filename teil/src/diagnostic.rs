@@ -156,6 +156,35 @@ impl Diagnostic {
     }
 }
 
+/// Levenshtein distance between two words, by characters.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Whether `candidate` is close enough to the different word `written` to be suggested as
+/// "did you mean": at most one edit per three characters (at least one), and fewer edits than
+/// `written` has characters. The one rule behind every "did you mean" (names and keywords).
+pub(crate) fn is_similar(written: &str, candidate: &str) -> bool {
+    let (len, clen) = (written.chars().count(), candidate.chars().count());
+    // Words of very different lengths are never within the distance below; the bound keeps
+    // the quadratic distance off hostile, very long names.
+    if len > 2 * clen + 2 || clen > 2 * len + 2 {
+        return false;
+    }
+    let d = edit_distance(written, candidate);
+    d <= (len / 3).max(1) && d < len
+}
+
 macro_rules! codes {
     ($( $variant:ident = $code:literal, $sev:ident, $title:literal, $explain:literal; )*) => {
         /// Every diagnostic TeIL can emit. The string form (`E0302`) is stable: tools that use
