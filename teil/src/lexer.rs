@@ -262,8 +262,8 @@ pub fn keyword_like(word: &str) -> Option<&'static str> {
     best.map(|(_, k)| k)
 }
 
-/// A character that starts no token, or a run of the same such character written without
-/// anything between (`@@@@`, a pasted `€€€`), reported once.
+/// A character that starts no token, or a run of the same such character with nothing but
+/// whitespace between (`@@@@`, a pasted block of `€€€`), reported once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LexError {
     /// The whole run.
@@ -354,15 +354,19 @@ pub fn lex_with_comments(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>, V
             }
             None => {
                 // Skip whole UTF-8 characters so spans stay on char boundaries, and the whole
-                // run of this one: a pasted block of garbage is one report, not hundreds.
+                // run of this one (whitespace between included): a pasted block of garbage is
+                // one report, not hundreds.
                 let ch = src[i..].chars().next().unwrap_or('\u{FFFD}');
                 let mut count = 0;
                 loop {
                     i += ch.len_utf8();
                     count += 1;
-                    if !src.get(i..).is_some_and(|rest| rest.starts_with(ch)) {
+                    let rest = src.get(i..).unwrap_or_default();
+                    let gap = rest.len() - rest.trim_start_matches(is_space).len();
+                    if !rest[gap..].starts_with(ch) {
                         break;
                     }
+                    i += gap;
                 }
                 errors.push(LexError {
                     span: start..i,
@@ -373,6 +377,11 @@ pub fn lex_with_comments(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>, V
         }
     }
     (tokens, errors, comments)
+}
+
+/// The whitespace that separates tokens (ASCII only, as in the lexer's loop).
+fn is_space(c: char) -> bool {
+    c.is_ascii_whitespace()
 }
 
 /// `digits ('.' digits)? ([eE] [+-]? digits)?`; a `.` not followed by a digit is left alone so
@@ -476,6 +485,69 @@ mod tests {
         assert_eq!(errs[0].found, '$');
         assert_eq!(errs[1].found, 'é');
         assert_eq!(errs[1].span, 18..20);
+    }
+
+    #[test]
+    fn a_run_of_one_invalid_character_is_one_error() {
+        let src = "A @@@@ B €€ € C $? <";
+        let (toks, errs) = lex(src);
+        assert_eq!(toks.len(), 3);
+        let got: Vec<(char, usize, &str)> = errs
+            .iter()
+            .map(|e| (e.found, e.count, &src[e.span.clone()]))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ('@', 4, "@@@@"),
+                ('€', 3, "€€ €"),
+                ('$', 1, "$"),
+                ('?', 1, "?"),
+                ('<', 1, "<"),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_arrow_is_one_token() {
+        assert_eq!(
+            kinds("C <- A-B"),
+            vec![
+                Token::Ident("C"),
+                Token::Arrow,
+                Token::Ident("A"),
+                Token::Minus,
+                Token::Ident("B"),
+            ]
+        );
+        // Apart, `<` starts no token.
+        let (toks, errs) = lex("A < -B");
+        assert_eq!(toks.len(), 3);
+        assert_eq!((errs[0].found, errs[0].span.clone()), ('<', 2..3));
+    }
+
+    #[test]
+    fn keyword_like_words() {
+        for (word, keyword) in [
+            ("contract", Some("contr")),
+            ("Contr", Some("contr")),
+            ("TRANSPOSE", Some("transp")),
+            ("transpsoe", Some("transp")),
+            ("diagonal", Some("diag")),
+            ("reduce", Some("red+")),
+            ("red", Some("red+")),
+            ("allocate", Some("alloc")),
+            ("outptu", Some("output")),
+            ("inputs", Some("input")),
+            ("A", None),
+            ("x", None),
+            ("total", None),
+            ("C", None),
+        ] {
+            assert_eq!(keyword_like(word), keyword, "{word}");
+        }
+        // A hostile name is not compared character by character with every keyword.
+        assert_eq!(keyword_like(&"contract".repeat(100_000)), None);
     }
 
     #[test]

@@ -856,6 +856,71 @@ mod tests {
         assert_eq!(p.program.stmts.len(), 1);
     }
 
+    /// The codes, primary spans (as text) and helps of `src`'s diagnostics.
+    fn reports(src: &str) -> Vec<(Code, &str, Option<String>)> {
+        parse(src)
+            .diagnostics
+            .into_iter()
+            .map(|d| (d.code, &src[d.primary.span.clone()], d.help))
+            .collect()
+    }
+
+    #[test]
+    fn a_wrong_assignment_is_reported_where_it_is_and_the_declaration_before_it_kept() {
+        for (op, at) in [(":=", ":"), ("<-", "<-")] {
+            let src = format!("input var A : [2]\noutput var C : [2]\nC {op} A\nC = C + A");
+            let p = parse(&src);
+            assert_eq!(p.program.decls.len(), 2, "{op}");
+            assert_eq!(p.program.stmts.len(), 1, "{op}");
+            let help = Some("assignment is written `=`".to_string());
+            assert_eq!(reports(&src), [(Code::Syntax, at, help)], "{op}");
+        }
+        // `alloc A := [2]` is a declaration gone wrong, not an assignment.
+        let got = reports("alloc A := [2]");
+        assert_eq!((got.len(), got[0].1, got[0].2.is_none()), (1, "=", true));
+    }
+
+    #[test]
+    fn a_misspelled_declaration_is_its_own_item() {
+        let src = "alloc A : [2]\nallocate B : [2]\ninputs var C : [2]\nA = A";
+        let p = parse(src);
+        assert_eq!(p.program.decls.len(), 1);
+        assert_eq!(p.program.stmts.len(), 1);
+        let helps: Vec<_> = reports(src).into_iter().map(|r| (r.1, r.2)).collect();
+        assert_eq!(
+            helps,
+            [
+                ("B", Some("did you mean `alloc`?".to_string())),
+                ("var", Some("did you mean `input`?".to_string())),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_keyword_is_suggested_only_where_it_fits() {
+        // `sum` as an operand: `red+` there would not parse either.
+        let got = reports("C = add sum B + +");
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].1, got[0].2.as_deref()), ("+", None));
+        // A stray name after a statement is not taken for a qualifier.
+        let got = reports("A = B inputs");
+        assert_eq!((got[0].1, got[0].2.as_deref()), ("inputs", None));
+        // An operator where an operand is expected: the keyword, then parentheses, fit.
+        let got = reports("C = add A contract 1 2 B");
+        assert_eq!(got[0].2.as_deref(), Some("did you mean `contr`?"));
+    }
+
+    #[test]
+    fn a_syntax_error_after_an_invalid_character_is_not_reported() {
+        assert_eq!(
+            reports("A = €€€")
+                .into_iter()
+                .map(|r| (r.0, r.1))
+                .collect::<Vec<_>>(),
+            [(Code::InvalidChar, "€€€")]
+        );
+    }
+
     #[test]
     fn nesting_bound_counts_operators_and_groups() {
         // Paren(Mul(Paren(Add(A, B)), C)) is five levels deep, and so is the bound.
