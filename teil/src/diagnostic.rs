@@ -228,11 +228,19 @@ prefix operations are atoms (a name, a number, or a parenthesised expression), s
 
     C = add A transp 1 2 B      // error: `transp` cannot start an operand
 
-must be written `C = add A (transp 1 2 B)`.";
+must be written `C = add A (transp 1 2 B)`.
+
+A misspelled keyword is read as a variable name, so the error is found just after it; the
+report then suggests the keyword (did you mean `contr`?). Assignment is written `=`, never
+`:=`, `<-` or `==`.
+
+While a file has a syntax error, the warnings W0001 and W0003 are not reported: the statement
+that does not parse is missing from the program they reason about.";
 
     InvalidChar = "E0002", Error, "invalid character",
 "A character that cannot start any TeIL token. Identifiers are ASCII letters, digits and `_`
-(not starting with a digit); comments start with `//`.";
+(not starting with a digit); comments start with `//`. A run of the same character (`@@@@`,
+with or without whitespace between) is reported once.";
 
     NumberTooLarge = "E0003", Error, "number too large",
 "An extent, dimension position or slice index does not fit in 64 bits. Such a number can
