@@ -203,3 +203,25 @@ fn diagnostics_carry_quick_fixes_as_edits() {
         "{fixed}: {a}"
     );
 }
+
+/// The playground shows what `teil check` shows for a syntax error: the error where it is, its
+/// quick fix, and no warning of the initialisation analysis while it stands.
+#[test]
+fn syntax_errors_come_alone_with_their_fix() {
+    let bad = "input var A : [2, 3, 3]\noutput var C : [2]\nC = contract 2 3 A\n";
+    let a = ask(json!({"cmd": "analyze", "source": bad}));
+    let diags = a["diagnostics"].as_array().unwrap();
+    let codes: Vec<&str> = diags.iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["E0001"], "{a}");
+    assert_eq!(diags[0]["help"], "did you mean `contr`?");
+    let edit = &diags[0]["fixes"][0]["edits"][0];
+    let (start, end) = (
+        edit["span"]["start"].as_u64().unwrap() as usize,
+        edit["span"]["end"].as_u64().unwrap() as usize,
+    );
+    assert_eq!((&bad[start..end], edit["replacement"].as_str()), ("contract", Some("contr")));
+    let fixed = format!("{}contr{}", &bad[..start], &bad[end..]);
+    let a = ask(json!({"cmd": "analyze", "source": fixed}));
+    assert_eq!(a["ok"], true, "{a}");
+    assert_eq!(a["diagnostics"], json!([]), "{a}");
+}

@@ -12,7 +12,7 @@
 //! the enclosing rules stay silent about it.
 
 use crate::ast::*;
-use crate::diagnostic::{Code, Diagnostic, Edit, Fix};
+use crate::diagnostic::{edit_distance, is_similar, Code, Diagnostic, Edit, Fix};
 use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_ELEMENTS, MAX_RANK};
 use std::collections::{HashMap, HashSet};
 
@@ -152,7 +152,21 @@ impl Partial {
 /// Runs every rule on every statement, as [`check`] does, and keeps what it learnt whether or
 /// not the program is well-typed. Errors do not cascade (see the module documentation), so
 /// the shapes of the parts that check are the ones [`check`] would record.
-pub fn check_partial(mut program: Program) -> Partial {
+pub fn check_partial(program: Program) -> Partial {
+    check_with(program, true)
+}
+
+/// The diagnostics of a program built from a text with syntax errors: it lacks every item that
+/// did not parse, so the initialisation analysis, which reasons about all statements together,
+/// would report the syntax error's consequences (an `output` "never assigned" by a statement
+/// that is only missing) as facts about the program. It is left out; the typing rules, which
+/// judge each declaration and statement that did parse on its own, are all applied
+/// (spec/diagnostics.md, "Syntax errors").
+pub fn check_incomplete(program: Program) -> Vec<Diagnostic> {
+    check_with(program, false).diagnostics
+}
+
+fn check_with(mut program: Program, initialisation: bool) -> Partial {
     let mut next = 0u32;
     for stmt in &mut program.stmts {
         number(&mut stmt.value, &mut next);
@@ -166,7 +180,9 @@ pub fn check_partial(mut program: Program) -> Partial {
     for stmt in &program.stmts {
         cx.statement(stmt);
     }
-    initialization(&program, &mut cx.diags);
+    if initialisation {
+        initialization(&program, &mut cx.diags);
+    }
     let Checker {
         shapes, mut diags, ..
     } = cx;
@@ -357,10 +373,7 @@ impl Checker {
         let mut best: Option<(usize, &String)> = None;
         for cand in self.env.keys() {
             let d = edit_distance(name, cand);
-            if d <= (name.len() / 3).max(1)
-                && d < name.len()
-                && best.is_none_or(|(bd, bn)| (d, cand) < (bd, bn))
-            {
+            if is_similar(name, cand) && best.is_none_or(|(bd, bn)| (d, cand) < (bd, bn)) {
                 best = Some((d, cand));
             }
         }
@@ -827,20 +840,6 @@ fn append_postfix(e: &Expr, postfix: &str) -> Fix {
         title: format!("apply `{postfix}`"),
         edits,
     }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// Initialization analysis (report §5), for programs that use qualifiers: W0001 for the first

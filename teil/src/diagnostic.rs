@@ -156,6 +156,35 @@ impl Diagnostic {
     }
 }
 
+/// Levenshtein distance between two words, by characters.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Whether `candidate` is close enough to the different word `written` to be suggested as
+/// "did you mean": at most one edit per three characters (at least one), and fewer edits than
+/// `written` has characters. The one rule behind every "did you mean" (names and keywords).
+pub(crate) fn is_similar(written: &str, candidate: &str) -> bool {
+    let (len, clen) = (written.chars().count(), candidate.chars().count());
+    // Words of very different lengths are never within the distance below; the bound keeps
+    // the quadratic distance off hostile, very long names.
+    if len > 2 * clen + 2 || clen > 2 * len + 2 {
+        return false;
+    }
+    let d = edit_distance(written, candidate);
+    d <= (len / 3).max(1) && d < len
+}
+
 macro_rules! codes {
     ($( $variant:ident = $code:literal, $sev:ident, $title:literal, $explain:literal; )*) => {
         /// Every diagnostic TeIL can emit. The string form (`E0302`) is stable: tools that use
@@ -199,11 +228,19 @@ prefix operations are atoms (a name, a number, or a parenthesised expression), s
 
     C = add A transp 1 2 B      // error: `transp` cannot start an operand
 
-must be written `C = add A (transp 1 2 B)`.";
+must be written `C = add A (transp 1 2 B)`.
+
+A misspelled keyword is read as a variable name, so the error is found just after it; the
+report then suggests the keyword (did you mean `contr`?). Assignment is written `=`, never
+`:=`, `<-` or `==`.
+
+While a file has a syntax error, the warnings W0001 and W0003 are not reported: the statement
+that does not parse is missing from the program they reason about.";
 
     InvalidChar = "E0002", Error, "invalid character",
 "A character that cannot start any TeIL token. Identifiers are ASCII letters, digits and `_`
-(not starting with a digit); comments start with `//`.";
+(not starting with a digit); comments start with `//`. A run of the same character (`@@@@`,
+with or without whitespace between) is reported once.";
 
     NumberTooLarge = "E0003", Error, "number too large",
 "An extent, dimension position or slice index does not fit in 64 bits. Such a number can

@@ -452,13 +452,15 @@ impl Analysis {
         }
     }
 
-    /// The quick fixes of the diagnostics whose primary span meets `range`, with the
-    /// diagnostic each belongs to.
+    /// The quick fixes that belong to a diagnostic whose primary span meets `range` or that
+    /// edit text meeting it (a misspelled keyword is fixed at the word, while the error is
+    /// found after it), with the diagnostic each belongs to.
     pub fn code_actions(&self, range: Span) -> Vec<(&Diagnostic, &Fix)> {
+        let meets = |s: &Span| s.start <= range.end && range.start <= s.end;
         self.diagnostics
             .iter()
-            .filter(|d| d.primary.span.start <= range.end && range.start <= d.primary.span.end)
             .flat_map(|d| d.fixes.iter().map(move |f| (d, f)))
+            .filter(|(d, f)| meets(&d.primary.span) || f.edits.iter().any(|e| meets(&e.span)))
             .collect()
     }
 

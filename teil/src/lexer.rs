@@ -90,6 +90,10 @@ pub enum Token<'src> {
     Colon,
     Comma,
     Eq,
+    /// `<-`, which no rule accepts: an assignment written as in R or Haskell. It is a token of
+    /// its own so that the statement it starts is cut as a statement and the report points at
+    /// it with the right help (spec/grammar.md, "Lexical structure").
+    Arrow,
 }
 
 impl fmt::Display for Token<'_> {
@@ -132,6 +136,7 @@ impl Token<'_> {
             Token::Colon => ":",
             Token::Comma => ",",
             Token::Eq => "=",
+            Token::Arrow => "<-",
             Token::Ident(_) | Token::Number(_) | Token::BinKw(_) | Token::Red(_) => "",
         }
     }
@@ -179,10 +184,93 @@ pub const KEYWORDS: &[&str] = &[
     "redmin", "transp", "diag", "contr", "expa", "proj",
 ];
 
+/// The token of a reserved word (`red+` and `red*` included), `None` for any other word.
+pub fn keyword_token(word: &str) -> Option<Token<'static>> {
+    Some(match word {
+        "alloc" => Token::Alloc,
+        "var" => Token::Var,
+        "input" => Token::Input,
+        "output" => Token::Output,
+        "inout" => Token::InOut,
+        "add" => Token::BinKw(crate::ast::BinOp::Add),
+        "sub" => Token::BinKw(crate::ast::BinOp::Sub),
+        "mul" => Token::BinKw(crate::ast::BinOp::Mul),
+        "div" => Token::BinKw(crate::ast::BinOp::Div),
+        "prod" => Token::Prod,
+        "red+" => Token::Red(RedOp::Sum),
+        "red*" => Token::Red(RedOp::Product),
+        "redmax" => Token::Red(RedOp::Max),
+        "redmin" => Token::Red(RedOp::Min),
+        "transp" => Token::Transp,
+        "diag" => Token::Diag,
+        "contr" => Token::Contr,
+        "expa" => Token::Expa,
+        "proj" => Token::Proj,
+        _ => return None,
+    })
+}
+
+/// Words people write for a reserved word (the long forms of the abbreviations, other
+/// languages' names), with the reserved word they mean. Used only to suggest a keyword in a
+/// syntax error, never to accept a program.
+const LONG_FORMS: &[(&str, &str)] = &[
+    ("allocate", "alloc"),
+    ("variable", "var"),
+    ("inputs", "input"),
+    ("outputs", "output"),
+    ("in_out", "inout"),
+    ("subtract", "sub"),
+    ("multiply", "mul"),
+    ("divide", "div"),
+    ("product", "prod"),
+    ("reduce", "red+"),
+    ("sum", "red+"),
+    ("max", "redmax"),
+    ("min", "redmin"),
+    ("transpose", "transp"),
+    ("permute", "transp"),
+    ("diagonal", "diag"),
+    ("contract", "contr"),
+    ("contraction", "contr"),
+    ("expand", "expa"),
+    ("project", "proj"),
+    ("projection", "proj"),
+];
+
+/// The reserved word that `word` (an identifier) most likely stands for: a keyword or a long
+/// form of one written in another case (`Contr`, `TRANSPOSE`), a long form from
+/// [`LONG_FORMS`], or a keyword or long form within a small edit distance (`outptu`,
+/// `transpsoe`), by [`crate::diagnostic::is_similar`]. Whether the keyword fits where the word
+/// stands is the parser's question.
+pub fn keyword_like(word: &str) -> Option<&'static str> {
+    let lower = word.to_ascii_lowercase();
+    let candidates = KEYWORDS
+        .iter()
+        .chain(&["red+", "red*"])
+        .map(|k| (*k, *k))
+        .chain(LONG_FORMS.iter().copied());
+    let mut best: Option<(usize, &'static str)> = None;
+    for (written, meant) in candidates {
+        if lower != written && !crate::diagnostic::is_similar(&lower, written) {
+            continue;
+        }
+        let d = crate::diagnostic::edit_distance(&lower, written);
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, meant));
+        }
+    }
+    best.map(|(_, k)| k)
+}
+
+/// A character that starts no token, or a run of the same such character with nothing but
+/// whitespace between (`@@@@`, a pasted block of `€€€`), reported once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LexError {
+    /// The whole run.
     pub span: Span,
     pub found: char,
+    /// How many times `found` is repeated in the run (at least 1).
+    pub count: usize,
 }
 
 /// Spanned tokens and the characters that start none. Comments are dropped; see
@@ -224,32 +312,10 @@ pub fn lex_with_comments(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>, V
             let word = &src[start..i];
             let tok = match word {
                 "red" if matches!(bytes.get(i), Some(b'+') | Some(b'*')) => {
-                    let op = if bytes[i] == b'+' {
-                        RedOp::Sum
-                    } else {
-                        RedOp::Product
-                    };
                     i += 1;
-                    Token::Red(op)
+                    keyword_token(&src[start..i]).unwrap_or(Token::Ident(word))
                 }
-                "alloc" => Token::Alloc,
-                "var" => Token::Var,
-                "input" => Token::Input,
-                "output" => Token::Output,
-                "inout" => Token::InOut,
-                "add" => Token::BinKw(crate::ast::BinOp::Add),
-                "sub" => Token::BinKw(crate::ast::BinOp::Sub),
-                "mul" => Token::BinKw(crate::ast::BinOp::Mul),
-                "div" => Token::BinKw(crate::ast::BinOp::Div),
-                "prod" => Token::Prod,
-                "redmax" => Token::Red(RedOp::Max),
-                "redmin" => Token::Red(RedOp::Min),
-                "transp" => Token::Transp,
-                "diag" => Token::Diag,
-                "contr" => Token::Contr,
-                "expa" => Token::Expa,
-                "proj" => Token::Proj,
-                _ => Token::Ident(word),
+                _ => keyword_token(word).unwrap_or(Token::Ident(word)),
             };
             tokens.push((tok, start..i));
             continue;
@@ -281,18 +347,41 @@ pub fn lex_with_comments(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>, V
                 i += 1;
                 tokens.push((t, start..i));
             }
+            // `<-`: see `Token::Arrow`.
+            None if c == b'<' && bytes.get(i + 1) == Some(&b'-') => {
+                i += 2;
+                tokens.push((Token::Arrow, start..i));
+            }
             None => {
-                // Skip the whole UTF-8 character so spans stay on char boundaries.
+                // Skip whole UTF-8 characters so spans stay on char boundaries, and the whole
+                // run of this one (whitespace between included): a pasted block of garbage is
+                // one report, not hundreds.
                 let ch = src[i..].chars().next().unwrap_or('\u{FFFD}');
-                i += ch.len_utf8().max(1);
+                let mut count = 0;
+                loop {
+                    i += ch.len_utf8();
+                    count += 1;
+                    let rest = src.get(i..).unwrap_or_default();
+                    let gap = rest.len() - rest.trim_start_matches(is_space).len();
+                    if !rest[gap..].starts_with(ch) {
+                        break;
+                    }
+                    i += gap;
+                }
                 errors.push(LexError {
                     span: start..i,
                     found: ch,
+                    count,
                 });
             }
         }
     }
     (tokens, errors, comments)
+}
+
+/// The whitespace that separates tokens (ASCII only, as in the lexer's loop).
+fn is_space(c: char) -> bool {
+    c.is_ascii_whitespace()
 }
 
 /// `digits ('.' digits)? ([eE] [+-]? digits)?`; a `.` not followed by a digit is left alone so
@@ -396,6 +485,69 @@ mod tests {
         assert_eq!(errs[0].found, '$');
         assert_eq!(errs[1].found, 'é');
         assert_eq!(errs[1].span, 18..20);
+    }
+
+    #[test]
+    fn a_run_of_one_invalid_character_is_one_error() {
+        let src = "A @@@@ B €€ € C $? <";
+        let (toks, errs) = lex(src);
+        assert_eq!(toks.len(), 3);
+        let got: Vec<(char, usize, &str)> = errs
+            .iter()
+            .map(|e| (e.found, e.count, &src[e.span.clone()]))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ('@', 4, "@@@@"),
+                ('€', 3, "€€ €"),
+                ('$', 1, "$"),
+                ('?', 1, "?"),
+                ('<', 1, "<"),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_arrow_is_one_token() {
+        assert_eq!(
+            kinds("C <- A-B"),
+            vec![
+                Token::Ident("C"),
+                Token::Arrow,
+                Token::Ident("A"),
+                Token::Minus,
+                Token::Ident("B"),
+            ]
+        );
+        // Apart, `<` starts no token.
+        let (toks, errs) = lex("A < -B");
+        assert_eq!(toks.len(), 3);
+        assert_eq!((errs[0].found, errs[0].span.clone()), ('<', 2..3));
+    }
+
+    #[test]
+    fn keyword_like_words() {
+        for (word, keyword) in [
+            ("contract", Some("contr")),
+            ("Contr", Some("contr")),
+            ("TRANSPOSE", Some("transp")),
+            ("transpsoe", Some("transp")),
+            ("diagonal", Some("diag")),
+            ("reduce", Some("red+")),
+            ("red", Some("red+")),
+            ("allocate", Some("alloc")),
+            ("outptu", Some("output")),
+            ("inputs", Some("input")),
+            ("A", None),
+            ("x", None),
+            ("total", None),
+            ("C", None),
+        ] {
+            assert_eq!(keyword_like(word), keyword, "{word}");
+        }
+        // A hostile name is not compared character by character with every keyword.
+        assert_eq!(keyword_like(&"contract".repeat(100_000)), None);
     }
 
     #[test]

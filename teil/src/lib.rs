@@ -73,19 +73,23 @@ pub use parse::parse;
 
 /// Parses and checks `src` in one go. `Ok` carries the checked program and any warnings; `Err`
 /// carries every diagnostic, at least one of them an error.
+///
+/// While the text has a syntax error, the warnings of the initialisation analysis (W0001,
+/// W0003) are not reported: the program lacks the items that did not parse, so they would be
+/// consequences of the syntax error ([`check::check_incomplete`]). `teil check`, `teil lsp`
+/// and the playground all report through here.
 pub fn compile(src: &str) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
     let parsed = parse(src);
     let mut diags = parsed.diagnostics;
-    let syntax_ok = !diags.iter().any(Diagnostic::is_error);
+    if diags.iter().any(Diagnostic::is_error) {
+        diags.extend(check::check_incomplete(parsed.program));
+        sort(&mut diags);
+        return Err(diags);
+    }
     match check(parsed.program) {
-        Ok((checked, warnings)) if syntax_ok => {
+        Ok((checked, warnings)) => {
             diags.extend(warnings);
             Ok((checked, diags))
-        }
-        Ok((_, warnings)) => {
-            diags.extend(warnings);
-            sort(&mut diags);
-            Err(diags)
         }
         Err(errs) => {
             diags.extend(errs);

@@ -12,8 +12,8 @@
 //! a small stack whatever the input.
 
 use crate::ast::*;
-use crate::diagnostic::{Code, Diagnostic};
-use crate::lexer::{lex, Token};
+use crate::diagnostic::{Code, Diagnostic, Fix};
+use crate::lexer::{keyword_like, keyword_token, lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
 use chumsky::input::{Input as _, ValueInput};
 use chumsky::prelude::*;
@@ -39,12 +39,21 @@ pub fn parse(src: &str) -> Parsed {
     let mut diagnostics: Vec<Diagnostic> = lex_errors
         .into_iter()
         .map(|e| {
-            let d = Diagnostic::new(
-                Code::InvalidChar,
-                format!("invalid character {:?}", e.found),
-                e.span,
-                "this character cannot start a token",
-            );
+            let d = if e.count == 1 {
+                Diagnostic::new(
+                    Code::InvalidChar,
+                    format!("invalid character {:?}", e.found),
+                    e.span,
+                    "this character cannot start a token",
+                )
+            } else {
+                Diagnostic::new(
+                    Code::InvalidChar,
+                    format!("invalid character {:?}, {} times in a row", e.found, e.count),
+                    e.span,
+                    "these characters cannot start a token",
+                )
+            };
             if e.found == char::REPLACEMENT_CHARACTER {
                 d.with_help(
                     "TeIL source is UTF-8 text; bytes that are not UTF-8 are shown as U+FFFD",
@@ -73,18 +82,21 @@ pub fn parse(src: &str) -> Parsed {
         let toks = &tokens[item.clone()];
         let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
         let start = toks.first().map(|(_, s)| s.start).unwrap_or(0);
+        // Characters dropped after an item's last token (`A = €€€`) belong to it too.
+        let next_item = tokens.get(item.end).map_or(src.len(), |(_, s)| s.start);
         let first_at_or_after = lex_error_at.partition_point(|&p| p < start);
         let has_lex_error = lex_error_at
             .get(first_at_or_after)
-            .is_some_and(|&p| p < end);
+            .is_some_and(|&p| p < next_item);
         let eoi = SimpleSpan::from(end..end);
+        let item_tokens = &spanned[item.clone()];
         let input = spanned[item].map(eoi, |(t, s)| (t, s));
         let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<Diagnostic> {
             if has_lex_error {
                 return Vec::new();
             }
             errs.into_iter()
-                .map(|e| syntax_diagnostic(e, what))
+                .map(|e| syntax_diagnostic(e, what, item_tokens))
                 .collect()
         };
         if toks[0].0.starts_decl() {
@@ -158,20 +170,55 @@ pub fn parse(src: &str) -> Parsed {
 
 /// Cuts the token stream into items. An item starts at a declaration keyword (a qualifier not
 /// directly after `alloc`/`var`, or `alloc`/`var` not directly after a qualifier) or at an
-/// identifier (or a reserved word) followed by `=`. Stray tokens before the first item form an item of their own, so
-/// they are reported, not lost.
+/// identifier (or a reserved word) followed by `=`. Stray tokens before the first item form an
+/// item of their own, so they are reported, not lost.
+///
+/// Three more starts keep a mistake in the item where it is written instead of breaking the
+/// item before it (which would then be dropped, and its declaration with it):
+/// - an identifier followed by `:=` or `<-`: an assignment written with the wrong operator;
+/// - an identifier directly after the `]` that ends a declaration: in a program that parses,
+///   that is always the start of the next item, so this is a misspelled declaration
+///   (`allocate C : [2]`) or a stray name, not the declaration's problem;
+/// - and `alloc`/`var` do not start an item after such an identifier when it looks like a
+///   misspelled qualifier (`outptu var B : [2]`), so that the pair is one item and the
+///   report can suggest the qualifier.
 fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
-    let mut starts = Vec::new();
+    let mut starts: Vec<usize> = Vec::new();
+    // Whether the item being cut is not a statement (so a `]` in it ends a declaration, or a
+    // misspelled one, not a postfix operation).
+    let in_declaration = |starts: &[usize]| {
+        starts.last().is_some_and(|&s| {
+            !matches!(
+                tokens.get(s + 1),
+                Some((Token::Eq | Token::Arrow | Token::Colon, _))
+            )
+        })
+    };
     for i in 0..tokens.len() {
         let t = &tokens[i].0;
         let prev = i.checked_sub(1).map(|p| &tokens[p].0);
         let next = tokens.get(i + 1).map(|(t, _)| t);
+        let after_next = tokens.get(i + 2).map(|(t, _)| t);
         let is_start = match t {
-            Token::Alloc | Token::Var => !prev.is_some_and(|p| p.is_qualifier()),
+            Token::Alloc | Token::Var => match prev {
+                Some(p) if p.is_qualifier() => false,
+                Some(Token::Ident(w)) if starts.last() == Some(&(i - 1)) => {
+                    !keyword_like(w).and_then(keyword_token).is_some_and(|k| k.is_qualifier())
+                }
+                _ => true,
+            },
             Token::Input | Token::Output | Token::InOut => {
                 !matches!(prev, Some(Token::Alloc | Token::Var))
             }
-            Token::Ident(_) => next == Some(&Token::Eq),
+            Token::Ident(_) => {
+                next == Some(&Token::Eq)
+                    || next == Some(&Token::Arrow)
+                    // Not a declaration's name (`alloc A := [2]` is a declaration gone wrong).
+                    || (next == Some(&Token::Colon)
+                        && after_next == Some(&Token::Eq)
+                        && !prev.is_some_and(|p| p.starts_decl()))
+                    || (prev == Some(&Token::RBracket) && in_declaration(&starts))
+            }
             // A reserved word used as an assignment target (`add = A`): a statement of its
             // own, so the error names the real problem instead of the previous item.
             t if t.is_keyword() => next == Some(&Token::Eq),
@@ -195,7 +242,7 @@ fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
 /// group's root and its atoms, so the group's tree is at most `ops + max(1, deepest atom)`
 /// deep, where an atom is a name, a number (depth 1) or a nested group (one `Paren` node over
 /// the nested group's tree). The bound is exact for nested parentheses and operator chains.
-fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
+fn nesting_bound<S>(tokens: &[(Token<'_>, S)]) -> usize {
     // Per open group: (operators directly in it, deepest nested group as an atom).
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
     let content = |(ops, inner): (usize, usize)| ops + inner.max(1);
@@ -239,11 +286,21 @@ fn nesting_bound(tokens: &[(Token<'_>, Span)]) -> usize {
     content(stack[0])
 }
 
-/// Turns a chumsky error inside one item (a `statement` or a `declaration`, named by `what`)
-/// into E0001. Chumsky sees each item as a whole input, so its "end of input" is the end of
-/// the item and is reported as such.
-fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>, what: &str) -> Diagnostic {
+/// Turns a chumsky error inside one item (a `statement` or a `declaration`, named by `what`;
+/// its tokens are `toks`) into E0001. Chumsky sees each item as a whole input, so its "end of
+/// input" is the end of the item and is reported as such.
+fn syntax_diagnostic(
+    err: Rich<'_, Token<'_>, SimpleSpan>,
+    what: &str,
+    toks: &[(Token<'_>, SimpleSpan)],
+) -> Diagnostic {
     let span = err.span().into_range();
+    let error_start = span.start;
+    // The token the error is at (`toks.len()` at the end of the item).
+    let at = toks
+        .iter()
+        .position(|(_, s)| s.start >= span.start)
+        .unwrap_or(toks.len());
     let found = match err.found() {
         Some(t) => t.to_string(),
         None => format!("end of {what}"),
@@ -273,6 +330,33 @@ fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>, what: &str) -> Diagno
     if let Some((ctx, ctx_span)) = err.contexts().last() {
         d = d.with_label(ctx_span.into_range(), format!("while parsing this {ctx}"));
     }
+    if let Some(fix) = wrong_assignment(toks, at, &expected) {
+        return d.with_help("assignment is written `=`").with_fix(fix);
+    }
+    if let Some((word, keyword)) = misspelled_keyword(toks, at, error_start) {
+        let written = &toks[word.clone()];
+        let replaced = written[0].1.start..written[written.len() - 1].1.end;
+        // The word is the context that matters: "while parsing this statement" would
+        // describe what the misspelling made of the item, not what was meant.
+        d.secondary.clear();
+        if word.start != at {
+            let name = match written[0].0 {
+                Token::Ident(w) => w,
+                _ => "",
+            };
+            d = d.with_label(
+                replaced.clone(),
+                format!("`{name}` is not a keyword; it is read as a variable name"),
+            );
+        }
+        return d
+            .with_help(format!("did you mean `{keyword}`?"))
+            .with_fix(Fix::replace(
+                format!("replace with `{keyword}`"),
+                replaced,
+                keyword,
+            ));
+    }
     if let Some(word) = err.found().and_then(Token::keyword_text) {
         if expected
             .iter()
@@ -290,6 +374,110 @@ fn syntax_diagnostic(err: Rich<'_, Token<'_>, SimpleSpan>, what: &str) -> Diagno
         );
     }
     d
+}
+
+/// The fix for an assignment written with another language's operator: `C := A`, `C <- A`
+/// (found where `=` is expected) or `C == A` (a second `=`).
+fn wrong_assignment(
+    toks: &[(Token<'_>, SimpleSpan)],
+    at: usize,
+    expected: &[String],
+) -> Option<Fix> {
+    let wants_eq = expected.iter().any(|e| e == "`=`");
+    let (written, span) = match (toks.get(at), toks.get(at + 1)) {
+        (Some((Token::Colon, c)), Some((Token::Eq, e))) if wants_eq => (":=", c.start..e.end),
+        (Some((Token::Arrow, a)), _) if wants_eq => ("<-", a.into_range()),
+        (Some((Token::Eq, e)), _) if at > 0 && toks[at - 1].0 == Token::Eq => {
+            ("==", toks[at - 1].1.start..e.end)
+        }
+        _ => return None,
+    };
+    Some(Fix::replace(
+        format!("replace `{written}` with `=`"),
+        span,
+        "=",
+    ))
+}
+
+/// A word near a syntax error that is most likely a misspelled keyword (`contract 2 3 A`,
+/// `reduce+ 1 A`, `allocate C : [2]`, `outptu var B : [2]`): the range of `toks` it covers (a
+/// sign written against it included, for `red+`/`red*`) and the keyword. The words considered
+/// are the identifiers from four tokens before the error's token `at` up to it, nearest first,
+/// that [`keyword_like`] maps to a keyword; a suggestion is made only if the item, with the
+/// word replaced by the keyword, parses or fails only later than `error_start` (or, for an
+/// operator where an operand is expected, parses with the operator's application in
+/// parentheses). That test is what makes the suggestion fit its position (an operator where an
+/// operator belongs, a qualifier before `var`); at most two words are tried, so a long item
+/// costs at most four more parses.
+fn misspelled_keyword(
+    toks: &[(Token<'_>, SimpleSpan)],
+    at: usize,
+    error_start: usize,
+) -> Option<(std::ops::Range<usize>, &'static str)> {
+    let last = at.min(toks.len().checked_sub(1)?);
+    let mut tries = 0;
+    for j in (at.saturating_sub(4)..=last).rev() {
+        let Token::Ident(word) = toks[j].0 else {
+            continue;
+        };
+        let Some(keyword) = keyword_like(word) else {
+            continue;
+        };
+        let against = |t: Token<'_>| {
+            toks.get(j + 1)
+                .is_some_and(|(n, s)| *n == t && s.start == toks[j].1.end)
+        };
+        let (keyword, range) = match keyword {
+            "red+" | "red*" if against(Token::Plus) => ("red+", j..j + 2),
+            "red+" | "red*" if against(Token::Star) => ("red*", j..j + 2),
+            k => (k, j..j + 1),
+        };
+        let token = keyword_token(keyword)?;
+        let span = SimpleSpan::from(toks[range.start].1.start..toks[range.end - 1].1.end);
+        let mut fixed = toks.to_vec();
+        fixed.splice(range.clone(), [(token, span)]);
+        let fails_at = first_error(&fixed);
+        if fails_at.is_none_or(|e| e > error_start) {
+            return Some((range, keyword));
+        }
+        // An operator where an operand is expected (`add A contract 1 2 B`): the keyword fits
+        // if the rest of the item, parenthesised, is an operand. The report for the fixed
+        // text then asks for those parentheses.
+        if fails_at == Some(span.start) {
+            let end = toks[toks.len() - 1].1.end;
+            fixed.insert(range.start, (Token::LParen, SimpleSpan::from(span.start..span.start)));
+            fixed.push((Token::RParen, SimpleSpan::from(end..end)));
+            if first_error(&fixed).is_none() {
+                return Some((range, keyword));
+            }
+        }
+        tries += 1;
+        if tries == 2 {
+            break;
+        }
+    }
+    None
+}
+
+/// Where chumsky's first error in an item is, parsing it as [`parse`] does (a declaration if
+/// it starts with a declaration keyword, a statement otherwise); `None` when it parses.
+fn first_error(toks: &[(Token<'_>, SimpleSpan)]) -> Option<usize> {
+    let end = toks.last().map_or(0, |(_, s)| s.end);
+    let input = toks.map(SimpleSpan::from(end..end), |(t, s)| (t, s));
+    let starts = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>| errs.iter().map(|e| e.span().start).min();
+    if toks.first().is_some_and(|(t, _)| t.starts_decl()) {
+        return starts(decl_parser().parse(input).into_errors());
+    }
+    let bound = nesting_bound(toks);
+    if bound > MAX_EXPR_DEPTH {
+        return Some(0);
+    }
+    let parse_stmt = || starts(stmt_parser().parse(input).into_errors());
+    if bound > SHALLOW {
+        stacker::grow(DEEP_PARSE_STACK, parse_stmt)
+    } else {
+        parse_stmt()
+    }
 }
 
 fn span_of(s: SimpleSpan) -> Span {
@@ -666,6 +854,71 @@ mod tests {
         let codes: Vec<_> = p.diagnostics.iter().map(|d| d.code).collect();
         assert_eq!(codes, vec![Code::Syntax, Code::Syntax]);
         assert_eq!(p.program.stmts.len(), 1);
+    }
+
+    /// The codes, primary spans (as text) and helps of `src`'s diagnostics.
+    fn reports(src: &str) -> Vec<(Code, &str, Option<String>)> {
+        parse(src)
+            .diagnostics
+            .into_iter()
+            .map(|d| (d.code, &src[d.primary.span.clone()], d.help))
+            .collect()
+    }
+
+    #[test]
+    fn a_wrong_assignment_is_reported_where_it_is_and_the_declaration_before_it_kept() {
+        for (op, at) in [(":=", ":"), ("<-", "<-")] {
+            let src = format!("input var A : [2]\noutput var C : [2]\nC {op} A\nC = C + A");
+            let p = parse(&src);
+            assert_eq!(p.program.decls.len(), 2, "{op}");
+            assert_eq!(p.program.stmts.len(), 1, "{op}");
+            let help = Some("assignment is written `=`".to_string());
+            assert_eq!(reports(&src), [(Code::Syntax, at, help)], "{op}");
+        }
+        // `alloc A := [2]` is a declaration gone wrong, not an assignment.
+        let got = reports("alloc A := [2]");
+        assert_eq!((got.len(), got[0].1, got[0].2.is_none()), (1, "=", true));
+    }
+
+    #[test]
+    fn a_misspelled_declaration_is_its_own_item() {
+        let src = "alloc A : [2]\nallocate B : [2]\ninputs var C : [2]\nA = A";
+        let p = parse(src);
+        assert_eq!(p.program.decls.len(), 1);
+        assert_eq!(p.program.stmts.len(), 1);
+        let helps: Vec<_> = reports(src).into_iter().map(|r| (r.1, r.2)).collect();
+        assert_eq!(
+            helps,
+            [
+                ("B", Some("did you mean `alloc`?".to_string())),
+                ("var", Some("did you mean `input`?".to_string())),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_keyword_is_suggested_only_where_it_fits() {
+        // `sum` as an operand: `red+` there would not parse either.
+        let got = reports("C = add sum B + +");
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].1, got[0].2.as_deref()), ("+", None));
+        // A stray name after a statement is not taken for a qualifier.
+        let got = reports("A = B inputs");
+        assert_eq!((got[0].1, got[0].2.as_deref()), ("inputs", None));
+        // An operator where an operand is expected: the keyword, then parentheses, fit.
+        let got = reports("C = add A contract 1 2 B");
+        assert_eq!(got[0].2.as_deref(), Some("did you mean `contr`?"));
+    }
+
+    #[test]
+    fn a_syntax_error_after_an_invalid_character_is_not_reported() {
+        assert_eq!(
+            reports("A = €€€")
+                .into_iter()
+                .map(|r| (r.0, r.1))
+                .collect::<Vec<_>>(),
+            [(Code::InvalidChar, "€€€")]
+        );
     }
 
     #[test]

@@ -196,6 +196,86 @@ fn quick_fixes_are_data_and_fix_the_program() {
     assert_eq!(a.code_actions(typo..typo).len(), 1);
 }
 
+/// The quick fixes of syntax errors: a misspelled keyword is replaced by the keyword, an
+/// assignment operator of another language by `=`; the fixed text is a program that checks.
+#[test]
+fn syntax_quick_fixes_fix_the_program() {
+    let cases = [
+        (
+            "alloc A : [2, 3, 3]\nalloc C : [2]\nC = contract 2 3 A\n",
+            "replace with `contr`",
+            "C = contr 2 3 A",
+        ),
+        (
+            "alloc B : [3, 3]\nalloc v : [3]\nv = reduce+ 1 B\n",
+            "replace with `red+`",
+            "v = red+ 1 B",
+        ),
+        (
+            "alloc B : [3, 3]\nalloc v : [3]\nv = sum* 1 B\n",
+            "replace with `red*`",
+            "v = red* 1 B",
+        ),
+        (
+            "alloc B : [3, 3]\nB = TRANSPOSE 1 2 B\n",
+            "replace with `transp`",
+            "B = transp 1 2 B",
+        ),
+        (
+            "alloc A : [2]\nallocate B : [2]\nB = A\n",
+            "replace with `alloc`",
+            "alloc B : [2]",
+        ),
+        (
+            "outptu var B : [2]\nB = 2 * B\n",
+            "replace with `output`",
+            "output var B : [2]",
+        ),
+        (
+            "input var A : [2]\noutput var C : [2]\nC := A + A\n",
+            "replace `:=` with `=`",
+            "C = A + A",
+        ),
+        (
+            "input var A : [2]\noutput var C : [2]\nC <- A + A\n",
+            "replace `<-` with `=`",
+            "C = A + A",
+        ),
+        (
+            "input var A : [2]\noutput var C : [2]\nC == A + A\n",
+            "replace `==` with `=`",
+            "C = A + A",
+        ),
+    ];
+    for (src, title, line) in cases {
+        let (t, text) = fixed(src);
+        assert_eq!(t, title, "{src}");
+        assert!(text.contains(line), "{src}\n->\n{text}");
+        assert!(teil::compile(&text).is_ok(), "{text}");
+    }
+}
+
+/// While a text has a syntax error, the editor shows no warning of the initialisation
+/// analysis: `C` is assigned by the statement that does not parse.
+#[test]
+fn no_initialisation_warnings_while_a_syntax_error_stands() {
+    let broken = "input var A : [2, 2]\noutput var C : [2, 2]\nC = add A (transp 1 2 A\n";
+    let codes: Vec<&str> = teil(broken)
+        .diagnostics()
+        .iter()
+        .map(|d| d.code.as_str())
+        .collect();
+    assert_eq!(codes, ["E0001"]);
+    // Without the statement at all, the warning is right and shown.
+    let unassigned = "input var A : [2, 2]\noutput var C : [2, 2]\n";
+    let codes: Vec<&str> = teil(unassigned)
+        .diagnostics()
+        .iter()
+        .map(|d| d.code.as_str())
+        .collect();
+    assert_eq!(codes, ["W0003"]);
+}
+
 #[test]
 fn format_keeps_comments_in_both_syntaxes() {
     let src = "\

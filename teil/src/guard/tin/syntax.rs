@@ -109,12 +109,18 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
     let diags = errors
         .into_iter()
         .map(|e| {
-            Diagnostic::new(
-                Code::InvalidChar,
-                format!("invalid character {:?}", e.found),
-                e.span,
-                "this character cannot start a token",
-            )
+            let (message, label) = if e.count == 1 {
+                (
+                    format!("invalid character {:?}", e.found),
+                    "this character cannot start a token",
+                )
+            } else {
+                (
+                    format!("invalid character {:?}, {} times in a row", e.found, e.count),
+                    "these characters cannot start a token",
+                )
+            };
+            Diagnostic::new(Code::InvalidChar, message, e.span, label)
             .with_help("names are ASCII letters, digits and `_`; comments start with `//`")
         })
         .collect();
@@ -157,7 +163,8 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
             | Token::Caret
             | Token::LBracket
             | Token::RBracket
-            | Token::Colon => Tok::Other(text),
+            | Token::Colon
+            | Token::Arrow => Tok::Other(text),
         };
         out.push((tok, span));
     }
