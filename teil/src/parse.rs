@@ -15,7 +15,9 @@ use crate::ast::*;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::lexer::{lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
+use chumsky::extra::ParserExtra;
 use chumsky::input::{Input as _, ValueInput};
+use chumsky::label::LabelError;
 use chumsky::prelude::*;
 
 /// The result of parsing: whatever could be built, and everything that went wrong.
@@ -69,6 +71,10 @@ pub fn parse(src: &str) -> Parsed {
     // a binary search (a scan per item would be quadratic on a file of garbage).
     let lex_error_at: Vec<usize> = diagnostics.iter().map(|d| d.primary.span.start).collect();
     debug_assert!(lex_error_at.is_sorted());
+    // Built once per call, not per item (building allocates and moves large combinator values),
+    // each in a fast and a diagnosing version: `parse_item`.
+    let decl_parser = (decl_parser(), decl_parser());
+    let stmt_parser = (stmt_parser(), stmt_parser());
     for item in split_items(&tokens) {
         let toks = &tokens[item.clone()];
         let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
@@ -88,7 +94,7 @@ pub fn parse(src: &str) -> Parsed {
                 .collect()
         };
         if toks[0].0.starts_decl() {
-            let (decl, errs) = decl_parser().parse(input).into_output_errors();
+            let (decl, errs) = parse_item(&decl_parser, input);
             diagnostics.extend(syntax(errs, "declaration"));
             let Some(decl) = decl else { continue };
             let decl = match decl {
@@ -132,7 +138,7 @@ pub fn parse(src: &str) -> Parsed {
             // KiB each in unoptimised builds: a statement near the depth limit needs tens of
             // MiB. Deep statements therefore parse on a fresh stack segment (reserved, not
             // committed, until used).
-            let parse_stmt = || stmt_parser().parse(input).into_output_errors();
+            let parse_stmt = || parse_item(&stmt_parser, input);
             let (stmt, errs) = if bound > SHALLOW {
                 stacker::grow(DEEP_PARSE_STACK, parse_stmt)
             } else {
@@ -154,6 +160,30 @@ pub fn parse(src: &str) -> Parsed {
         program,
         diagnostics,
     }
+}
+
+/// Parses one item with the first parser of `fast_rich`, built with chumsky's zero-sized
+/// error, and only when that fails again with the second, the same grammar with `Rich` errors,
+/// for the diagnostics. On an item that parses, recording what each alternative expected is
+/// most of what a `Rich` parse costs; the grammar is the same, so the answer is the one the
+/// `Rich` parse alone would give.
+fn parse_item<'t, 'src: 't, I, O>(
+    (fast, rich): &(
+        impl Parser<'t, I, O, extra::Default>,
+        impl Parser<'t, I, O, Extra<'t, 'src>>,
+    ),
+    input: I,
+) -> (Option<O>, Vec<Rich<'t, Token<'src>, SimpleSpan>>)
+where
+    I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan> + Clone,
+{
+    let quick = fast.parse(input.clone());
+    if !quick.has_errors() {
+        if let Some(out) = quick.into_output() {
+            return (Some(out), Vec::new());
+        }
+    }
+    rich.parse(input).into_output_errors()
 }
 
 /// Cuts the token stream into items. An item starts at a declaration keyword (a qualifier not
@@ -307,9 +337,12 @@ fn join_or(items: &[String]) -> String {
 /// A natural number in a type or operation argument. Any numeric token is accepted here, so
 /// that a decimal (`1.5`) or an overflowing number is reported precisely, as an `Err` in the
 /// output: E0001 for a number that is not a natural number, E0003 for one over 64 bits.
-fn nat<'t, 'src: 't, I>() -> impl Parser<'t, I, Result<Nat, Diagnostic>, Extra<'t, 'src>> + Clone
+fn nat<'t, 'src: 't, I, E>(
+) -> impl Parser<'t, I, Result<Nat, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     select! { Token::Number(s) = e => (s, e.span()) }
         .map(|(s, span): (&str, SimpleSpan)| {
@@ -339,10 +372,12 @@ where
         .labelled("natural number")
 }
 
-fn decl_parser<'t, 'src: 't, I>(
-) -> impl Parser<'t, I, Result<Decl, Diagnostic>, Extra<'t, 'src>> + Clone
+fn decl_parser<'t, 'src: 't, I, E>(
+) -> impl Parser<'t, I, Result<Decl, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     let qualifier = select! {
         Token::Input => Qualifier::Input,
@@ -402,10 +437,12 @@ where
         .as_context()
 }
 
-fn stmt_parser<'t, 'src: 't, I>(
-) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, Extra<'t, 'src>> + Clone
+fn stmt_parser<'t, 'src: 't, I, E>(
+) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     let ident = select! { Token::Ident(s) = e => (s, e.span()) }
         .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
@@ -434,9 +471,11 @@ fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Diagnostic> {
     Ok((Box::new(a?), Box::new(b?)))
 }
 
-fn expr_parser<'t, 'src: 't, I>() -> impl Parser<'t, I, PExpr, Extra<'t, 'src>> + Clone
+fn expr_parser<'t, 'src: 't, I, E>() -> impl Parser<'t, I, PExpr, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     recursive(|expr| {
         // A literal may carry a leading minus (an extension: the papers have no negative
