@@ -155,7 +155,13 @@ impl Server {
         // bug costs one answer and not the session.
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| self.dispatch(req)));
         match result {
-            Ok(Ok(value)) => Response::new_ok(id, value),
+            // Not `Response::new_ok`, which would serialize the `Value` again: a deep copy of
+            // every inlay hint of a long file on each request.
+            Ok(Ok(value)) => Response {
+                id,
+                result: Some(value),
+                error: None,
+            },
             Ok(Err((code, message))) => Response::new_err(id, code as i32, message),
             Err(_) => Response::new_err(
                 id,

@@ -338,7 +338,7 @@ fn join_or(items: &[String]) -> String {
 /// that a decimal (`1.5`) or an overflowing number is reported precisely, as an `Err` in the
 /// output: E0001 for a number that is not a natural number, E0003 for one over 64 bits.
 fn nat<'t, 'src: 't, I, E>(
-) -> impl Parser<'t, I, Result<Nat, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
+) -> impl Parser<'t, I, Result<Nat, Box<Diagnostic>>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
     E: ParserExtra<'t, I> + 't,
@@ -348,25 +348,27 @@ where
         .map(|(s, span): (&str, SimpleSpan)| {
             let span = span.into_range();
             if !s.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(Diagnostic::new(
-                    Code::Syntax,
-                    format!("expected a natural number, found `{s}`"),
-                    span,
-                    "not a natural number",
-                )
-                .with_help(
-                    "extents, positions and slice numbers are written with decimal digits only",
+                return Err(Box::new(
+                    Diagnostic::new(
+                        Code::Syntax,
+                        format!("expected a natural number, found `{s}`"),
+                        span,
+                        "not a natural number",
+                    )
+                    .with_help(
+                        "extents, positions and slice numbers are written with decimal digits only",
+                    ),
                 ));
             }
             s.parse::<u64>()
                 .map(|v| Nat::new(v, span.clone()))
                 .map_err(|_| {
-                    Diagnostic::new(
+                    Box::new(Diagnostic::new(
                         Code::NumberTooLarge,
                         format!("number `{s}` does not fit in 64 bits"),
                         span,
                         "too large",
-                    )
+                    ))
                 })
         })
         .labelled("natural number")
@@ -425,7 +427,8 @@ where
                 }
                 (a, b) => a.or(b).map(|q| q.0),
             };
-            let extents = extents.into_iter().collect::<Result<Vec<_>, _>>()?;
+            let extents = extents.into_iter().collect::<Result<Vec<_>, _>>();
+            let extents = extents.map_err(|d| *d)?;
             Ok(Decl {
                 qualifier,
                 name,
@@ -452,7 +455,7 @@ where
         .then(expr_parser())
         .then_ignore(end())
         .map_with(|(target, value), e| {
-            let value = value?;
+            let value = value.map_err(|d| *d)?;
             Ok(Stmt {
                 target,
                 value,
@@ -464,10 +467,11 @@ where
 }
 
 /// Expressions. Semantic errors found while parsing (a literal out of range) travel as `Err`
-/// inside the output so that chumsky's own error recovery is not involved.
-type PExpr = Result<Expr, Diagnostic>;
+/// inside the output so that chumsky's own error recovery is not involved; boxed, as every
+/// output is moved through many combinators and a `Diagnostic` is twice the size of an `Expr`.
+type PExpr = Result<Expr, Box<Diagnostic>>;
 
-fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Diagnostic> {
+fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Box<Diagnostic>> {
     Ok((Box::new(a?), Box::new(b?)))
 }
 
@@ -492,12 +496,12 @@ where
                     Ok(v) if v.is_finite() => {
                         Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
                     }
-                    _ => Err(Diagnostic::new(
+                    _ => Err(Box::new(Diagnostic::new(
                         Code::LiteralNotFinite,
                         format!("numeric literal `{s}` is too large for a 64-bit float"),
                         span,
                         "rounds to infinity",
-                    )),
+                    ))),
                 },
             );
         let var = select! { Token::Ident(s) = e => (s, e.span()) }
