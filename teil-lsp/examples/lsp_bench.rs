@@ -49,17 +49,62 @@ fn program(lines: usize, broken: Option<usize>) -> String {
     s
 }
 
-/// The median, the 95th percentile (nearest rank) and the maximum of some times, in ms.
-fn summary(mut times: Vec<Duration>) -> String {
-    times.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let rank = |q: f64| times[((q * times.len() as f64).ceil() as usize).clamp(1, times.len()) - 1];
-    format!(
-        "median {:.1} ms, p95 {:.1} ms, max {:.1} ms",
-        ms(rank(0.5)),
-        ms(rank(0.95)),
-        ms(times[times.len() - 1])
-    )
+/// The time this process's threads have spent on a CPU so far (Linux: the first field of
+/// `/proc/self/task/*/schedstat`, in nanoseconds); `None` where that cannot be read. While the
+/// client waits for an answer only the server thread runs, so the difference across a request
+/// is the server's CPU time for it: what the answer takes on an idle core, however loaded the
+/// machine is.
+fn cpu_time() -> Option<Duration> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(ns))
+}
+
+/// Wall-clock and CPU times (see [`cpu_time`]) of runs of one step.
+#[derive(Default)]
+struct Times {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+}
+
+impl Times {
+    fn time<T>(&mut self, step: impl FnOnce() -> T) -> T {
+        let (cpu, started) = (cpu_time(), Instant::now());
+        let out = step();
+        self.wall.push(started.elapsed());
+        if let (Some(before), Some(after)) = (cpu, cpu_time()) {
+            self.cpu.push(after.saturating_sub(before));
+        }
+        out
+    }
+
+    /// The median, the 95th percentile (nearest rank) and the maximum, in ms, of the wall-clock
+    /// times, then of the CPU times.
+    fn summary(&self) -> String {
+        let stats = |times: &[Duration]| {
+            let mut times = times.to_vec();
+            times.sort();
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let rank = |q: f64| {
+                let k = (q * times.len() as f64).ceil() as usize;
+                ms(times[k.clamp(1, times.len()) - 1])
+            };
+            format!(
+                "median {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+                rank(0.5),
+                rank(0.95),
+                rank(1.0)
+            )
+        };
+        let mut out = format!("wall {}", stats(&self.wall));
+        if self.cpu.len() == self.wall.len() {
+            out.push_str(&format!("; CPU {}", stats(&self.cpu)));
+        }
+        out
+    }
 }
 
 /// The program of run `run`: ill-typed on even runs, well-typed on odd ones.
@@ -139,42 +184,39 @@ fn main() {
         json!({ "textDocument": { "uri": uri, "languageId": "teil", "version": 0, "text": text } }),
     );
     assert_eq!(published(), 0, "the benchmark program must check");
-    let (mut change, mut hover_times, mut hint_times, mut front_end) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut change, mut hover, mut hints, mut front_end) = <[Times; 4]>::default().into();
     for run in 0..runs {
         // Alternate between an ill-typed and a well-typed version of the file.
         let (text, broken) = version(lines, run);
         // What `teil check` itself spends on the text (parse and check), for comparison.
-        let started = Instant::now();
-        let checked = teil::compile(&text);
-        front_end.push(started.elapsed());
-        assert_eq!(checked.is_err(), broken);
-        let started = Instant::now();
-        notify(
-            "textDocument/didChange",
-            json!({ "textDocument": { "uri": uri, "version": run + 1 },
-                    "contentChanges": [{ "text": text }] }),
-        );
-        let n = published();
-        change.push(started.elapsed());
+        let checked = front_end.time(|| teil::compile(&text).is_err());
+        assert_eq!(checked, broken);
+        let n = change.time(|| {
+            notify(
+                "textDocument/didChange",
+                json!({ "textDocument": { "uri": uri, "version": run + 1 },
+                        "contentChanges": [{ "text": text }] }),
+            );
+            published()
+        });
         assert_eq!(n, usize::from(broken), "run {run}");
-        let started = Instant::now();
-        let hover = request(
-            "textDocument/hover",
-            json!({ "textDocument": { "uri": uri },
-                    "position": { "line": lines / 2, "character": 6 } }),
-        );
-        hover_times.push(started.elapsed());
-        let started = Instant::now();
-        let hints = request(
-            "textDocument/inlayHint",
-            json!({ "textDocument": { "uri": uri },
-                    "range": { "start": { "line": 0, "character": 0 },
-                               "end": { "line": lines, "character": 0 } } }),
-        );
-        hint_times.push(started.elapsed());
-        assert!(hover.is_some_and(|h| !h.is_null()));
-        assert!(hints.is_some_and(|h| h.as_array().is_some_and(|a| a.len() > lines / 2)));
+        let answer = hover.time(|| {
+            request(
+                "textDocument/hover",
+                json!({ "textDocument": { "uri": uri },
+                        "position": { "line": lines / 2, "character": 6 } }),
+            )
+        });
+        assert!(answer.is_some_and(|h| !h.is_null()));
+        let answer = hints.time(|| {
+            request(
+                "textDocument/inlayHint",
+                json!({ "textDocument": { "uri": uri },
+                        "range": { "start": { "line": 0, "character": 0 },
+                                   "end": { "line": lines, "character": 0 } } }),
+            )
+        });
+        assert!(answer.is_some_and(|h| h.as_array().is_some_and(|a| a.len() > lines / 2)));
     }
     request("shutdown", Value::Null);
     notify("exit", Value::Null);
@@ -183,9 +225,9 @@ fn main() {
         "{lines} lines, {} bytes, {runs} runs:\n  change -> diagnostics: {}\n  then hover: {}\n  \
          then inlay hints: {}\n  teil::compile alone: {}",
         text.len(),
-        summary(change),
-        summary(hover_times),
-        summary(hint_times),
-        summary(front_end),
+        change.summary(),
+        hover.summary(),
+        hints.summary(),
+        front_end.summary(),
     );
 }
