@@ -75,6 +75,7 @@ pub fn serve(conn: &Connection) -> Result<(), ServerError> {
     let params: lsp::InitializeParams = serde_json::from_value(params)?;
     let mut server = Server {
         docs: HashMap::new(),
+        replaced: Vec::new(),
         diagnostics_url: params
             .initialization_options
             .as_ref()
@@ -95,6 +96,7 @@ pub fn serve(conn: &Connection) -> Result<(), ServerError> {
                 for out in server.notification(n) {
                     send(conn, out.into())?;
                 }
+                server.replaced.clear();
             }
             Message::Response(_) => {}
         }
@@ -140,6 +142,9 @@ impl Document {
 
 struct Server {
     docs: HashMap<lsp::Url, Document>,
+    /// The versions that a change replaced, freed once the new version's diagnostics are sent:
+    /// freeing the trees of a long file costs a fifth of analysing it, and need not delay them.
+    replaced: Vec<Document>,
     /// Where the explanations of diagnostic codes live (`initializationOptions.diagnosticsUrl`,
     /// e.g. spec/diagnostics.md of the repository); each code links to `URL#e0302`.
     diagnostics_url: Option<lsp::Url>,
@@ -155,7 +160,13 @@ impl Server {
         // bug costs one answer and not the session.
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| self.dispatch(req)));
         match result {
-            Ok(Ok(value)) => Response::new_ok(id, value),
+            // Not `Response::new_ok`, which would serialize the `Value` again: a deep copy of
+            // every inlay hint of a long file on each request.
+            Ok(Ok(value)) => Response {
+                id,
+                result: Some(value),
+                error: None,
+            },
             Ok(Err((code, message))) => Response::new_err(id, code as i32, message),
             Err(_) => Response::new_err(
                 id,
@@ -388,7 +399,7 @@ impl Server {
                     // Full sync: the last change holds the whole text.
                     let text = p.content_changes.into_iter().last()?.text;
                     let doc = Document::new(text, p.text_document.version, &uri);
-                    self.docs.insert(uri.clone(), doc);
+                    self.replaced.extend(self.docs.insert(uri.clone(), doc));
                     Some(self.publish(&uri))
                 }
                 DidCloseTextDocument::METHOD => {

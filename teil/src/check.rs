@@ -166,7 +166,9 @@ pub fn check_incomplete(program: Program) -> Vec<Diagnostic> {
     check_with(program, false).diagnostics
 }
 
-fn check_with(mut program: Program, initialisation: bool) -> Partial {
+/// The checker's one pass: every typing rule on every item, and the initialisation analysis
+/// when `initialisation` holds (the program is the whole text, not what parsed of it).
+pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial {
     let mut next = 0u32;
     for stmt in &mut program.stmts {
         number(&mut stmt.value, &mut next);

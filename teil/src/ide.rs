@@ -3,12 +3,13 @@
 //! protocol; a browser playground can call the same functions through wasm.
 //!
 //! [`Analysis::new`] takes the text and its kind ([`SourceKind::Teil`] or
-//! [`SourceKind::Tin`]) and computes the diagnostics eagerly, exactly as `teil check` does
-//! ([`crate::guard::load`]). Everything that needs shapes (hover, definitions, references,
-//! symbols, inlay hints) reads a [`Partial`] check computed on first use: for a well-typed
-//! program that is the checked program itself; for a program with errors, the checker's shapes
-//! of every part that type-checks (errors do not cascade), so an editor keeps answering while
-//! the student is in the middle of a mistake. Offsets are byte offsets into the text;
+//! [`SourceKind::Tin`]), parses and checks it once, and keeps both the diagnostics, exactly as
+//! `teil check` reports them ([`crate::guard::load`]), and the [`Partial`] check that
+//! everything needing shapes (hover, definitions, references, symbols, inlay hints) reads: for
+//! a well-typed program, the shapes of the checked program; for a program with errors, the
+//! checker's shapes of every part that type-checks (errors do not cascade), so an editor keeps
+//! answering while the student is in the middle of a mistake. An editor makes one `Analysis`
+//! per version of the text and asks it everything about that version. Offsets are byte offsets into the text;
 //! [`LineIndex`] is the one place that converts them to and from LSP's UTF-16 positions.
 //!
 //! **Architecture Invariant:** no function here panics, whatever the text and offsets (a
@@ -19,7 +20,6 @@ use crate::ast::*;
 use crate::check::{check_partial, rule_name, Partial};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::fmt::Style;
-use std::cell::OnceCell;
 
 /// Which language a text is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,9 +46,8 @@ pub struct Analysis {
     text: String,
     kind: SourceKind,
     diagnostics: Vec<Diagnostic>,
-    /// The checked program when the text is well-typed; saves a second check.
-    checked: Option<crate::CheckedProgram>,
-    facts: OnceCell<Partial>,
+    /// The parsed (for `.tin`, lowered) program with the shapes the checker found.
+    facts: Partial,
 }
 
 /// What the cursor is on: the shape of the innermost expression and the rule that gave it.
@@ -129,20 +128,21 @@ enum Node<'a> {
 impl Analysis {
     pub fn new(text: impl Into<String>, kind: SourceKind) -> Analysis {
         let text = text.into();
-        let loaded = match kind {
-            SourceKind::Teil => crate::compile(&text),
-            SourceKind::Tin => crate::guard::index_notation(&text),
-        };
-        let (checked, diagnostics) = match loaded {
-            Ok((checked, warnings)) => (Some(checked), warnings),
-            Err(diags) => (None, diags),
+        let (facts, diagnostics) = match kind {
+            SourceKind::Teil => crate::compile_partial(&text),
+            SourceKind::Tin => match crate::guard::index_notation(&text) {
+                // The lowered program is checked again for its partial form: a `.tin` file is
+                // a few lines, and this keeps one representation for both kinds.
+                Ok((checked, warnings)) => (check_partial(checked.into_program()), warnings),
+                // A `.tin` file with errors has no lowered program to ask.
+                Err(diags) => (check_partial(Program::default()), diags),
+            },
         };
         Analysis {
             text,
             kind,
             diagnostics,
-            checked,
-            facts: OnceCell::new(),
+            facts,
         }
     }
 
@@ -160,14 +160,7 @@ impl Analysis {
     }
 
     fn facts(&self) -> &Partial {
-        self.facts.get_or_init(|| match (&self.checked, self.kind) {
-            // Re-checking a well-typed program is the cheapest way to get its shapes in the
-            // partial form, and keeps one representation for both cases.
-            (Some(checked), _) => check_partial(checked.program().clone()),
-            (None, SourceKind::Teil) => check_partial(crate::parse(&self.text).program),
-            // A `.tin` file with errors has no lowered program to ask.
-            (None, SourceKind::Tin) => check_partial(Program::default()),
-        })
+        &self.facts
     }
 
     /// The one traversal from an offset to the innermost node whose span contains it (ends

@@ -80,22 +80,43 @@ pub use parse::parse;
 /// and the playground all report through here.
 pub fn compile(src: &str) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
     let parsed = parse(src);
-    let mut diags = parsed.diagnostics;
-    if diags.iter().any(Diagnostic::is_error) {
-        diags.extend(check::check_incomplete(parsed.program));
-        sort(&mut diags);
-        return Err(diags);
+    if parsed.diagnostics.iter().any(Diagnostic::is_error) {
+        let incomplete = check::check_incomplete(parsed.program);
+        return Err(merge(parsed.diagnostics, incomplete).unwrap_or_else(|diags| diags));
     }
     match check(parsed.program) {
-        Ok((checked, warnings)) => {
-            diags.extend(warnings);
-            Ok((checked, diags))
-        }
-        Err(errs) => {
-            diags.extend(errs);
-            sort(&mut diags);
-            Err(diags)
-        }
+        Ok((checked, warnings)) => match merge(parsed.diagnostics, warnings) {
+            Ok(diags) => Ok((checked, diags)),
+            Err(diags) => Err(diags),
+        },
+        Err(errs) => Err(merge(parsed.diagnostics, errs).unwrap_or_else(|diags| diags)),
+    }
+}
+
+/// What [`compile()`] learns about `src`, kept whether or not it is well-typed, for editors
+/// ([`ide`]): the checker's [`Partial`](check::Partial) view of the parsed program, and the
+/// diagnostics exactly as `compile` reports them. One parse and one check, as `compile`.
+pub(crate) fn compile_partial(src: &str) -> (check::Partial, Vec<Diagnostic>) {
+    let parsed = parse(src);
+    // As in `compile`: no initialisation analysis while the text has a syntax error.
+    let complete = !parsed.diagnostics.iter().any(Diagnostic::is_error);
+    let partial = check::check_with(parsed.program, complete);
+    let diags = merge(parsed.diagnostics, partial.diagnostics.clone()).unwrap_or_else(|d| d);
+    (partial, diags)
+}
+
+/// The diagnostics of a text from those of its parse and of its check: `Ok` (in that order)
+/// when none is an error, `Err` sorted by position otherwise.
+fn merge(
+    mut diags: Vec<Diagnostic>,
+    checked: Vec<Diagnostic>,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    diags.extend(checked);
+    if diags.iter().any(Diagnostic::is_error) {
+        sort(&mut diags);
+        Err(diags)
+    } else {
+        Ok(diags)
     }
 }
 

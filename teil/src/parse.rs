@@ -15,7 +15,9 @@ use crate::ast::*;
 use crate::diagnostic::{Code, Diagnostic, Fix};
 use crate::lexer::{keyword_like, keyword_token, lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
+use chumsky::extra::ParserExtra;
 use chumsky::input::{Input as _, ValueInput};
+use chumsky::label::LabelError;
 use chumsky::prelude::*;
 
 /// The result of parsing: whatever could be built, and everything that went wrong.
@@ -78,6 +80,10 @@ pub fn parse(src: &str) -> Parsed {
     // a binary search (a scan per item would be quadratic on a file of garbage).
     let lex_error_at: Vec<usize> = diagnostics.iter().map(|d| d.primary.span.start).collect();
     debug_assert!(lex_error_at.is_sorted());
+    // Built once per call, not per item (building allocates and moves large combinator values),
+    // each in a fast and a diagnosing version: `parse_item`.
+    let decl_parser = (decl_parser(), decl_parser());
+    let stmt_parser = (stmt_parser(), stmt_parser());
     for item in split_items(&tokens) {
         let toks = &tokens[item.clone()];
         let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
@@ -100,7 +106,7 @@ pub fn parse(src: &str) -> Parsed {
                 .collect()
         };
         if toks[0].0.starts_decl() {
-            let (decl, errs) = decl_parser().parse(input).into_output_errors();
+            let (decl, errs) = parse_item(&decl_parser, input);
             diagnostics.extend(syntax(errs, "declaration"));
             let Some(decl) = decl else { continue };
             let decl = match decl {
@@ -144,7 +150,7 @@ pub fn parse(src: &str) -> Parsed {
             // KiB each in unoptimised builds: a statement near the depth limit needs tens of
             // MiB. Deep statements therefore parse on a fresh stack segment (reserved, not
             // committed, until used).
-            let parse_stmt = || stmt_parser().parse(input).into_output_errors();
+            let parse_stmt = || parse_item(&stmt_parser, input);
             let (stmt, errs) = if bound > SHALLOW {
                 stacker::grow(DEEP_PARSE_STACK, parse_stmt)
             } else {
@@ -166,6 +172,30 @@ pub fn parse(src: &str) -> Parsed {
         program,
         diagnostics,
     }
+}
+
+/// Parses one item with the first parser of `fast_rich`, built with chumsky's zero-sized
+/// error, and only when that fails again with the second, the same grammar with `Rich` errors,
+/// for the diagnostics. On an item that parses, recording what each alternative expected is
+/// most of what a `Rich` parse costs; the grammar is the same, so the answer is the one the
+/// `Rich` parse alone would give.
+fn parse_item<'t, 'src: 't, I, O>(
+    (fast, rich): &(
+        impl Parser<'t, I, O, extra::Default>,
+        impl Parser<'t, I, O, Extra<'t, 'src>>,
+    ),
+    input: I,
+) -> (Option<O>, Vec<Rich<'t, Token<'src>, SimpleSpan>>)
+where
+    I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan> + Clone,
+{
+    let quick = fast.parse(input.clone());
+    if !quick.has_errors() {
+        if let Some(out) = quick.into_output() {
+            return (Some(out), Vec::new());
+        }
+    }
+    rich.parse(input).into_output_errors()
 }
 
 /// Cuts the token stream into items. An item starts at a declaration keyword (a qualifier not
@@ -466,13 +496,13 @@ fn first_error(toks: &[(Token<'_>, SimpleSpan)]) -> Option<usize> {
     let input = toks.map(SimpleSpan::from(end..end), |(t, s)| (t, s));
     let starts = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>| errs.iter().map(|e| e.span().start).min();
     if toks.first().is_some_and(|(t, _)| t.starts_decl()) {
-        return starts(decl_parser().parse(input).into_errors());
+        return starts(decl_parser::<_, Extra<'_, '_>>().parse(input).into_errors());
     }
     let bound = nesting_bound(toks);
     if bound > MAX_EXPR_DEPTH {
         return Some(0);
     }
-    let parse_stmt = || starts(stmt_parser().parse(input).into_errors());
+    let parse_stmt = || starts(stmt_parser::<_, Extra<'_, '_>>().parse(input).into_errors());
     if bound > SHALLOW {
         stacker::grow(DEEP_PARSE_STACK, parse_stmt)
     } else {
@@ -495,42 +525,49 @@ fn join_or(items: &[String]) -> String {
 /// A natural number in a type or operation argument. Any numeric token is accepted here, so
 /// that a decimal (`1.5`) or an overflowing number is reported precisely, as an `Err` in the
 /// output: E0001 for a number that is not a natural number, E0003 for one over 64 bits.
-fn nat<'t, 'src: 't, I>() -> impl Parser<'t, I, Result<Nat, Diagnostic>, Extra<'t, 'src>> + Clone
+fn nat<'t, 'src: 't, I, E>(
+) -> impl Parser<'t, I, Result<Nat, Box<Diagnostic>>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     select! { Token::Number(s) = e => (s, e.span()) }
         .map(|(s, span): (&str, SimpleSpan)| {
             let span = span.into_range();
             if !s.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(Diagnostic::new(
-                    Code::Syntax,
-                    format!("expected a natural number, found `{s}`"),
-                    span,
-                    "not a natural number",
-                )
-                .with_help(
-                    "extents, positions and slice numbers are written with decimal digits only",
+                return Err(Box::new(
+                    Diagnostic::new(
+                        Code::Syntax,
+                        format!("expected a natural number, found `{s}`"),
+                        span,
+                        "not a natural number",
+                    )
+                    .with_help(
+                        "extents, positions and slice numbers are written with decimal digits only",
+                    ),
                 ));
             }
             s.parse::<u64>()
                 .map(|v| Nat::new(v, span.clone()))
                 .map_err(|_| {
-                    Diagnostic::new(
+                    Box::new(Diagnostic::new(
                         Code::NumberTooLarge,
                         format!("number `{s}` does not fit in 64 bits"),
                         span,
                         "too large",
-                    )
+                    ))
                 })
         })
         .labelled("natural number")
 }
 
-fn decl_parser<'t, 'src: 't, I>(
-) -> impl Parser<'t, I, Result<Decl, Diagnostic>, Extra<'t, 'src>> + Clone
+fn decl_parser<'t, 'src: 't, I, E>(
+) -> impl Parser<'t, I, Result<Decl, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     let qualifier = select! {
         Token::Input => Qualifier::Input,
@@ -578,7 +615,8 @@ where
                 }
                 (a, b) => a.or(b).map(|q| q.0),
             };
-            let extents = extents.into_iter().collect::<Result<Vec<_>, _>>()?;
+            let extents = extents.into_iter().collect::<Result<Vec<_>, _>>();
+            let extents = extents.map_err(|d| *d)?;
             Ok(Decl {
                 qualifier,
                 name,
@@ -590,10 +628,12 @@ where
         .as_context()
 }
 
-fn stmt_parser<'t, 'src: 't, I>(
-) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, Extra<'t, 'src>> + Clone
+fn stmt_parser<'t, 'src: 't, I, E>(
+) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     let ident = select! { Token::Ident(s) = e => (s, e.span()) }
         .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
@@ -603,7 +643,7 @@ where
         .then(expr_parser())
         .then_ignore(end())
         .map_with(|(target, value), e| {
-            let value = value?;
+            let value = value.map_err(|d| *d)?;
             Ok(Stmt {
                 target,
                 value,
@@ -615,16 +655,19 @@ where
 }
 
 /// Expressions. Semantic errors found while parsing (a literal out of range) travel as `Err`
-/// inside the output so that chumsky's own error recovery is not involved.
-type PExpr = Result<Expr, Diagnostic>;
+/// inside the output so that chumsky's own error recovery is not involved; boxed, as every
+/// output is moved through many combinators and a `Diagnostic` is twice the size of an `Expr`.
+type PExpr = Result<Expr, Box<Diagnostic>>;
 
-fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Diagnostic> {
+fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Box<Diagnostic>> {
     Ok((Box::new(a?), Box::new(b?)))
 }
 
-fn expr_parser<'t, 'src: 't, I>() -> impl Parser<'t, I, PExpr, Extra<'t, 'src>> + Clone
+fn expr_parser<'t, 'src: 't, I, E>() -> impl Parser<'t, I, PExpr, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
+    E: ParserExtra<'t, I> + 't,
+    E::Error: LabelError<'t, I, &'static str>,
 {
     recursive(|expr| {
         // A literal may carry a leading minus (an extension: the papers have no negative
@@ -641,12 +684,12 @@ where
                     Ok(v) if v.is_finite() => {
                         Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
                     }
-                    _ => Err(Diagnostic::new(
+                    _ => Err(Box::new(Diagnostic::new(
                         Code::LiteralNotFinite,
                         format!("numeric literal `{s}` is too large for a 64-bit float"),
                         span,
                         "rounds to infinity",
-                    )),
+                    ))),
                 },
             );
         let var = select! { Token::Ident(s) = e => (s, e.span()) }
