@@ -161,6 +161,7 @@ pub fn check_partial(mut program: Program) -> Partial {
         env: HashMap::new(),
         shapes: vec![None; next as usize],
         diags: Vec::new(),
+        pairs: Vec::new(),
     };
     cx.declarations(&program);
     for stmt in &program.stmts {
@@ -193,7 +194,31 @@ struct Checker {
     env: HashMap<String, Option<Shape>>,
     shapes: Vec<Option<Shape>>,
     diags: Vec<Diagnostic>,
+    /// The E0305 reports of the statement being checked, whose help waits for the statement's
+    /// target ([`Checker::pair_help`]).
+    pairs: Vec<UnequalPair>,
 }
+
+/// A diagonal or contraction rejected with E0305, remembered until its statement's target is
+/// known, so that the help suggests only positions that make the whole statement check.
+struct UnequalPair {
+    /// Index of its diagnostic in `Checker::diags`.
+    diag: usize,
+    /// The `diag`/`contr` node.
+    node: ExprId,
+    rule: &'static str,
+    /// Written as the postfix `.[i j]`.
+    postfix: bool,
+    /// The positions as written, as one span (what a fix replaces).
+    span: Span,
+    /// The pairs of distinct positions with equal extents, nearest to the written ones first.
+    candidates: Vec<(usize, usize)>,
+}
+
+/// The help re-checks the statement once per candidate pair; above this many expression nodes
+/// re-checked in all, it suggests the nearest pair without checking it (bounded time on any
+/// input, spec/limits.md).
+const MAX_PAIR_RECHECK_NODES: usize = 1 << 20;
 
 fn shape_str(s: &[u64]) -> String {
     ShapeDisplay(s).to_string()
@@ -297,7 +322,10 @@ impl Checker {
 
     /// OK-Stmt.
     fn statement(&mut self, stmt: &Stmt) {
+        let first_diag = self.diags.len();
         let rhs = self.expr(&stmt.value);
+        let target_shape = self.env.get(&stmt.target.name).cloned().flatten();
+        self.pair_help(stmt, target_shape.as_deref(), first_diag);
         let Some(target) = self.env.get(&stmt.target.name) else {
             let d = Diagnostic::new(
                 Code::AssignUndeclared,
@@ -708,7 +736,7 @@ impl Checker {
         }
         let (ni, nj) = (t[i.value as usize - 1], t[j.value as usize - 1]);
         if ni != nj {
-            let mut d = Diagnostic::new(
+            let d = Diagnostic::new(
                 Code::ExtentsDiffer,
                 format!(
                     "{what} of dimensions {} and {} with different extents",
@@ -722,25 +750,135 @@ impl Checker {
             )
             .with_rule(rule)
             .with_label(a.span.clone(), has_shape(t));
-            if let Some((p, q)) = nearest_equal_pair(t, i.value as usize, j.value as usize) {
-                let postfix = a.span.start == e.span.start;
-                let spelled = match (rule, postfix) {
-                    ("T-Contr", true) => format!(".[{p} {q}]"),
-                    ("T-Contr", false) => format!("contr {p} {q}"),
-                    _ => format!("diag {p} {q}"),
-                };
-                d = d
-                    .with_help(format!("did you mean `{spelled}`?"))
-                    .with_fix(Fix::replace(
-                        format!("replace with `{spelled}`"),
-                        i.span().start..j.span().end,
-                        format!("{p} {q}"),
-                    ));
-            }
+            self.pairs.push(UnequalPair {
+                diag: self.diags.len(),
+                node: e.id,
+                rule,
+                postfix: a.span.start == e.span.start,
+                span: i.span().start..j.span().end,
+                candidates: equal_pairs(t, i.value as usize, j.value as usize),
+            });
             self.diags.push(d);
             return None;
         }
         Some(())
+    }
+}
+
+impl Checker {
+    /// Writes the help of the E0305 reports of `stmt` (its right-hand side just checked, its
+    /// diagnostics from `first_diag` on), knowing the shape of its target if declared: the
+    /// nearest pair of equal extents with which the whole right-hand side has the target's
+    /// shape (the fix), or, when no pair does, a help that says so and what the nearest pair
+    /// would give. Following the help never leads to E0202. When the target's shape is unknown
+    /// or the statement has other errors (so no choice of positions alone makes it check), the
+    /// help names the nearest pair of equal extents.
+    fn pair_help(&mut self, stmt: &Stmt, target: Option<&[u64]>, first_diag: usize) {
+        let pairs = std::mem::take(&mut self.pairs);
+        let errors = self.diags[first_diag..]
+            .iter()
+            .filter(|d| d.is_error())
+            .count();
+        let mut nodes = 0usize;
+        stmt.value.walk(&mut |_| nodes += 1);
+        for p in pairs {
+            let what = if p.rule == "T-Contr" {
+                "contraction"
+            } else {
+                "diagonal"
+            };
+            let spell = |(a, b): (usize, usize)| match (p.rule, p.postfix) {
+                ("T-Contr", true) => format!(".[{a} {b}]"),
+                ("T-Contr", false) => format!("contr {a} {b}"),
+                _ => format!("diag {a} {b}"),
+            };
+            let suggest = |pq: (usize, usize)| {
+                let spelled = spell(pq);
+                let fix = Fix::replace(
+                    format!("replace with `{spelled}`"),
+                    p.span.clone(),
+                    format!("{} {}", pq.0, pq.1),
+                );
+                (format!("did you mean `{spelled}`?"), Some(fix))
+            };
+            let checkable =
+                errors == 1 && p.candidates.len().saturating_mul(nodes) <= MAX_PAIR_RECHECK_NODES;
+            let (help, fix) = match (target, p.candidates.first()) {
+                (_, None) => (
+                    format!(
+                        "no two dimensions of this operand have equal extents, so no {what} of \
+                         it is well-typed"
+                    ),
+                    None,
+                ),
+                (Some(target), Some(&nearest)) if checkable => {
+                    let results: Vec<((usize, usize), Option<Shape>)> = p
+                        .candidates
+                        .iter()
+                        .map(|&pq| (pq, self.shape_with_pair(&stmt.value, p.node, pq)))
+                        .collect();
+                    match results.iter().find(|(_, s)| s.as_deref() == Some(target)) {
+                        Some(&(pq, _)) => suggest(pq),
+                        None => {
+                            let gives = match &results[0].1 {
+                                Some(s) => {
+                                    format!("; `{}` would make it {}", spell(nearest), shape_str(s))
+                                }
+                                None => String::new(),
+                            };
+                            let help = format!(
+                                "no {what} of two dimensions with equal extents gives the \
+                                 right-hand side the shape of `{}`, {}{gives}",
+                                stmt.target.name,
+                                shape_str(target)
+                            );
+                            (help, None)
+                        }
+                    }
+                }
+                (_, Some(&nearest)) => suggest(nearest),
+            };
+            let d = &mut self.diags[p.diag];
+            d.help = Some(help);
+            d.fixes.extend(fix);
+        }
+    }
+
+    /// The shape of `value` with the positions of its `diag`/`contr` node `node` replaced by
+    /// `(p, q)`, by the rules above on a scratch copy (`None`: ill-typed); nothing is recorded.
+    fn shape_with_pair(
+        &mut self,
+        value: &Expr,
+        node: ExprId,
+        (p, q): (usize, usize),
+    ) -> Option<Shape> {
+        let mut e = value.clone();
+        set_positions(&mut e, node, p as u64, q as u64);
+        let mut next = 0u32;
+        number(&mut e, &mut next);
+        let mut scratch = Checker {
+            env: std::mem::take(&mut self.env),
+            shapes: vec![None; next as usize],
+            diags: Vec::new(),
+            pairs: Vec::new(),
+        };
+        let shape = scratch.expr(&e);
+        self.env = scratch.env;
+        shape
+    }
+}
+
+/// Sets the two positions of the `diag`/`contr` node `node` of `e`.
+fn set_positions(e: &mut Expr, node: ExprId, p: u64, q: u64) {
+    if e.id == node {
+        if let ExprKind::Diag(i, j, _) | ExprKind::Contr(i, j, _) = &mut e.kind {
+            i.value = p;
+            j.value = q;
+        }
+        return;
+    }
+    for c in e.children_mut() {
+        set_positions(c, node, p, q);
     }
 }
 
@@ -770,20 +908,20 @@ pub fn rule_name(e: &Expr, operands: &[&[u64]]) -> &'static str {
     }
 }
 
-/// The pair of distinct positions with equal extents closest to `(i, j)`.
-fn nearest_equal_pair(t: &[u64], i: usize, j: usize) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, usize, usize)> = None;
+/// The pairs of distinct positions (1-based, ascending) with equal extents in `t`, the pair
+/// closest to `(i, j)` first (ties in position order).
+fn equal_pairs(t: &[u64], i: usize, j: usize) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
     for p in 1..=t.len() {
         for q in p + 1..=t.len() {
             if t[p - 1] == t[q - 1] {
-                let cost = p.abs_diff(i.min(j)) + q.abs_diff(i.max(j));
-                if best.is_none_or(|(c, _, _)| cost < c) {
-                    best = Some((cost, p, q));
-                }
+                pairs.push((p, q));
             }
         }
     }
-    best.map(|(_, p, q)| (p, q))
+    let (lo, hi) = (i.min(j), i.max(j));
+    pairs.sort_by_key(|&(p, q)| p.abs_diff(lo) + q.abs_diff(hi));
+    pairs
 }
 
 /// The postfix transposition (`^[i j]`) that turns shape `have` into `want`, if one does.
