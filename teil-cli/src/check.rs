@@ -5,7 +5,7 @@ use crate::{Color, FmtSyntax, Format};
 use teil::{fmt, Code};
 
 /// Checks every file and reports its diagnostics. When every file passes, text mode ends with
-/// one line on stdout counting what was checked ([`summary`]); JSON mode prints only
+/// one line on stdout counting what was checked (`summary`); JSON mode prints only
 /// diagnostics.
 pub fn check(files: &[String], format: Format, color: Color) -> u8 {
     let mut status = 0;

@@ -13,7 +13,7 @@
 
 use crate::ast::*;
 use crate::diagnostic::{Code, Diagnostic, Edit, Fix};
-use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_ELEMENTS, MAX_RANK};
+use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_DEPTH, MAX_EXPR_ELEMENTS, MAX_RANK};
 use std::collections::{HashMap, HashSet};
 
 /// A tensor type: the extents of its dimensions, outermost first. `[]` is a scalar.
@@ -27,6 +27,78 @@ pub struct CheckedProgram {
     shapes: Vec<Shape>,
     /// Parallel to `program.decls`.
     decl_shapes: Vec<Shape>,
+    init: Initialization,
+}
+
+/// Where a declared variable is first read and first assigned (report §5): the initialisation
+/// analysis, computed once by the checker for its warnings (W0001, W0003) and kept in
+/// [`CheckedProgram`] for everyone who needs it (which inputs are required, which outputs stay
+/// undefined).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VarInit {
+    /// The first statement (its index) that reads the variable, and that read's span.
+    pub first_read: Option<(usize, Span)>,
+    /// The first statement (its index) that assigns the variable.
+    pub first_write: Option<usize>,
+}
+
+impl VarInit {
+    /// Whether some statement reads the variable before any statement assigns it (a statement
+    /// reads its right-hand side before it assigns), so that its initial contents are
+    /// observable.
+    pub fn read_before_written(&self) -> bool {
+        match (&self.first_read, self.first_write) {
+            (Some((r, _)), Some(w)) => *r <= w,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// Whether some statement assigns the variable.
+    pub fn written(&self) -> bool {
+        self.first_write.is_some()
+    }
+}
+
+/// The initialisation analysis of a program: one [`VarInit`] per declaration, in declaration
+/// order (for a name declared twice, the first declaration's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Initialization {
+    vars: Vec<VarInit>,
+}
+
+impl Initialization {
+    /// One walk over the statements, in order.
+    fn of(program: &Program) -> Self {
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (k, d) in program.decls.iter().enumerate() {
+            index.entry(d.name.name.as_str()).or_insert(k);
+        }
+        let mut vars = vec![VarInit::default(); program.decls.len()];
+        for (n, stmt) in program.stmts.iter().enumerate() {
+            stmt.value.walk(&mut |e| {
+                if let ExprKind::Var(v) = &e.kind {
+                    if let Some(&k) = index.get(v.name.as_str()) {
+                        vars[k].first_read.get_or_insert((n, v.span.clone()));
+                    }
+                }
+            });
+            if let Some(&k) = index.get(stmt.target.name.as_str()) {
+                vars[k].first_write.get_or_insert(n);
+            }
+        }
+        Initialization { vars }
+    }
+
+    /// The analysis of the `k`-th declaration.
+    pub fn decl(&self, k: usize) -> &VarInit {
+        &self.vars[k]
+    }
+
+    /// The analysis of every declaration, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = &VarInit> {
+        self.vars.iter()
+    }
 }
 
 impl CheckedProgram {
@@ -41,6 +113,21 @@ impl CheckedProgram {
     /// The type the checker derived for `e`, which must be a node of this program.
     pub fn shape(&self, e: &Expr) -> &[u64] {
         &self.shapes[e.id.0 as usize]
+    }
+
+    /// The initialisation analysis: where each variable is first read and first assigned.
+    pub fn initialization(&self) -> &Initialization {
+        &self.init
+    }
+
+    /// [`VarInit`] of the variable `name`, if declared.
+    pub fn var_init(&self, name: &str) -> Option<&VarInit> {
+        let k = self
+            .program
+            .decls
+            .iter()
+            .position(|d| d.name.name == name)?;
+        Some(self.init.decl(k))
     }
 
     /// The declared shape of a variable.
@@ -83,7 +170,11 @@ impl CheckedProgram {
     /// program; without qualifiers, every variable read before it is assigned (its initial
     /// value is observable). The other inputs may be given and start undefined otherwise.
     pub fn is_required(&self, d: &Decl) -> bool {
-        self.is_input(d) && (d.qualifier.is_some() || self.read_before_assigned(&d.name.name))
+        self.is_input(d)
+            && (d.qualifier.is_some()
+                || self
+                    .var_init(&d.name.name)
+                    .is_some_and(VarInit::read_before_written))
     }
 
     /// The names of the variables the caller receives ([`Self::is_output`]), in declaration
@@ -91,19 +182,6 @@ impl CheckedProgram {
     pub fn output_names(&self) -> Vec<String> {
         let outputs = self.program.decls.iter().filter(|d| self.is_output(d));
         outputs.map(|d| d.name.name.clone()).collect()
-    }
-
-    /// Whether some statement reads `name` before any statement assigns it.
-    fn read_before_assigned(&self, name: &str) -> bool {
-        for s in &self.program.stmts {
-            if s.value.reads(name) {
-                return true;
-            }
-            if s.target.name == name {
-                return false;
-            }
-        }
-        false
     }
 }
 
@@ -114,6 +192,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
         program,
         shapes,
         diagnostics: diags,
+        init,
     } = check_partial(program);
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
@@ -126,6 +205,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
             // only a program with syntax errors has (and which nobody evaluates).
             shapes: shapes.into_iter().map(Option::unwrap_or_default).collect(),
             decl_shapes,
+            init,
         },
         diags,
     ))
@@ -140,6 +220,7 @@ pub struct Partial {
     pub program: Program,
     shapes: Vec<Option<Shape>>,
     pub diagnostics: Vec<Diagnostic>,
+    init: Initialization,
 }
 
 impl Partial {
@@ -147,12 +228,25 @@ impl Partial {
     pub fn shape(&self, e: &Expr) -> Option<&[u64]> {
         self.shapes.get(e.id.0 as usize)?.as_deref()
     }
+
+    /// The initialisation analysis ([`CheckedProgram::initialization`]).
+    pub fn initialization(&self) -> &Initialization {
+        &self.init
+    }
 }
 
 /// Runs every rule on every statement, as [`check`] does, and keeps what it learnt whether or
 /// not the program is well-typed. Errors do not cascade (see the module documentation), so
 /// the shapes of the parts that check are the ones [`check`] would record.
 pub fn check_partial(mut program: Program) -> Partial {
+    // Every pass below recurses over expressions: first bound their depth (E0005), as the
+    // parser does, so that programs built by the front ends or by library users are covered.
+    let mut too_deep = Vec::new();
+    for stmt in &mut program.stmts {
+        if let Some(d) = depth_limit(stmt) {
+            too_deep.push(d);
+        }
+    }
     let mut next = 0u32;
     for stmt in &mut program.stmts {
         number(&mut stmt.value, &mut next);
@@ -163,11 +257,13 @@ pub fn check_partial(mut program: Program) -> Partial {
         diags: Vec::new(),
         pairs: Vec::new(),
     };
+    cx.diags.extend(too_deep);
     cx.declarations(&program);
     for stmt in &program.stmts {
         cx.statement(stmt);
     }
-    initialization(&program, &mut cx.diags);
+    let init = Initialization::of(&program);
+    initialization(&program, &init, &mut cx.diags);
     let Checker {
         shapes, mut diags, ..
     } = cx;
@@ -176,7 +272,48 @@ pub fn check_partial(mut program: Program) -> Partial {
         program,
         shapes,
         diagnostics: diags,
+        init,
     }
+}
+
+/// E0005 for a statement whose right-hand side is deeper than [`MAX_EXPR_DEPTH`] (a leaf has
+/// depth 1), measured without recursion; the right-hand side is then replaced by an `Error`
+/// node, taken apart without recursion too, so no later pass sees the deep tree.
+fn depth_limit(stmt: &mut Stmt) -> Option<Diagnostic> {
+    let mut stack = vec![(&stmt.value, 1usize)];
+    let mut deepest = 0;
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        if deepest > MAX_EXPR_DEPTH {
+            break;
+        }
+        stack.extend(e.children().into_iter().map(|c| (c, d + 1)));
+    }
+    if deepest <= MAX_EXPR_DEPTH {
+        return None;
+    }
+    let span = stmt.value.span.clone();
+    let error = |span: Span| Expr {
+        id: ExprId::default(),
+        kind: ExprKind::Error,
+        span,
+    };
+    let mut parts = vec![std::mem::replace(&mut stmt.value, error(span.clone()))];
+    while let Some(mut e) = parts.pop() {
+        for c in e.children_mut() {
+            let leaf = error(c.span.clone());
+            parts.push(std::mem::replace(c, leaf));
+        }
+    }
+    Some(
+        Diagnostic::new(
+            Code::TooDeep,
+            format!("expression nested too deeply (more than {MAX_EXPR_DEPTH} levels)"),
+            span,
+            "this right-hand side",
+        )
+        .with_help("split the expression into several statements over temporaries"),
+    )
 }
 
 /// Assigns ids in pre-order.
@@ -981,54 +1118,43 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Initialization analysis (report §5), for programs that use qualifiers: W0001 for the first
-/// read of a variable that is neither `input`/`inout` nor assigned by an earlier statement, and
-/// W0003 for an `output` that no statement assigns.
-fn initialization(program: &Program, diags: &mut Vec<Diagnostic>) {
+/// The warnings of the initialisation analysis (report §5), for programs that use qualifiers:
+/// W0001 for the first read of a variable that is neither `input`/`inout` nor assigned by an
+/// earlier statement, and W0003 for an `output` that no statement assigns.
+fn initialization(program: &Program, init: &Initialization, diags: &mut Vec<Diagnostic>) {
     if !program.uses_qualifiers() {
         return;
     }
-    let mut defined: HashSet<&str> = program
-        .decls
-        .iter()
-        .filter(|d| d.qualifier.is_some_and(Qualifier::is_read))
-        .map(|d| d.name.name.as_str())
-        .collect();
-    let declared: HashSet<&str> = program.decls.iter().map(|d| d.name.name.as_str()).collect();
-    let mut warned: HashSet<&str> = HashSet::new();
-    for stmt in &program.stmts {
-        stmt.value.walk(&mut |e| {
-            if let ExprKind::Var(v) = &e.kind {
-                let name = v.name.as_str();
-                if declared.contains(name) && !defined.contains(name) && warned.insert(name) {
-                    diags.push(
-                        Diagnostic::new(
-                            Code::UninitializedRead,
-                            format!("`{name}` is read before it is assigned"),
-                            v.span.clone(),
-                            "this read sees undefined values",
-                        )
-                        .with_help(format!(
-                            "assign `{name}` first, or declare it `input` or `inout`"
-                        )),
-                    );
-                }
-            }
-        });
-        defined.insert(stmt.target.name.as_str());
-    }
-    for d in &program.decls {
-        if d.qualifier == Some(Qualifier::Output) && !defined.contains(d.name.name.as_str()) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (d, v) in program.decls.iter().zip(init.iter()) {
+        let name = d.name.name.as_str();
+        if !seen.insert(name) {
+            continue;
+        }
+        let input = d.qualifier.is_some_and(Qualifier::is_read);
+        if let (false, true, Some((_, span))) = (input, v.read_before_written(), &v.first_read) {
+            diags.push(
+                Diagnostic::new(
+                    Code::UninitializedRead,
+                    format!("`{name}` is read before it is assigned"),
+                    span.clone(),
+                    "this read sees undefined values",
+                )
+                .with_help(format!(
+                    "assign `{name}` first, or declare it `input` or `inout`"
+                )),
+            );
+        }
+        if d.qualifier == Some(Qualifier::Output) && !v.written() {
             diags.push(
                 Diagnostic::new(
                     Code::OutputNeverAssigned,
-                    format!("output `{}` is never assigned", d.name.name),
+                    format!("output `{name}` is never assigned"),
                     d.name.span.clone(),
                     "the caller receives undefined values",
                 )
                 .with_help(format!(
-                    "assign `{}` in a statement, or drop the `output` qualifier",
-                    d.name.name
+                    "assign `{name}` in a statement, or drop the `output` qualifier"
                 )),
             );
         }
