@@ -911,6 +911,9 @@ impl Checker {
     /// or the statement has other errors (so no choice of positions alone makes it check), the
     /// help names the nearest pair of equal extents.
     fn pair_help(&mut self, stmt: &Stmt, target: Option<&[u64]>, first_diag: usize) {
+        if self.pairs.is_empty() {
+            return;
+        }
         let pairs = std::mem::take(&mut self.pairs);
         let errors = self.diags[first_diag..]
             .iter()
