@@ -76,7 +76,8 @@ pub enum RunBackend {
 enum Command {
     /// Parse and type-check programs; `-` reads standard input.
     Check {
-        #[arg(required = true)]
+        /// The programs: `.teil`, or `.tin` index notation; `-` reads standard input.
+        #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -85,6 +86,7 @@ enum Command {
     },
     /// Print a program in one canonical syntax (parsing the output gives the same program).
     Fmt {
+        /// The program (`.teil`); `-` reads standard input.
         file: String,
         #[arg(long, value_enum, default_value_t)]
         syntax: FmtSyntax,
@@ -95,7 +97,10 @@ enum Command {
         color: Color,
     },
     /// Print the long explanation of a diagnostic code (for example `E0305`).
-    Explain { code: String },
+    Explain {
+        /// The code, e.g. `E0305` or `W0001` (listed in spec/diagnostics.md).
+        code: String,
+    },
     /// Lower a NumPy-style einsum equation to a TeIL program (inputs in0, in1, ..., output out).
     Einsum {
         /// The equation, e.g. `ij,jk->ik`.
@@ -116,6 +121,7 @@ enum Command {
     },
     /// Evaluate a program on .npy inputs; print the results or write DIR/NAME.npy per output.
     Run {
+        /// The program: `.teil`, or `.tin` index notation; `-` reads standard input.
         file: String,
         /// An input: `NAME=FILE.npy` (float64 or float32, C order); repeat for each input.
         #[arg(long = "in", value_name = "NAME=FILE")]
@@ -129,10 +135,11 @@ enum Command {
         /// Print the results as nested arrays (the default without `--out`).
         #[arg(long)]
         print: bool,
-        /// Use the reference interpreter (pointwise, slow) instead of the fast evaluator.
-        #[arg(long, conflicts_with = "backend")]
+        /// Hidden alias of `--backend oracle`, kept for scripts written before `--backend`.
+        #[arg(long, conflicts_with = "backend", hide = true)]
         oracle: bool,
-        /// The evaluator (default `fast`); `c` compiles the generated C with `--cc`.
+        /// The evaluator (default `fast`): `oracle` is the reference interpreter (pointwise,
+        /// slow); `c` compiles the generated C with `--cc`.
         #[arg(long, value_enum)]
         backend: Option<RunBackend>,
         /// With `--backend c`: round every extent up to a multiple of M.
@@ -158,6 +165,7 @@ enum Command {
     },
     /// Show the semantics unfolding at one cell, e.g. `teil trace mm.teil "C[1,2]"`.
     Trace {
+        /// The program: `.teil`, or `.tin` index notation; `-` reads standard input.
         file: String,
         /// The cell: `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar.
         cell: String,
@@ -180,6 +188,8 @@ enum Command {
     },
     /// Print the TeIL program an index-notation file (`.tin`) lowers to; `-` reads standard input.
     Lower {
+        /// The index-notation file (`.tin`), or a `.teil` file with `--ops`; `-` reads
+        /// standard input.
         file: String,
         /// Write the program here (atomically) instead of to standard output.
         #[arg(short, long)]
@@ -196,6 +206,7 @@ enum Command {
     },
     /// Print the C99 code of the padding-aware backend for a program (spec/abi.md).
     EmitC {
+        /// The program: `.teil`, or `.tin` index notation; `-` reads standard input.
         file: String,
         /// Round every extent up to a multiple of M (1: no padding).
         #[arg(long, value_name = "M", default_value_t = 1)]

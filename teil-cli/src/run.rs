@@ -6,10 +6,10 @@
 //! `teil_interp::files::write_outputs` (all or nothing) and [`print_results`].
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program or an input was rejected
-//! (type errors, missing input, wrong shape or dtype, unreadable or corrupt `.npy`), 2 usage or
-//! output I/O problems.
+//! (type errors, missing input, wrong shape or dtype, corrupt `.npy`), 2 usage or I/O problems
+//! (an unreadable program or `.npy` file, an output that cannot be written).
 
-use crate::input::{fail, read_source, report};
+use crate::input::{fail, read_source, report, Source};
 use crate::{Color, Format};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ pub struct BudgetArgs {
     /// of the machine's memory).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub max_memory: Option<u64>,
-    /// Refuse an oracle run (`--oracle`, the values of `trace`) of more than STEPS evaluation
+    /// Refuse an oracle run (`--backend oracle`, the values of `trace`) of more than STEPS evaluation
     /// steps (default 1e9).
     #[arg(long, value_name = "STEPS", value_parser = parse_count)]
     pub max_work: Option<u64>,
@@ -96,7 +96,7 @@ pub fn describe(e: &RunError) -> String {
     let hint = match e {
         RunError::OverMemory { .. } => "; raise it with `--max-memory BYTES` (spec/limits.md)",
         RunError::OverWork { .. } => {
-            "; the fast evaluator (`teil run` without `--oracle`) shares sub-results and has no \
+            "; the fast evaluator (`teil run` without `--backend oracle`) shares sub-results and has no \
              such cost; raise the budget with `--max-work STEPS` (spec/limits.md)"
         }
         RunError::OverOutput { .. } => "; raise it with `--max-output BYTES` (spec/limits.md)",
@@ -132,7 +132,7 @@ pub fn preflight(p: &CheckedProgram, backend: &Backend, budget: &Budget) -> Resu
 pub enum Backend {
     /// The whole-tensor evaluator with fused contractions (default).
     Fast,
-    /// The reference interpreter, pointwise (`--oracle`).
+    /// The reference interpreter, pointwise (`--backend oracle`; `--oracle` is a hidden alias).
     Oracle,
     /// The padding-aware C backend, compiled and run in a separate process (`--backend c`).
     C(crate::emit_c::CBackend),
@@ -163,6 +163,9 @@ pub enum Failure {
     Rejected(Vec<String>),
     /// Usage or I/O problems (exit 2).
     Usage(String),
+    /// Input files that cannot be read (missing, not a regular file, ...), listed first, and
+    /// the other input problems found (exit 2, an I/O problem).
+    Unreadable(Vec<String>),
     /// Like `Usage`, with a diagnostic code (exit 2).
     Coded(teil::Code, String),
     /// Stopped by SIGINT or SIGTERM (exit 130, `crate::interrupt`).
@@ -181,6 +184,12 @@ impl Failure {
             }
             Failure::Usage(m) => {
                 fail(m);
+                2
+            }
+            Failure::Unreadable(msgs) => {
+                for m in msgs {
+                    fail(m);
+                }
                 2
             }
             Failure::Coded(code, m) => {
@@ -240,11 +249,16 @@ pub fn run(args: &RunArgs) -> u8 {
 /// Reads and checks a program file (TeIL, or index notation for `.tin`); diagnostics are
 /// printed. `Err` carries the exit code.
 pub fn compile(file: &str, color: Color) -> Result<CheckedProgram, u8> {
+    compile_source(file, color).map(|(p, _)| p)
+}
+
+/// [`compile`], also returning the text read (standard input can be read only once).
+pub fn compile_source(file: &str, color: Color) -> Result<(CheckedProgram, Source), u8> {
     let src = read_source(file).map_err(|e| e.report(Format::Text, color))?;
     match teil::guard::load(&src.name, &src.text) {
         Ok((p, warnings)) => {
             report(&warnings, &src, Format::Text, color);
-            Ok(p)
+            Ok((p, src))
         }
         Err(diags) => {
             report(&diags, &src, Format::Text, color);
@@ -285,6 +299,7 @@ pub fn load_inputs(
         }
     }
     let mut errors = Vec::new();
+    let mut unreadable = Vec::new();
     let mut inputs = match random.map(|seed| teil_interp::try_random_inputs(p, seed)) {
         Some(Ok(i)) => i,
         Some(Err(e)) => return Err(Failure::Rejected(vec![describe(&e)])),
@@ -302,13 +317,20 @@ pub fn load_inputs(
             continue;
         }
         let expected = d.shape();
-        teil_interp::files::check_regular(path).map_err(|e| {
-            Failure::Usage(format!(
+        // A file that cannot be read at all is an I/O problem (exit 2), as for the program
+        // file; one that is read but holds no acceptable array is a rejected input (exit 1).
+        if let Err(e) = teil_interp::files::check_regular(path) {
+            unreadable.push(format!(
                 "cannot read input `{name}` from `{}`: {e}",
                 path.display()
-            ))
-        })?;
+            ));
+            continue;
+        }
         match npy::read(path) {
+            Err(npy::NpyError::Io(e)) => unreadable.push(format!(
+                "cannot read input `{name}` from `{}`: {e}",
+                path.display()
+            )),
             Err(e) => errors.push(format!(
                 "{}cannot read input `{name}` (shape {}) from `{}`: {e}",
                 match e {
@@ -345,7 +367,10 @@ pub fn load_inputs(
             ));
         }
     }
-    if errors.is_empty() {
+    if !unreadable.is_empty() {
+        unreadable.extend(errors);
+        Err(Failure::Unreadable(unreadable))
+    } else if errors.is_empty() {
         Ok(inputs)
     } else {
         Err(Failure::Rejected(errors))

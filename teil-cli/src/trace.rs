@@ -1,7 +1,7 @@
 //! `teil trace FILE C[1,2]`: the unfolding of the semantics at one cell (TeIL paper Fig. 7);
 //! the format is documented in spec/interpreter.md.
 
-use crate::run::{compile, load_inputs};
+use crate::run::{compile_source, load_inputs};
 use crate::{Color, FmtSyntax};
 use teil::fmt::Style;
 use teil_interp::trace::TraceError;
@@ -28,8 +28,8 @@ pub fn trace(args: &TraceArgs) -> u8 {
             return 2;
         }
     };
-    let p = match compile(&args.file, args.color) {
-        Ok(p) => p,
+    let (p, src) = match compile_source(&args.file, args.color) {
+        Ok(c) => c,
         Err(code) => return code,
     };
     let inputs = if args.inputs.is_empty() && args.random_inputs.is_none() {
@@ -52,10 +52,7 @@ pub fn trace(args: &TraceArgs) -> u8 {
     let style = match args.syntax {
         Some(FmtSyntax::Prefix) => Style::Prefix,
         Some(FmtSyntax::Infix) => Style::Infix,
-        None => match std::fs::read_to_string(&args.file) {
-            Ok(text) => teil::interface::written_style(&text),
-            Err(_) => Style::Prefix,
-        },
+        None => teil::interface::written_style(&src.text),
     };
     match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style, &args.budget) {
         Ok(lines) => {

@@ -420,3 +420,178 @@ fn bytes_that_are_not_utf8_are_an_ill_formed_program() {
     let o = teil_stdin(&["check", "-"], b"\xffalloc");
     assert_eq!(o.status.code(), Some(1));
 }
+
+/// Issue 13, item 6: a check that passes says what it checked, in one line on stdout (text
+/// mode only), after any warnings; a check that fails does not.
+#[test]
+fn check_says_what_it_checked() {
+    let (_d, good) = file("good.teil", GOOD);
+    let (_e, warn) = file("warn.teil", WARN);
+    let (_f, bad) = file("bad.teil", BAD);
+    let o = teil(&["check", &good]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        "checked 1 file: 3 declarations, 1 statement, no errors\n"
+    );
+    assert!(stderr(&o).is_empty());
+    let o = teil(&["check", &good, &warn]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        "checked 2 files: 4 declarations, 2 statements, no errors, 1 warning\n"
+    );
+    let o = teil_stdin(&["check", "-"], GOOD.as_bytes());
+    assert_eq!(
+        stdout(&o),
+        "checked 1 file: 3 declarations, 1 statement, no errors\n"
+    );
+    // Index notation counts the TeIL program it lowers to.
+    let tin = root().join("tests/tin/fig2a.tin");
+    let o = teil(&["check", tin.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "checked 1 file: 3 declarations, 1 statement, no errors\n"
+    );
+    // Nothing extra in JSON mode, nothing on failure.
+    assert_eq!(stdout(&teil(&["check", "--format", "json", &good])), "");
+    let o = teil(&["check", &good, &bad]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "");
+}
+
+/// The E0305 help of the paper's Fig. 3a kernels, as the binary prints it: a suggestion whose
+/// result fits `C`, or the statement that none does.
+#[test]
+fn e0305_help_fits_the_target() {
+    let paper = |name: &str| {
+        root()
+            .join("tests/papers")
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let o = teil(&["check", &paper("teil_fig03a_tvm_rejected.teil")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("   │ Help: did you mean `contr 2 4`?\n"),
+        "{}",
+        stderr(&o)
+    );
+    let o = teil(&["check", &paper("teil_fig03a_tvm_rejected_diag.teil")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "   │ Help: no diagonal of two dimensions with equal extents gives the right-hand \
+             side the shape of `C`, [4, 5]; `diag 2 4` would make it [6, 5]\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Following the first help gives a program that checks.
+    let fixed = std::fs::read_to_string(paper("teil_fig03a_tvm_rejected.teil"))
+        .expect("readable")
+        .replace("contr 1 3", "contr 2 4");
+    let o = teil_stdin(&["check", "-"], fixed.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Every positional argument of every subcommand has help text.
+#[test]
+fn positional_arguments_have_help() {
+    let expected: [(&str, &[&str]); 9] = [
+        ("check", &["  <FILE>...  The programs: `.teil`, or `.tin` index notation; `-` reads standard input"]),
+        ("fmt", &["  <FILE>  The program (`.teil`); `-` reads standard input"]),
+        ("explain", &["  <CODE>  The code, e.g. `E0305` or `W0001` (listed in spec/diagnostics.md)"]),
+        ("einsum", &["  <EQUATION>  The equation, e.g. `ij,jk->ik`"]),
+        ("run", &["  <FILE>  The program: `.teil`, or `.tin` index notation; `-` reads standard input"]),
+        (
+            "trace",
+            &[
+                "  <FILE>  The program: `.teil`, or `.tin` index notation; `-` reads standard input",
+                "  <CELL>  The cell: `NAME[i, j, ...]` with 1-based indices, or `NAME` for a scalar",
+            ],
+        ),
+        ("lower", &["  <FILE>  The index-notation file (`.tin`), or a `.teil` file with `--ops`; `-` reads standard input"]),
+        ("emit-c", &["  <FILE>  The program: `.teil`, or `.tin` index notation; `-` reads standard input"]),
+        ("fuzz", &[]),
+    ];
+    for (cmd, args) in expected {
+        let help = stdout(&teil(&[cmd, "-h"]));
+        let section: Vec<&str> = help
+            .lines()
+            .skip_while(|l| *l != "Arguments:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(section, args, "teil {cmd} -h:\n{help}");
+    }
+    assert!(!stdout(&teil(&["lsp", "-h"])).contains("Arguments:"));
+}
+
+/// One spelling for the oracle in the help: `--backend oracle`; `--oracle` still works, as a
+/// hidden alias, with the same results.
+#[test]
+fn the_oracle_has_one_spelling() {
+    let help = stdout(&teil(&["run", "--help"]));
+    assert!(!help.contains("--oracle"), "{help}");
+    assert!(
+        help.contains("          - oracle: The reference interpreter\n"),
+        "{help}"
+    );
+    let file = root().join("examples/matmul.teil");
+    let file = file.to_str().expect("utf-8");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", file, "--random-inputs", "3"];
+        args.extend_from_slice(extra);
+        let o = teil(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let oracle = run(&["--backend", "oracle"]);
+    assert!(oracle.starts_with("C : [3, 5] =\n"), "{oracle}");
+    assert_eq!(run(&["--oracle"]), oracle);
+    assert_eq!(
+        run(&[]),
+        oracle,
+        "the fast evaluator agrees on small integers"
+    );
+    let both = teil(&["run", file, "--oracle", "--backend", "c"]);
+    assert_eq!(both.status.code(), Some(2));
+}
+
+/// `teil trace` shows expressions in the syntax the source uses, read from its tokens
+/// (comments aside), also from standard input.
+#[test]
+fn trace_speaks_the_source_syntax() {
+    const INFIX: &str = "var A : [2 3]\nvar B : [3 2]\nvar C : [2 2]\nC = (A # B) .[2 3]\n";
+    const PREFIX: &str = "// var and # in a comment do not make this infix\n\
+                          alloc A : [2, 3]\nalloc B : [3, 2]\nalloc C : [2, 2]\n\
+                          C = contr 2 3 (prod A B)\n";
+    let first = |o: Output| {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .next()
+            .expect("a line")
+            .trim_end()
+            .to_string()
+    };
+    assert_eq!(
+        first(teil_stdin(&["trace", "-", "C[1,2]"], INFIX.as_bytes())),
+        "C[1, 2] = ⟦(A # B) .[2 3]⟧[1, 2]                            [St-Stmt]"
+    );
+    let (_d, prefix) = file("prefix.teil", PREFIX);
+    assert_eq!(
+        first(teil(&["trace", &prefix, "C[1,2]"])),
+        "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]                      [St-Stmt]"
+    );
+    assert_eq!(
+        first(teil_stdin(
+            &["trace", "-", "C[1,2]", "--syntax", "prefix"],
+            INFIX.as_bytes()
+        )),
+        "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]                      [St-Stmt]"
+    );
+}

@@ -431,17 +431,54 @@ fn corrupt_files() {
     }
 }
 
+/// An input file that cannot be read is an I/O problem, exit 2 as for an unreadable program
+/// (README, spec/interpreter.md); it is listed before the other input problems, and nothing is
+/// written. `teil trace` reads its inputs the same way.
 #[test]
 fn unreadable_file() {
     let m = matmul();
     let missing = m.dir.join("nope.npy").to_string_lossy().into_owned();
-    let (ia, ib) = (format!("A={missing}"), format!("B={}", m.b));
-    rejected(
-        &m,
-        &["--in", &ia, "--in", &ib],
-        &format!(
-            "error: cannot read input `A` (shape [2, 3]) from `{missing}`: cannot read the file:"
-        ),
+    let wrong = write(&m.dir, "int.npy", &npy("<i8", &[3, 2], &[0u8; 48]));
+    let (ia, ib) = (format!("A={missing}"), format!("B={wrong}"));
+    let out = m.out.to_string_lossy().into_owned();
+    let prog = data("matmul.teil");
+    let o = teil(&["run", &prog, "--in", &ia, "--in", &ib, "--out", &out]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot read input `A` from `{missing}`: No such file or directory (os error 2)\n\
+             error: cannot read input `B` (shape [3, 2]) from `{wrong}`: dtype `<i8` is not \
+             supported; save the array as float64 (or float32)\n"
+        )
+    );
+    assert!(!m.out.exists(), "nothing written");
+    let o = teil(&[
+        "trace",
+        &prog,
+        "C[1,1]",
+        "--in",
+        &ia,
+        "--random-inputs",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot read input `A` from `{missing}`: No such file or directory (os error 2)\n"
+        )
+    );
+    // A directory is refused before it is opened, with the same exit code.
+    let dir = m.dir.to_string_lossy().into_owned();
+    let ia = format!("A={dir}");
+    let o = teil(&["run", &prog, "--in", &ia, "--random-inputs", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot read input `A` from `{dir}`: it is a directory, not a regular file\n"
+        )
     );
 }
 

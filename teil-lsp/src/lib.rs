@@ -310,7 +310,7 @@ impl Server {
         p: lsp::DocumentFormattingParams,
     ) -> Result<Option<Vec<lsp::TextEdit>>, Failure> {
         let doc = self.doc(&p.text_document.uri)?;
-        let style = detect_style(doc.analysis.text());
+        let style = teil::interface::written_style(doc.analysis.text());
         let Ok(text) = doc.analysis.format(style) else {
             return Ok(None);
         };
@@ -488,29 +488,4 @@ fn params<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, Failure> {
             format!("invalid parameters for `{}`: {e}", req.method),
         )
     })
-}
-
-/// The syntax a document is mostly written in, so that formatting keeps it: infix when it
-/// declares with `var` or uses the report's operators more than the paper's keywords.
-fn detect_style(text: &str) -> teil::fmt::Style {
-    let (tokens, _) = teil::lexer::lex(text);
-    let mut score = 0i64;
-    for (t, _) in &tokens {
-        use teil::lexer::Token;
-        match t {
-            Token::Var | Token::Plus | Token::Minus | Token::Star | Token::Slash | Token::Hash => {
-                score += 1
-            }
-            Token::Dot | Token::Caret => score += 1,
-            Token::Alloc | Token::BinKw(_) | Token::Prod | Token::Contr | Token::Transp => {
-                score -= 1
-            }
-            _ => {}
-        }
-    }
-    if score > 0 {
-        teil::fmt::Style::Infix
-    } else {
-        teil::fmt::Style::Prefix
-    }
 }

@@ -13,7 +13,7 @@
 
 use crate::ast::*;
 use crate::diagnostic::{edit_distance, is_similar, Code, Diagnostic, Edit, Fix};
-use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_ELEMENTS, MAX_RANK};
+use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_DEPTH, MAX_EXPR_ELEMENTS, MAX_RANK};
 use std::collections::{HashMap, HashSet};
 
 /// A tensor type: the extents of its dimensions, outermost first. `[]` is a scalar.
@@ -27,6 +27,78 @@ pub struct CheckedProgram {
     shapes: Vec<Shape>,
     /// Parallel to `program.decls`.
     decl_shapes: Vec<Shape>,
+    init: Initialization,
+}
+
+/// Where a declared variable is first read and first assigned (report §5): the initialisation
+/// analysis, computed once by the checker for its warnings (W0001, W0003) and kept in
+/// [`CheckedProgram`] for everyone who needs it (which inputs are required, which outputs stay
+/// undefined).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VarInit {
+    /// The first statement (its index) that reads the variable, and that read's span.
+    pub first_read: Option<(usize, Span)>,
+    /// The first statement (its index) that assigns the variable.
+    pub first_write: Option<usize>,
+}
+
+impl VarInit {
+    /// Whether some statement reads the variable before any statement assigns it (a statement
+    /// reads its right-hand side before it assigns), so that its initial contents are
+    /// observable.
+    pub fn read_before_written(&self) -> bool {
+        match (&self.first_read, self.first_write) {
+            (Some((r, _)), Some(w)) => *r <= w,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// Whether some statement assigns the variable.
+    pub fn written(&self) -> bool {
+        self.first_write.is_some()
+    }
+}
+
+/// The initialisation analysis of a program: one [`VarInit`] per declaration, in declaration
+/// order (for a name declared twice, the first declaration's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Initialization {
+    vars: Vec<VarInit>,
+}
+
+impl Initialization {
+    /// One walk over the statements, in order.
+    fn of(program: &Program) -> Self {
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (k, d) in program.decls.iter().enumerate() {
+            index.entry(d.name.name.as_str()).or_insert(k);
+        }
+        let mut vars = vec![VarInit::default(); program.decls.len()];
+        for (n, stmt) in program.stmts.iter().enumerate() {
+            stmt.value.walk(&mut |e| {
+                if let ExprKind::Var(v) = &e.kind {
+                    if let Some(&k) = index.get(v.name.as_str()) {
+                        vars[k].first_read.get_or_insert((n, v.span.clone()));
+                    }
+                }
+            });
+            if let Some(&k) = index.get(stmt.target.name.as_str()) {
+                vars[k].first_write.get_or_insert(n);
+            }
+        }
+        Initialization { vars }
+    }
+
+    /// The analysis of the `k`-th declaration.
+    pub fn decl(&self, k: usize) -> &VarInit {
+        &self.vars[k]
+    }
+
+    /// The analysis of every declaration, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = &VarInit> {
+        self.vars.iter()
+    }
 }
 
 impl CheckedProgram {
@@ -41,6 +113,21 @@ impl CheckedProgram {
     /// The type the checker derived for `e`, which must be a node of this program.
     pub fn shape(&self, e: &Expr) -> &[u64] {
         &self.shapes[e.id.0 as usize]
+    }
+
+    /// The initialisation analysis: where each variable is first read and first assigned.
+    pub fn initialization(&self) -> &Initialization {
+        &self.init
+    }
+
+    /// [`VarInit`] of the variable `name`, if declared.
+    pub fn var_init(&self, name: &str) -> Option<&VarInit> {
+        let k = self
+            .program
+            .decls
+            .iter()
+            .position(|d| d.name.name == name)?;
+        Some(self.init.decl(k))
     }
 
     /// The declared shape of a variable.
@@ -83,7 +170,11 @@ impl CheckedProgram {
     /// program; without qualifiers, every variable read before it is assigned (its initial
     /// value is observable). The other inputs may be given and start undefined otherwise.
     pub fn is_required(&self, d: &Decl) -> bool {
-        self.is_input(d) && (d.qualifier.is_some() || self.read_before_assigned(&d.name.name))
+        self.is_input(d)
+            && (d.qualifier.is_some()
+                || self
+                    .var_init(&d.name.name)
+                    .is_some_and(VarInit::read_before_written))
     }
 
     /// The names of the variables the caller receives ([`Self::is_output`]), in declaration
@@ -91,19 +182,6 @@ impl CheckedProgram {
     pub fn output_names(&self) -> Vec<String> {
         let outputs = self.program.decls.iter().filter(|d| self.is_output(d));
         outputs.map(|d| d.name.name.clone()).collect()
-    }
-
-    /// Whether some statement reads `name` before any statement assigns it.
-    fn read_before_assigned(&self, name: &str) -> bool {
-        for s in &self.program.stmts {
-            if s.value.reads(name) {
-                return true;
-            }
-            if s.target.name == name {
-                return false;
-            }
-        }
-        false
     }
 }
 
@@ -114,6 +192,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
         program,
         shapes,
         diagnostics: diags,
+        init,
     } = check_partial(program);
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
@@ -126,6 +205,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
             // only a program with syntax errors has (and which nobody evaluates).
             shapes: shapes.into_iter().map(Option::unwrap_or_default).collect(),
             decl_shapes,
+            init,
         },
         diags,
     ))
@@ -140,12 +220,18 @@ pub struct Partial {
     pub program: Program,
     shapes: Vec<Option<Shape>>,
     pub diagnostics: Vec<Diagnostic>,
+    init: Initialization,
 }
 
 impl Partial {
     /// The shape of `e`, a node of this program, if it type-checks.
     pub fn shape(&self, e: &Expr) -> Option<&[u64]> {
         self.shapes.get(e.id.0 as usize)?.as_deref()
+    }
+
+    /// The initialisation analysis ([`CheckedProgram::initialization`]).
+    pub fn initialization(&self) -> &Initialization {
+        &self.init
     }
 }
 
@@ -169,6 +255,14 @@ pub fn check_incomplete(program: Program) -> Vec<Diagnostic> {
 /// The checker's one pass: every typing rule on every item, and the initialisation analysis
 /// when `initialisation` holds (the program is the whole text, not what parsed of it).
 pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial {
+    // Every pass below recurses over expressions: first bound their depth (E0005), as the
+    // parser does, so that programs built by the front ends or by library users are covered.
+    let mut too_deep = Vec::new();
+    for stmt in &mut program.stmts {
+        if let Some(d) = depth_limit(stmt) {
+            too_deep.push(d);
+        }
+    }
     let mut next = 0u32;
     for stmt in &mut program.stmts {
         number(&mut stmt.value, &mut next);
@@ -177,13 +271,17 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
         env: HashMap::new(),
         shapes: vec![None; next as usize],
         diags: Vec::new(),
+        pairs: Vec::new(),
     };
+    cx.diags.extend(too_deep);
     cx.declarations(&program);
     for stmt in &program.stmts {
         cx.statement(stmt);
     }
+    // The analysis is recorded either way; its warnings only for a whole text.
+    let init = Initialization::of(&program);
     if initialisation {
-        initialization(&program, &mut cx.diags);
+        initialization(&program, &init, &mut cx.diags);
     }
     let Checker {
         shapes, mut diags, ..
@@ -193,7 +291,48 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
         program,
         shapes,
         diagnostics: diags,
+        init,
     }
+}
+
+/// E0005 for a statement whose right-hand side is deeper than [`MAX_EXPR_DEPTH`] (a leaf has
+/// depth 1), measured without recursion; the right-hand side is then replaced by an `Error`
+/// node, taken apart without recursion too, so no later pass sees the deep tree.
+fn depth_limit(stmt: &mut Stmt) -> Option<Diagnostic> {
+    let mut stack = vec![(&stmt.value, 1usize)];
+    let mut deepest = 0;
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        if deepest > MAX_EXPR_DEPTH {
+            break;
+        }
+        stack.extend(e.children().into_iter().map(|c| (c, d + 1)));
+    }
+    if deepest <= MAX_EXPR_DEPTH {
+        return None;
+    }
+    let span = stmt.value.span.clone();
+    let error = |span: Span| Expr {
+        id: ExprId::default(),
+        kind: ExprKind::Error,
+        span,
+    };
+    let mut parts = vec![std::mem::replace(&mut stmt.value, error(span.clone()))];
+    while let Some(mut e) = parts.pop() {
+        for c in e.children_mut() {
+            let leaf = error(c.span.clone());
+            parts.push(std::mem::replace(c, leaf));
+        }
+    }
+    Some(
+        Diagnostic::new(
+            Code::TooDeep,
+            format!("expression nested too deeply (more than {MAX_EXPR_DEPTH} levels)"),
+            span,
+            "this right-hand side",
+        )
+        .with_help("split the expression into several statements over temporaries"),
+    )
 }
 
 /// Assigns ids in pre-order.
@@ -211,7 +350,31 @@ struct Checker {
     env: HashMap<String, Option<Shape>>,
     shapes: Vec<Option<Shape>>,
     diags: Vec<Diagnostic>,
+    /// The E0305 reports of the statement being checked, whose help waits for the statement's
+    /// target ([`Checker::pair_help`]).
+    pairs: Vec<UnequalPair>,
 }
+
+/// A diagonal or contraction rejected with E0305, remembered until its statement's target is
+/// known, so that the help suggests only positions that make the whole statement check.
+struct UnequalPair {
+    /// Index of its diagnostic in `Checker::diags`.
+    diag: usize,
+    /// The `diag`/`contr` node.
+    node: ExprId,
+    rule: &'static str,
+    /// Written as the postfix `.[i j]`.
+    postfix: bool,
+    /// The positions as written, as one span (what a fix replaces).
+    span: Span,
+    /// The pairs of distinct positions with equal extents, nearest to the written ones first.
+    candidates: Vec<(usize, usize)>,
+}
+
+/// The help re-checks the statement once per candidate pair; above this many expression nodes
+/// re-checked in all, it suggests the nearest pair without checking it (bounded time on any
+/// input, spec/limits.md).
+const MAX_PAIR_RECHECK_NODES: usize = 1 << 20;
 
 fn shape_str(s: &[u64]) -> String {
     ShapeDisplay(s).to_string()
@@ -315,7 +478,10 @@ impl Checker {
 
     /// OK-Stmt.
     fn statement(&mut self, stmt: &Stmt) {
+        let first_diag = self.diags.len();
         let rhs = self.expr(&stmt.value);
+        let target_shape = self.env.get(&stmt.target.name).cloned().flatten();
+        self.pair_help(stmt, target_shape.as_deref(), first_diag);
         let Some(target) = self.env.get(&stmt.target.name) else {
             let d = Diagnostic::new(
                 Code::AssignUndeclared,
@@ -723,7 +889,7 @@ impl Checker {
         }
         let (ni, nj) = (t[i.value as usize - 1], t[j.value as usize - 1]);
         if ni != nj {
-            let mut d = Diagnostic::new(
+            let d = Diagnostic::new(
                 Code::ExtentsDiffer,
                 format!(
                     "{what} of dimensions {} and {} with different extents",
@@ -737,25 +903,138 @@ impl Checker {
             )
             .with_rule(rule)
             .with_label(a.span.clone(), has_shape(t));
-            if let Some((p, q)) = nearest_equal_pair(t, i.value as usize, j.value as usize) {
-                let postfix = a.span.start == e.span.start;
-                let spelled = match (rule, postfix) {
-                    ("T-Contr", true) => format!(".[{p} {q}]"),
-                    ("T-Contr", false) => format!("contr {p} {q}"),
-                    _ => format!("diag {p} {q}"),
-                };
-                d = d
-                    .with_help(format!("did you mean `{spelled}`?"))
-                    .with_fix(Fix::replace(
-                        format!("replace with `{spelled}`"),
-                        i.span().start..j.span().end,
-                        format!("{p} {q}"),
-                    ));
-            }
+            self.pairs.push(UnequalPair {
+                diag: self.diags.len(),
+                node: e.id,
+                rule,
+                postfix: a.span.start == e.span.start,
+                span: i.span().start..j.span().end,
+                candidates: equal_pairs(t, i.value as usize, j.value as usize),
+            });
             self.diags.push(d);
             return None;
         }
         Some(())
+    }
+}
+
+impl Checker {
+    /// Writes the help of the E0305 reports of `stmt` (its right-hand side just checked, its
+    /// diagnostics from `first_diag` on), knowing the shape of its target if declared: the
+    /// nearest pair of equal extents with which the whole right-hand side has the target's
+    /// shape (the fix), or, when no pair does, a help that says so and what the nearest pair
+    /// would give. Following the help never leads to E0202. When the target's shape is unknown
+    /// or the statement has other errors (so no choice of positions alone makes it check), the
+    /// help names the nearest pair of equal extents.
+    fn pair_help(&mut self, stmt: &Stmt, target: Option<&[u64]>, first_diag: usize) {
+        if self.pairs.is_empty() {
+            return;
+        }
+        let pairs = std::mem::take(&mut self.pairs);
+        let errors = self.diags[first_diag..]
+            .iter()
+            .filter(|d| d.is_error())
+            .count();
+        let mut nodes = 0usize;
+        stmt.value.walk(&mut |_| nodes += 1);
+        for p in pairs {
+            let what = if p.rule == "T-Contr" {
+                "contraction"
+            } else {
+                "diagonal"
+            };
+            let spell = |(a, b): (usize, usize)| match (p.rule, p.postfix) {
+                ("T-Contr", true) => format!(".[{a} {b}]"),
+                ("T-Contr", false) => format!("contr {a} {b}"),
+                _ => format!("diag {a} {b}"),
+            };
+            let suggest = |pq: (usize, usize)| {
+                let spelled = spell(pq);
+                let fix = Fix::replace(
+                    format!("replace with `{spelled}`"),
+                    p.span.clone(),
+                    format!("{} {}", pq.0, pq.1),
+                );
+                (format!("did you mean `{spelled}`?"), Some(fix))
+            };
+            let checkable =
+                errors == 1 && p.candidates.len().saturating_mul(nodes) <= MAX_PAIR_RECHECK_NODES;
+            let (help, fix) = match (target, p.candidates.first()) {
+                (_, None) => (
+                    format!(
+                        "no two dimensions of this operand have equal extents, so no {what} of \
+                         it is well-typed"
+                    ),
+                    None,
+                ),
+                (Some(target), Some(&nearest)) if checkable => {
+                    let results: Vec<((usize, usize), Option<Shape>)> = p
+                        .candidates
+                        .iter()
+                        .map(|&pq| (pq, self.shape_with_pair(&stmt.value, p.node, pq)))
+                        .collect();
+                    match results.iter().find(|(_, s)| s.as_deref() == Some(target)) {
+                        Some(&(pq, _)) => suggest(pq),
+                        None => {
+                            let gives = match &results[0].1 {
+                                Some(s) => {
+                                    format!("; `{}` would make it {}", spell(nearest), shape_str(s))
+                                }
+                                None => String::new(),
+                            };
+                            let help = format!(
+                                "no {what} of two dimensions with equal extents gives the \
+                                 right-hand side the shape of `{}`, {}{gives}",
+                                stmt.target.name,
+                                shape_str(target)
+                            );
+                            (help, None)
+                        }
+                    }
+                }
+                (_, Some(&nearest)) => suggest(nearest),
+            };
+            let d = &mut self.diags[p.diag];
+            d.help = Some(help);
+            d.fixes.extend(fix);
+        }
+    }
+
+    /// The shape of `value` with the positions of its `diag`/`contr` node `node` replaced by
+    /// `(p, q)`, by the rules above on a scratch copy (`None`: ill-typed); nothing is recorded.
+    fn shape_with_pair(
+        &mut self,
+        value: &Expr,
+        node: ExprId,
+        (p, q): (usize, usize),
+    ) -> Option<Shape> {
+        let mut e = value.clone();
+        set_positions(&mut e, node, p as u64, q as u64);
+        let mut next = 0u32;
+        number(&mut e, &mut next);
+        let mut scratch = Checker {
+            env: std::mem::take(&mut self.env),
+            shapes: vec![None; next as usize],
+            diags: Vec::new(),
+            pairs: Vec::new(),
+        };
+        let shape = scratch.expr(&e);
+        self.env = scratch.env;
+        shape
+    }
+}
+
+/// Sets the two positions of the `diag`/`contr` node `node` of `e`.
+fn set_positions(e: &mut Expr, node: ExprId, p: u64, q: u64) {
+    if e.id == node {
+        if let ExprKind::Diag(i, j, _) | ExprKind::Contr(i, j, _) = &mut e.kind {
+            i.value = p;
+            j.value = q;
+        }
+        return;
+    }
+    for c in e.children_mut() {
+        set_positions(c, node, p, q);
     }
 }
 
@@ -785,20 +1064,20 @@ pub fn rule_name(e: &Expr, operands: &[&[u64]]) -> &'static str {
     }
 }
 
-/// The pair of distinct positions with equal extents closest to `(i, j)`.
-fn nearest_equal_pair(t: &[u64], i: usize, j: usize) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, usize, usize)> = None;
+/// The pairs of distinct positions (1-based, ascending) with equal extents in `t`, the pair
+/// closest to `(i, j)` first (ties in position order).
+fn equal_pairs(t: &[u64], i: usize, j: usize) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
     for p in 1..=t.len() {
         for q in p + 1..=t.len() {
             if t[p - 1] == t[q - 1] {
-                let cost = p.abs_diff(i.min(j)) + q.abs_diff(i.max(j));
-                if best.is_none_or(|(c, _, _)| cost < c) {
-                    best = Some((cost, p, q));
-                }
+                pairs.push((p, q));
             }
         }
     }
-    best.map(|(_, p, q)| (p, q))
+    let (lo, hi) = (i.min(j), i.max(j));
+    pairs.sort_by_key(|&(p, q)| p.abs_diff(lo) + q.abs_diff(hi));
+    pairs
 }
 
 /// The postfix transposition (`^[i j]`) that turns shape `have` into `want`, if one does.
@@ -844,54 +1123,43 @@ fn append_postfix(e: &Expr, postfix: &str) -> Fix {
     }
 }
 
-/// Initialization analysis (report §5), for programs that use qualifiers: W0001 for the first
-/// read of a variable that is neither `input`/`inout` nor assigned by an earlier statement, and
-/// W0003 for an `output` that no statement assigns.
-fn initialization(program: &Program, diags: &mut Vec<Diagnostic>) {
+/// The warnings of the initialisation analysis (report §5), for programs that use qualifiers:
+/// W0001 for the first read of a variable that is neither `input`/`inout` nor assigned by an
+/// earlier statement, and W0003 for an `output` that no statement assigns.
+fn initialization(program: &Program, init: &Initialization, diags: &mut Vec<Diagnostic>) {
     if !program.uses_qualifiers() {
         return;
     }
-    let mut defined: HashSet<&str> = program
-        .decls
-        .iter()
-        .filter(|d| d.qualifier.is_some_and(Qualifier::is_read))
-        .map(|d| d.name.name.as_str())
-        .collect();
-    let declared: HashSet<&str> = program.decls.iter().map(|d| d.name.name.as_str()).collect();
-    let mut warned: HashSet<&str> = HashSet::new();
-    for stmt in &program.stmts {
-        stmt.value.walk(&mut |e| {
-            if let ExprKind::Var(v) = &e.kind {
-                let name = v.name.as_str();
-                if declared.contains(name) && !defined.contains(name) && warned.insert(name) {
-                    diags.push(
-                        Diagnostic::new(
-                            Code::UninitializedRead,
-                            format!("`{name}` is read before it is assigned"),
-                            v.span.clone(),
-                            "this read sees undefined values",
-                        )
-                        .with_help(format!(
-                            "assign `{name}` first, or declare it `input` or `inout`"
-                        )),
-                    );
-                }
-            }
-        });
-        defined.insert(stmt.target.name.as_str());
-    }
-    for d in &program.decls {
-        if d.qualifier == Some(Qualifier::Output) && !defined.contains(d.name.name.as_str()) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (d, v) in program.decls.iter().zip(init.iter()) {
+        let name = d.name.name.as_str();
+        if !seen.insert(name) {
+            continue;
+        }
+        let input = d.qualifier.is_some_and(Qualifier::is_read);
+        if let (false, true, Some((_, span))) = (input, v.read_before_written(), &v.first_read) {
+            diags.push(
+                Diagnostic::new(
+                    Code::UninitializedRead,
+                    format!("`{name}` is read before it is assigned"),
+                    span.clone(),
+                    "this read sees undefined values",
+                )
+                .with_help(format!(
+                    "assign `{name}` first, or declare it `input` or `inout`"
+                )),
+            );
+        }
+        if d.qualifier == Some(Qualifier::Output) && !v.written() {
             diags.push(
                 Diagnostic::new(
                     Code::OutputNeverAssigned,
-                    format!("output `{}` is never assigned", d.name.name),
+                    format!("output `{name}` is never assigned"),
                     d.name.span.clone(),
                     "the caller receives undefined values",
                 )
                 .with_help(format!(
-                    "assign `{}` in a statement, or drop the `output` qualifier",
-                    d.name.name
+                    "assign `{name}` in a statement, or drop the `output` qualifier"
                 )),
             );
         }

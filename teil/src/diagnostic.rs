@@ -351,8 +351,12 @@ TVM kernel of the TeIL paper's Figure 3a.
 
     alloc A : [4, 6]
     alloc B : [5, 6]
-    alloc C : [6, 6]
-    C = contr 1 3 (prod A B)   // error: extents 4 and 5";
+    alloc C : [4, 5]
+    C = contr 1 3 (prod A B)   // error: extents 4 and 5
+
+The help names the pair of equal extents nearest to the one written with which the whole
+right-hand side gets the target's shape (here `contr 2 4`, giving [4, 5]), so following it
+does not lead to E0202; when no pair does, it says so.";
 
     SliceOutOfRange = "E0306", Error, "projection slice out of range",
 "`proj i m e` selects slice m of dimension i, so 1 <= m <= n_i (premise of T-Proj).
@@ -530,12 +534,12 @@ at most half of the process's address-space limit); raise it with `--max-memory 
     v = u ^ [2 4]";
 
     WorkBudget = "E0702", Error, "work budget exceeded",
-"The reference interpreter (`teil run --oracle`, the values of `teil trace`, `teil fuzz
+"The reference interpreter (`teil run --backend oracle`, the values of `teil trace`, `teil fuzz
 --replay`) evaluates every cell pointwise without sharing, so nested reductions multiply its
 work: `red+ 1 (expa 1 1000 e)` evaluates `e` 1000 times per cell. Its number of evaluation
 steps is computed from the shapes before it starts; above the work budget (default 10^9
 steps, about a minute of work) the run is refused. Use the fast evaluator (`teil run` without
-`--oracle`), which shares sub-results, or raise the budget with `--max-work STEPS`.";
+`--backend oracle`), which shares sub-results, or raise the budget with `--max-work STEPS`.";
 
     OutOfMemory = "E0703", Error, "out of memory",
 "An allocation failed although the run's estimate was within the memory budget: the process

@@ -62,10 +62,31 @@ pub fn parse_cell(cell: &str) -> Result<(String, Vec<u64>), String> {
     Ok((name.to_string(), idx))
 }
 
-/// The syntax a program is written in, for showing its expressions back to its author: infix
-/// when the text uses the report's `var` declarations, prefix otherwise.
+/// The syntax a program is mostly written in, for showing it back to its author (`teil trace`,
+/// the Python package, the playground): infix when its tokens (comments aside) use the
+/// report's `var` and operators (`+ - * / # . ^`) more often than the paper's keywords
+/// (`alloc`, `add`, ..., `prod`, `contr`, `transp`), prefix otherwise. The constructs only the
+/// prefix syntax spells (`red+`, `diag`, `expa`, `proj`) count for neither. This is the
+/// language server's rule for formatting a document in the style it is written in.
 pub fn written_style(text: &str) -> Style {
-    if text.split_whitespace().any(|w| w == "var") {
+    use crate::lexer::Token;
+    let (tokens, _) = crate::lexer::lex(text);
+    let score: i64 = tokens
+        .iter()
+        .map(|(t, _)| match t {
+            Token::Var
+            | Token::Plus
+            | Token::Minus
+            | Token::Star
+            | Token::Slash
+            | Token::Hash
+            | Token::Dot
+            | Token::Caret => 1,
+            Token::Alloc | Token::BinKw(_) | Token::Prod | Token::Contr | Token::Transp => -1,
+            _ => 0,
+        })
+        .sum();
+    if score > 0 {
         Style::Infix
     } else {
         Style::Prefix
@@ -104,6 +125,17 @@ mod tests {
     fn style_follows_the_declarations() {
         assert_eq!(written_style("var x : [2]"), Style::Infix);
         assert_eq!(written_style("alloc variable : [2]"), Style::Prefix);
+        // Comments do not count: the words `var` and `#` below are not tokens.
+        let prefix = "// var A : [2]  (A # A)\nalloc A : [2, 2]\nA = transp 1 2 A\n";
+        assert_eq!(written_style(prefix), Style::Prefix);
+        // Infix operators outnumbering the paper's keywords.
+        let infix = "alloc A : [2, 2]\nA = (A + A) ^ [1 2] - A * A\n";
+        assert_eq!(written_style(infix), Style::Infix);
+        // Constructs both syntaxes spell alike count for neither; a tie is prefix.
+        assert_eq!(
+            written_style("alloc s : []\ns = red+ 1 (diag 1 2 (A # A))"),
+            Style::Prefix
+        );
     }
 
     #[test]

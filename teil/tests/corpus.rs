@@ -236,3 +236,153 @@ fn the_tvm_kernel_is_rejected_at_its_contraction() {
     assert_eq!(&src[d.secondary[0].span.clone()], "(prod A B)");
     assert_eq!(d.secondary[0].message, "this has shape [4, 6, 5, 6]");
 }
+
+/// The one E0305 of `src`, with the text `src` becomes when its fix (if any) is applied.
+fn extents_differ(src: &str) -> (Diagnostic, Option<String>) {
+    let diags = teil::compile(src).expect_err("rejected");
+    let e0305: Vec<&Diagnostic> = diags
+        .iter()
+        .filter(|d| d.code == Code::ExtentsDiffer)
+        .collect();
+    assert_eq!(e0305.len(), 1, "{diags:?}");
+    let d = e0305[0].clone();
+    assert!(d.fixes.len() <= 1);
+    let fixed = d
+        .fixes
+        .first()
+        .map(|f| f.apply(src).expect("the fix applies"));
+    (d, fixed)
+}
+
+/// The E0305 help takes the statement's target into account: following it yields a program
+/// that type-checks (never E0202), or it says that no pair of positions fits.
+#[test]
+fn the_e0305_help_fits_the_target() {
+    let paper = |name: &str| {
+        std::fs::read_to_string(root().join("tests/papers").join(name)).expect("readable")
+    };
+    // The paper's Fig. 3a kernel: `contr 2 4` gives [4, 5], C's shape.
+    let src = paper("teil_fig03a_tvm_rejected.teil");
+    let (d, fixed) = extents_differ(&src);
+    assert_eq!(d.help.as_deref(), Some("did you mean `contr 2 4`?"));
+    assert_eq!(d.fixes[0].title, "replace with `contr 2 4`");
+    let fixed = fixed.expect("a fix");
+    assert!(fixed.contains("C = contr 2 4 (prod A B)"));
+    assert!(teil::compile(&fixed).is_ok(), "{fixed}");
+    // The same kernel through `red+ 1 (diag 1 3 ...)`: the only pair of equal extents, (2, 4),
+    // gives [6, 5]; the help says so, offers no fix, and taking that pair is indeed E0202.
+    let src = paper("teil_fig03a_tvm_rejected_diag.teil");
+    let (d, fixed) = extents_differ(&src);
+    assert_eq!(
+        d.help.as_deref(),
+        Some(
+            "no diagonal of two dimensions with equal extents gives the right-hand side the \
+             shape of `C`, [4, 5]; `diag 2 4` would make it [6, 5]"
+        )
+    );
+    assert!(fixed.is_none());
+    let taken = src.replace("diag 1 3", "diag 2 4");
+    let codes: Vec<Code> = teil::compile(&taken)
+        .expect_err("still rejected")
+        .iter()
+        .map(|d| d.code)
+        .collect();
+    assert_eq!(codes, [Code::AssignMismatch]);
+    // With C : [6, 6] (as the explanation once had it), no contraction fits either.
+    let src = paper("teil_fig03a_tvm_rejected.teil").replace("C : [4, 5]", "C : [6, 6]");
+    let (d, fixed) = extents_differ(&src);
+    assert_eq!(
+        d.help.as_deref(),
+        Some(
+            "no contraction of two dimensions with equal extents gives the right-hand side the \
+             shape of `C`, [6, 6]; `contr 2 4` would make it [4, 5]"
+        )
+    );
+    assert!(fixed.is_none());
+}
+
+/// Cases of the E0305 help, each `(program, help, the statement after applying the fix)`;
+/// every fixed program must type-check.
+#[test]
+fn the_e0305_help_cases() {
+    let cases: [(&str, &str, Option<&str>); 5] = [
+        // The nearest pair of equal extents, (1, 3), gives [3, 3]; the farther (2, 4) fits.
+        (
+            "alloc A : [2, 3]\nalloc B : [2, 3]\nalloc C : [2, 2]\nC = contr 1 2 (prod A B)\n",
+            "did you mean `contr 2 4`?",
+            Some("C = contr 2 4 (prod A B)"),
+        ),
+        // Nested under a reduction: the diagonal that makes `red+ 2` give C's shape.
+        (
+            "alloc A : [2, 3]\nalloc B : [3, 4]\nalloc C : [2, 4]\nC = red+ 2 (diag 1 3 (prod A B))\n",
+            "did you mean `diag 2 3`?",
+            Some("C = red+ 2 (diag 2 3 (prod A B))"),
+        ),
+        // The report's postfix form is suggested in its own spelling.
+        (
+            "var A : [4 6]\nvar B : [5 6]\nvar C : [4 5]\nC = (A # B) .[1 3]\n",
+            "did you mean `.[2 4]`?",
+            Some("C = (A # B) .[2 4]"),
+        ),
+        // No two dimensions of equal extent at all.
+        (
+            "alloc A : [4, 6]\nalloc B : [5, 7]\nalloc C : [4, 5]\nC = contr 1 3 (prod A B)\n",
+            "no two dimensions of this operand have equal extents, so no contraction of it is \
+             well-typed",
+            None,
+        ),
+        // An undeclared target: its shape is unknown, so the nearest pair is named.
+        (
+            "alloc A : [4, 6]\nalloc B : [5, 6]\nD = contr 1 3 (prod A B)\n",
+            "did you mean `contr 2 4`?",
+            Some("D = contr 2 4 (prod A B)"),
+        ),
+    ];
+    for (src, help, statement) in cases {
+        let (d, fixed) = extents_differ(src);
+        assert_eq!(d.help.as_deref(), Some(help), "{src}");
+        match (statement, fixed) {
+            (Some(stmt), Some(fixed)) => {
+                assert!(fixed.contains(stmt), "{fixed}");
+                // With `D` undeclared, the fixed program still has E0201.
+                if !stmt.starts_with('D') {
+                    assert!(teil::compile(&fixed).is_ok(), "{fixed}");
+                }
+            }
+            (None, None) => {}
+            (want, got) => panic!("{src}: fix {got:?}, expected {want:?}"),
+        }
+    }
+}
+
+/// Every E0305 of the corpus whose statement has no other error: its fix, where it has one,
+/// yields a program without E0305 or E0202; otherwise its help says that no pair fits.
+#[test]
+fn no_e0305_fix_of_the_corpus_leads_to_e0202() {
+    let mut fixed = 0;
+    for dir in ["tests/check/fail", "tests/papers"] {
+        for path in teil_files(dir) {
+            let src = std::fs::read_to_string(&path).expect("readable");
+            let Err(diags) = teil::compile(&src) else {
+                continue;
+            };
+            let errors = diags.iter().filter(|d| d.is_error()).count();
+            for d in diags.iter().filter(|d| d.code == Code::ExtentsDiffer) {
+                match d.fixes.first() {
+                    Some(f) if errors == 1 => {
+                        let text = f.apply(&src).expect("applies");
+                        assert!(teil::compile(&text).is_ok(), "{}: {text}", path.display());
+                        fixed += 1;
+                    }
+                    Some(_) => {}
+                    None => assert!(
+                        d.help.as_deref().is_some_and(|h| h.starts_with("no ")),
+                        "{}",
+                        path.display()
+                    ),
+                }
+            }
+        }
+    }
+    assert!(fixed >= 2, "only {fixed} E0305 fixes in the corpus");
+}

@@ -83,8 +83,8 @@ fn trace_values_of_a_small_tower_elide_the_expansion() {
     let o = Case::new(["trace", &file, "s", "--in", "A=a.npy"])
         .cwd(dir.path())
         .run();
-    // No a.npy yet: an input problem.
-    o.exits(1);
+    // No a.npy yet: an input file that cannot be read, an I/O problem.
+    o.exits(2);
     let ones = teil_interp::npy::to_bytes(&vector(vec![1.0; 10]));
     std::fs::write(dir.path().join("a.npy"), ones).unwrap();
     let o = Case::new(["trace", &file, "s", "--in", "A=a.npy"])
@@ -148,7 +148,8 @@ fn the_oracle_refuses_nested_expansions_and_the_fast_evaluator_computes_them() {
     let o = Case::new(["run", &file, "--in", "A=a.npy"])
         .cwd(dir.path())
         .run();
-    o.exits(1);
+    // No a.npy yet: an input file that cannot be read, an I/O problem.
+    o.exits(2);
     let a = vector((1..=10).map(f64::from).collect());
     std::fs::write(dir.path().join("a.npy"), teil_interp::npy::to_bytes(&a)).unwrap();
     let o = Case::new(["run", &file, "--in", "A=a.npy", "--out", "out"])
