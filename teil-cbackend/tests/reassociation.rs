@@ -304,7 +304,10 @@ fn the_validator_rejects_a_multiplication_by_one_although_binary64_gives_the_sam
         *v = Val::Bin(BinOp::Mul, Box::new(v.clone()), Box::new(Val::Lit(1.0)));
     });
     let (kernel, _) = rejected_at_r1(&p, &k);
-    assert!(kernel.starts_with("1*A[1,1]*B[1,1]*c[1] + 1*A[1,1]*B[1,2]*c[2]"), "{kernel}");
+    assert!(
+        kernel.starts_with("1*A[1,1]*B[1,1]*c[1] + 1*A[1,1]*B[1,2]*c[2]"),
+        "{kernel}"
+    );
 }
 
 #[test]

@@ -47,9 +47,11 @@ pub trait Domain: Clone + std::fmt::Debug {
 
 /// A value of the reference domain: a binary64 number or `•`.
 ///
-/// `•` is absorbing for every operation (spec/values.md). A NaN produced by IEEE arithmetic
-/// (`0/0`, `inf - inf`) stays a `Num`; the two are distinguishable inside the oracle only, and
-/// both are written as NaN at the boundary.
+/// `•` is absorbing for every operation (spec/values.md). A NaN — produced by IEEE arithmetic
+/// (`0/0`, `inf - inf`) or supplied by the caller — is a `Num`; the two are distinguishable
+/// inside the oracle only, and both are written as NaN at the boundary. Every operation
+/// propagates NaN as it absorbs `•`, so the distinction never changes a value, only what
+/// `teil run` reports about where a NaN came from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Val {
     Num(f64),
@@ -65,13 +67,10 @@ impl Val {
         }
     }
 
-    /// Reading a value supplied by the caller: NaN stands for `•` (spec/interpreter.md).
+    /// Reading a value supplied by the caller: every binary64 value, NaN included, is a number;
+    /// only cells the caller does not supply start as `•` (spec/values.md, "At the boundary").
     pub fn from_f64(x: f64) -> Val {
-        if x.is_nan() {
-            Val::Undef
-        } else {
-            Val::Num(x)
-        }
+        Val::Num(x)
     }
 
     pub fn is_undefined(self) -> bool {
@@ -147,6 +146,22 @@ mod tests {
         for op in ops {
             assert_eq!(op(&Val::Undef, &Val::Num(0.0)), Val::Undef);
             assert_eq!(op(&Val::Num(f64::INFINITY), &Val::Undef), Val::Undef);
+        }
+    }
+
+    #[test]
+    fn a_nan_from_the_caller_is_a_number_not_undefined() {
+        assert!(matches!(Val::from_f64(f64::NAN), Val::Num(x) if x.is_nan()));
+        assert!(!Val::from_f64(f64::NAN).is_undefined());
+        // It propagates through every operation as `•` is absorbed, so values agree.
+        let ops: [fn(&Val, &Val) -> Val; 6] =
+            [Val::add, Val::sub, Val::mul, Val::div, Val::max, Val::min];
+        for op in ops {
+            for other in [0.0, -0.0, f64::INFINITY, 2.5] {
+                let nan = Val::from_f64(f64::NAN);
+                assert!(op(&nan, &Val::Num(other)).to_f64().is_nan());
+                assert!(op(&Val::Num(other), &nan).to_f64().is_nan());
+            }
         }
     }
 
