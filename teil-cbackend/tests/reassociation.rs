@@ -327,13 +327,13 @@ fn the_validator_rejects_swapped_operands_of_a_subtraction() {
     fn swap_sub(ns: &mut [Node]) -> bool {
         ns.iter_mut().any(|n| match n {
             Node::Loop { body, .. } => swap_sub(body),
-            Node::Store { value, .. } => match value {
-                Val::Bin(BinOp::Sub, x, y) => {
-                    std::mem::swap(x, y);
-                    true
-                }
-                _ => false,
-            },
+            Node::Store {
+                value: Val::Bin(BinOp::Sub, x, y),
+                ..
+            } => {
+                std::mem::swap(x, y);
+                true
+            }
             _ => false,
         })
     }
