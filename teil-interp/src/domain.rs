@@ -87,8 +87,8 @@ impl Val {
 
 /// The left fold `((v ⊕ v) ⊕ v) ⊕ ... ⊕ v` of `n ≥ 1` copies of `v` in binary64, bit for bit
 /// what `n − 1` additions give (spec/values.md, "Reassociation": `red+` over a dimension added by
-/// `expa` sums copies of one value, and `n ⊗ v` would be another term), in `O(log n + 53)`
-/// additions instead of `n − 1`.
+/// `expa` sums copies of one value, and `n ⊗ v` would be another term), in `O(log n)`
+/// additions (a few per binade the partial sums cross) instead of `n − 1`.
 ///
 /// Why it is exact: the partial sums have the sign of `v` and grow in magnitude, and RN is
 /// symmetric, so work with `|v|`. While a partial sum `s = m·u` stays in one binade (spacing
@@ -250,6 +250,8 @@ mod tests {
             -7e-310,
             1e308,
             -1.7e308,
+            1e305, // crosses into the top binade and overflows after about 1,800 terms
+            -3e303,
             123456.789,
             0.0,
             -0.0,
