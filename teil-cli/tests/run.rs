@@ -307,7 +307,7 @@ fn undefined_cells_are_nan_and_reported() {
         "{err}"
     );
     assert!(
-        err.contains("warning: `Z` has 3 NaN cells computed from defined values, such as 0/0 (the first is Z[1])"),
+        err.contains("warning: `Z` has 3 NaN cells computed from defined values (NaN inputs, or arithmetic such as 0/0) (the first is Z[1])"),
         "{err}"
     );
 }

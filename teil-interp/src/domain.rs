@@ -47,9 +47,11 @@ pub trait Domain: Clone + std::fmt::Debug {
 
 /// A value of the reference domain: a binary64 number or `•`.
 ///
-/// `•` is absorbing for every operation (spec/values.md). A NaN produced by IEEE arithmetic
-/// (`0/0`, `inf - inf`) stays a `Num`; the two are distinguishable inside the oracle only, and
-/// both are written as NaN at the boundary.
+/// `•` is absorbing for every operation (spec/values.md). A NaN — produced by IEEE arithmetic
+/// (`0/0`, `inf - inf`) or supplied by the caller — is a `Num`; the two are distinguishable
+/// inside the oracle only, and both are written as NaN at the boundary. Every operation
+/// propagates NaN as it absorbs `•`, so the distinction never changes a value, only what
+/// `teil run` reports about where a NaN came from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Val {
     Num(f64),
@@ -65,13 +67,10 @@ impl Val {
         }
     }
 
-    /// Reading a value supplied by the caller: NaN stands for `•` (spec/interpreter.md).
+    /// Reading a value supplied by the caller: every binary64 value, NaN included, is a number;
+    /// only cells the caller does not supply start as `•` (spec/values.md, "At the boundary").
     pub fn from_f64(x: f64) -> Val {
-        if x.is_nan() {
-            Val::Undef
-        } else {
-            Val::Num(x)
-        }
+        Val::Num(x)
     }
 
     pub fn is_undefined(self) -> bool {
@@ -84,6 +83,70 @@ impl Val {
             _ => Val::Undef,
         }
     }
+}
+
+/// The left fold `((v ⊕ v) ⊕ v) ⊕ ... ⊕ v` of `n ≥ 1` copies of `v` in binary64, bit for bit
+/// what `n − 1` additions give (spec/values.md, "Reassociation": `red+` over a dimension added by
+/// `expa` sums copies of one value, and `n ⊗ v` would be another term), in `O(log n)`
+/// additions (a few per binade the partial sums cross) instead of `n − 1`.
+///
+/// Why it is exact: the partial sums have the sign of `v` and grow in magnitude, and RN is
+/// symmetric, so work with `|v|`. While a partial sum `s = m·u` stays in one binade (spacing
+/// `u`), `RN(s + |v|) = (m + q + c)·u`, where `|v| = (q + f)·u` and `c ∈ {0, 1}` depends only on
+/// `f` and, for a tie (`f = 1/2`), on the parity of `m + q`. A rounded tie lands on an even `m`,
+/// and from an even `m` a tie always rounds the same way; so once two steps in a row have started
+/// and ended in the binade, every further step adds the same increment, until the sum nears the
+/// binade's top. Those steps are taken at once (exactly: every partial sum is a multiple of `u`
+/// below `2^53·u`); the steps near the top are taken one by one.
+pub fn repeated_sum(v: f64, n: u64) -> f64 {
+    if n <= 1 || !v.is_finite() || v == 0.0 {
+        // ±0 ⊕ ±0 keeps the sign of equal zeros; ±∞ and NaN are fixed points of ⊕ itself.
+        return v;
+    }
+    let a = v.abs();
+    // (binade top T, spacing u) of a positive finite number.
+    let grid = |s: f64| -> (f64, f64) {
+        let e = (s.to_bits() >> 52) as i32; // biased exponent; 0 for subnormals
+        let e = e.max(1) - 1023; // s < 2^(e+1); subnormals share the spacing of 2^-1022
+        let u = 2f64.powi((e - 52).max(-1074));
+        (2f64.powi(e + 1), u)
+    };
+    let mut s = a;
+    let mut k = 1u64; // terms summed so far
+    let mut steady = 0; // consecutive steps that started and ended in one binade
+    let mut last = 0.0;
+    while k < n {
+        let next = s + a;
+        if next.is_infinite() {
+            return next.copysign(v);
+        }
+        if next == s {
+            // |v| is below half the spacing: the sum has stopped growing for good.
+            break;
+        }
+        let (top, u) = grid(s);
+        let d = next - s; // exact: both are multiples of u, and d < 2^53·u
+        steady = if next < top && d == last {
+            steady + 1
+        } else {
+            usize::from(next < top)
+        };
+        last = d;
+        s = next;
+        k += 1;
+        if steady >= 2 {
+            // Jump while the sum stays at least 2·|v| + u below the top (integer units of u).
+            let (m, dd) = (s / u, d / u); // exact integers below 2^53
+            let room = (top / u) - m - 2.0 * (a / u).ceil() - 1.0;
+            if room > 0.0 && dd > 0.0 {
+                let j = ((room / dd).floor() as u64).min(n - k);
+                s += j as f64 * d; // exact: a multiple of u below the top
+                k += j;
+            }
+            steady = 0;
+        }
+    }
+    s.copysign(v)
 }
 
 /// `max(a, b)`: NaN if either operand is NaN, else `a` if `a >= b`, else `b` (spec/values.md).
@@ -148,6 +211,63 @@ mod tests {
             assert_eq!(op(&Val::Undef, &Val::Num(0.0)), Val::Undef);
             assert_eq!(op(&Val::Num(f64::INFINITY), &Val::Undef), Val::Undef);
         }
+    }
+
+    #[test]
+    fn a_nan_from_the_caller_is_a_number_not_undefined() {
+        assert!(matches!(Val::from_f64(f64::NAN), Val::Num(x) if x.is_nan()));
+        assert!(!Val::from_f64(f64::NAN).is_undefined());
+        // It propagates through every operation as `•` is absorbed, so values agree.
+        let ops: [fn(&Val, &Val) -> Val; 6] =
+            [Val::add, Val::sub, Val::mul, Val::div, Val::max, Val::min];
+        for op in ops {
+            for other in [0.0, -0.0, f64::INFINITY, 2.5] {
+                let nan = Val::from_f64(f64::NAN);
+                assert!(op(&nan, &Val::Num(other)).to_f64().is_nan());
+                assert!(op(&Val::Num(other), &nan).to_f64().is_nan());
+            }
+        }
+    }
+
+    fn naive_sum(v: f64, n: u64) -> f64 {
+        (1..n).fold(v, |acc, _| acc + v)
+    }
+
+    #[test]
+    fn repeated_sums_are_the_left_fold() {
+        let u = f64::EPSILON; // spacing of [1, 2)
+        let values = [
+            0.1,
+            -0.1,
+            1.0 / 3.0,
+            1.0,
+            0.5 * u, // a tie in [1, 2)
+            1.5 * u,
+            1.0 + u,
+            3.0 * u,
+            1e-300,
+            5e-324,
+            -7e-310,
+            1e308,
+            -1.7e308,
+            1e305, // crosses into the top binade and overflows after about 1,800 terms
+            -3e303,
+            123456.789,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+        ];
+        for &v in &values {
+            for n in [1, 2, 3, 4, 5, 10, 17, 100, 1000, 4097, 100_000] {
+                let (fast, slow) = (repeated_sum(v, n), naive_sum(v, n));
+                assert_eq!(fast.to_bits(), slow.to_bits(), "v = {v:e}, n = {n}");
+            }
+        }
+        assert!(repeated_sum(f64::NAN, 7).is_nan());
+        assert_eq!(repeated_sum(0.1, 10), 0.9999999999999999);
+        // Far beyond a loop: 2^40 copies of 1 are exact; of 0.1 the sum stalls nowhere here.
+        assert_eq!(repeated_sum(1.0, 1 << 40), (1u64 << 40) as f64);
+        assert_eq!(repeated_sum(-1.0, 1 << 54), -(2f64.powi(53)));
     }
 
     #[test]

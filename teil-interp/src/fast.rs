@@ -25,7 +25,7 @@
 //! The undefined value `•` is NaN here; every operation propagates NaN, so it behaves as `•`.
 
 use crate::budget::{checked_len, try_vec, Budget};
-use crate::domain::{max_f64, min_f64};
+use crate::domain::{max_f64, min_f64, repeated_sum};
 use crate::error::RunError;
 use crate::oracle::check_depth;
 use crate::store::filled;
@@ -154,8 +154,8 @@ struct Factor<'s> {
     axes: Vec<(Label, usize)>,
 }
 
-/// A sum of products, as an einsum: the factors, the output labels in order, and the extent
-/// multipliers of summed labels that no factor carries (`red+ i (expa i n e)` = `n · e`).
+/// A sum of products, as an einsum: the factors, the output labels in order, and the extents
+/// of summed labels that no factor carries (`red+ i (expa i n e)` adds `n` copies of `e`).
 struct Term<'s> {
     factors: Vec<Factor<'s>>,
     out: Vec<Label>,
@@ -542,9 +542,10 @@ impl<'s> Evaluator<'_, 's> {
             Data::Owned(a) => a,
             Data::Borrowed(a) => self.owned(&a.view())?,
         };
+        // A sum over a label no factor carries adds `n` copies of one value: the left fold
+        // itself, not `n · value`, which is another term (spec/values.md, "Reassociation").
         for n in scale {
-            let n = n as f64;
-            arr.mapv_inplace(|v| v * n);
+            arr.mapv_inplace(|v| repeated_sum(v, n));
         }
         Ok(arr)
     }
@@ -652,7 +653,7 @@ impl Term<'_> {
         }
     }
 
-    /// Marks `l` summed; when no factor carries it, the sum is `extent · value`.
+    /// Marks `l` summed; when no factor carries it, the sum adds `extent` copies of the value.
     fn sum(&mut self, l: Label, extent: u64) {
         if !self
             .factors

@@ -75,7 +75,7 @@ pub fn tensor_shape(t: &Tensor) -> Vec<u64> {
 }
 
 /// The initial store μ for the oracle: every declared variable, with the caller's values for
-/// the names in `inputs` (NaN read as `•`) and `•` everywhere else.
+/// the names in `inputs` (a NaN is a number, spec/values.md) and `•` everywhere else.
 pub fn initial_store(
     p: &CheckedProgram,
     inputs: &BTreeMap<String, Tensor>,

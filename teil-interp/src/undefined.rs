@@ -2,11 +2,13 @@
 //!
 //! At the boundary `•` and NaN are both written as NaN. To tell the caller which result cells
 //! are undefined and which uninitialized variables they came from, this module runs the fast
-//! evaluator in [`Mode::Definedness`]: every initially undefined cell (a variable the caller did
-//! not supply, or a NaN the caller did supply) becomes NaN, every defined cell 1.0, and the
+//! evaluator in [`Mode::Definedness`]: every initially undefined cell (of a variable the caller
+//! did not supply) becomes NaN, every defined cell 1.0 (a NaN the caller supplied is a defined
+//! value, spec/values.md, "At the boundary"), and the
 //! program then yields NaN exactly in the cells the oracle computes as `•`. One more run per
 //! source variable, with only that variable's cells undefined, attributes the cells to it.
-//! NaN cells that are defined in this sense came from IEEE arithmetic (`0/0`, `inf - inf`).
+//! NaN cells that are defined in this sense came from IEEE arithmetic (`0/0`, `inf - inf`) or
+//! from NaN the caller supplied.
 //!
 //! Backends other than the fast evaluator reuse this unchanged: it needs only the program, the
 //! caller's inputs and the results.
@@ -27,8 +29,6 @@ pub const MAX_ATTRIBUTED_SOURCES: usize = 16;
 pub enum SourceKind {
     /// The caller did not supply it (not an input, or an input left out).
     NotSupplied,
-    /// The caller supplied NaN in some of its cells.
-    NanInInput,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,9 +73,6 @@ impl Report {
                         SourceKind::NotSupplied => {
                             format!("`{}`, which was read before it was assigned", s.name)
                         }
-                        SourceKind::NanInInput => {
-                            format!("`{}`, whose input holds NaN (read as undefined)", s.name)
-                        }
                     })
                     .collect();
                 m.push_str(&format!("; they come from {}", list.join(" and from ")));
@@ -85,7 +82,7 @@ impl Report {
         if let Some(first) = &self.first_nan {
             let cells = if self.nan == 1 { "cell" } else { "cells" };
             out.push(format!(
-                "`{}` has {} NaN {cells} computed from defined values, such as 0/0 (the first is {}{})",
+                "`{}` has {} NaN {cells} computed from defined values (NaN inputs, or arithmetic such as 0/0) (the first is {}{})",
                 self.var,
                 self.nan,
                 self.var,
@@ -130,19 +127,12 @@ pub fn analyse(
     for d in &p.program().decls {
         let shape: Vec<usize> = d.extents.iter().map(|n| n.value as usize).collect();
         let mask = match inputs.get(&d.name.name) {
-            Some(t) => {
-                let cells = t.iter().map(|&x| if x.is_nan() { f64::NAN } else { 1.0 });
-                let data = crate::budget::try_vec(&d.name.name, t.len(), cells)?;
-                let m = ArrayD::from_shape_vec(IxDyn(t.shape()), data)
-                    .map_err(|e| RunError::Internal(e.to_string()))?;
-                if m.iter().any(|x| x.is_nan()) {
-                    sources.push(Source {
-                        name: d.name.name.clone(),
-                        kind: SourceKind::NanInInput,
-                    });
-                }
-                m
-            }
+            // Every supplied cell is defined, NaN included.
+            Some(t) => ArrayD::from_shape_vec(
+                IxDyn(t.shape()),
+                crate::store::filled(&d.name.name, t.len(), 1.0)?,
+            )
+            .map_err(|e| RunError::Internal(e.to_string()))?,
             None => {
                 let len = crate::budget::checked_len(&d.name.name, &d.shape())?;
                 sources.push(Source {

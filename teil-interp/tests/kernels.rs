@@ -166,7 +166,7 @@ fn undefined_values_propagate_and_absorb() {
     assert!(out["R"].iter().all(|x| x.is_nan()));
     assert!(out["T"].iter().all(|x| x.is_nan()));
     assert_same(&out["M"], &arr0(0.0).into_dyn());
-    // A NaN supplied by the caller is read as •; max propagates it.
+    // A NaN supplied by the caller is a number (not •); max propagates it.
     let out = run(
         "var A : [3]\nvar m : []\nm = redmax 1 A",
         &[("A", arr1(&[1.0, f64::NAN, 3.0]).into_dyn())],
