@@ -2,8 +2,11 @@
 //!
 //! Hand-written rather than built with chumsky: TeIL's tokens are few and regular, and a plain
 //! loop makes the two awkward cases explicit (`red+`/`red*` are single tokens, a number followed
-//! by `.[` is a number and a contraction). Lexing never fails: an unknown character becomes an
-//! [`LexError`] and lexing continues after it.
+//! by `.[` is a number and a contraction). Lexing never fails: an unknown character (or a run of
+//! it) becomes an [`LexError`] and lexing continues after it.
+//!
+//! The reserved words live here: [`keyword_token`] maps each to its token, and [`keyword_like`]
+//! says which one a misspelled or long-form word (`contract`, `outptu`) most likely means.
 //!
 //! The encoding rules of spec/grammar.md ("Encoding") live here too: [`decode`] turns a file's
 //! bytes into text, and [`lex`] skips a leading byte-order mark.
@@ -239,8 +242,8 @@ const LONG_FORMS: &[(&str, &str)] = &[
 
 /// The reserved word that `word` (an identifier) most likely stands for: a keyword or a long
 /// form of one written in another case (`Contr`, `TRANSPOSE`), a long form from
-/// [`LONG_FORMS`], or a keyword or long form within a small edit distance (`outptu`,
-/// `transpsoe`), by [`crate::diagnostic::is_similar`]. Whether the keyword fits where the word
+/// `LONG_FORMS`, or a keyword or long form within a small edit distance (`outptu`,
+/// `transpsoe`), by the rule of "did you mean" for names. Whether the keyword fits where the word
 /// stands is the parser's question.
 pub fn keyword_like(word: &str) -> Option<&'static str> {
     let lower = word.to_ascii_lowercase();

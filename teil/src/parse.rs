@@ -2,9 +2,12 @@
 //!
 //! **Parsing never fails:** [`parse`] returns the program it could build and every error it
 //! found. The token stream is first cut into items (a declaration starts at a declaration
-//! keyword, a statement at `IDENT =`), and each item is parsed on its own with chumsky, so one
-//! bad statement never hides the errors in the next. An item that does not parse is dropped from
-//! the program; its diagnostics are kept.
+//! keyword, a statement at `IDENT =`; `split_items` has the details), and each item is parsed on
+//! its own with chumsky, so one bad statement never hides the errors in the next. An item that
+//! does not parse is dropped from the program; its diagnostics are kept. Turning chumsky's
+//! errors into E0001 (`syntax_diagnostic`) adds the helps new users need: the keyword a
+//! misspelled word stands for, checked by re-parsing the item with it, and `=` for `:=`, `<-`
+//! and `==`.
 //!
 //! Before an item is handed to chumsky, `nesting_bound` bounds the depth of the tree it could
 //! produce; items over [`crate::limits::MAX_EXPR_DEPTH`] are rejected with E0005. That bound is
@@ -49,7 +52,10 @@ pub fn parse(src: &str) -> Parsed {
             } else {
                 Diagnostic::new(
                     Code::InvalidChar,
-                    format!("invalid character {:?}, {} times in a row", e.found, e.count),
+                    format!(
+                        "invalid character {:?}, {} times in a row",
+                        e.found, e.count
+                    ),
                     e.span,
                     "these characters cannot start a token",
                 )
@@ -202,9 +208,9 @@ fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
         let is_start = match t {
             Token::Alloc | Token::Var => match prev {
                 Some(p) if p.is_qualifier() => false,
-                Some(Token::Ident(w)) if starts.last() == Some(&(i - 1)) => {
-                    !keyword_like(w).and_then(keyword_token).is_some_and(|k| k.is_qualifier())
-                }
+                Some(Token::Ident(w)) if starts.last() == Some(&(i - 1)) => !keyword_like(w)
+                    .and_then(keyword_token)
+                    .is_some_and(|k| k.is_qualifier()),
                 _ => true,
             },
             Token::Input | Token::Output | Token::InOut => {
@@ -445,7 +451,10 @@ fn misspelled_keyword(
         // text then asks for those parentheses.
         if fails_at == Some(span.start) {
             let end = toks[toks.len() - 1].1.end;
-            fixed.insert(range.start, (Token::LParen, SimpleSpan::from(span.start..span.start)));
+            fixed.insert(
+                range.start,
+                (Token::LParen, SimpleSpan::from(span.start..span.start)),
+            );
             fixed.push((Token::RParen, SimpleSpan::from(end..end)));
             if first_error(&fixed).is_none() {
                 return Some((range, keyword));
@@ -464,7 +473,8 @@ fn misspelled_keyword(
 fn first_error(toks: &[(Token<'_>, SimpleSpan)]) -> Option<usize> {
     let end = toks.last().map_or(0, |(_, s)| s.end);
     let input = toks.map(SimpleSpan::from(end..end), |(t, s)| (t, s));
-    let starts = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>| errs.iter().map(|e| e.span().start).min();
+    let starts =
+        |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>| errs.iter().map(|e| e.span().start).min();
     if toks.first().is_some_and(|(t, _)| t.starts_decl()) {
         return starts(decl_parser().parse(input).into_errors());
     }

@@ -116,12 +116,15 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
                 )
             } else {
                 (
-                    format!("invalid character {:?}, {} times in a row", e.found, e.count),
+                    format!(
+                        "invalid character {:?}, {} times in a row",
+                        e.found, e.count
+                    ),
                     "these characters cannot start a token",
                 )
             };
             Diagnostic::new(Code::InvalidChar, message, e.span, label)
-            .with_help("names are ASCII letters, digits and `_`; comments start with `//`")
+                .with_help("names are ASCII letters, digits and `_`; comments start with `//`")
         })
         .collect();
     let mut out = Vec::new();
