@@ -12,7 +12,8 @@
 //! bytes into text, and [`lex`] skips a leading byte-order mark.
 
 use crate::ast::{RedOp, Span};
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::Diagnostic;
+use crate::parse_error::ParseError;
 use std::fmt;
 
 /// A file's bytes that are not UTF-8: the text to show diagnostics against, and the diagnostic.
@@ -37,22 +38,17 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
     let utf8 = err.utf8_error();
     let at = utf8.valid_up_to();
     let bytes = err.as_bytes();
-    let (len, label) = match utf8.error_len() {
-        Some(n) => (n, format!("byte 0x{:02X} is not UTF-8 here", bytes[at])),
-        None => (
-            bytes.len() - at,
-            "the file ends inside a UTF-8 sequence".to_string(),
-        ),
+    let (len, byte) = match utf8.error_len() {
+        Some(n) => (n, Some(bytes[at])),
+        None => (bytes.len() - at, None),
     };
     Err(NotUtf8 {
         lossy: String::from_utf8_lossy(bytes).into_owned(),
-        diagnostic: Diagnostic::new(
-            Code::InvalidChar,
-            format!("the file is not UTF-8 text (invalid byte at offset {at})"),
-            at..at + len,
-            label,
-        )
-        .with_help("TeIL source is UTF-8, comments included; save the file as UTF-8"),
+        diagnostic: ParseError::NotUtf8 {
+            span: at..at + len,
+            byte,
+        }
+        .into(),
     })
 }
 
@@ -415,6 +411,7 @@ fn scan_number(bytes: &[u8], mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::Code;
 
     fn kinds(src: &str) -> Vec<Token<'_>> {
         let (toks, errs) = lex(src);

@@ -15,9 +15,10 @@
 //! a small stack whatever the input.
 
 use crate::ast::*;
-use crate::diagnostic::{Code, Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::lexer::{keyword_like, keyword_token, lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
+pub use crate::parse_error::{ParseError, SyntaxHint};
 use chumsky::input::{Input as _, ValueInput};
 use chumsky::prelude::*;
 
@@ -39,38 +40,7 @@ type Extra<'t, 'src> = extra::Err<Rich<'t, Token<'src>, SimpleSpan>>;
 
 pub fn parse(src: &str) -> Parsed {
     let (tokens, lex_errors) = lex(src);
-    let mut diagnostics: Vec<Diagnostic> = lex_errors
-        .into_iter()
-        .map(|e| {
-            let d = if e.count == 1 {
-                Diagnostic::new(
-                    Code::InvalidChar,
-                    format!("invalid character {:?}", e.found),
-                    e.span,
-                    "this character cannot start a token",
-                )
-            } else {
-                Diagnostic::new(
-                    Code::InvalidChar,
-                    format!(
-                        "invalid character {:?}, {} times in a row",
-                        e.found, e.count
-                    ),
-                    e.span,
-                    "these characters cannot start a token",
-                )
-            };
-            if e.found == char::REPLACEMENT_CHARACTER {
-                d.with_help(
-                    "TeIL source is UTF-8 text; bytes that are not UTF-8 are shown as U+FFFD",
-                )
-            } else {
-                d.with_help(
-                    "identifiers are ASCII letters, digits and `_`; comments start with `//`",
-                )
-            }
-        })
-        .collect();
+    let mut errors: Vec<ParseError> = lex_errors.into_iter().map(ParseError::from).collect();
     let mut program = Program::default();
     let mut first_stmt: Option<Span> = None;
 
@@ -82,7 +52,7 @@ pub fn parse(src: &str) -> Parsed {
     // in the same item is a consequence of the first, so only E0002 is shown for that item.
     // The lexer reports in source order, so the offsets are sorted and each item's question is
     // a binary search (a scan per item would be quadratic on a file of garbage).
-    let lex_error_at: Vec<usize> = diagnostics.iter().map(|d| d.primary.span.start).collect();
+    let lex_error_at: Vec<usize> = errors.iter().map(|e| e.span().start).collect();
     debug_assert!(lex_error_at.is_sorted());
     for item in split_items(&tokens) {
         let toks = &tokens[item.clone()];
@@ -97,53 +67,38 @@ pub fn parse(src: &str) -> Parsed {
         let eoi = SimpleSpan::from(end..end);
         let item_tokens = &spanned[item.clone()];
         let input = spanned[item].map(eoi, |(t, s)| (t, s));
-        let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<Diagnostic> {
+        let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<ParseError> {
             if has_lex_error {
                 return Vec::new();
             }
             errs.into_iter()
-                .map(|e| syntax_diagnostic(e, what, item_tokens))
+                .map(|e| syntax_error(e, what, item_tokens))
                 .collect()
         };
         if toks[0].0.starts_decl() {
             let (decl, errs) = decl_parser().parse(input).into_output_errors();
-            diagnostics.extend(syntax(errs, "declaration"));
+            errors.extend(syntax(errs, "declaration"));
             let Some(decl) = decl else { continue };
             let decl = match decl {
                 Ok(decl) => decl,
-                Err(d) => {
-                    diagnostics.push(d);
+                Err(e) => {
+                    errors.push(e);
                     continue;
                 }
             };
             if let Some(stmt_span) = &first_stmt {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::DeclAfterStmt,
-                        format!("declaration of `{}` after a statement", decl.name.name),
-                        decl.span.clone(),
-                        "declarations must come before all statements",
-                    )
-                    .with_label(stmt_span.clone(), "the first statement is here")
-                    .with_help("move this declaration above the first statement"),
-                );
+                errors.push(ParseError::DeclAfterStmt {
+                    span: decl.span.clone(),
+                    name: decl.name.name.clone(),
+                    first_stmt: stmt_span.clone(),
+                });
             }
             program.decls.push(decl);
         } else {
             let bound = nesting_bound(toks);
             if bound > MAX_EXPR_DEPTH {
                 let span = toks[0].1.start..end;
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::TooDeep,
-                        format!(
-                            "expression nested too deeply (up to {bound} levels; the limit is {MAX_EXPR_DEPTH})"
-                        ),
-                        span,
-                        "this statement",
-                    )
-                    .with_help("split the expression into several statements over temporaries"),
-                );
+                errors.push(ParseError::TooDeep { span, bound });
                 continue;
             }
             // Chumsky recurses through a dozen combinator frames per nesting level, several
@@ -156,17 +111,18 @@ pub fn parse(src: &str) -> Parsed {
             } else {
                 parse_stmt()
             };
-            diagnostics.extend(syntax(errs, "statement"));
+            errors.extend(syntax(errs, "statement"));
             match stmt {
                 Some(Ok(stmt)) => {
                     first_stmt.get_or_insert(stmt.span.clone());
                     program.stmts.push(stmt);
                 }
-                Some(Err(d)) => diagnostics.push(d),
+                Some(Err(e)) => errors.push(e),
                 None => {}
             }
         }
     }
+    let mut diagnostics: Vec<Diagnostic> = errors.into_iter().map(Diagnostic::from).collect();
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     Parsed {
         program,
@@ -292,16 +248,16 @@ fn nesting_bound<S>(tokens: &[(Token<'_>, S)]) -> usize {
     content(stack[0])
 }
 
-/// Turns a chumsky error inside one item (a `statement` or a `declaration`, named by `what`;
-/// its tokens are `toks`) into E0001. Chumsky sees each item as a whole input, so its "end of
-/// input" is the end of the item and is reported as such.
-fn syntax_diagnostic(
+/// Records a chumsky error inside one item (a `statement` or a `declaration`, named by `what`;
+/// its tokens are `toks`) as a [`ParseError::Syntax`], with the hint that explains it, if any.
+/// Chumsky sees each item as a whole input, so its "end of input" is the end of the item and
+/// is reported as such.
+fn syntax_error(
     err: Rich<'_, Token<'_>, SimpleSpan>,
     what: &str,
     toks: &[(Token<'_>, SimpleSpan)],
-) -> Diagnostic {
+) -> ParseError {
     let span = err.span().into_range();
-    let error_start = span.start;
     // The token the error is at (`toks.len()` at the end of the item).
     let at = toks
         .iter()
@@ -327,68 +283,67 @@ fn syntax_diagnostic(
         .collect();
     expected.sort();
     expected.dedup();
-    let label = if expected.is_empty() {
-        format!("unexpected {found}")
-    } else {
-        format!("expected {}", join_or(&expected))
-    };
-    let mut d = Diagnostic::new(Code::Syntax, format!("unexpected {found}"), span, label);
-    if let Some((ctx, ctx_span)) = err.contexts().last() {
-        d = d.with_label(ctx_span.into_range(), format!("while parsing this {ctx}"));
+    let context = err
+        .contexts()
+        .last()
+        .map(|(ctx, ctx_span)| (ctx_span.into_range(), ctx.to_string()));
+    let hint = syntax_hint(&err, toks, at, &found, &expected);
+    ParseError::Syntax {
+        span,
+        found,
+        expected,
+        context,
+        hint,
     }
-    if let Some(fix) = wrong_assignment(toks, at, &expected) {
-        return d.with_help("assignment is written `=`").with_fix(fix);
+}
+
+/// What a syntax error most likely means, in order: an assignment written with another
+/// language's operator, a misspelled keyword, a reserved word as a name, a prefix application
+/// as an operand.
+fn syntax_hint(
+    err: &Rich<'_, Token<'_>, SimpleSpan>,
+    toks: &[(Token<'_>, SimpleSpan)],
+    at: usize,
+    found: &str,
+    expected: &[String],
+) -> Option<SyntaxHint> {
+    if let Some(hint) = wrong_assignment(toks, at, expected) {
+        return Some(hint);
     }
-    if let Some((word, keyword)) = misspelled_keyword(toks, at, error_start) {
+    if let Some((word, keyword)) = misspelled_keyword(toks, at, err.span().start) {
         let written = &toks[word.clone()];
-        let replaced = written[0].1.start..written[written.len() - 1].1.end;
-        // The word is the context that matters: "while parsing this statement" would
-        // describe what the misspelling made of the item, not what was meant.
-        d.secondary.clear();
-        if word.start != at {
-            let name = match written[0].0 {
-                Token::Ident(w) => w,
-                _ => "",
-            };
-            d = d.with_label(
-                replaced.clone(),
-                format!("`{name}` is not a keyword; it is read as a variable name"),
-            );
-        }
-        return d
-            .with_help(format!("did you mean `{keyword}`?"))
-            .with_fix(Fix::replace(
-                format!("replace with `{keyword}`"),
-                replaced,
-                keyword,
-            ));
+        let replace = written[0].1.start..written[written.len() - 1].1.end;
+        let word = match written[0].0 {
+            Token::Ident(w) if word.start != at => Some((w.to_string(), replace.clone())),
+            _ => None,
+        };
+        return Some(SyntaxHint::Keyword {
+            keyword,
+            replace,
+            word,
+        });
     }
     if let Some(word) = err.found().and_then(Token::keyword_text) {
         if expected
             .iter()
             .any(|e| e == "variable name" || e == "a declaration or a statement")
         {
-            d = d.with_help(format!(
-                "`{word}` is a reserved word and cannot name a variable (spec/grammar.md)"
-            ));
-            return d;
+            return Some(SyntaxHint::ReservedWord(word));
         }
     }
     if expected.iter().any(|e| e == "operand") && found.starts_with('`') && !found.contains('(') {
-        d = d.with_help(
-            "operands of prefix operations are atoms: a name, a number or a parenthesised expression",
-        );
+        return Some(SyntaxHint::AtomOperand);
     }
-    d
+    None
 }
 
-/// The fix for an assignment written with another language's operator: `C := A`, `C <- A`
-/// (found where `=` is expected) or `C == A` (a second `=`).
+/// An assignment written with another language's operator: `C := A`, `C <- A` (found where
+/// `=` is expected) or `C == A` (a second `=`).
 fn wrong_assignment(
     toks: &[(Token<'_>, SimpleSpan)],
     at: usize,
     expected: &[String],
-) -> Option<Fix> {
+) -> Option<SyntaxHint> {
     let wants_eq = expected.iter().any(|e| e == "`=`");
     let (written, span) = match (toks.get(at), toks.get(at + 1)) {
         (Some((Token::Colon, c)), Some((Token::Eq, e))) if wants_eq => (":=", c.start..e.end),
@@ -398,11 +353,7 @@ fn wrong_assignment(
         }
         _ => return None,
     };
-    Some(Fix::replace(
-        format!("replace `{written}` with `=`"),
-        span,
-        "=",
-    ))
+    Some(SyntaxHint::Assignment { written, span })
 }
 
 /// A word near a syntax error that is most likely a misspelled keyword (`contract 2 3 A`,
@@ -494,18 +445,10 @@ fn span_of(s: SimpleSpan) -> Span {
     s.into_range()
 }
 
-fn join_or(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {}", init.join(", "), last),
-    }
-}
-
 /// A natural number in a type or operation argument. Any numeric token is accepted here, so
 /// that a decimal (`1.5`) or an overflowing number is reported precisely, as an `Err` in the
 /// output: E0001 for a number that is not a natural number, E0003 for one over 64 bits.
-fn nat<'t, 'src: 't, I>() -> impl Parser<'t, I, Result<Nat, Diagnostic>, Extra<'t, 'src>> + Clone
+fn nat<'t, 'src: 't, I>() -> impl Parser<'t, I, Result<Nat, ParseError>, Extra<'t, 'src>> + Clone
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
 {
@@ -513,32 +456,23 @@ where
         .map(|(s, span): (&str, SimpleSpan)| {
             let span = span.into_range();
             if !s.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(Diagnostic::new(
-                    Code::Syntax,
-                    format!("expected a natural number, found `{s}`"),
+                return Err(ParseError::NotNatural {
                     span,
-                    "not a natural number",
-                )
-                .with_help(
-                    "extents, positions and slice numbers are written with decimal digits only",
-                ));
+                    written: s.to_string(),
+                });
             }
             s.parse::<u64>()
                 .map(|v| Nat::new(v, span.clone()))
-                .map_err(|_| {
-                    Diagnostic::new(
-                        Code::NumberTooLarge,
-                        format!("number `{s}` does not fit in 64 bits"),
-                        span,
-                        "too large",
-                    )
+                .map_err(|_| ParseError::NumberTooLarge {
+                    span,
+                    written: s.to_string(),
                 })
         })
         .labelled("natural number")
 }
 
 fn decl_parser<'t, 'src: 't, I>(
-) -> impl Parser<'t, I, Result<Decl, Diagnostic>, Extra<'t, 'src>> + Clone
+) -> impl Parser<'t, I, Result<Decl, ParseError>, Extra<'t, 'src>> + Clone
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
 {
@@ -577,14 +511,11 @@ where
             let span = span.into_range();
             let qualifier = match (q1, q2) {
                 (Some(a), Some(b)) => {
-                    return Err(Diagnostic::new(
-                        Code::DuplicateQualifier,
-                        format!("`{}` declared with two qualifiers", name.name),
-                        b.1,
-                        format!("second qualifier `{}`", b.0.keyword()),
-                    )
-                    .with_label(a.1, format!("first qualifier `{}`", a.0.keyword()))
-                    .with_help("use `inout` for a variable that is both read and written"));
+                    return Err(ParseError::DuplicateQualifier {
+                        name: name.name,
+                        first: a,
+                        second: b,
+                    });
                 }
                 (a, b) => a.or(b).map(|q| q.0),
             };
@@ -601,7 +532,7 @@ where
 }
 
 fn stmt_parser<'t, 'src: 't, I>(
-) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, Extra<'t, 'src>> + Clone
+) -> impl Parser<'t, I, Result<Stmt, ParseError>, Extra<'t, 'src>> + Clone
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
 {
@@ -626,9 +557,9 @@ where
 
 /// Expressions. Semantic errors found while parsing (a literal out of range) travel as `Err`
 /// inside the output so that chumsky's own error recovery is not involved.
-type PExpr = Result<Expr, Diagnostic>;
+type PExpr = Result<Expr, ParseError>;
 
-fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Diagnostic> {
+fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), ParseError> {
     Ok((Box::new(a?), Box::new(b?)))
 }
 
@@ -651,12 +582,10 @@ where
                     Ok(v) if v.is_finite() => {
                         Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
                     }
-                    _ => Err(Diagnostic::new(
-                        Code::LiteralNotFinite,
-                        format!("numeric literal `{s}` is too large for a 64-bit float"),
+                    _ => Err(ParseError::LiteralNotFinite {
                         span,
-                        "rounds to infinity",
-                    )),
+                        written: s.to_string(),
+                    }),
                 },
             );
         let var = select! { Token::Ident(s) = e => (s, e.span()) }
@@ -784,6 +713,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::Code;
 
     fn expr(src: &str) -> Expr {
         let p = parse(&format!("x = {src}"));
