@@ -219,7 +219,10 @@ fn syntax_errors_come_alone_with_their_fix() {
         edit["span"]["start"].as_u64().unwrap() as usize,
         edit["span"]["end"].as_u64().unwrap() as usize,
     );
-    assert_eq!((&bad[start..end], edit["replacement"].as_str()), ("contract", Some("contr")));
+    assert_eq!(
+        (&bad[start..end], edit["replacement"].as_str()),
+        ("contract", Some("contr"))
+    );
     let fixed = format!("{}contr{}", &bad[..start], &bad[end..]);
     let a = ask(json!({"cmd": "analyze", "source": fixed}));
     assert_eq!(a["ok"], true, "{a}");

@@ -1,7 +1,8 @@
 //! Diagnostics as data: a stable code, a severity, a message, labelled spans, notes and help.
 //!
-//! The phases ([`crate::parse`](mod@crate::parse), [`crate::check`](mod@crate::check)) report their own error enums; this module is
-//! the one place that turns them into [`Diagnostic`]s. Rendering (ariadne text, JSON lines)
+//! The parse phase reports a [`crate::parse_error::ParseError`] enum, worded into
+//! [`Diagnostic`]s in one place ([`crate::parse_error`]); the checker ([`crate::check`](mod@crate::check)) builds its
+//! diagnostics where it applies each rule. Rendering (ariadne text, JSON lines)
 //! lives in [`crate::render`]. Every code is listed, with a minimal example, in
 //! `spec/diagnostics.md`, and `teil explain CODE` prints [`Code::explanation`].
 

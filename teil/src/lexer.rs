@@ -2,14 +2,18 @@
 //!
 //! Hand-written rather than built with chumsky: TeIL's tokens are few and regular, and a plain
 //! loop makes the two awkward cases explicit (`red+`/`red*` are single tokens, a number followed
-//! by `.[` is a number and a contraction). Lexing never fails: an unknown character becomes an
-//! [`LexError`] and lexing continues after it.
+//! by `.[` is a number and a contraction). Lexing never fails: an unknown character (or a run of
+//! it) becomes an [`LexError`] and lexing continues after it.
+//!
+//! The reserved words live here: [`keyword_token`] maps each to its token, and [`keyword_like`]
+//! says which one a misspelled or long-form word (`contract`, `outptu`) most likely means.
 //!
 //! The encoding rules of spec/grammar.md ("Encoding") live here too: [`decode`] turns a file's
 //! bytes into text, and [`lex`] skips a leading byte-order mark.
 
 use crate::ast::{RedOp, Span};
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::Diagnostic;
+use crate::parse_error::ParseError;
 use std::fmt;
 
 /// A file's bytes that are not UTF-8: the text to show diagnostics against, and the diagnostic.
@@ -34,22 +38,17 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
     let utf8 = err.utf8_error();
     let at = utf8.valid_up_to();
     let bytes = err.as_bytes();
-    let (len, label) = match utf8.error_len() {
-        Some(n) => (n, format!("byte 0x{:02X} is not UTF-8 here", bytes[at])),
-        None => (
-            bytes.len() - at,
-            "the file ends inside a UTF-8 sequence".to_string(),
-        ),
+    let (len, byte) = match utf8.error_len() {
+        Some(n) => (n, Some(bytes[at])),
+        None => (bytes.len() - at, None),
     };
     Err(NotUtf8 {
         lossy: String::from_utf8_lossy(bytes).into_owned(),
-        diagnostic: Diagnostic::new(
-            Code::InvalidChar,
-            format!("the file is not UTF-8 text (invalid byte at offset {at})"),
-            at..at + len,
-            label,
-        )
-        .with_help("TeIL source is UTF-8, comments included; save the file as UTF-8"),
+        diagnostic: ParseError::NotUtf8 {
+            span: at..at + len,
+            byte,
+        }
+        .into(),
     })
 }
 
@@ -239,8 +238,8 @@ const LONG_FORMS: &[(&str, &str)] = &[
 
 /// The reserved word that `word` (an identifier) most likely stands for: a keyword or a long
 /// form of one written in another case (`Contr`, `TRANSPOSE`), a long form from
-/// [`LONG_FORMS`], or a keyword or long form within a small edit distance (`outptu`,
-/// `transpsoe`), by [`crate::diagnostic::is_similar`]. Whether the keyword fits where the word
+/// `LONG_FORMS`, or a keyword or long form within a small edit distance (`outptu`,
+/// `transpsoe`), by the rule of "did you mean" for names. Whether the keyword fits where the word
 /// stands is the parser's question.
 pub fn keyword_like(word: &str) -> Option<&'static str> {
     let lower = word.to_ascii_lowercase();
@@ -412,6 +411,7 @@ fn scan_number(bytes: &[u8], mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::Code;
 
     fn kinds(src: &str) -> Vec<Token<'_>> {
         let (toks, errs) = lex(src);

@@ -64,6 +64,7 @@ pub mod lexer;
 pub mod limits;
 pub mod ops;
 pub mod parse;
+pub mod parse_error;
 pub mod render;
 
 pub use ast::{Program, Span};

@@ -2,9 +2,12 @@
 //!
 //! **Parsing never fails:** [`parse`] returns the program it could build and every error it
 //! found. The token stream is first cut into items (a declaration starts at a declaration
-//! keyword, a statement at `IDENT =`), and each item is parsed on its own with chumsky, so one
-//! bad statement never hides the errors in the next. An item that does not parse is dropped from
-//! the program; its diagnostics are kept.
+//! keyword, a statement at `IDENT =`; `split_items` has the details), and each item is parsed on
+//! its own with chumsky, so one bad statement never hides the errors in the next. An item that
+//! does not parse is dropped from the program; its diagnostics are kept. Turning chumsky's
+//! errors into E0001 (`syntax_diagnostic`) adds the helps new users need: the keyword a
+//! misspelled word stands for, checked by re-parsing the item with it, and `=` for `:=`, `<-`
+//! and `==`.
 //!
 //! Before an item is handed to chumsky, `nesting_bound` bounds the depth of the tree it could
 //! produce; items over [`crate::limits::MAX_EXPR_DEPTH`] are rejected with E0005. That bound is
@@ -12,10 +15,11 @@
 //! a small stack whatever the input.
 
 use crate::ast::*;
-use crate::diagnostic::{Code, Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::lexer::{keyword_like, keyword_token, lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
 use chumsky::extra::ParserExtra;
+pub use crate::parse_error::{ParseError, SyntaxHint};
 use chumsky::input::{Input as _, ValueInput};
 use chumsky::label::LabelError;
 use chumsky::prelude::*;
@@ -38,35 +42,7 @@ type Extra<'t, 'src> = extra::Err<Rich<'t, Token<'src>, SimpleSpan>>;
 
 pub fn parse(src: &str) -> Parsed {
     let (tokens, lex_errors) = lex(src);
-    let mut diagnostics: Vec<Diagnostic> = lex_errors
-        .into_iter()
-        .map(|e| {
-            let d = if e.count == 1 {
-                Diagnostic::new(
-                    Code::InvalidChar,
-                    format!("invalid character {:?}", e.found),
-                    e.span,
-                    "this character cannot start a token",
-                )
-            } else {
-                Diagnostic::new(
-                    Code::InvalidChar,
-                    format!("invalid character {:?}, {} times in a row", e.found, e.count),
-                    e.span,
-                    "these characters cannot start a token",
-                )
-            };
-            if e.found == char::REPLACEMENT_CHARACTER {
-                d.with_help(
-                    "TeIL source is UTF-8 text; bytes that are not UTF-8 are shown as U+FFFD",
-                )
-            } else {
-                d.with_help(
-                    "identifiers are ASCII letters, digits and `_`; comments start with `//`",
-                )
-            }
-        })
-        .collect();
+    let mut errors: Vec<ParseError> = lex_errors.into_iter().map(ParseError::from).collect();
     let mut program = Program::default();
     let mut first_stmt: Option<Span> = None;
 
@@ -78,7 +54,7 @@ pub fn parse(src: &str) -> Parsed {
     // in the same item is a consequence of the first, so only E0002 is shown for that item.
     // The lexer reports in source order, so the offsets are sorted and each item's question is
     // a binary search (a scan per item would be quadratic on a file of garbage).
-    let lex_error_at: Vec<usize> = diagnostics.iter().map(|d| d.primary.span.start).collect();
+    let lex_error_at: Vec<usize> = errors.iter().map(|e| e.span().start).collect();
     debug_assert!(lex_error_at.is_sorted());
     // Built once per call, not per item (building allocates and moves large combinator values),
     // each in a fast and a diagnosing version: `parse_item`.
@@ -97,53 +73,38 @@ pub fn parse(src: &str) -> Parsed {
         let eoi = SimpleSpan::from(end..end);
         let item_tokens = &spanned[item.clone()];
         let input = spanned[item].map(eoi, |(t, s)| (t, s));
-        let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<Diagnostic> {
+        let syntax = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>, what: &str| -> Vec<ParseError> {
             if has_lex_error {
                 return Vec::new();
             }
             errs.into_iter()
-                .map(|e| syntax_diagnostic(e, what, item_tokens))
+                .map(|e| syntax_error(e, what, item_tokens))
                 .collect()
         };
         if toks[0].0.starts_decl() {
             let (decl, errs) = parse_item(&decl_parser, input);
-            diagnostics.extend(syntax(errs, "declaration"));
+            errors.extend(syntax(errs, "declaration"));
             let Some(decl) = decl else { continue };
             let decl = match decl {
                 Ok(decl) => decl,
-                Err(d) => {
-                    diagnostics.push(d);
+                Err(e) => {
+                    errors.push(e);
                     continue;
                 }
             };
             if let Some(stmt_span) = &first_stmt {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::DeclAfterStmt,
-                        format!("declaration of `{}` after a statement", decl.name.name),
-                        decl.span.clone(),
-                        "declarations must come before all statements",
-                    )
-                    .with_label(stmt_span.clone(), "the first statement is here")
-                    .with_help("move this declaration above the first statement"),
-                );
+                errors.push(ParseError::DeclAfterStmt {
+                    span: decl.span.clone(),
+                    name: decl.name.name.clone(),
+                    first_stmt: stmt_span.clone(),
+                });
             }
             program.decls.push(decl);
         } else {
             let bound = nesting_bound(toks);
             if bound > MAX_EXPR_DEPTH {
                 let span = toks[0].1.start..end;
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::TooDeep,
-                        format!(
-                            "expression nested too deeply (up to {bound} levels; the limit is {MAX_EXPR_DEPTH})"
-                        ),
-                        span,
-                        "this statement",
-                    )
-                    .with_help("split the expression into several statements over temporaries"),
-                );
+                errors.push(ParseError::TooDeep { span, bound });
                 continue;
             }
             // Chumsky recurses through a dozen combinator frames per nesting level, several
@@ -156,17 +117,18 @@ pub fn parse(src: &str) -> Parsed {
             } else {
                 parse_stmt()
             };
-            diagnostics.extend(syntax(errs, "statement"));
+            errors.extend(syntax(errs, "statement"));
             match stmt {
                 Some(Ok(stmt)) => {
                     first_stmt.get_or_insert(stmt.span.clone());
                     program.stmts.push(stmt);
                 }
-                Some(Err(d)) => diagnostics.push(d),
+                Some(Err(e)) => errors.push(e),
                 None => {}
             }
         }
     }
+    let mut diagnostics: Vec<Diagnostic> = errors.into_iter().map(Diagnostic::from).collect();
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
     Parsed {
         program,
@@ -232,9 +194,9 @@ fn split_items(tokens: &[(Token<'_>, Span)]) -> Vec<std::ops::Range<usize>> {
         let is_start = match t {
             Token::Alloc | Token::Var => match prev {
                 Some(p) if p.is_qualifier() => false,
-                Some(Token::Ident(w)) if starts.last() == Some(&(i - 1)) => {
-                    !keyword_like(w).and_then(keyword_token).is_some_and(|k| k.is_qualifier())
-                }
+                Some(Token::Ident(w)) if starts.last() == Some(&(i - 1)) => !keyword_like(w)
+                    .and_then(keyword_token)
+                    .is_some_and(|k| k.is_qualifier()),
                 _ => true,
             },
             Token::Input | Token::Output | Token::InOut => {
@@ -316,16 +278,16 @@ fn nesting_bound<S>(tokens: &[(Token<'_>, S)]) -> usize {
     content(stack[0])
 }
 
-/// Turns a chumsky error inside one item (a `statement` or a `declaration`, named by `what`;
-/// its tokens are `toks`) into E0001. Chumsky sees each item as a whole input, so its "end of
-/// input" is the end of the item and is reported as such.
-fn syntax_diagnostic(
+/// Records a chumsky error inside one item (a `statement` or a `declaration`, named by `what`;
+/// its tokens are `toks`) as a [`ParseError::Syntax`], with the hint that explains it, if any.
+/// Chumsky sees each item as a whole input, so its "end of input" is the end of the item and
+/// is reported as such.
+fn syntax_error(
     err: Rich<'_, Token<'_>, SimpleSpan>,
     what: &str,
     toks: &[(Token<'_>, SimpleSpan)],
-) -> Diagnostic {
+) -> ParseError {
     let span = err.span().into_range();
-    let error_start = span.start;
     // The token the error is at (`toks.len()` at the end of the item).
     let at = toks
         .iter()
@@ -351,68 +313,67 @@ fn syntax_diagnostic(
         .collect();
     expected.sort();
     expected.dedup();
-    let label = if expected.is_empty() {
-        format!("unexpected {found}")
-    } else {
-        format!("expected {}", join_or(&expected))
-    };
-    let mut d = Diagnostic::new(Code::Syntax, format!("unexpected {found}"), span, label);
-    if let Some((ctx, ctx_span)) = err.contexts().last() {
-        d = d.with_label(ctx_span.into_range(), format!("while parsing this {ctx}"));
+    let context = err
+        .contexts()
+        .last()
+        .map(|(ctx, ctx_span)| (ctx_span.into_range(), ctx.to_string()));
+    let hint = syntax_hint(&err, toks, at, &found, &expected);
+    ParseError::Syntax {
+        span,
+        found,
+        expected,
+        context,
+        hint,
     }
-    if let Some(fix) = wrong_assignment(toks, at, &expected) {
-        return d.with_help("assignment is written `=`").with_fix(fix);
+}
+
+/// What a syntax error most likely means, in order: an assignment written with another
+/// language's operator, a misspelled keyword, a reserved word as a name, a prefix application
+/// as an operand.
+fn syntax_hint(
+    err: &Rich<'_, Token<'_>, SimpleSpan>,
+    toks: &[(Token<'_>, SimpleSpan)],
+    at: usize,
+    found: &str,
+    expected: &[String],
+) -> Option<SyntaxHint> {
+    if let Some(hint) = wrong_assignment(toks, at, expected) {
+        return Some(hint);
     }
-    if let Some((word, keyword)) = misspelled_keyword(toks, at, error_start) {
+    if let Some((word, keyword)) = misspelled_keyword(toks, at, err.span().start) {
         let written = &toks[word.clone()];
-        let replaced = written[0].1.start..written[written.len() - 1].1.end;
-        // The word is the context that matters: "while parsing this statement" would
-        // describe what the misspelling made of the item, not what was meant.
-        d.secondary.clear();
-        if word.start != at {
-            let name = match written[0].0 {
-                Token::Ident(w) => w,
-                _ => "",
-            };
-            d = d.with_label(
-                replaced.clone(),
-                format!("`{name}` is not a keyword; it is read as a variable name"),
-            );
-        }
-        return d
-            .with_help(format!("did you mean `{keyword}`?"))
-            .with_fix(Fix::replace(
-                format!("replace with `{keyword}`"),
-                replaced,
-                keyword,
-            ));
+        let replace = written[0].1.start..written[written.len() - 1].1.end;
+        let word = match written[0].0 {
+            Token::Ident(w) if word.start != at => Some((w.to_string(), replace.clone())),
+            _ => None,
+        };
+        return Some(SyntaxHint::Keyword {
+            keyword,
+            replace,
+            word,
+        });
     }
     if let Some(word) = err.found().and_then(Token::keyword_text) {
         if expected
             .iter()
             .any(|e| e == "variable name" || e == "a declaration or a statement")
         {
-            d = d.with_help(format!(
-                "`{word}` is a reserved word and cannot name a variable (spec/grammar.md)"
-            ));
-            return d;
+            return Some(SyntaxHint::ReservedWord(word));
         }
     }
     if expected.iter().any(|e| e == "operand") && found.starts_with('`') && !found.contains('(') {
-        d = d.with_help(
-            "operands of prefix operations are atoms: a name, a number or a parenthesised expression",
-        );
+        return Some(SyntaxHint::AtomOperand);
     }
-    d
+    None
 }
 
-/// The fix for an assignment written with another language's operator: `C := A`, `C <- A`
-/// (found where `=` is expected) or `C == A` (a second `=`).
+/// An assignment written with another language's operator: `C := A`, `C <- A` (found where
+/// `=` is expected) or `C == A` (a second `=`).
 fn wrong_assignment(
     toks: &[(Token<'_>, SimpleSpan)],
     at: usize,
     expected: &[String],
-) -> Option<Fix> {
+) -> Option<SyntaxHint> {
     let wants_eq = expected.iter().any(|e| e == "`=`");
     let (written, span) = match (toks.get(at), toks.get(at + 1)) {
         (Some((Token::Colon, c)), Some((Token::Eq, e))) if wants_eq => (":=", c.start..e.end),
@@ -422,11 +383,7 @@ fn wrong_assignment(
         }
         _ => return None,
     };
-    Some(Fix::replace(
-        format!("replace `{written}` with `=`"),
-        span,
-        "=",
-    ))
+    Some(SyntaxHint::Assignment { written, span })
 }
 
 /// A word near a syntax error that is most likely a misspelled keyword (`contract 2 3 A`,
@@ -475,7 +432,10 @@ fn misspelled_keyword(
         // text then asks for those parentheses.
         if fails_at == Some(span.start) {
             let end = toks[toks.len() - 1].1.end;
-            fixed.insert(range.start, (Token::LParen, SimpleSpan::from(span.start..span.start)));
+            fixed.insert(
+                range.start,
+                (Token::LParen, SimpleSpan::from(span.start..span.start)),
+            );
             fixed.push((Token::RParen, SimpleSpan::from(end..end)));
             if first_error(&fixed).is_none() {
                 return Some((range, keyword));
@@ -494,7 +454,8 @@ fn misspelled_keyword(
 fn first_error(toks: &[(Token<'_>, SimpleSpan)]) -> Option<usize> {
     let end = toks.last().map_or(0, |(_, s)| s.end);
     let input = toks.map(SimpleSpan::from(end..end), |(t, s)| (t, s));
-    let starts = |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>| errs.iter().map(|e| e.span().start).min();
+    let starts =
+        |errs: Vec<Rich<'_, Token<'_>, SimpleSpan>>| errs.iter().map(|e| e.span().start).min();
     if toks.first().is_some_and(|(t, _)| t.starts_decl()) {
         return starts(decl_parser::<_, Extra<'_, '_>>().parse(input).into_errors());
     }
@@ -514,19 +475,11 @@ fn span_of(s: SimpleSpan) -> Span {
     s.into_range()
 }
 
-fn join_or(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {}", init.join(", "), last),
-    }
-}
-
 /// A natural number in a type or operation argument. Any numeric token is accepted here, so
 /// that a decimal (`1.5`) or an overflowing number is reported precisely, as an `Err` in the
 /// output: E0001 for a number that is not a natural number, E0003 for one over 64 bits.
 fn nat<'t, 'src: 't, I, E>(
-) -> impl Parser<'t, I, Result<Nat, Box<Diagnostic>>, E> + Clone + use<'t, 'src, I, E>
+) -> impl Parser<'t, I, Result<Nat, ParseError>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
     E: ParserExtra<'t, I> + 't,
@@ -536,34 +489,23 @@ where
         .map(|(s, span): (&str, SimpleSpan)| {
             let span = span.into_range();
             if !s.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(Box::new(
-                    Diagnostic::new(
-                        Code::Syntax,
-                        format!("expected a natural number, found `{s}`"),
-                        span,
-                        "not a natural number",
-                    )
-                    .with_help(
-                        "extents, positions and slice numbers are written with decimal digits only",
-                    ),
-                ));
+                return Err(ParseError::NotNatural {
+                    span,
+                    written: s.to_string(),
+                });
             }
             s.parse::<u64>()
                 .map(|v| Nat::new(v, span.clone()))
-                .map_err(|_| {
-                    Box::new(Diagnostic::new(
-                        Code::NumberTooLarge,
-                        format!("number `{s}` does not fit in 64 bits"),
-                        span,
-                        "too large",
-                    ))
+                .map_err(|_| ParseError::NumberTooLarge {
+                    span,
+                    written: s.to_string(),
                 })
         })
         .labelled("natural number")
 }
 
 fn decl_parser<'t, 'src: 't, I, E>(
-) -> impl Parser<'t, I, Result<Decl, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
+) -> impl Parser<'t, I, Result<Decl, ParseError>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
     E: ParserExtra<'t, I> + 't,
@@ -604,19 +546,16 @@ where
             let span = span.into_range();
             let qualifier = match (q1, q2) {
                 (Some(a), Some(b)) => {
-                    return Err(Diagnostic::new(
-                        Code::DuplicateQualifier,
-                        format!("`{}` declared with two qualifiers", name.name),
-                        b.1,
-                        format!("second qualifier `{}`", b.0.keyword()),
-                    )
-                    .with_label(a.1, format!("first qualifier `{}`", a.0.keyword()))
-                    .with_help("use `inout` for a variable that is both read and written"));
+                    return Err(ParseError::DuplicateQualifier {
+                        name: name.name,
+                        first: a,
+                        second: b,
+                    });
                 }
                 (a, b) => a.or(b).map(|q| q.0),
             };
             let extents = extents.into_iter().collect::<Result<Vec<_>, _>>();
-            let extents = extents.map_err(|d| *d)?;
+            let extents = extents?;
             Ok(Decl {
                 qualifier,
                 name,
@@ -629,7 +568,7 @@ where
 }
 
 fn stmt_parser<'t, 'src: 't, I, E>(
-) -> impl Parser<'t, I, Result<Stmt, Diagnostic>, E> + Clone + use<'t, 'src, I, E>
+) -> impl Parser<'t, I, Result<Stmt, ParseError>, E> + Clone + use<'t, 'src, I, E>
 where
     I: ValueInput<'t, Token = Token<'src>, Span = SimpleSpan>,
     E: ParserExtra<'t, I> + 't,
@@ -643,7 +582,7 @@ where
         .then(expr_parser())
         .then_ignore(end())
         .map_with(|(target, value), e| {
-            let value = value.map_err(|d| *d)?;
+            let value = value?;
             Ok(Stmt {
                 target,
                 value,
@@ -655,11 +594,10 @@ where
 }
 
 /// Expressions. Semantic errors found while parsing (a literal out of range) travel as `Err`
-/// inside the output so that chumsky's own error recovery is not involved; boxed, as every
-/// output is moved through many combinators and a `Diagnostic` is twice the size of an `Expr`.
-type PExpr = Result<Expr, Box<Diagnostic>>;
+/// inside the output so that chumsky's own error recovery is not involved.
+type PExpr = Result<Expr, ParseError>;
 
-fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), Box<Diagnostic>> {
+fn boxed2(a: PExpr, b: PExpr) -> Result<(Box<Expr>, Box<Expr>), ParseError> {
     Ok((Box::new(a?), Box::new(b?)))
 }
 
@@ -684,12 +622,10 @@ where
                     Ok(v) if v.is_finite() => {
                         Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
                     }
-                    _ => Err(Box::new(Diagnostic::new(
-                        Code::LiteralNotFinite,
-                        format!("numeric literal `{s}` is too large for a 64-bit float"),
+                    _ => Err(ParseError::LiteralNotFinite {
                         span,
-                        "rounds to infinity",
-                    ))),
+                        written: s.to_string(),
+                    }),
                 },
             );
         let var = select! { Token::Ident(s) = e => (s, e.span()) }
@@ -817,6 +753,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::Code;
 
     fn expr(src: &str) -> Expr {
         let p = parse(&format!("x = {src}"));

@@ -14,6 +14,7 @@ use crate::ast::*;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::lexer::{lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
+use crate::parse_error::ParseError;
 
 /// `A(i, j)`, `s()` or `s`.
 #[derive(Clone, Debug)]
@@ -109,19 +110,11 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
     let diags = errors
         .into_iter()
         .map(|e| {
-            let (message, label) = if e.count == 1 {
-                (
-                    format!("invalid character {:?}", e.found),
-                    "this character cannot start a token",
-                )
-            } else {
-                (
-                    format!("invalid character {:?}, {} times in a row", e.found, e.count),
-                    "these characters cannot start a token",
-                )
-            };
-            Diagnostic::new(Code::InvalidChar, message, e.span, label)
-            .with_help("names are ASCII letters, digits and `_`; comments start with `//`")
+            // The wording of E0002 is the parser's, but for the help: `.tin` files have names.
+            let mut d = Diagnostic::from(ParseError::from(e));
+            d.help =
+                Some("names are ASCII letters, digits and `_`; comments start with `//`".into());
+            d
         })
         .collect();
     let mut out = Vec::new();
