@@ -13,6 +13,9 @@
 //!
 //!     valgrind --tool=callgrind --toggle-collect='teil::compile' \
 //!         target/release/examples/lsp_bench --compile 5000 2
+//!
+//! `--print LINES` prints the well-typed program of that many lines, the input of teil-wasm's
+//! `playground_bench`.
 
 use lsp_server::{Connection, Message, Notification, Request, RequestId};
 use serde_json::{json, Value};
@@ -115,12 +118,17 @@ fn version(lines: usize, run: usize) -> (String, bool) {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let compile_only = args.first().is_some_and(|a| a == "--compile");
-    if compile_only {
+    let mode = args.first().filter(|a| a.starts_with("--")).cloned();
+    if mode.is_some() {
         args.remove(0);
     }
     let mut args = args.into_iter();
     let lines: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5000);
+    if mode.as_deref() == Some("--print") {
+        print!("{}", program(lines, None));
+        return;
+    }
+    let compile_only = mode.as_deref() == Some("--compile");
     let runs: usize = args
         .next()
         .and_then(|a| a.parse().ok())
