@@ -10,14 +10,32 @@ use serde_json::json;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-/// The time this thread has spent on a CPU so far (Linux: the first field of
-/// `/proc/thread-self/schedstat`, in nanoseconds): the time on an idle core, however loaded
-/// the machine is. `None` where that cannot be read.
-fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+/// The time the worker thread `tid` has spent on a CPU so far, read once it waits for the
+/// next request (Linux: `/proc/self/task/TID/schedstat`, whose first field is in nanoseconds and
+/// exact for a thread that sleeps): what an edit's analysis takes on an idle core, however
+/// loaded the machine is. `None` where that cannot be read. As in teil-lsp's `lsp_bench`.
+fn worker_cpu_time(tid: Option<&str>) -> Option<Duration> {
+    let task = std::path::Path::new("/proc/self/task").join(tid?);
+    for _ in 0..100_000 {
+        let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+        if stat.rsplit(')').next()?.trim_start().starts_with('S') {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let stat = std::fs::read_to_string(task.join("schedstat")).ok()?;
     Some(Duration::from_nanos(
         stat.split_whitespace().next()?.parse().ok()?,
     ))
+}
+
+/// The thread id of the thread named `name` in this process, if the system says.
+fn thread_id(name: &str) -> Option<String> {
+    std::fs::read_dir("/proc/self/task").ok()?.find_map(|t| {
+        let t = t.ok()?;
+        let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        (comm.trim() == name).then(|| t.file_name().to_string_lossy().into_owned())
+    })
 }
 
 /// Median and 95th percentile (nearest rank), in ms.
@@ -47,18 +65,38 @@ fn main() {
     let offset = source.len() / 2;
     let analyze = json!({ "cmd": "analyze", "source": source }).to_string();
     let sub = json!({ "cmd": "subexpressions", "source": source, "offset": offset }).to_string();
+    // The requests are answered on a worker thread, as the page's Web Worker does.
+    let (to_worker, requests) = std::sync::mpsc::channel::<String>();
+    let (to_page, answers) = std::sync::mpsc::channel::<String>();
+    let worker = std::thread::Builder::new()
+        .name("playground-bench".into())
+        .spawn(move || {
+            for r in requests {
+                if to_page.send(teil_wasm::handle(&r)).is_err() {
+                    break;
+                }
+            }
+        })
+        .expect("worker thread");
+    let tid = thread_id("playground-bench");
+    let ask = |r: &String| {
+        to_worker.send(r.clone()).expect("worker");
+        answers.recv().expect("answer")
+    };
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let (cpu_before, started) = (cpu_time(), Instant::now());
-        let a = teil_wasm::handle(&analyze);
-        let s = teil_wasm::handle(&sub);
+        let (cpu_before, started) = (worker_cpu_time(tid.as_deref()), Instant::now());
+        let a = ask(&analyze);
+        let s = ask(&sub);
         wall.push(started.elapsed());
-        if let (Some(before), Some(after)) = (cpu_before, cpu_time()) {
+        if let (Some(before), Some(after)) = (cpu_before, worker_cpu_time(tid.as_deref())) {
             cpu.push(after.saturating_sub(before));
         }
-        assert!(a.starts_with(r#"{"#) && !a.contains(r#""error""#), "{a}");
+        assert!(a.starts_with('{') && !a.contains(r#""error""#), "{a}");
         assert!(s.contains(r#""subexpressions""#), "{s}");
     }
+    drop(to_worker);
+    worker.join().expect("worker");
     println!(
         "{} lines, {} bytes, {runs} edits: analyze + subexpressions: wall {}; CPU {}",
         source.lines().count(),
