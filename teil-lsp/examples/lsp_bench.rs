@@ -164,8 +164,6 @@ fn main() {
         .name("teil-lsp-bench".into())
         .spawn(move || teil_lsp::serve(&server))
         .expect("server thread");
-    let tid = thread_id("teil-lsp-bench");
-    let tid = tid.as_deref();
     let mut id = 0;
     let mut request = |method: &str, params: Value| {
         id += 1;
@@ -191,6 +189,9 @@ fn main() {
         "initialize",
         json!({ "processId": null, "rootUri": null, "capabilities": {} }),
     );
+    // Looked up once the server has answered: a thread takes its name when it starts.
+    let tid = thread_id("teil-lsp-bench");
+    let tid = tid.as_deref();
     let notify = |method: &str, params: Value| {
         client
             .sender
