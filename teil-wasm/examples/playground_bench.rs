@@ -69,7 +69,7 @@ fn main() {
     let (to_worker, requests) = std::sync::mpsc::channel::<String>();
     let (to_page, answers) = std::sync::mpsc::channel::<String>();
     let worker = std::thread::Builder::new()
-        .name("playground-bench".into())
+        .name("playground".into())
         .spawn(move || {
             for r in requests {
                 if to_page.send(teil_wasm::handle(&r)).is_err() {
@@ -84,7 +84,7 @@ fn main() {
     };
     // One request first: a thread takes its name when it starts.
     ask(&analyze);
-    let tid = thread_id("playground-bench");
+    let tid = thread_id("playground");
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let (cpu_before, started) = (worker_cpu_time(tid.as_deref()), Instant::now());
