@@ -66,12 +66,12 @@ fn file_name(req: &Map<String, Value>) -> &'static str {
 }
 
 fn diagnostics_json(diags: &[Diagnostic], file: &str, src: &str) -> Vec<Value> {
+    let renderer = teil::render::Renderer::new(file, src);
     diags
         .iter()
         .map(|d| {
             // The one JSON form of a diagnostic is the CLI's (`teil check --format json`).
-            serde_json::from_str(&teil::render::render_json(d, file, src))
-                .expect("render_json prints JSON")
+            serde_json::from_str(&renderer.json(d)).expect("render_json prints JSON")
         })
         .collect()
 }
@@ -103,12 +103,14 @@ fn analyze(req: &Map<String, Value>) -> Answer {
             "variables": [],
         }),
         Ok((p, warnings)) => {
+            // One index of the text for every statement's line (building one reads the text).
+            let lines = teil::render::Renderer::new(file, src);
             let statements: Vec<Value> = p
                 .program()
                 .stmts
                 .iter()
                 .map(|s| {
-                    let (line, _) = teil::render::line_col(src, s.span.start);
+                    let (line, _) = lines.line_col(s.span.start);
                     json!({
                         "target": s.target.name,
                         "shape": p.shape(&s.value),

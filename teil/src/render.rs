@@ -301,8 +301,9 @@ impl<'s> Renderer<'s> {
         a..b
     }
 
-    /// 1-based line and column (in characters) of a byte offset of the file.
-    fn line_col(&self, offset: usize) -> (usize, usize) {
+    /// 1-based line and column (in characters) of a byte offset of the file. Building a
+    /// `Renderer` reads the whole text: for many offsets of one text, build it once.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
         self.lines
             .line_col(self.shown, self.clamp(&(offset..offset)).start)
     }
