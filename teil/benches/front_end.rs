@@ -6,7 +6,6 @@
 //!
 //! Numbers of the development machine are in spec/validation.md, *In CI*.
 
-#[allow(dead_code)] // the decoder of the fuzz harness is not used here
 #[path = "../tests/parser_fuzz/input.rs"]
 mod input;
 
