@@ -135,29 +135,34 @@ fn deep_nesting_of_every_kind() {
     assert!(codes.contains("E0104"), "{codes:?}");
 }
 
-/// A 10 KB input of each generated kind goes through the front end well within the budget.
+/// A 10 KB input of each generated kind goes through the whole front end with its expected
+/// verdict: the token soup gets lexical and syntax errors, the 2,501-term sum exceeds the
+/// nesting limit (E0005), the 1,000 statements are accepted, and the corpus cut at 10,000
+/// characters is rejected (its codes depend on which files the corpus holds). How long they
+/// take is measured by `cargo bench -p teil --bench front_end` (spec/validation.md, *In CI*),
+/// not asserted here (no [`run`] budget either): a timed test fails on a loaded machine.
 #[test]
-fn ten_kilobyte_inputs_finish_quickly() {
-    let c = corpus();
-    let soup: String = input::VOCABULARY
-        .iter()
-        .cycle()
-        .take(3000)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let big_program: String = c.teil.iter().flat_map(|s| s.chars()).take(10_000).collect();
-    let sum = format!("var A : [2]\nA = A{}\n", " + A".repeat(2500));
-    let many_stmts = format!("var A : [2]\n{}", "A = A + A\n".repeat(1000));
-    for src in [soup, big_program, sum, many_stmts] {
-        assert!(src.len() >= 9_000, "{}", src.len());
-        let started = Instant::now();
-        let input = Input::Teil(src);
-        run(&input).unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "{:?}",
-            started.elapsed()
-        );
+fn ten_kilobyte_inputs_get_their_verdicts() {
+    let mut verdicts = Vec::new();
+    for (name, input) in input::ten_kilobyte_inputs(corpus()) {
+        assert!(input.len() >= 9_000, "{name}: {}", input.len());
+        let outcome = check(&input).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut codes = outcome.codes;
+        codes.sort_unstable();
+        codes.dedup();
+        if name == "corpus prefix" {
+            assert!(!codes.is_empty(), "{name}: rejected without a code");
+            codes.clear();
+        }
+        verdicts.push((name, outcome.accepted, codes));
     }
+    assert_eq!(
+        verdicts,
+        [
+            ("token soup", false, vec!["E0001", "E0002"]),
+            ("corpus prefix", false, vec![]),
+            ("2,501-term sum", false, vec!["E0005"]),
+            ("1,000 statements", true, vec![]),
+        ]
+    );
 }

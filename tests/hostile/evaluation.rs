@@ -54,7 +54,7 @@ fn trace_of_a_deep_tower_is_linear_without_values_and_refused_with_them() {
         // Symbolic: one line per expression node (4 per level, 2 for `red+ 1 A`, the first and
         // the note), each no wider than the first.
         let o = Case::new(["trace", &file, "s"]).run();
-        o.exits(0).within(Duration::from_secs(5));
+        o.exits(0).within_cpu(Duration::from_secs(5));
         let lines = lines_of(&o.stdout);
         assert_eq!(lines.len(), 1 + 4 * depth + 2 + 1, "depth {depth}");
         assert!(lines[lines.len() - 2].ends_with("[S-Var]"));
@@ -69,7 +69,9 @@ fn trace_of_a_deep_tower_is_linear_without_values_and_refused_with_them() {
         assert!(o.stdout.is_empty());
         // With values: 5^depth · 10 reads through the oracle, refused before it starts.
         let o = Case::new(["trace", &file, "s", "--random-inputs", "1"]).run();
-        o.exits(1).reports("E0702").within(Duration::from_secs(5));
+        o.exits(1)
+            .reports("E0702")
+            .within_cpu(Duration::from_secs(5));
         assert!(o.stdout.is_empty(), "{}", o.stdout);
     }
 }
@@ -110,7 +112,9 @@ fn the_oracle_refuses_nested_expansions_and_the_fast_evaluator_computes_them() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "x.teil", &expansions());
     let o = Case::new(["run", &file, "--oracle", "--random-inputs", "1"]).run();
-    o.exits(1).reports("E0702").within(Duration::from_secs(5));
+    o.exits(1)
+        .reports("E0702")
+        .within_cpu(Duration::from_secs(5));
     assert!(
         o.stderr.contains("40040040040010 evaluation steps"),
         "{}",
@@ -155,7 +159,7 @@ fn the_oracle_refuses_nested_expansions_and_the_fast_evaluator_computes_them() {
     let o = Case::new(["run", &file, "--in", "A=a.npy", "--out", "out"])
         .cwd(dir.path())
         .run();
-    o.exits(0).within(Duration::from_secs(5));
+    o.exits(0).within_cpu(Duration::from_secs(5));
     let b = teil_interp::npy::read(&dir.path().join("out/B.npy")).unwrap();
     assert_eq!(b, a * 1e12);
 }
@@ -179,7 +183,7 @@ fn fuzz_replay_of_nested_expansions_is_refused() {
     )
     .unwrap();
     let o = Case::new(["fuzz", "--replay", &file]).run();
-    o.reports("E0702").within(Duration::from_secs(5));
+    o.reports("E0702").within_cpu(Duration::from_secs(5));
     assert!(o.status.code().is_some(), "{:?}", o.status);
     assert_ne!(o.status.code(), Some(0));
     assert!(!o.stderr.contains("panicked"));
@@ -198,7 +202,9 @@ fn random_inputs_over_the_budget_name_the_tensor() {
         let mut args = vec!["run", file.as_str(), "--random-inputs", "1"];
         args.extend_from_slice(backend);
         let o = Case::new(args).run();
-        o.exits(1).reports("E0701").within(Duration::from_secs(5));
+        o.exits(1)
+            .reports("E0701")
+            .within_cpu(Duration::from_secs(5));
         // The item 8: the tensor and its size, not "missing input".
         assert!(!o.stderr.contains("missing input"), "{}", o.stderr);
         assert!(
@@ -268,7 +274,9 @@ fn npy_inputs_over_the_budget_or_the_address_space_are_coded_errors() {
     let o = Case::new(["run", &huge, "--in", "A=a.npy"])
         .cwd(dir.path())
         .run();
-    o.exits(1).reports("E0701").within(Duration::from_secs(5));
+    o.exits(1)
+        .reports("E0701")
+        .within_cpu(Duration::from_secs(5));
     // Within a raised budget: the file (16 GiB) cannot be read into 2 GiB.
     let o = Case::new(["run", &huge, "--in", "A=a.npy", "--max-memory", "1T"])
         .cwd(dir.path())
@@ -297,7 +305,7 @@ fn report_fig06_checks_and_is_refused_by_the_memory_budget() {
         let mut args = vec!["run", file.as_str(), "--random-inputs", "1"];
         args.extend_from_slice(extra);
         let o = Case::new(args).run();
-        o.exits(1).within(Duration::from_secs(5));
+        o.exits(1).within_cpu(Duration::from_secs(5));
         assert!(
             o.stderr.contains("E0701") || o.stderr.contains("E0703"),
             "{}",

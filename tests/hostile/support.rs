@@ -1,7 +1,7 @@
 //! Running `teil` under limits and classifying how it ended.
 
 use std::io::Write;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ pub struct Outcome {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// The CPU time (user and system) of `teil` and of the processes it waited for.
+    pub cpu: Duration,
 }
 
 impl Case {
@@ -83,6 +85,8 @@ impl Case {
     }
 
     /// Runs the case; panics (failing the test) if it is still running at its deadline.
+    // The child is reaped by `wait4` (which also gives its CPU time), which clippy does not see.
+    #[allow(clippy::zombie_processes)]
     pub fn run(self) -> Outcome {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_teil"));
         cmd.args(&self.args)
@@ -138,9 +142,23 @@ impl Case {
             v
         });
         let mut signal = self.signal;
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
+        let pid = child.id() as libc::pid_t;
+        let (status, cpu) = loop {
+            let mut raw = 0;
+            // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: wait4(2) on our own child, with pointers to the two locals. `wait4`
+            // rather than `Child::try_wait` because it also gives the child's CPU time.
+            let reaped = unsafe { libc::wait4(pid, &mut raw, libc::WNOHANG, &mut usage) };
+            assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
+            if reaped == pid {
+                let time = |t: libc::timeval| {
+                    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+                };
+                break (
+                    ExitStatus::from_raw(raw),
+                    time(usage.ru_utime) + time(usage.ru_stime),
+                );
             }
             if let Some((_, sig)) = signal.filter(|(after, _)| start.elapsed() >= *after) {
                 // SAFETY: kill(2) on the child's id, which it keeps until we reap it.
@@ -165,6 +183,7 @@ impl Case {
             stdout,
             stderr,
             elapsed,
+            cpu,
         }
     }
 }
@@ -204,9 +223,19 @@ impl Outcome {
         self
     }
 
-    /// Asserts the case ended within `d`.
+    /// Asserts the case ended within `d` of wall-clock time: for cases about time itself (a
+    /// time-out that must fire, a special file that must not block).
     pub fn within(&self, d: Duration) -> &Outcome {
         assert!(self.elapsed < d, "took {:?}, more than {d:?}", self.elapsed);
+        self
+    }
+
+    /// Asserts the case used less than `d` of CPU time: for bounds on work (linear-time
+    /// diagnostics, budgets that stop an evaluation). CPU time, not wall-clock time, because
+    /// the machine running the tests may be loaded; the deadline of [`Case::run`] still
+    /// catches a hang.
+    pub fn within_cpu(&self, d: Duration) -> &Outcome {
+        assert!(self.cpu < d, "used {:?} of CPU, more than {d:?}", self.cpu);
         self
     }
 }

@@ -44,6 +44,34 @@ impl Input {
     }
 }
 
+/// The four 10 KB inputs of the front end's size check, by name: token soup (rejected), the
+/// corpus concatenated and cut at 10,000 characters (rejected: cut mid-program), one statement
+/// adding 2,501 terms and 1,000 statements (both accepted). `parser_fuzz.rs` checks their
+/// verdicts; `cargo bench -p teil --bench front_end` times them.
+pub fn ten_kilobyte_inputs(corpus: &Corpus) -> Vec<(&'static str, Input)> {
+    let soup: String = VOCABULARY
+        .iter()
+        .cycle()
+        .take(3000)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let big_program: String = corpus
+        .teil
+        .iter()
+        .flat_map(|s| s.chars())
+        .take(10_000)
+        .collect();
+    let sum = format!("var A : [2]\nA = A{}\n", " + A".repeat(2500));
+    let many_stmts = format!("var A : [2]\n{}", "A = A + A\n".repeat(1000));
+    vec![
+        ("token soup", Input::Teil(soup)),
+        ("corpus prefix", Input::Teil(big_program)),
+        ("2,501-term sum", Input::Teil(sum)),
+        ("1,000 statements", Input::Teil(many_stmts)),
+    ]
+}
+
 /// The programs mutations start from.
 pub struct Corpus {
     pub teil: Vec<String>,
