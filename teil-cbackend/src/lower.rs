@@ -22,8 +22,8 @@
 //!    target runs over the padded extent only when [`zero_labels`] proves the value computed in
 //!    padding is zero; reduction loops always run over logical extents.
 //!
-//! How the printer prints the nests (contraction kernels, tiled nests: `crate::opt`) is not
-//! decided here; the kernel only records the [`Tuning`].
+//! Which nests become contraction kernels or tiled nests is decided afterwards, by the passes
+//! of `crate::opt` (`opt::pipeline`).
 //!
 //! Shapes are read from the checker ([`CheckedProgram::shape`]), never re-derived.
 
@@ -84,10 +84,6 @@ struct Lowerer<'p> {
     names: Names,
     temps: usize,
     lifted: usize,
-}
-
-pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> {
-    lower_tuned(prog, opts, &Tuning::default())
 }
 
 pub(crate) fn lower_tuned(
@@ -234,7 +230,7 @@ pub(crate) fn lower_tuned(
         steps: lw.steps,
         workspace: 0,
         lifted: lw.lifted,
-        tuning: lw.tuning,
+        openmp: false,
     };
     // Workspace layout: every used non-parameter buffer at a 64-byte multiple.
     let used = kernel.referenced();

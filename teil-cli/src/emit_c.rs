@@ -58,7 +58,7 @@ pub fn emit_c(
             return 2;
         }
     };
-    kernel.tuning.openmp = openmp;
+    kernel.openmp = openmp;
     if validate {
         match teil_cbackend::validate::validate(&checked, &kernel) {
             Ok(v) => eprintln!("{v}"),
