@@ -17,6 +17,7 @@
 //! padded extents only ever writes zeros there.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use teil::ast::{BinOp, RedOp};
 
 /// Index of a buffer in [`Kernel::buffers`].
@@ -529,5 +530,210 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
             val(&mut t.value, f);
             f(&mut t.store.buf, true);
         }
+    }
+}
+
+/// The IR as text (`teil emit-c --ir`, the `tests/lower/` snapshots): one header line per
+/// kernel, one line per buffer some step uses or that is a parameter, then the steps. Stable:
+/// it depends only on the kernel (buffers are named by their C names, labels by their
+/// numbers).
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "kernel {} (M = {}, workspace {}, lifted {}{})",
+            self.name,
+            self.pad,
+            self.workspace,
+            self.lifted,
+            if self.openmp { ", openmp" } else { "" }
+        )?;
+        let used = self.referenced();
+        for (i, b) in self.buffers.iter().enumerate() {
+            if !used[i] && !self.params.contains(&BufId(i)) {
+                continue;
+            }
+            let role = match b.role {
+                Role::Param { input, output } => match (input, output) {
+                    (true, true) => "inout".to_string(),
+                    (true, false) => "input".to_string(),
+                    (false, true) => "output".to_string(),
+                    (false, false) => "unused".to_string(),
+                },
+                Role::Internal => format!("internal at {}", b.offset),
+                Role::InputCopy => format!("input copy at {}", b.offset),
+                Role::Temp => format!("temporary at {}", b.offset),
+            };
+            writeln!(
+                f,
+                "  buffer {}: {role}, logical {:?}, padded {:?}",
+                b.c_name, b.logical, b.padded
+            )?;
+        }
+        let t = Text { k: self };
+        for s in &self.steps {
+            match s {
+                Step::Nest { comment, body } => {
+                    writeln!(f, "nest // {}", one_line(comment))?;
+                    t.nodes(f, body, 1)?;
+                }
+                Step::Copy { comment, dst, src } => writeln!(
+                    f,
+                    "copy {} <- {} // {}",
+                    t.buf(*dst),
+                    t.buf(*src),
+                    one_line(comment)
+                )?,
+                Step::Contract { comment, c } => {
+                    match &c.strategy {
+                        Strategy::Packed {
+                            swap,
+                            batch,
+                            rows,
+                            cols,
+                            m,
+                            n,
+                            kc,
+                            mc,
+                            nc,
+                        } => writeln!(
+                            f,
+                            "contract packed (rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
+                             panels kc {kc} mc {mc} nc {nc}) // {}",
+                            if *swap { "b" } else { "a" },
+                            bounds(rows),
+                            bounds(cols),
+                            bounds(batch),
+                            one_line(comment)
+                        )?,
+                        Strategy::Dot { lane, lanes } => writeln!(
+                            f,
+                            "contract dot (lane l{}, {lanes} lanes) // {}",
+                            lane.0,
+                            one_line(comment)
+                        )?,
+                    }
+                    writeln!(
+                        f,
+                        "  for {}: {} = sum {}: a {} * b {}",
+                        bounds(&c.free),
+                        t.access(c.target.buf, &c.target.index),
+                        bound(&c.k),
+                        t.access(c.a.buf, &c.a.index),
+                        t.access(c.b.buf, &c.b.index)
+                    )?;
+                }
+                Step::Tiled { comment, t: tl } => {
+                    writeln!(
+                        f,
+                        "tiled (p l{}, q l{}, blocks of {}) // {}",
+                        tl.p.0,
+                        tl.q.0,
+                        tl.block,
+                        one_line(comment)
+                    )?;
+                    writeln!(
+                        f,
+                        "  for {}: {} = {}",
+                        bounds(&tl.loops),
+                        t.access(tl.store.buf, &tl.store.index),
+                        t.val(&tl.value)
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace('\n', " ")
+}
+
+fn bound(b: &Bound) -> String {
+    if b.extent == b.logical {
+        format!("l{} < {}", b.var.0, b.extent)
+    } else {
+        format!("l{} < {} (logical {})", b.var.0, b.extent, b.logical)
+    }
+}
+
+fn bounds(bs: &[Bound]) -> String {
+    if bs.is_empty() {
+        return "()".to_string();
+    }
+    bs.iter().map(bound).collect::<Vec<_>>().join(", ")
+}
+
+struct Text<'k> {
+    k: &'k Kernel,
+}
+
+impl Text<'_> {
+    fn buf(&self, b: BufId) -> String {
+        self.k
+            .buffers
+            .get(b.0)
+            .map_or_else(|| format!("#{}", b.0), |b| b.c_name.clone())
+    }
+
+    fn access(&self, b: BufId, idx: &[Ix]) -> String {
+        let parts: Vec<String> = idx
+            .iter()
+            .map(|ix| match ix {
+                Ix::Var(l) => format!("l{}", l.0),
+                Ix::Const(c) => c.to_string(),
+            })
+            .collect();
+        format!("{}[{}]", self.buf(b), parts.join(", "))
+    }
+
+    fn val(&self, v: &Val) -> String {
+        match v {
+            Val::Load(b, idx) => self.access(*b, idx),
+            Val::Lit(x) => format!("{x:?}"),
+            Val::Acc(a) => format!("acc{a}"),
+            Val::Undefined => "undefined".to_string(),
+            Val::Bin(op, a, b) => {
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::Div => "/",
+                };
+                format!("({} {sym} {})", self.val(a), self.val(b))
+            }
+        }
+    }
+
+    fn nodes(&self, f: &mut fmt::Formatter<'_>, ns: &[Node], depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        for n in ns {
+            match n {
+                Node::Loop {
+                    var,
+                    start,
+                    extent,
+                    logical,
+                    body,
+                } => {
+                    let note = if extent != logical {
+                        format!(" (logical {logical})")
+                    } else {
+                        String::new()
+                    };
+                    writeln!(f, "{pad}for l{} in {start}..{extent}{note}", var.0)?;
+                    self.nodes(f, body, depth + 1)?;
+                }
+                Node::AccInit { acc, op } => writeln!(f, "{pad}acc{acc} = identity of {op:?}")?,
+                Node::AccUpdate { acc, op, value } => {
+                    writeln!(f, "{pad}acc{acc} = {op:?}(acc{acc}, {})", self.val(value))?
+                }
+                Node::Store { buf, index, value } => {
+                    writeln!(f, "{pad}{} = {}", self.access(*buf, index), self.val(value))?
+                }
+            }
+        }
+        Ok(())
     }
 }
