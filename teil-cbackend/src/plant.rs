@@ -192,37 +192,45 @@ fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> b
 }
 
 fn val_uses(v: &Val, l: Label) -> bool {
-    match v {
-        Val::Load(_, idx) => idx.contains(&Ix::Var(l)),
-        Val::Bin(_, a, b) => val_uses(a, l) || val_uses(b, l),
-        Val::Lit(_) | Val::Acc(_) | Val::Undefined => false,
-    }
+    let mut uses = false;
+    walk_val(v, &mut |x| {
+        if let Visit::Load(_, idx) = x {
+            uses |= idx.contains(&Ix::Var(l));
+        }
+    });
+    uses
 }
 
 /// Whether any value computed in `ns` (loads of stores and accumulator updates) uses `l`.
 fn values_use(ns: &[Node], l: Label) -> bool {
-    ns.iter().any(|n| match n {
-        Node::Loop { body, .. } => values_use(body, l),
-        Node::AccInit { .. } => false,
-        Node::AccUpdate { value, .. } | Node::Store { value, .. } => val_uses(value, l),
-    })
+    let mut uses = false;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Load(_, idx) = v {
+            uses |= idx.contains(&Ix::Var(l));
+        }
+    });
+    uses
 }
 
 /// Whether some store in `ns` is indexed by `l`.
 fn stores_at(ns: &[Node], l: Label) -> bool {
-    ns.iter().any(|n| match n {
-        Node::Loop { body, .. } => stores_at(body, l),
-        Node::Store { index, .. } => index.contains(&Ix::Var(l)),
-        Node::AccInit { .. } | Node::AccUpdate { .. } => false,
-    })
+    let mut at = false;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Store(_, idx) = v {
+            at |= idx.contains(&Ix::Var(l));
+        }
+    });
+    at
 }
 
 fn stores_only_undefined(ns: &[Node]) -> bool {
-    ns.iter().all(|n| match n {
-        Node::Loop { body, .. } => stores_only_undefined(body),
-        Node::Store { value, .. } => *value == Val::Undefined,
-        Node::AccInit { .. } | Node::AccUpdate { .. } => false,
-    })
+    let mut only = true;
+    walk_nodes(ns, &mut |v| match v {
+        Visit::Node(Node::Store { value, .. }) => only &= *value == Val::Undefined,
+        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. }) => only = false,
+        _ => {}
+    });
+    only
 }
 
 /// The re-zeroing nest the lowering emits after a nest whose innermost loop it padded: stores of
