@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Programs are generated exactly as `teil fuzz` generates them (`campaign::flavour`,
-//! `campaign::generate`, `campaign::program_seed`) and lowered with the default options.
+//! `campaign::program_at`, `campaign::program_seed`; three of every twenty are the kernel-form
+//! templates of `teil_fuzz::forms`) and lowered with the default options.
 
 use teil_cbackend::opt::Printing;
 use teil_fuzz::campaign::{self, Config};
@@ -24,7 +25,7 @@ fn main() {
     let mut checked = 0u64;
     for index in 0..n {
         let strategy = gen::program(campaign::flavour(index));
-        let (p, _) = campaign::generate(&strategy, campaign::program_seed(seed, index));
+        let (p, _) = campaign::program_at(&strategy, index, campaign::program_seed(seed, index));
         let Ok((c, _)) = teil::check(p) else {
             continue;
         };
