@@ -97,9 +97,9 @@ pub fn pipeline(k: &mut Kernel, t: &Tuning) {
 pub enum Printing {
     /// As written: the loop nest, or the copy loop.
     Plain,
-    /// A contraction step with [`Strategy::Packed`](crate::ir::Strategy::Packed).
+    /// A contraction step with [`Strategy::Packed`].
     Packed,
-    /// A contraction step with [`Strategy::Dot`](crate::ir::Strategy::Dot).
+    /// A contraction step with [`Strategy::Dot`].
     Dot,
     /// A tiled step.
     Tiled,

@@ -2,7 +2,7 @@
 //! into [`Step::Contract`] steps with a [`Strategy`] (a packed, register-blocked matrix product
 //! or register-blocked dot products), chosen once here; `crate::print` prints the step as it is.
 //!
-//! [`Contraction::of`] (private) recognises the nest the lowering emits for a statement (or
+//! `of` recognises the nest the lowering emits for a statement (or
 //! lifted or hoisted temporary) whose value is one sum over a product of two loads:
 //!
 //! ```text
