@@ -70,7 +70,11 @@ impl Tuning {
 
 /// Lowers with the given optimisations.
 pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Kernel, Error> {
-    let mut k = crate::lower::lower_tuned(p, opts, t)?;
+    let rewrites = crate::lower::Rewrites {
+        order: t.order,
+        split: t.split,
+    };
+    let mut k = crate::lower::lower_kernel(p, opts, rewrites)?;
     pipeline(&mut k, t);
     Ok(k)
 }
