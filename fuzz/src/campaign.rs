@@ -291,6 +291,11 @@ pub fn flavour(index: u64) -> GenConfig {
     }
 }
 
+/// SplitMix64 step, for other modules that derive values from a program seed.
+pub(crate) fn mix_seed(x: u64) -> u64 {
+    mix(x)
+}
+
 /// SplitMix64 step.
 fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -326,6 +331,21 @@ pub fn generate(
             None => (p, false),
         },
         Err(_) => (p, false),
+    }
+}
+
+/// Program `index` of a campaign, with program seed `seed`: a kernel-form template
+/// ([`crate::forms`]) for three indices of every twenty, otherwise drawn from `strategy` (the
+/// generator of the index's flavour) by [`generate`]. Returns whether the program was
+/// retargeted.
+pub fn program_at(
+    strategy: &impl proptest::strategy::Strategy<Value = Program>,
+    index: u64,
+    seed: u64,
+) -> (Program, bool) {
+    match crate::forms::program(index, seed) {
+        Some(p) => (p, false),
+        None => generate(strategy, seed),
     }
 }
 
@@ -644,7 +664,7 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
                         let strategy = gens
                             .entry(index % 4)
                             .or_insert_with(|| gen::program(flavour(index)));
-                        let (p, retargeted) = generate(strategy, seed);
+                        let (p, retargeted) = program_at(strategy, index, seed);
                         programs.push((index, seed, p));
                         stats.by_flavour[(index % 4) as usize] += 1;
                         stats.retargeted += u64::from(retargeted);

@@ -5,7 +5,8 @@
 //! rule of a well-typed program, for testing the checker's diagnostics. [`shrink`] reduces a
 //! failing program and its inputs. [`laws`] rewrites programs by the TeIL paper's equational
 //! laws. [`campaign`] runs whole differential campaigns (`teil fuzz`), comparing with the
-//! tolerances of [`compare`] and writing reproducers with [`repro`].
+//! tolerances of [`compare`] and writing reproducers with [`repro`]; [`forms`] gives the
+//! programs that reach the C backend's kernel forms.
 //!
 //! Against other implementations: [`target`] speaks the `teil-target/1` protocol with a target
 //! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]),
@@ -15,6 +16,7 @@
 pub mod campaign;
 pub mod compare;
 pub mod export;
+pub mod forms;
 pub mod gen;
 pub mod inplace;
 pub mod laws;

@@ -11,6 +11,10 @@ use teil_fuzz::repro;
 /// Programs within which the campaign must find each bug (spec/fuzzing.md: with the detection
 /// rate `p` measured over 1,600 programs, a fresh seed misses a bug within its budget `N` with
 /// probability `(1 - p)^N < 10^-3`).
+///
+/// The bugs planted in the kernel forms of the optimisation passes (`panel-edge`, `k-bound`,
+/// `tile-edge`) live in the template programs of `teil_fuzz::forms` (indices 17, 18, 19 of
+/// every 20), each of which reaches its form: two periods.
 fn budget(bug: Bug) -> u64 {
     match bug {
         Bug::OffByOne => 10,
@@ -18,6 +22,7 @@ fn budget(bug: Bug) -> u64 {
         Bug::AliasingIgnored => 150,
         Bug::RedmaxPadded => 100,
         Bug::WrongStride => 10,
+        Bug::PanelEdge | Bug::KBound | Bug::TileEdge => 40,
     }
 }
 
@@ -90,6 +95,21 @@ fn redmax_over_padded_extents_is_found() {
 #[test]
 fn wrong_stride_is_found() {
     found_within_budget(Bug::WrongStride);
+}
+
+#[test]
+fn a_wrong_panel_edge_in_packed_contractions_is_found() {
+    found_within_budget(Bug::PanelEdge);
+}
+
+#[test]
+fn a_wrong_k_bound_in_contraction_kernels_is_found() {
+    found_within_budget(Bug::KBound);
+}
+
+#[test]
+fn a_wrong_tile_edge_is_found() {
+    found_within_budget(Bug::TileEdge);
 }
 
 #[test]

@@ -16,6 +16,8 @@
 //! which the very next step re-zeroes; spec/padding.md says why every other loop that runs over
 //! padded extents only ever writes zeros there.
 
+use std::collections::BTreeMap;
+use std::fmt;
 use teil::ast::{BinOp, RedOp};
 
 /// Index of a buffer in [`Kernel::buffers`].
@@ -131,6 +133,221 @@ pub enum Step {
         dst: BufId,
         src: BufId,
     },
+    /// A contraction kernel (`crate::opt::contract` chooses it; spec/padding.md,
+    /// "Contraction kernels"). Its meaning is [`Contraction::nest`] with the cells visited in
+    /// the order of its [`Strategy`].
+    Contract { comment: String, c: Contraction },
+    /// A tiled reduction-free nest (`crate::opt::tile` chooses it; spec/padding.md, "Tiled
+    /// nests"). Its meaning is [`Tiled::nest`] with the iterations visited block by block.
+    Tiled { comment: String, t: Tiled },
+}
+
+impl Step {
+    /// The TeIL statement (or backend action) the step implements.
+    pub fn comment(&self) -> &str {
+        match self {
+            Step::Nest { comment, .. }
+            | Step::Copy { comment, .. }
+            | Step::Contract { comment, .. }
+            | Step::Tiled { comment, .. } => comment,
+        }
+    }
+}
+
+/// A buffer access with loop-variable indices, as in [`Val::Load`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Access {
+    pub buf: BufId,
+    pub index: Vec<Ix>,
+}
+
+/// A loop of a perfect nest: `for (var = 0; var < extent; var++)`, `logical` as in
+/// [`Node::Loop`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound {
+    pub var: Label,
+    pub extent: u64,
+    pub logical: u64,
+}
+
+/// `target[free] = Σ_{k < K} a · b`: a contraction of two loads into a third buffer.
+///
+/// **Meaning.** Exactly the plain nest [`Contraction::nest`]:
+///
+/// ```text
+/// for free_1 < n_1 ... for free_r < n_r {      (outermost first, every start 0)
+///     acc = -0.0
+///     for k < K { acc = acc + a[..] * b[..] }
+///     target[..] = acc
+/// }
+/// ```
+///
+/// The target buffer is neither `a`'s nor `b`'s, its index names every free label exactly once
+/// and the operands' indices use only free labels, `k` and constants, so no iteration reads a
+/// cell another writes: the strategies below visit the cells in other orders (and keep a
+/// partial sum in its cell between panels of terms) and compute every cell with the same
+/// operations in the same order (`-0.0 + x = x` exactly, binary64 multiplication commutes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contraction {
+    /// The target loops, outermost first (extents may be padded).
+    pub free: Vec<Bound>,
+    /// The summation loop; its extent `K` is the number of terms of every cell.
+    pub k: Bound,
+    pub target: Access,
+    pub a: Access,
+    pub b: Access,
+    pub strategy: Strategy,
+}
+
+/// The order in which a [`Contraction`]'s cells are computed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Strategy {
+    /// BLIS-style packed matrix product. The free labels are split into `batch` labels (read
+    /// by both operands or by neither), `rows` (read by the row operand only) and `cols` (read
+    /// by the column operand only); the row operand is `a`, or `b` when `swap`. Within `rows`
+    /// and `cols` the labels are listed outermost first and a flat row (column) number
+    /// `x < m` (`< n`) stands for the multi-index whose last label varies fastest.
+    ///
+    /// Order: for every batch multi-index (row-major), for column panels `jc = 0, nc, ...
+    /// < n` of `ncb = min(nc, n - jc)` columns, for term panels `pc = 0, kc, ... < K` of
+    /// `kcb = min(kc, K - pc)` terms, for row panels `ic = 0, mc, ... < m` of
+    /// `mcb = min(mc, m - ic)` rows, for column slivers `jr = 0, NR, ... < ncb`, for row slivers
+    /// `ir = 0, MR, ... < mcb`: the register tile updates every cell (row `ic + ir + i`,
+    /// column `jc + jr + j`, `i < min(MR, mcb - ir)`, `j < min(NR, ncb - jr)`) as
+    /// `cell = (pc == 0 ? -0.0 : cell) + a·b (term pc) + ... + a·b (term pc + kcb - 1)`.
+    /// `MR` x `NR` is the 6 x 8 register tile of the printed C.
+    Packed {
+        swap: bool,
+        batch: Vec<Bound>,
+        rows: Vec<Bound>,
+        cols: Vec<Bound>,
+        /// Rows of the product: the product of the row extents.
+        m: u64,
+        /// Columns of the product: the product of the column extents.
+        n: u64,
+        kc: u64,
+        mc: u64,
+        nc: u64,
+    },
+    /// Register-blocked dot products along `lane` (a free label): for the other free labels
+    /// (outermost first), for blocks of `lanes` consecutive indices of `lane` (while a whole
+    /// block fits its extent), every cell of the block is summed over `k = 0 .. K` side by side;
+    /// then the remaining indices of `lane` one by one.
+    Dot { lane: Label, lanes: u64 },
+}
+
+/// A reduction-free perfect nest `for l_1 ... for l_r { buf[..] = value }` whose store writes
+/// every cell once and whose value reads the stored buffer only at the stored cell, so that any
+/// order of the iterations computes the same values.
+///
+/// **Meaning.** Exactly the plain nest [`Tiled::nest`], with the iterations in this order: the
+/// loops of `loops` in order, where the loops of `p` and `q` step over blocks of `block`
+/// indices (`b = 0, block, ... < extent`); inside all of them the point loops of `q` and then
+/// `p`, each over `b .. min(b + block, extent)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tiled {
+    /// The loops, outermost first (every start 0).
+    pub loops: Vec<Bound>,
+    /// The innermost label.
+    pub p: Label,
+    /// The label some load runs through with unit stride.
+    pub q: Label,
+    pub block: u64,
+    pub store: Access,
+    pub value: Val,
+}
+
+impl Contraction {
+    /// The plain loop nest this contraction means (accumulator 0).
+    pub fn nest(&self) -> Vec<Node> {
+        let load = |a: &Access| Box::new(Val::Load(a.buf, a.index.clone()));
+        let mut body = vec![
+            Node::AccInit {
+                acc: 0,
+                op: RedOp::Sum,
+            },
+            Node::Loop {
+                var: self.k.var,
+                start: 0,
+                extent: self.k.extent,
+                logical: self.k.logical,
+                body: vec![Node::AccUpdate {
+                    acc: 0,
+                    op: RedOp::Sum,
+                    value: Val::Bin(BinOp::Mul, load(&self.a), load(&self.b)),
+                }],
+            },
+            Node::Store {
+                buf: self.target.buf,
+                index: self.target.index.clone(),
+                value: Val::Acc(0),
+            },
+        ];
+        for f in self.free.iter().rev() {
+            body = vec![f.wrap(body)];
+        }
+        body
+    }
+}
+
+impl Tiled {
+    /// The plain loop nest this tiled nest means.
+    pub fn nest(&self) -> Vec<Node> {
+        let mut body = vec![Node::Store {
+            buf: self.store.buf,
+            index: self.store.index.clone(),
+            value: self.value.clone(),
+        }];
+        for l in self.loops.iter().rev() {
+            body = vec![l.wrap(body)];
+        }
+        body
+    }
+}
+
+impl Bound {
+    /// `for (var = 0; var < extent; var++) { body }`.
+    pub fn wrap(&self, body: Vec<Node>) -> Node {
+        Node::Loop {
+            var: self.var,
+            start: 0,
+            extent: self.extent,
+            logical: self.logical,
+            body,
+        }
+    }
+}
+
+/// An access's element offset as an affine function of the loop variables:
+/// `constant + Σ stride(l) * l`, with the buffer's padded strides.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Affine {
+    pub by_label: BTreeMap<Label, u64>,
+    pub constant: u64,
+}
+
+impl Affine {
+    pub fn of(k: &Kernel, buf: BufId, index: &[Ix]) -> Affine {
+        let strides = k.buffer(buf).strides();
+        let mut s = Affine::default();
+        for (ix, st) in index.iter().zip(strides) {
+            match ix {
+                Ix::Var(l) => *s.by_label.entry(*l).or_insert(0) += st,
+                Ix::Const(c) => s.constant += c * st,
+            }
+        }
+        s
+    }
+
+    /// Whether the offset depends on `l`.
+    pub fn has(&self, l: Label) -> bool {
+        self.by_label.contains_key(&l)
+    }
+
+    /// The stride of `l` (0 if the offset does not depend on it).
+    pub fn get(&self, l: Label) -> u64 {
+        self.by_label.get(&l).copied().unwrap_or(0)
+    }
 }
 
 /// A lowered program.
@@ -148,13 +365,10 @@ pub struct Kernel {
     /// How many sum-of-products regions contraction lifting rewrote (0: every value is
     /// computed with exactly the interpreter's operations, spec/padding.md).
     pub lifted: usize,
-    /// How the printer may print nests (PERFORMANCE.md). These choices never change what a nest
-    /// computes: a contraction nest ([`crate::opt::contract`]) may be printed as a packed
-    /// matrix-product kernel or as register-blocked dot products, which compute every cell
-    /// with the nest's operations in the nest's order, only working on several cells at once
-    /// (spec/padding.md, "Contraction kernels"). Interpreting the steps as written gives
-    /// exactly the values the printed C computes.
-    pub tuning: crate::opt::Tuning,
+    /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest and
+    /// copy, and per-thread panels in packed contraction kernels (spec/abi.md, "OpenMP"). Only
+    /// the printer reads it: the pragmas never change what is computed.
+    pub openmp: bool,
 }
 
 impl Kernel {
@@ -171,6 +385,8 @@ impl Kernel {
             .map(|s| match s {
                 Step::Nest { body, .. } => work(body),
                 Step::Copy { src, .. } => u128::from(self.buffer(*src).padded_len()),
+                Step::Contract { c, .. } => work(&c.nest()),
+                Step::Tiled { t, .. } => work(&t.nest()),
             })
             .sum()
     }
@@ -200,38 +416,324 @@ impl Kernel {
     /// Which buffers some step reads or writes.
     pub fn referenced(&self) -> Vec<bool> {
         let mut used = vec![false; self.buffers.len()];
-        fn val(v: &Val, used: &mut [bool]) {
-            match v {
-                Val::Load(b, _) => used[b.0] = true,
-                Val::Bin(_, a, b) => {
-                    val(a, used);
-                    val(b, used);
-                }
-                Val::Lit(_) | Val::Acc(_) | Val::Undefined => {}
-            }
-        }
-        fn nodes(ns: &[Node], used: &mut [bool]) {
-            for n in ns {
-                match n {
-                    Node::Loop { body, .. } => nodes(body, used),
-                    Node::AccInit { .. } => {}
-                    Node::AccUpdate { value, .. } => val(value, used),
-                    Node::Store { buf, value, .. } => {
-                        used[buf.0] = true;
-                        val(value, used);
-                    }
-                }
-            }
-        }
         for s in &self.steps {
-            match s {
-                Step::Nest { body, .. } => nodes(body, &mut used),
-                Step::Copy { dst, src, .. } => {
-                    used[dst.0] = true;
-                    used[src.0] = true;
-                }
-            }
+            walk_step(s, &mut |e| match e {
+                Visit::Load(b, _) | Visit::Store(b, _) => used[b.0] = true,
+                Visit::Node(_) | Visit::Val(_) => {}
+            });
         }
         used
+    }
+}
+
+/// What [`walk_step`] shows its visitor.
+pub enum Visit<'a> {
+    /// A node of a loop nest (before its body).
+    Node(&'a Node),
+    /// A value (before its operands).
+    Val(&'a Val),
+    /// A read of a buffer cell (in values, contraction operands and copies).
+    Load(BufId, &'a [Ix]),
+    /// A write of a buffer cell (stores, contraction targets and copies).
+    Store(BufId, &'a [Ix]),
+}
+
+/// Visits every node, value and access of a step in program order (a copy reads its source
+/// and writes its destination, with an empty index). The one traversal of the IR that
+/// read-only passes (buffer use, printer helpers, statistics) share.
+pub fn walk_step<'a>(s: &'a Step, f: &mut dyn FnMut(Visit<'a>)) {
+    match s {
+        Step::Nest { body, .. } => walk_nodes(body, f),
+        Step::Copy { dst, src, .. } => {
+            f(Visit::Load(*src, &[]));
+            f(Visit::Store(*dst, &[]));
+        }
+        Step::Contract { c, .. } => {
+            f(Visit::Load(c.a.buf, &c.a.index));
+            f(Visit::Load(c.b.buf, &c.b.index));
+            f(Visit::Store(c.target.buf, &c.target.index));
+        }
+        Step::Tiled { t, .. } => {
+            walk_val(&t.value, f);
+            f(Visit::Store(t.store.buf, &t.store.index));
+        }
+    }
+}
+
+/// [`walk_step`] over a list of nodes.
+pub fn walk_nodes<'a>(ns: &'a [Node], f: &mut dyn FnMut(Visit<'a>)) {
+    for n in ns {
+        f(Visit::Node(n));
+        match n {
+            Node::Loop { body, .. } => walk_nodes(body, f),
+            Node::AccInit { .. } => {}
+            Node::AccUpdate { value, .. } => walk_val(value, f),
+            Node::Store { buf, index, value } => {
+                walk_val(value, f);
+                f(Visit::Store(*buf, index));
+            }
+        }
+    }
+}
+
+/// [`walk_step`] over a value.
+pub fn walk_val<'a>(v: &'a Val, f: &mut dyn FnMut(Visit<'a>)) {
+    f(Visit::Val(v));
+    match v {
+        Val::Load(b, idx) => f(Visit::Load(*b, idx)),
+        Val::Bin(_, a, b) => {
+            walk_val(a, f);
+            walk_val(b, f);
+        }
+        Val::Lit(_) | Val::Acc(_) | Val::Undefined => {}
+    }
+}
+
+/// Visits every buffer reference of a step mutably: the buffer of every load, store, operand,
+/// target and copy (the one mutable traversal, for rewrites that rename buffers).
+pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
+    fn val(v: &mut Val, f: &mut dyn FnMut(&mut BufId, bool)) {
+        match v {
+            Val::Load(b, _) => f(b, false),
+            Val::Bin(_, a, b) => {
+                val(a, f);
+                val(b, f);
+            }
+            Val::Lit(_) | Val::Acc(_) | Val::Undefined => {}
+        }
+    }
+    fn nodes(ns: &mut [Node], f: &mut dyn FnMut(&mut BufId, bool)) {
+        for n in ns {
+            match n {
+                Node::Loop { body, .. } => nodes(body, f),
+                Node::AccInit { .. } => {}
+                Node::AccUpdate { value, .. } => val(value, f),
+                Node::Store { buf, value, .. } => {
+                    val(value, f);
+                    f(buf, true);
+                }
+            }
+        }
+    }
+    match s {
+        Step::Nest { body, .. } => nodes(body, f),
+        Step::Copy { dst, src, .. } => {
+            f(src, false);
+            f(dst, true);
+        }
+        Step::Contract { c, .. } => {
+            f(&mut c.a.buf, false);
+            f(&mut c.b.buf, false);
+            f(&mut c.target.buf, true);
+        }
+        Step::Tiled { t, .. } => {
+            val(&mut t.value, f);
+            f(&mut t.store.buf, true);
+        }
+    }
+}
+
+/// The IR as text (`teil emit-c --ir`, the `tests/lower/` snapshots): one header line per
+/// kernel, one line per buffer some step uses or that is a parameter, then the steps. Stable:
+/// it depends only on the kernel (buffers are named by their C names, labels by their
+/// numbers).
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "kernel {} (M = {}, workspace {}, lifted {}{})",
+            self.name,
+            self.pad,
+            self.workspace,
+            self.lifted,
+            if self.openmp { ", openmp" } else { "" }
+        )?;
+        let used = self.referenced();
+        for (i, b) in self.buffers.iter().enumerate() {
+            if !used[i] && !self.params.contains(&BufId(i)) {
+                continue;
+            }
+            let role = match b.role {
+                Role::Param { input, output } => match (input, output) {
+                    (true, true) => "inout".to_string(),
+                    (true, false) => "input".to_string(),
+                    (false, true) => "output".to_string(),
+                    (false, false) => "unused".to_string(),
+                },
+                Role::Internal => format!("internal at {}", b.offset),
+                Role::InputCopy => format!("input copy at {}", b.offset),
+                Role::Temp => format!("temporary at {}", b.offset),
+            };
+            writeln!(
+                f,
+                "  buffer {}: {role}, logical {:?}, padded {:?}",
+                b.c_name, b.logical, b.padded
+            )?;
+        }
+        let t = Text { k: self };
+        for s in &self.steps {
+            match s {
+                Step::Nest { comment, body } => {
+                    writeln!(f, "nest // {}", one_line(comment))?;
+                    t.nodes(f, body, 1)?;
+                }
+                Step::Copy { comment, dst, src } => writeln!(
+                    f,
+                    "copy {} <- {} // {}",
+                    t.buf(*dst),
+                    t.buf(*src),
+                    one_line(comment)
+                )?,
+                Step::Contract { comment, c } => {
+                    match &c.strategy {
+                        Strategy::Packed {
+                            swap,
+                            batch,
+                            rows,
+                            cols,
+                            m,
+                            n,
+                            kc,
+                            mc,
+                            nc,
+                        } => writeln!(
+                            f,
+                            "contract packed (rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
+                             panels kc {kc} mc {mc} nc {nc}) // {}",
+                            if *swap { "b" } else { "a" },
+                            bounds(rows),
+                            bounds(cols),
+                            bounds(batch),
+                            one_line(comment)
+                        )?,
+                        Strategy::Dot { lane, lanes } => writeln!(
+                            f,
+                            "contract dot (lane l{}, {lanes} lanes) // {}",
+                            lane.0,
+                            one_line(comment)
+                        )?,
+                    }
+                    writeln!(
+                        f,
+                        "  for {}: {} = sum {}: a {} * b {}",
+                        bounds(&c.free),
+                        t.access(c.target.buf, &c.target.index),
+                        bound(&c.k),
+                        t.access(c.a.buf, &c.a.index),
+                        t.access(c.b.buf, &c.b.index)
+                    )?;
+                }
+                Step::Tiled { comment, t: tl } => {
+                    writeln!(
+                        f,
+                        "tiled (p l{}, q l{}, blocks of {}) // {}",
+                        tl.p.0,
+                        tl.q.0,
+                        tl.block,
+                        one_line(comment)
+                    )?;
+                    writeln!(
+                        f,
+                        "  for {}: {} = {}",
+                        bounds(&tl.loops),
+                        t.access(tl.store.buf, &tl.store.index),
+                        t.val(&tl.value)
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace('\n', " ")
+}
+
+fn bound(b: &Bound) -> String {
+    if b.extent == b.logical {
+        format!("l{} < {}", b.var.0, b.extent)
+    } else {
+        format!("l{} < {} (logical {})", b.var.0, b.extent, b.logical)
+    }
+}
+
+fn bounds(bs: &[Bound]) -> String {
+    if bs.is_empty() {
+        return "()".to_string();
+    }
+    bs.iter().map(bound).collect::<Vec<_>>().join(", ")
+}
+
+struct Text<'k> {
+    k: &'k Kernel,
+}
+
+impl Text<'_> {
+    fn buf(&self, b: BufId) -> String {
+        self.k
+            .buffers
+            .get(b.0)
+            .map_or_else(|| format!("#{}", b.0), |b| b.c_name.clone())
+    }
+
+    fn access(&self, b: BufId, idx: &[Ix]) -> String {
+        let parts: Vec<String> = idx
+            .iter()
+            .map(|ix| match ix {
+                Ix::Var(l) => format!("l{}", l.0),
+                Ix::Const(c) => c.to_string(),
+            })
+            .collect();
+        format!("{}[{}]", self.buf(b), parts.join(", "))
+    }
+
+    fn val(&self, v: &Val) -> String {
+        match v {
+            Val::Load(b, idx) => self.access(*b, idx),
+            Val::Lit(x) => format!("{x:?}"),
+            Val::Acc(a) => format!("acc{a}"),
+            Val::Undefined => "undefined".to_string(),
+            Val::Bin(op, a, b) => {
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::Div => "/",
+                };
+                format!("({} {sym} {})", self.val(a), self.val(b))
+            }
+        }
+    }
+
+    fn nodes(&self, f: &mut fmt::Formatter<'_>, ns: &[Node], depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        for n in ns {
+            match n {
+                Node::Loop {
+                    var,
+                    start,
+                    extent,
+                    logical,
+                    body,
+                } => {
+                    let note = if extent != logical {
+                        format!(" (logical {logical})")
+                    } else {
+                        String::new()
+                    };
+                    writeln!(f, "{pad}for l{} in {start}..{extent}{note}", var.0)?;
+                    self.nodes(f, body, depth + 1)?;
+                }
+                Node::AccInit { acc, op } => writeln!(f, "{pad}acc{acc} = identity of {op:?}")?,
+                Node::AccUpdate { acc, op, value } => {
+                    writeln!(f, "{pad}acc{acc} = {op:?}(acc{acc}, {})", self.val(value))?
+                }
+                Node::Store { buf, index, value } => {
+                    writeln!(f, "{pad}{} = {}", self.access(*buf, index), self.val(value))?
+                }
+            }
+        }
+        Ok(())
     }
 }

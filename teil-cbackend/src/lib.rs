@@ -132,7 +132,7 @@ pub fn run_program(
     inputs: &std::collections::BTreeMap<String, ndarray::ArrayD<f64>>,
 ) -> Result<std::collections::BTreeMap<String, ndarray::ArrayD<f64>>, ProgramError> {
     let mut kernel = lower(p, opts)?;
-    kernel.tuning.openmp = openmp;
+    kernel.openmp = openmp;
     let outcome = run::run(tc, &kernel, inputs)?;
     if !outcome.nonzero_padding.is_empty() {
         return Err(ProgramError::NonzeroPadding(outcome.nonzero_padding));
@@ -142,7 +142,7 @@ pub fn run_program(
 
 /// Lowers a checked program to the loop IR.
 pub fn lower(p: &CheckedProgram, opts: &Options) -> Result<ir::Kernel, Error> {
-    lower::lower(p, opts)
+    opt::lower_tuned(p, opts, &opt::Tuning::default())
 }
 
 /// Lowers and prints one program as a self-contained C99 translation unit.

@@ -13,8 +13,8 @@
 //!    *contraction lifting* (TeIL paper §5): a maximal sum-of-products region is split into a
 //!    sequence of pairwise contractions over temporaries when that lowers the iteration count
 //!    (this reassociates, see spec/padding.md for the numerical consequences); with
-//!    [`Tuning::order`] plans are compared by operation counts and their temporaries keep the
-//!    target's innermost dimension innermost. Then, with [`Tuning::split`], a sum whose body is
+//!    [`Rewrites::order`] plans are compared by operation counts and their temporaries keep the
+//!    target's innermost dimension innermost. Then, with [`Rewrites::split`], a sum whose body is
 //!    a sum of products of two loads computes the inner sums into a temporary (exact). A
 //!    statement whose target is read at a different index is computed into a temporary and
 //!    copied back.
@@ -22,19 +22,34 @@
 //!    target runs over the padded extent only when [`zero_labels`] proves the value computed in
 //!    padding is zero; reduction loops always run over logical extents.
 //!
-//! How the printer prints the nests (contraction kernels, tiled nests: `crate::opt`) is not
-//! decided here; the kernel only records the [`Tuning`].
+//! Which nests become contraction kernels or tiled nests is decided afterwards, by the passes
+//! of `crate::opt` (`opt::pipeline`).
 //!
 //! Shapes are read from the checker ([`CheckedProgram::shape`]), never re-derived.
 
 use crate::ir::*;
 use crate::names::Names;
-use crate::opt::Tuning;
 use crate::{Error, Options};
 use std::collections::{BTreeMap, BTreeSet};
 use teil::ast::{BinOp, Expr, ExprKind, RedOp};
 use teil::fmt::Style;
 use teil::CheckedProgram;
+
+/// The scheduling rewrites of stage 2 that can be switched off (`crate::opt` sets them from
+/// its `Tuning`). They stay in the lowering, not in `opt/`, because they decide on and rewrite
+/// [`IExpr`] trees and they create temporaries whose names and workspace order are those of
+/// the lowering (`tmp0`, `tmp1`, ... in creation order): the loop IR no longer has the
+/// reductions as trees, and a pass after lowering would create its temporaries last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rewrites {
+    /// Contraction lifting compares plans by counting multiplications and additions instead
+    /// of loop iterations, and lays temporaries out with the target's innermost label
+    /// innermost.
+    pub order: bool,
+    /// A sum whose body is a sum of products of two loads computes the inner sums into a
+    /// temporary first (exact).
+    pub split: bool,
+}
 
 /// A scalar expression evaluated at one point of an index space.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,7 +79,7 @@ const MAX_TEMPS: usize = 100_000;
 /// Buffers larger than this many doubles are rejected (index arithmetic uses `long long`).
 const MAX_ELEMENTS: u64 = 1 << 62;
 
-/// Largest temporary (in cells) that splitting a nested sum may create (Tuning::split).
+/// Largest temporary (in cells) that splitting a nested sum may create (Rewrites::split).
 const MAX_SPLIT_CELLS: u128 = 1 << 20;
 
 /// Longest statement comment kept in the C source.
@@ -74,7 +89,7 @@ struct Lowerer<'p> {
     prog: &'p CheckedProgram,
     pad: u64,
     lift: bool,
-    tuning: Tuning,
+    rewrites: Rewrites,
     /// Logical extent of each label.
     labels: Vec<u64>,
     buffers: Vec<Buffer>,
@@ -86,14 +101,10 @@ struct Lowerer<'p> {
     lifted: usize,
 }
 
-pub(crate) fn lower(prog: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> {
-    lower_tuned(prog, opts, &Tuning::default())
-}
-
-pub(crate) fn lower_tuned(
+pub(crate) fn lower_kernel(
     prog: &CheckedProgram,
     opts: &Options,
-    tuning: &Tuning,
+    rewrites: Rewrites,
 ) -> Result<Kernel, Error> {
     if opts.pad == 0 {
         return Err(Error::BadPad(opts.pad));
@@ -104,7 +115,7 @@ pub(crate) fn lower_tuned(
         prog,
         pad: opts.pad,
         lift: opts.lift,
-        tuning: *tuning,
+        rewrites,
         labels: Vec::new(),
         buffers: Vec::new(),
         var_buf: BTreeMap::new(),
@@ -234,7 +245,7 @@ pub(crate) fn lower_tuned(
         steps: lw.steps,
         workspace: 0,
         lifted: lw.lifted,
-        tuning: lw.tuning,
+        openmp: false,
     };
     // Workspace layout: every used non-parameter buffer at a 64-byte multiple.
     let used = kernel.referenced();
@@ -455,7 +466,7 @@ impl Lowerer<'_> {
             self.lift(&mut value, &mut pre, &comment)?;
             self.hoist(&mut value, &mut bound, lift, &mut pre, &comment)?;
         }
-        if self.tuning.split {
+        if self.rewrites.split {
             self.split(&mut value, lift, &mut pre, &comment)?;
         }
         for p in pre {
@@ -525,7 +536,7 @@ impl Lowerer<'_> {
 
     /// Computes the inner sums of `Σ_l Σ_k a * b` (any outer reduction whose body is a sum of
     /// products of two loads that depends on `l`) into a temporary indexed by the inner sum's
-    /// free labels (Tuning::split). Exact: each inner sum is computed with the same operations
+    /// free labels (Rewrites::split). Exact: each inner sum is computed with the same operations
     /// in the same order, once, and the outer reduction folds the same values.
     fn split(
         &mut self,
@@ -651,12 +662,12 @@ impl Lowerer<'_> {
             fmask,
             dangling,
             full: if n == 64 { u64::MAX } else { (1u64 << n) - 1 },
-            merge_ops: if self.tuning.order { 2.0 } else { 1.0 },
+            merge_ops: if self.rewrites.order { 2.0 } else { 1.0 },
         };
-        // The fused nest runs every label's loop; with operation counting (Tuning::order) each
+        // The fused nest runs every label's loop; with operation counting (Rewrites::order) each
         // iteration costs one multiplication per factor beyond the first and one addition.
         let fused = region.prod(fmask | mask_of(&mut summed.iter().copied()))
-            * if self.tuning.order { n as f64 } else { 1.0 };
+            * if self.rewrites.order { n as f64 } else { 1.0 };
         let plan = if n <= 10 {
             region.dp()
         } else {
@@ -702,7 +713,7 @@ impl Lowerer<'_> {
                 }
                 let keep = r.need(*m);
                 let value = r.wrap_sum(loops & !keep, prod);
-                let labels = if self.tuning.order {
+                let labels = if self.rewrites.order {
                     r.layout(keep)
                 } else {
                     r.labels_of(keep)
@@ -972,7 +983,7 @@ struct Region {
     dangling: u128,
     full: u64,
     /// Operations per iteration of a pairwise contraction: 1 counts iterations (issue 4's
-    /// model), 2 counts a multiplication and an addition (Tuning::order).
+    /// model), 2 counts a multiplication and an addition (Rewrites::order).
     merge_ops: f64,
 }
 
@@ -1003,7 +1014,7 @@ impl Region {
     }
 
     /// The dimension order of a temporary of a lifted plan holding the labels `keep`
-    /// (Tuning::order): label order, except that the region's last free label (the statement
+    /// (Rewrites::order): label order, except that the region's last free label (the statement
     /// target's innermost dimension), if the temporary has it, is innermost. The kernels that
     /// compute and read the temporary then run along the target's innermost dimension, as the
     /// statement's own nest does.

@@ -1,5 +1,10 @@
 //! Performance optimisations of the C backend (issue 7, PERFORMANCE.md).
 //!
+//! The passes that choose the kernel forms of the loop IR: [`contract::run`] (contraction
+//! steps with their strategy) and [`tile::run`] (tiled nests), each `fn run(&mut Kernel)`,
+//! composed by [`pipeline`] as [`Tuning`] says. The printer prints what they chose and the
+//! validator interprets it; neither recognises anything again.
+//!
 //! Every optimisation here is *exact*: the generated C computes every cell with the same
 //! operations in the same order as the unoptimised loop nest (spec/padding.md, "Contraction
 //! kernels" and "Tiled nests"). [`Tuning`] switches them individually, so that the benchmark can
@@ -8,7 +13,7 @@
 pub mod contract;
 pub mod tile;
 
-use crate::ir::{Kernel, Node, Step};
+use crate::ir::{Kernel, Step, Strategy};
 use crate::{Error, Options};
 use teil::CheckedProgram;
 
@@ -16,9 +21,8 @@ use teil::CheckedProgram;
 /// all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
-    /// Contractions of two operands are printed ([`Printing::Packed`], [`Printing::Dot`]) as a
-    /// packed, register-blocked matrix-multiplication kernel or as register-blocked dot
-    /// products.
+    /// Contractions of two operands become contraction steps ([`contract::run`]): a packed,
+    /// register-blocked matrix-multiplication kernel or register-blocked dot products.
     pub contract: bool,
     /// Contraction lifting (when [`Options::lift`] allows it) compares plans by counting
     /// multiplications and additions instead of loop iterations, so that a fused nest that
@@ -31,7 +35,7 @@ pub struct Tuning {
     /// the same order, and the inner sums become a contraction nest (exact).
     pub split: bool,
     /// Reduction-free nests whose store and some load run through memory in different orders
-    /// (transpositions) are printed in blocks of both orders ([`tile`]).
+    /// (transpositions) become tiled steps ([`tile::run`]).
     pub tile: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
     /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;
@@ -66,7 +70,13 @@ impl Tuning {
 
 /// Lowers with the given optimisations.
 pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Kernel, Error> {
-    crate::lower::lower_tuned(p, opts, t)
+    let rewrites = crate::lower::Rewrites {
+        order: t.order,
+        split: t.split,
+    };
+    let mut k = crate::lower::lower_kernel(p, opts, rewrites)?;
+    pipeline(&mut k, t);
+    Ok(k)
 }
 
 /// Lowers without any optimisation of this module (the baseline of PERFORMANCE.md).
@@ -74,43 +84,42 @@ pub fn lower_plain(p: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> 
     lower_tuned(p, opts, &Tuning::none())
 }
 
-/// How the printer prints one step of a kernel.
+/// The kernel-form passes, in order, as `t` switches them (contraction steps first: a nest is
+/// never both).
+pub fn pipeline(k: &mut Kernel, t: &Tuning) {
+    if t.contract {
+        contract::run(k);
+    }
+    if t.tile {
+        tile::run(k);
+    }
+    k.openmp = t.openmp;
+}
+
+/// How a step of a kernel is printed (a summary of the step kinds, for tests and statistics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Printing {
     /// As written: the loop nest, or the copy loop.
     Plain,
-    /// A contraction nest as the packed matrix-product kernel ([`contract`]).
+    /// A contraction step with [`Strategy::Packed`].
     Packed,
-    /// A contraction nest as register-blocked dot products ([`contract`]).
+    /// A contraction step with [`Strategy::Dot`].
     Dot,
-    /// A transposing copy nest in blocks ([`tile`]).
+    /// A tiled step.
     Tiled,
 }
 
-/// How [`crate::print`] prints the nest `body` of kernel `k`: the one place that decides.
-pub(crate) fn printing_of(k: &Kernel, body: &[Node]) -> Printing {
-    if k.tuning.contract {
-        if let Some(c) = contract::Contraction::of(body) {
-            match c.strategy(k) {
-                Some(contract::Strategy::Packed) => return Printing::Packed,
-                Some(contract::Strategy::Dot) => return Printing::Dot,
-                None => {}
-            }
-        }
-    }
-    if k.tuning.tile && tile::Tiled::of(k, body).is_some() {
-        return Printing::Tiled;
-    }
-    Printing::Plain
-}
-
-/// How each step of `k` is printed, in order.
+/// How each step of `k` is printed, in order (read off the steps).
 pub fn printing(k: &Kernel) -> Vec<Printing> {
     k.steps
         .iter()
         .map(|s| match s {
-            Step::Nest { body, .. } => printing_of(k, body),
-            Step::Copy { .. } => Printing::Plain,
+            Step::Nest { .. } | Step::Copy { .. } => Printing::Plain,
+            Step::Contract { c, .. } => match c.strategy {
+                Strategy::Packed { .. } => Printing::Packed,
+                Strategy::Dot { .. } => Printing::Dot,
+            },
+            Step::Tiled { .. } => Printing::Tiled,
         })
         .collect()
 }

@@ -15,8 +15,14 @@
 //! | [`Bug::AliasingIgnored`] | a statement that reads its target at other indices is computed in place: the alias temporary becomes the target, the copy-back is dropped |
 //! | [`Bug::RedmaxPadded`] | `redmax` loops run over the padded extent, folding padding zeros into the maximum |
 //! | [`Bug::WrongStride`] | loads from input parameters of rank ≥ 2 use the row-major strides of the logical shape instead of the padded one (through an extra [`Buffer`] with the parameter's C name and `padded == logical`, which is not in [`Kernel::params`]) |
+//! | [`Bug::PanelEdge`] | packed contraction steps compute one row fewer (`m - 1`): the last row panel's edge is wrong |
+//! | [`Bug::KBound`] | contraction steps (packed and dot) sum one term fewer: the micro-kernel's `k` loop stops at `K - 1` |
+//! | [`Bug::TileEdge`] | tiled steps stop their innermost tiled label one short of its logical extent: the edge tile is wrong |
 //!
-//! With `M = 1` (no padding) only [`Bug::OffByOne`] and [`Bug::AliasingIgnored`] change a
+//! The first five rewrite plain nests and, where the same mistake applies, the kernel forms the
+//! optimisation passes chose (a contraction step's `K` is its reduction loop); the last three
+//! rewrite only those kernel forms ([`Step::Contract`], [`Step::Tiled`]). With `M = 1` (no
+//! padding) only [`Bug::OffByOne`], [`Bug::AliasingIgnored`] and the last three change a
 //! kernel.
 
 use crate::ir::*;
@@ -30,15 +36,21 @@ pub enum Bug {
     AliasingIgnored,
     RedmaxPadded,
     WrongStride,
+    PanelEdge,
+    KBound,
+    TileEdge,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 5] = [
+    pub const ALL: [Bug; 8] = [
         Bug::OffByOne,
         Bug::PaddingNotRezeroed,
         Bug::AliasingIgnored,
         Bug::RedmaxPadded,
         Bug::WrongStride,
+        Bug::PanelEdge,
+        Bug::KBound,
+        Bug::TileEdge,
     ];
 
     /// The name used on the command line (`--plant NAME`).
@@ -49,6 +61,9 @@ impl Bug {
             Bug::AliasingIgnored => "alias",
             Bug::RedmaxPadded => "redmax-padding",
             Bug::WrongStride => "wrong-stride",
+            Bug::PanelEdge => "panel-edge",
+            Bug::KBound => "k-bound",
+            Bug::TileEdge => "tile-edge",
         }
     }
 
@@ -66,6 +81,9 @@ impl Bug {
             }
             Bug::RedmaxPadded => "redmax loops run over padded extents",
             Bug::WrongStride => "input parameters are read with their logical strides",
+            Bug::PanelEdge => "packed contraction kernels compute one row fewer",
+            Bug::KBound => "contraction kernels sum one term fewer",
+            Bug::TileEdge => "tiled nests stop one short along their innermost label",
         }
     }
 }
@@ -91,7 +109,46 @@ pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
         Bug::PaddingNotRezeroed => no_rezero(k),
         Bug::AliasingIgnored => alias(k),
         Bug::WrongStride => wrong_stride(k),
+        Bug::PanelEdge => kernel_forms(k, &mut |s| match s {
+            Step::Contract {
+                c:
+                    Contraction {
+                        strategy: Strategy::Packed { m, .. },
+                        ..
+                    },
+                ..
+            } if *m >= 2 => {
+                *m -= 1;
+                true
+            }
+            _ => false,
+        }),
+        Bug::KBound => kernel_forms(k, &mut |s| match s {
+            Step::Contract { c, .. } if c.k.extent >= 2 => {
+                c.k.extent -= 1;
+                true
+            }
+            _ => false,
+        }),
+        Bug::TileEdge => kernel_forms(k, &mut |s| match s {
+            Step::Tiled { t, .. } => {
+                let p = t.p;
+                match t.loops.iter_mut().find(|l| l.var == p) {
+                    Some(l) if l.logical >= 2 => {
+                        l.extent = l.logical - 1;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }),
     }
+}
+
+/// Applies `f` to every step; whether it changed any.
+fn kernel_forms(k: &mut Kernel, f: &mut dyn FnMut(&mut Step) -> bool) -> bool {
+    k.steps.iter_mut().fold(false, |changed, s| f(s) | changed)
 }
 
 /// Sets the extent of every reduction loop to `new(op, extent)` where that is `Some`.
@@ -119,45 +176,61 @@ fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> b
     }
     let mut changed = false;
     for s in &mut k.steps {
-        if let Step::Nest { body, .. } = s {
-            go(body, new, &mut changed);
+        match s {
+            Step::Nest { body, .. } => go(body, new, &mut changed),
+            // A contraction step's terms are its reduction loop.
+            Step::Contract { c, .. } => {
+                if let Some(e) = new(RedOp::Sum, c.k.extent) {
+                    c.k.extent = e;
+                    changed = true;
+                }
+            }
+            Step::Copy { .. } | Step::Tiled { .. } => {}
         }
     }
     changed
 }
 
 fn val_uses(v: &Val, l: Label) -> bool {
-    match v {
-        Val::Load(_, idx) => idx.contains(&Ix::Var(l)),
-        Val::Bin(_, a, b) => val_uses(a, l) || val_uses(b, l),
-        Val::Lit(_) | Val::Acc(_) | Val::Undefined => false,
-    }
+    let mut uses = false;
+    walk_val(v, &mut |x| {
+        if let Visit::Load(_, idx) = x {
+            uses |= idx.contains(&Ix::Var(l));
+        }
+    });
+    uses
 }
 
 /// Whether any value computed in `ns` (loads of stores and accumulator updates) uses `l`.
 fn values_use(ns: &[Node], l: Label) -> bool {
-    ns.iter().any(|n| match n {
-        Node::Loop { body, .. } => values_use(body, l),
-        Node::AccInit { .. } => false,
-        Node::AccUpdate { value, .. } | Node::Store { value, .. } => val_uses(value, l),
-    })
+    let mut uses = false;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Load(_, idx) = v {
+            uses |= idx.contains(&Ix::Var(l));
+        }
+    });
+    uses
 }
 
 /// Whether some store in `ns` is indexed by `l`.
 fn stores_at(ns: &[Node], l: Label) -> bool {
-    ns.iter().any(|n| match n {
-        Node::Loop { body, .. } => stores_at(body, l),
-        Node::Store { index, .. } => index.contains(&Ix::Var(l)),
-        Node::AccInit { .. } | Node::AccUpdate { .. } => false,
-    })
+    let mut at = false;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Store(_, idx) = v {
+            at |= idx.contains(&Ix::Var(l));
+        }
+    });
+    at
 }
 
 fn stores_only_undefined(ns: &[Node]) -> bool {
-    ns.iter().all(|n| match n {
-        Node::Loop { body, .. } => stores_only_undefined(body),
-        Node::Store { value, .. } => *value == Val::Undefined,
-        Node::AccInit { .. } | Node::AccUpdate { .. } => false,
-    })
+    let mut only = true;
+    walk_nodes(ns, &mut |v| match v {
+        Visit::Node(Node::Store { value, .. }) => only &= *value == Val::Undefined,
+        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. }) => only = false,
+        _ => {}
+    });
+    only
 }
 
 /// The re-zeroing nest the lowering emits after a nest whose innermost loop it padded: stores of
@@ -172,7 +245,7 @@ fn is_rezero(s: &Step) -> bool {
     }
     match s {
         Step::Nest { body, .. } => !body.is_empty() && go(body, false),
-        Step::Copy { .. } => false,
+        Step::Copy { .. } | Step::Contract { .. } | Step::Tiled { .. } => false,
     }
 }
 
@@ -223,6 +296,28 @@ fn no_rezero(k: &mut Kernel) -> bool {
         if is_rezero(&k.steps[i]) {
             continue;
         }
+        if let Step::Tiled { t, .. } = &mut k.steps[i] {
+            // The same rewrite on the tiled nest's (perfect) loops.
+            if t.value == Val::Undefined {
+                continue;
+            }
+            for l in &mut t.loops {
+                let padded = l.logical.checked_next_multiple_of(pad).unwrap_or(l.logical);
+                if l.extent < padded
+                    && t.store.index.contains(&Ix::Var(l.var))
+                    && !val_uses(&t.value, l.var)
+                {
+                    l.extent = padded;
+                    changed = true;
+                }
+            }
+            let broadcast_inner = !val_uses(&t.value, t.p);
+            if broadcast_inner && k.steps.get(i + 1).is_some_and(is_rezero) {
+                keep[i + 1] = false;
+                changed = true;
+            }
+            continue;
+        }
         let Step::Nest { body, .. } = &mut k.steps[i] else {
             continue;
         };
@@ -243,29 +338,40 @@ fn no_rezero(k: &mut Kernel) -> bool {
     changed
 }
 
-fn rename_nodes(ns: &mut [Node], from: BufId, to: BufId) {
-    fn val(v: &mut Val, from: BufId, to: BufId) {
-        match v {
-            Val::Load(b, _) if *b == from => *b = to,
-            Val::Bin(_, a, b) => {
-                val(a, from, to);
-                val(b, from, to);
-            }
-            _ => {}
-        }
+/// Every read (and, with `stores`, every write) of `from` reads (writes) `to` instead.
+/// Copies are left alone (they are whole-buffer moves the bugs do not concern).
+fn rename(s: &mut Step, from: BufId, to: BufId, stores: bool) {
+    if matches!(s, Step::Copy { .. }) {
+        return;
     }
-    for n in ns {
-        match n {
-            Node::Loop { body, .. } => rename_nodes(body, from, to),
-            Node::AccInit { .. } => {}
-            Node::AccUpdate { value, .. } => val(value, from, to),
-            Node::Store { buf, value, .. } => {
-                if *buf == from {
-                    *buf = to;
-                }
-                val(value, from, to);
-            }
+    walk_buffers_mut(s, &mut |b, store| {
+        if *b == from && (stores || !store) {
+            *b = to;
         }
+    });
+}
+
+/// A contraction step whose target became an operand, or a tiled step that now reads its
+/// target at other cells, is no longer one (the pass would not have chosen it): it goes back
+/// to the plain nest it means, as the mistaken backend would have printed it.
+fn demote_if_aliased(s: &mut Step) {
+    let plain = match s {
+        Step::Contract { comment, c } if c.target.buf == c.a.buf || c.target.buf == c.b.buf => {
+            Some((comment.clone(), c.nest()))
+        }
+        Step::Tiled { comment, t } => {
+            let mut other = false;
+            walk_val(&t.value, &mut |v| {
+                if let Visit::Load(b, idx) = v {
+                    other |= b == t.store.buf && idx != t.store.index.as_slice();
+                }
+            });
+            other.then(|| (comment.clone(), t.nest()))
+        }
+        _ => None,
+    };
+    if let Some((comment, body)) = plain {
+        *s = Step::Nest { comment, body };
     }
 }
 
@@ -276,9 +382,8 @@ fn alias(k: &mut Kernel) -> bool {
         if let Step::Copy { dst, src, .. } = k.steps[i] {
             if k.buffer(src).role == Role::Temp {
                 for s in &mut k.steps[..i] {
-                    if let Step::Nest { body, .. } = s {
-                        rename_nodes(body, src, dst);
-                    }
+                    rename(s, src, dst, true);
+                    demote_if_aliased(s);
                 }
                 k.steps.remove(i);
                 changed = true;
@@ -291,25 +396,6 @@ fn alias(k: &mut Kernel) -> bool {
 }
 
 fn wrong_stride(k: &mut Kernel) -> bool {
-    fn loads(ns: &mut [Node], from: BufId, to: BufId) {
-        fn val(v: &mut Val, from: BufId, to: BufId) {
-            match v {
-                Val::Load(b, _) if *b == from => *b = to,
-                Val::Bin(_, a, b) => {
-                    val(a, from, to);
-                    val(b, from, to);
-                }
-                _ => {}
-            }
-        }
-        for n in ns {
-            match n {
-                Node::Loop { body, .. } => loads(body, from, to),
-                Node::AccInit { .. } => {}
-                Node::AccUpdate { value, .. } | Node::Store { value, .. } => val(value, from, to),
-            }
-        }
-    }
     let mut changed = false;
     for p in k.params.clone() {
         let b = k.buffer(p).clone();
@@ -323,9 +409,7 @@ fn wrong_stride(k: &mut Kernel) -> bool {
         });
         let fake = BufId(k.buffers.len() - 1);
         for s in &mut k.steps {
-            if let Step::Nest { body, .. } = s {
-                loads(body, p, fake);
-            }
+            rename(s, p, fake, false);
         }
         changed = true;
     }

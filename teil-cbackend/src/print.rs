@@ -10,10 +10,9 @@
 //! unused parameters are voided, so the output compiles warning-free with
 //! `-std=c99 -Wall -Wextra -Werror -pedantic`.
 
+mod contract;
+
 use crate::ir::*;
-use crate::opt::contract::{self, Contraction};
-use crate::opt::tile::{Tiled, TILE};
-use crate::opt::{printing_of, Printing};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use teil::ast::{BinOp, RedOp};
@@ -50,46 +49,31 @@ fn helpers(k: &Kernel) -> Helpers {
         alloc: k.workspace > 0,
         ..Helpers::default()
     };
-    fn lit(x: f64, h: &mut Helpers) {
-        if x.is_nan() {
-            h.nan = true;
-        } else if x.is_infinite() {
-            h.inf = true;
-        }
-    }
-    fn val(v: &Val, h: &mut Helpers) {
-        match v {
-            Val::Lit(x) => lit(*x, h),
-            Val::Undefined => h.nan = true,
-            Val::Bin(_, a, b) => {
-                val(a, h);
-                val(b, h);
-            }
-            Val::Load(..) | Val::Acc(_) => {}
-        }
-    }
-    fn nodes(ns: &[Node], h: &mut Helpers) {
-        for n in ns {
-            match n {
-                Node::Loop { body, .. } => nodes(body, h),
-                Node::AccInit { op, .. } => {
-                    h.inf |= matches!(op, RedOp::Max | RedOp::Min);
-                }
-                Node::AccUpdate { op, value, .. } => {
-                    h.max |= *op == RedOp::Max;
-                    h.min |= *op == RedOp::Min;
-                    val(value, h);
-                }
-                Node::Store { value, .. } => val(value, h),
-            }
-        }
-    }
     for s in &k.steps {
-        if let Step::Nest { body, .. } = s {
-            nodes(body, &mut h);
-            let packed = printing_of(k, body) == Printing::Packed;
-            h.scratch |= packed;
-            h.tile |= packed;
+        walk_step(s, &mut |v| match v {
+            Visit::Val(Val::Lit(x)) if x.is_nan() => h.nan = true,
+            Visit::Val(Val::Lit(x)) if x.is_infinite() => h.inf = true,
+            Visit::Val(Val::Undefined) => h.nan = true,
+            Visit::Node(Node::AccInit { op, .. }) => {
+                h.inf |= matches!(op, RedOp::Max | RedOp::Min);
+            }
+            Visit::Node(Node::AccUpdate { op, .. }) => {
+                h.max |= *op == RedOp::Max;
+                h.min |= *op == RedOp::Min;
+            }
+            _ => {}
+        });
+        if let Step::Contract {
+            c:
+                Contraction {
+                    strategy: Strategy::Packed { .. },
+                    ..
+                },
+            ..
+        } = s
+        {
+            h.scratch = true;
+            h.tile = true;
         }
     }
     h
@@ -354,7 +338,7 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
     match s {
         Step::Copy { comment, dst, src } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
-            if k.tuning.openmp {
+            if k.openmp {
                 out.push_str("#pragma omp parallel for\n");
             }
             let _ = writeln!(
@@ -365,20 +349,32 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
                 k.buffer(*src).c_name
             );
         }
+        Step::Contract { comment, c } => {
+            let _ = writeln!(out, "    /* {} */", comment_text(comment));
+            let mut count = 0usize;
+            let mut fresh = || {
+                count += 1;
+                format!("i{}", count - 1)
+            };
+            out.push_str("    {\n");
+            contract::print(k, c, out, 2, &mut fresh);
+            out.push_str("    }\n");
+        }
+        Step::Tiled { comment, t } => {
+            let _ = writeln!(out, "    /* {} */", comment_text(comment));
+            let mut p = Printer {
+                k,
+                names: BTreeMap::new(),
+                out: String::new(),
+            };
+            if k.openmp {
+                p.out.push_str("#pragma omp parallel for\n");
+            }
+            p.tiled(t, 1);
+            out.push_str(&p.out);
+        }
         Step::Nest { comment, body } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
-            let how = printing_of(k, body);
-            if let (Printing::Packed | Printing::Dot, Some(c)) = (how, Contraction::of(body)) {
-                let mut count = 0usize;
-                let mut fresh = || {
-                    count += 1;
-                    format!("i{}", count - 1)
-                };
-                out.push_str("    {\n");
-                contract::print(k, &c, out, 2, &mut fresh);
-                out.push_str("    }\n");
-                return;
-            }
             let mut p = Printer {
                 k,
                 names: BTreeMap::new(),
@@ -386,19 +382,11 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
             };
             // A scalar target has no loop around its accumulators: give them a block of
             // their own so that the next nest can reuse their names.
-            if let (Printing::Tiled, Some(t)) = (how, Tiled::of(k, body)) {
-                if k.tuning.openmp {
-                    p.out.push_str("#pragma omp parallel for\n");
-                }
-                p.tiled(&t, 1);
-                out.push_str(&p.out);
-                return;
-            }
             let block = body.iter().any(|n| matches!(n, Node::AccInit { .. }));
             // Each iteration of a nest's outermost (target) loop writes its own cells and reads
             // the target only at the cell it writes (spec/padding.md), so the iterations can
             // run in parallel.
-            if k.tuning.openmp && matches!(body.as_slice(), [Node::Loop { .. }]) {
+            if k.openmp && matches!(body.as_slice(), [Node::Loop { .. }]) {
                 p.out.push_str("#pragma omp parallel for\n");
             }
             if block {
@@ -420,12 +408,18 @@ impl Printer<'_> {
         }
     }
 
-    /// A tiled nest (crate::opt::tile): the loops in their order with the two tiled labels
-    /// stepping over blocks, then the point loops of `q` and `p`, then the store.
+    /// A tiled step: the loops in their order with the two tiled labels stepping over blocks,
+    /// then the point loops of `q` and `p`, then the store ([`Tiled`]).
     fn tiled(&mut self, t: &Tiled, depth: usize) {
         let mut d = depth;
         let mut blocks = BTreeMap::new();
-        for &(l, extent, logical) in &t.loops {
+        let tile = t.block;
+        for &Bound {
+            var: l,
+            extent,
+            logical,
+        } in &t.loops
+        {
             let name = format!("i{}", self.names.len());
             self.names.insert(l, name.clone());
             let note = if extent != logical {
@@ -438,7 +432,7 @@ impl Printer<'_> {
                 let b = format!("teil_b{}", blocks.len());
                 let _ = writeln!(
                     self.out,
-                    "for (long long {b} = 0; {b} < {extent}; {b} += {TILE}) {{{note}"
+                    "for (long long {b} = 0; {b} < {extent}; {b} += {tile}) {{{note}"
                 );
                 blocks.insert(l, (b, extent));
             } else {
@@ -450,16 +444,24 @@ impl Printer<'_> {
             d += 1;
         }
         for l in [t.q, t.p] {
-            let name = self.names[&l].clone();
-            let (b, extent) = blocks[&l].clone();
+            let (Some(name), Some((b, extent))) =
+                (self.names.get(&l).cloned(), blocks.get(&l).cloned())
+            else {
+                continue;
+            };
             self.indent(d);
             let _ = writeln!(
                 self.out,
-                "for (long long {name} = {b}; {name} < ({b} + {TILE} < {extent} ? {b} + {TILE} : {extent}); {name}++) {{"
+                "for (long long {name} = {b}; {name} < ({b} + {tile} < {extent} ? {b} + {tile} : {extent}); {name}++) {{"
             );
             d += 1;
         }
-        self.node(t.store, d);
+        let store = Node::Store {
+            buf: t.store.buf,
+            index: t.store.index.clone(),
+            value: t.value.clone(),
+        };
+        self.node(&store, d);
         while d > depth {
             d -= 1;
             self.indent(d);

@@ -219,7 +219,7 @@ impl SharedKernel {
             ..Options::default()
         };
         let mut kernel = crate::lower(p, &lower)?;
-        kernel.tuning.openmp = opts.openmp;
+        kernel.openmp = opts.openmp;
         let source = source(&kernel);
 
         let mut tc = Toolchain {

@@ -23,9 +23,10 @@
 //! shapes.
 
 use crate::ir::*;
+use crate::opt::contract;
 use std::collections::BTreeMap;
 use std::fmt;
-use teil::ast::{Expr, ExprKind, RedOp, ShapeDisplay};
+use teil::ast::{BinOp, Expr, ExprKind, RedOp, ShapeDisplay};
 use teil::CheckedProgram;
 use teil_interp::oracle::Oracle;
 use teil_interp::symbolic::{self, Sym};
@@ -300,6 +301,35 @@ enum Acc {
     Value(Sym),
 }
 
+/// `acc + v` for a sum accumulator (`-0.0 + v` is `v` exactly).
+fn fold(acc: &Acc, v: Sym) -> Sym {
+    match acc {
+        Acc::Identity(RedOp::Sum) => v,
+        Acc::Identity(op) => Sym::fold_step(RedOp::Sum, &identity(*op), &v),
+        Acc::Value(a) => Sym::fold_step(RedOp::Sum, a, &v),
+    }
+}
+
+fn acc_value(a: Acc) -> Sym {
+    match a {
+        Acc::Identity(op) => identity(op),
+        Acc::Value(s) => s,
+    }
+}
+
+/// The layout of a packed contraction, as [`Machine::panels`] reads it.
+struct Panels<'c> {
+    row_op: &'c Access,
+    col_op: &'c Access,
+    rows: &'c [Bound],
+    cols: &'c [Bound],
+    m: u64,
+    n: u64,
+    kc: u64,
+    mc: u64,
+    nc: u64,
+}
+
 fn identity(op: RedOp) -> Sym {
     Sym::lit(match op {
         RedOp::Sum => -0.0,
@@ -395,10 +425,11 @@ impl<'k> Machine<'k> {
     }
 
     fn malformed(&self, what: String) -> Failure {
-        let comment = match self.k.steps.get(self.step) {
-            Some(Step::Nest { comment, .. } | Step::Copy { comment, .. }) => comment.clone(),
-            None => String::new(),
-        };
+        let comment = self
+            .k
+            .steps
+            .get(self.step)
+            .map_or_else(String::new, |s| s.comment().to_string());
         Failure::Malformed {
             step: self.step + 1,
             comment,
@@ -515,7 +546,245 @@ impl<'k> Machine<'k> {
                 Ok(())
             }
             Step::Nest { body, .. } => self.nodes(body),
+            Step::Contract { c, .. } => self.contract(c),
+            Step::Tiled { t, .. } => self.tiled(t),
         }
+    }
+
+    /// Binds `var` for the rest of the step, rejecting a label bound twice.
+    fn bind_new(&mut self, var: Label) -> Result<(), Failure> {
+        if self.env.insert(var, 0).is_some() {
+            return Err(self.malformed(format!(
+                "loop variable l{} is bound by two enclosing loops",
+                var.0
+            )));
+        }
+        Ok(())
+    }
+
+    /// A contraction step, cell by cell in the order of its strategy ([`Strategy`]): each cell
+    /// starts from `-0.0` (or, after the first panel of terms, from its own value) and adds the
+    /// products of the operands for its terms in order.
+    fn contract(&mut self, c: &Contraction) -> Result<(), Failure> {
+        if c.target.buf == c.a.buf || c.target.buf == c.b.buf {
+            return Err(self.malformed(format!(
+                "the contraction's target {} is also an operand",
+                self.buffer_name(c.target.buf)
+            )));
+        }
+        for f in c.free.iter().chain([&c.k]) {
+            self.bind_new(f.var)?;
+        }
+        match &c.strategy {
+            Strategy::Dot { lane, lanes } => {
+                let Some(lane_n) = c.free.iter().find(|f| f.var == *lane).map(|f| f.extent) else {
+                    return Err(
+                        self.malformed(format!("dot lane l{} is not a target label", lane.0))
+                    );
+                };
+                if *lanes == 0 {
+                    return Err(self.malformed("dot products with 0 lanes".to_string()));
+                }
+                let others: Vec<Bound> =
+                    c.free.iter().copied().filter(|f| f.var != *lane).collect();
+                self.dot(c, &others, *lane, lane_n, *lanes)
+            }
+            Strategy::Packed {
+                swap,
+                batch,
+                rows,
+                cols,
+                m,
+                n,
+                kc,
+                mc,
+                nc,
+            } => {
+                if *kc == 0 || *mc == 0 || *nc == 0 {
+                    return Err(
+                        self.malformed("a packed panel of 0 rows, columns or terms".to_string())
+                    );
+                }
+                let (row_op, col_op) = if *swap { (&c.b, &c.a) } else { (&c.a, &c.b) };
+                let p = Panels {
+                    row_op,
+                    col_op,
+                    rows,
+                    cols,
+                    m: *m,
+                    n: *n,
+                    kc: *kc,
+                    mc: *mc,
+                    nc: *nc,
+                };
+                self.batches(c, &p, batch)
+            }
+        }
+    }
+
+    /// The dot-product order: the other target loops, then blocks of `lanes` cells of the lane
+    /// summed side by side, then the remaining cells one by one.
+    fn dot(
+        &mut self,
+        c: &Contraction,
+        others: &[Bound],
+        lane: Label,
+        lane_n: u64,
+        lanes: u64,
+    ) -> Result<(), Failure> {
+        if let [first, rest @ ..] = others {
+            for v in 0..first.extent {
+                self.env.insert(first.var, v);
+                self.dot(c, rest, lane, lane_n, lanes)?;
+            }
+            return Ok(());
+        }
+        let full = lane_n - lane_n % lanes;
+        let block = |m: &mut Self, start: u64, width: u64| -> Result<(), Failure> {
+            let mut sums: Vec<Acc> = vec![Acc::Identity(RedOp::Sum); width as usize];
+            for kv in 0..c.k.extent {
+                m.env.insert(c.k.var, kv);
+                for (u, s) in sums.iter_mut().enumerate() {
+                    m.env.insert(lane, start + u as u64);
+                    let v = m.product(&c.a, &c.b)?;
+                    *s = Acc::Value(fold(s, v));
+                }
+            }
+            for (u, s) in sums.into_iter().enumerate() {
+                m.env.insert(lane, start + u as u64);
+                let idx = m.index(&c.target.index)?;
+                m.write(c.target.buf, &idx, acc_value(s))?;
+            }
+            Ok(())
+        };
+        for start in (0..full).step_by(lanes as usize) {
+            block(self, start, lanes)?;
+        }
+        for start in full..lane_n {
+            block(self, start, 1)?;
+        }
+        Ok(())
+    }
+
+    /// `x * y` for the operands at the current labels.
+    fn product(&self, x: &Access, y: &Access) -> Result<Sym, Failure> {
+        let a = self.read(x.buf, &self.index(&x.index)?)?;
+        let b = self.read(y.buf, &self.index(&y.index)?)?;
+        Ok(Sym::binary(BinOp::Mul, &a, &b))
+    }
+
+    /// The batch loops of a packed contraction, row-major, around [`Machine::panels`].
+    fn batches(&mut self, c: &Contraction, p: &Panels, batch: &[Bound]) -> Result<(), Failure> {
+        if let [first, rest @ ..] = batch {
+            for v in 0..first.extent {
+                self.env.insert(first.var, v);
+                self.batches(c, p, rest)?;
+            }
+            return Ok(());
+        }
+        self.panels(c, p)
+    }
+
+    /// The panel loops of the packed product (the order documented on [`Strategy::Packed`]).
+    fn panels(&mut self, c: &Contraction, p: &Panels) -> Result<(), Failure> {
+        let kn = c.k.extent;
+        for jc in (0..p.n).step_by(p.nc as usize) {
+            let ncb = p.nc.min(p.n - jc);
+            for pc in (0..kn).step_by(p.kc as usize) {
+                let kcb = p.kc.min(kn - pc);
+                for ic in (0..p.m).step_by(p.mc as usize) {
+                    let mcb = p.mc.min(p.m - ic);
+                    for jr in (0..ncb).step_by(contract::NR as usize) {
+                        for ir in (0..mcb).step_by(contract::MR as usize) {
+                            for i in 0..contract::MR.min(mcb - ir) {
+                                for j in 0..contract::NR.min(ncb - jr) {
+                                    self.decompose(p.rows, ic + ir + i);
+                                    self.decompose(p.cols, jc + jr + j);
+                                    let idx = self.index(&c.target.index)?;
+                                    let mut acc = if pc == 0 {
+                                        Acc::Identity(RedOp::Sum)
+                                    } else {
+                                        Acc::Value(self.read(c.target.buf, &idx)?)
+                                    };
+                                    for kv in pc..pc + kcb {
+                                        self.env.insert(c.k.var, kv);
+                                        let v = self.product(p.row_op, p.col_op)?;
+                                        acc = Acc::Value(fold(&acc, v));
+                                    }
+                                    self.write(c.target.buf, &idx, acc_value(acc))?;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds the labels of `group` to the multi-index of flat number `x` as the printed C
+    /// computes it: the last label varies fastest, and the first takes what is left (so a
+    /// number past the group's cells gives an out-of-range first label, which the access
+    /// rejects).
+    fn decompose(&mut self, group: &[Bound], mut x: u64) {
+        for (i, b) in group.iter().enumerate().rev() {
+            if i == 0 {
+                self.env.insert(b.var, x);
+            } else {
+                self.env.insert(b.var, x % b.extent.max(1));
+                x /= b.extent.max(1);
+            }
+        }
+    }
+
+    /// A tiled step: the loops in order with `p` and `q` over blocks, then the point loops of
+    /// `q` and `p` (the order documented on [`Tiled`]).
+    fn tiled(&mut self, t: &Tiled) -> Result<(), Failure> {
+        if t.block == 0 || t.p == t.q {
+            return Err(
+                self.malformed("a tiled nest with blocks of 0 or one tiled label".to_string())
+            );
+        }
+        for l in &t.loops {
+            self.bind_new(l.var)?;
+        }
+        let mut blocks = BTreeMap::new();
+        self.tiled_loops(t, 0, &mut blocks)
+    }
+
+    fn tiled_loops(
+        &mut self,
+        t: &Tiled,
+        level: usize,
+        blocks: &mut BTreeMap<Label, (u64, u64)>,
+    ) -> Result<(), Failure> {
+        if let Some(l) = t.loops.get(level) {
+            if l.var == t.p || l.var == t.q {
+                for b in (0..l.extent).step_by(t.block as usize) {
+                    blocks.insert(l.var, (b, l.extent));
+                    self.tiled_loops(t, level + 1, blocks)?;
+                }
+            } else {
+                for v in 0..l.extent {
+                    self.env.insert(l.var, v);
+                    self.tiled_loops(t, level + 1, blocks)?;
+                }
+            }
+            return Ok(());
+        }
+        let (Some(&(bq, nq)), Some(&(bp, np))) = (blocks.get(&t.q), blocks.get(&t.p)) else {
+            return Err(self.malformed("a tiled label is not one of the nest's loops".to_string()));
+        };
+        for iq in bq..(bq + t.block).min(nq) {
+            self.env.insert(t.q, iq);
+            for ip in bp..(bp + t.block).min(np) {
+                self.env.insert(t.p, ip);
+                let v = self.val(&t.value)?;
+                let idx = self.index(&t.store.index)?;
+                self.write(t.store.buf, &idx, v)?;
+            }
+        }
+        Ok(())
     }
 
     fn flat_index(&self, b: BufId, off: u64) -> Vec<u64> {

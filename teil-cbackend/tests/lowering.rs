@@ -163,6 +163,9 @@ fn nests(k: &Kernel) -> Nests {
         .iter()
         .filter_map(|s| match s {
             Step::Nest { comment, body } => Some((comment.clone(), target_loops(body))),
+            // A kernel form's loops are those of the nest it means.
+            Step::Contract { comment, c } => Some((comment.clone(), target_loops(&c.nest()))),
+            Step::Tiled { comment, t } => Some((comment.clone(), target_loops(&t.nest()))),
             Step::Copy { .. } => None,
         })
         .collect()

@@ -451,7 +451,7 @@ fn optimised_printers_agree_with_the_oracle_bit_for_bit() {
             .iter()
             .map(|r| {
                 let mut k = r.kernel.clone();
-                k.tuning.openmp = openmp;
+                k.openmp = openmp;
                 k
             })
             .collect();

@@ -31,7 +31,12 @@ const PADS: [u64; 3] = [1, 3, 4];
 fn expected(bug: Bug, f: &Failure) -> bool {
     match bug {
         Bug::PaddingNotRezeroed => matches!(f, Failure::Padding { .. }),
-        Bug::OffByOne | Bug::AliasingIgnored | Bug::RedmaxPadded => {
+        Bug::OffByOne
+        | Bug::AliasingIgnored
+        | Bug::RedmaxPadded
+        | Bug::PanelEdge
+        | Bug::KBound
+        | Bug::TileEdge => {
             matches!(f, Failure::Differs { .. })
         }
         // Reading with the logical strides gives wrong cells; where a loop runs over the
@@ -43,7 +48,10 @@ fn expected(bug: Bug, f: &Failure) -> bool {
 
 #[test]
 fn every_planted_bug_is_rejected() {
-    for bug in Bug::ALL {
+    // The bugs in the kernel forms of the optimisation passes need larger programs than these:
+    // tests/kernel_forms.rs.
+    let forms = [Bug::PanelEdge, Bug::KBound, Bug::TileEdge];
+    for bug in Bug::ALL.into_iter().filter(|b| !forms.contains(b)) {
         let (mut planted, mut differs) = (0, 0);
         for src in PROGRAMS {
             let (p, _) = teil::compile(src).expect("checks");

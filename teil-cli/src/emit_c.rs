@@ -1,6 +1,8 @@
-//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate]`: prints the C99
-//! translation unit the padding-aware backend generates for a program (spec/abi.md), on standard
-//! output or atomically into a file; `--validate` checks it first (spec/validation.md).
+//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate] [--openmp] [--ir]`: prints
+//! the C99 translation unit the padding-aware backend generates for a program (spec/abi.md), on
+//! standard output or atomically into a file; `--validate` checks it first
+//! (spec/validation.md); `--ir` prints the optimised loop IR as text instead (the kernel the C
+//! is printed from and the validator interprets).
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program was rejected, 2 usage or I/O
 //! problems (including a `--pad` or `--name` the backend cannot use).
@@ -22,18 +24,33 @@ use teil_cbackend::run::{RunError, Toolchain};
 use teil_cbackend::{Options, ProgramError};
 use teil_interp::Tensor;
 
+/// What `teil emit-c` prints and checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Emit {
+    /// Translation validation first.
+    pub validate: bool,
+    /// OpenMP pragmas.
+    pub openmp: bool,
+    /// The loop IR as text instead of the C.
+    pub ir: bool,
+}
+
 /// With `validate`, the kernel is first checked by translation validation (spec/validation.md):
-/// the verdict goes to standard error, and the C is written only when the kernel validated. A
-/// kernel shown wrong exits with 1, shapes too large to validate with 2.
+/// the verdict goes to standard error, and the output is written only when the kernel
+/// validated. A kernel shown wrong exits with 1, shapes too large to validate with 2.
 pub fn emit_c(
     path: &str,
     pad: u64,
     name: &str,
     output: Option<&str>,
-    validate: bool,
-    openmp: bool,
+    emit: Emit,
     color: Color,
 ) -> u8 {
+    let Emit {
+        validate,
+        openmp,
+        ir,
+    } = emit;
     let src = match read_source(path) {
         Ok(s) => s,
         Err(e) => return e.report(Format::Text, color),
@@ -58,7 +75,7 @@ pub fn emit_c(
             return 2;
         }
     };
-    kernel.tuning.openmp = openmp;
+    kernel.openmp = openmp;
     if validate {
         match teil_cbackend::validate::validate(&checked, &kernel) {
             Ok(v) => eprintln!("{v}"),
@@ -72,7 +89,11 @@ pub fn emit_c(
             }
         }
     }
-    let c = teil_cbackend::print::module(&[&kernel]);
+    let c = if ir {
+        kernel.to_string()
+    } else {
+        teil_cbackend::print::module(&[&kernel])
+    };
     match write_output(output, &c) {
         Ok(()) => 0,
         Err(e) => {

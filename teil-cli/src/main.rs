@@ -224,6 +224,9 @@ enum Command {
         /// Parallel outer loops (OpenMP pragmas, spec/abi.md); compile with `-fopenmp`.
         #[arg(long)]
         openmp: bool,
+        /// Print the optimised loop IR as text instead of the C (the form `--validate` checks).
+        #[arg(long)]
+        ir: bool,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -279,14 +282,18 @@ fn main() -> ExitCode {
             output,
             validate,
             openmp,
+            ir,
             color,
         } => emit_c::emit_c(
             &file,
             pad,
             &name,
             output.as_deref(),
-            validate,
-            openmp,
+            emit_c::Emit {
+                validate,
+                openmp,
+                ir,
+            },
             color,
         ),
         Command::Run {

@@ -489,7 +489,7 @@ impl Program {
         };
         let mut kernel =
             teil_cbackend::lower(&self.checked, &opts).map_err(|e| lower_failure(e).into_py(py))?;
-        kernel.tuning.openmp = openmp;
+        kernel.openmp = openmp;
         Ok(teil_cbackend::print::module(&[&kernel]))
     }
 

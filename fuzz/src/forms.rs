@@ -1,0 +1,64 @@
+//! Programs that reach the C backend's kernel forms (issue 15): the generator's extents (at
+//! most 3) almost never give a contraction of 512 or more multiplications or a transposition
+//! with extents above 8, so the packed and dot contraction steps and the tiled steps
+//! (`teil_cbackend::opt`) would go untested by the campaign. Program indices `17`, `18` and
+//! `19` modulo [`PERIOD`] (5 % of the programs each) are drawn from small templates instead,
+//! with extents from the program seed:
+//!
+//! - `17`: a matrix product `C = (A # B) .[2 3]` (or with `A` transposed), extents 16-24: a
+//!   packed contraction step;
+//! - `18`: a matrix-vector product `y = (A # x) .[2 3]`, 8-24 rows of 64-96 terms: a dot
+//!   contraction step;
+//! - `19`: a transposition `Y = X ^[1 2]` (or plus a matrix), extents 9-30: a tiled step.
+//!
+//! Indices below 17 are never replaced, so the first programs of every campaign (where the
+//! planted-bug budgets of spec/fuzzing.md were measured) are the generator's.
+
+use teil::ast::Program;
+
+/// Every `PERIOD` programs, three are drawn from the templates.
+pub const PERIOD: u64 = 20;
+
+/// The template program for index `index` with program seed `seed`, if the index is one of
+/// the three of each period.
+pub fn program(index: u64, seed: u64) -> Option<Program> {
+    let pick =
+        |lo: u64, hi: u64, salt: u64| lo + crate::campaign::mix_seed(seed ^ salt) % (hi - lo + 1);
+    let variant = crate::campaign::mix_seed(seed ^ 0x7661_7269) % 2;
+    let text = match index % PERIOD {
+        17 => {
+            let (m, k, n) = (pick(16, 24, 1), pick(16, 24, 2), pick(16, 24, 3));
+            if variant == 0 {
+                format!(
+                    "input var A : [{m} {k}]\ninput var B : [{k} {n}]\noutput var C : [{m} {n}]\n\
+                     C = (A # B) .[2 3]\n"
+                )
+            } else {
+                format!(
+                    "input var A : [{k} {m}]\ninput var B : [{k} {n}]\noutput var C : [{m} {n}]\n\
+                     C = (A ^[1 2] # B) .[2 3]\n"
+                )
+            }
+        }
+        18 => {
+            let (m, k) = (pick(8, 24, 4), pick(64, 96, 5));
+            format!(
+                "input var A : [{m} {k}]\ninput var x : [{k}]\noutput var y : [{m}]\n\
+                 y = (A # x) .[2 3]\n"
+            )
+        }
+        19 => {
+            let (m, n) = (pick(9, 30, 6), pick(9, 30, 7));
+            if variant == 0 {
+                format!("input var X : [{m} {n}]\noutput var Y : [{n} {m}]\nY = X ^[1 2]\n")
+            } else {
+                format!(
+                    "input var X : [{m} {n}]\ninput var B : [{n} {m}]\noutput var Y : [{n} {m}]\n\
+                     Y = X ^[1 2] + B\n"
+                )
+            }
+        }
+        _ => return None,
+    };
+    teil::compile(&text).ok().map(|(p, _)| p.program().clone())
+}

@@ -1,0 +1,222 @@
+//! The kernel forms the passes of `teil_cbackend::opt` choose (`Step::Contract` with the packed
+//! or the dot strategy, `Step::Tiled`) are validated exactly as printed, and a bug planted in
+//! each (`plant::Bug::{PanelEdge, KBound, TileEdge}`) is rejected by the translation validator
+//! and caught by the fuzzer's checks (the C backend's runs against the oracle).
+
+use std::collections::BTreeMap;
+use teil_cbackend::ir::{Kernel, Step, Strategy};
+use teil_cbackend::opt::{self, Printing, Tuning};
+use teil_cbackend::plant::{self, Bug};
+use teil_cbackend::validate::{self, Failure};
+use teil_cbackend::Options;
+use teil_fuzz::campaign::{self, Check, Config};
+
+fn lower_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lower")
+}
+
+fn program(name: &str) -> (String, teil::CheckedProgram) {
+    let text = std::fs::read_to_string(lower_dir().join(format!("{name}.teil"))).expect("read");
+    let (p, _) = teil::compile(&text).expect("checks");
+    (text, p)
+}
+
+fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
+    let opts = Options {
+        pad,
+        ..Options::default()
+    };
+    teil_cbackend::lower(p, &opts).expect("lowers")
+}
+
+/// The eight PERFORMANCE.md kernels at small sizes and three more corpus programs, and the
+/// forms each must get.
+const KERNELS: [(&str, &[Printing]); 11] = [
+    ("matmul", &[Printing::Packed]),
+    ("matmul_edges", &[Printing::Packed]),
+    ("cfd", &[Printing::Packed]),
+    ("abc", &[Printing::Packed]),
+    ("ttm", &[Printing::Packed]),
+    ("mttkrp", &[Printing::Packed, Printing::Dot]),
+    ("transpose", &[Printing::Tiled]),
+    ("transpose_add", &[Printing::Tiled]),
+    ("trace_prod", &[Printing::Dot]),
+    ("batched_matvec", &[Printing::Dot]),
+    ("matvec", &[Printing::Dot]),
+];
+
+#[test]
+fn packed_dot_and_tiled_kernels_validate_as_printed() {
+    for (name, forms) in KERNELS {
+        let (_, p) = program(name);
+        for pad in [1, 3, 4] {
+            let k = lower(&p, pad);
+            let got = opt::printing(&k);
+            for f in forms {
+                assert!(got.contains(f), "{name} at M = {pad}: {got:?}");
+            }
+            let v = validate::validate(&p, &k)
+                .unwrap_or_else(|e| panic!("{name} at M = {pad}: {e}\n{k}"));
+            let outputs: u64 = k
+                .params
+                .iter()
+                .map(|&b| k.buffer(b))
+                .filter(|b| matches!(b.role, teil_cbackend::ir::Role::Param { output: true, .. }))
+                .map(|b| b.logical_len())
+                .sum();
+            assert_eq!(v.output_cells, outputs, "{name} at M = {pad}");
+        }
+    }
+}
+
+#[test]
+fn the_plain_tuning_chooses_no_kernel_form_and_computes_the_same_terms() {
+    for (name, _) in KERNELS {
+        let (_, p) = program(name);
+        let k = opt::lower_tuned(&p, &Options::default(), &Tuning::none()).expect("lowers");
+        assert!(
+            k.steps
+                .iter()
+                .all(|s| matches!(s, Step::Nest { .. } | Step::Copy { .. })),
+            "{name}"
+        );
+        validate::validate(&p, &k).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+/// The bugs planted in kernel forms, with the kind of step each rewrites.
+const BUGS: [(Bug, Printing); 4] = [
+    (Bug::PanelEdge, Printing::Packed),
+    (Bug::KBound, Printing::Packed),
+    (Bug::KBound, Printing::Dot),
+    (Bug::TileEdge, Printing::Tiled),
+];
+
+/// Whether `bug` touches a step of kind `kind` in `k` (planting it on a copy of `k` restricted
+/// to such steps changes it).
+fn plants_in(k: &Kernel, bug: Bug, kind: Printing) -> bool {
+    let mut only = k.clone();
+    let kinds = opt::printing(k);
+    for (s, h) in only.steps.iter_mut().zip(kinds) {
+        if h != kind {
+            *s = Step::Nest {
+                comment: String::new(),
+                body: Vec::new(),
+            };
+        }
+    }
+    plant::apply(&mut only, bug)
+}
+
+#[test]
+fn bugs_planted_in_kernel_forms_are_rejected_by_the_validator() {
+    for (bug, kind) in BUGS {
+        let mut rejected = 0;
+        for (name, _) in KERNELS {
+            let (_, p) = program(name);
+            let k = lower(&p, 1);
+            if !plants_in(&k, bug, kind) {
+                continue;
+            }
+            let mut planted = k.clone();
+            assert!(plant::apply(&mut planted, bug));
+            match validate::validate(&p, &planted) {
+                Ok(v) => panic!("{bug} in {name} is not rejected: {v}\n{planted}"),
+                Err(e) => {
+                    assert!(matches!(e, Failure::Differs { .. }), "{bug} in {name}: {e}");
+                    rejected += 1;
+                }
+            }
+        }
+        assert!(
+            rejected >= 2,
+            "{bug} ({kind:?}) was planted in only {rejected} kernels"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_panel_edge_loses_the_last_row() {
+    let (_, p) = program("matmul");
+    let mut k = lower(&p, 1);
+    let Some(Step::Contract { c, .. }) = k.steps.first() else {
+        panic!("a contraction step:\n{k}");
+    };
+    assert!(
+        matches!(c.strategy, Strategy::Packed { m: 16, n: 16, .. }),
+        "{k}"
+    );
+    assert!(plant::apply(&mut k, Bug::PanelEdge));
+    let e = validate::validate(&p, &k).expect_err("rejected");
+    // Row 16 of C is never computed: its first cell keeps the caller's unspecified value.
+    match e {
+        Failure::Differs {
+            var, index, kernel, ..
+        } => {
+            assert_eq!((var.as_str(), index), ("C", vec![16, 1]));
+            assert_eq!(kernel.to_string(), "?C[16,1]");
+        }
+        other => panic!("{other}"),
+    }
+}
+
+/// Deterministic small integers: every product and sum is exact, so the C backend must agree
+/// with the oracle bit for bit.
+fn inputs(p: &teil::CheckedProgram) -> BTreeMap<String, ndarray::ArrayD<f64>> {
+    let mut out = BTreeMap::new();
+    for (i, d) in p
+        .program()
+        .decls
+        .iter()
+        .filter(|d| p.is_input(d))
+        .enumerate()
+    {
+        let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
+        let n: usize = shape.iter().product();
+        let data = (0..n)
+            .map(|j| ((j * 7 + i * 3) % 11) as f64 - 5.0)
+            .collect();
+        out.insert(
+            d.name.name.clone(),
+            ndarray::ArrayD::from_shape_vec(shape, data).expect("shape"),
+        );
+    }
+    out
+}
+
+#[test]
+fn bugs_planted_in_kernel_forms_are_caught_by_the_fuzzers_checks() {
+    for (bug, name) in [
+        (Bug::PanelEdge, "matmul"),
+        (Bug::KBound, "matmul"),
+        (Bug::KBound, "matvec"),
+        (Bug::TileEdge, "transpose"),
+    ] {
+        let (_, p) = program(name);
+        let cfg = Config {
+            pads: vec![1],
+            plant: Some(bug),
+            ..Config::default()
+        };
+        let report = campaign::replay(&cfg, p.program().clone(), inputs(&p), 1);
+        assert!(report.stats.planted >= 1, "{bug} in {name}");
+        let m = report
+            .mismatches
+            .first()
+            .unwrap_or_else(|| panic!("{bug} in {name} is not caught"));
+        assert!(
+            m.failures
+                .iter()
+                .any(|f| matches!(f.check, Check::C { pad: 1, .. })),
+            "{bug} in {name}: {:?}",
+            m.failures
+        );
+        let clean = Config { plant: None, ..cfg };
+        let report = campaign::replay(&clean, p.program().clone(), inputs(&p), 1);
+        assert!(
+            report.mismatches.is_empty(),
+            "{name}: {:?}",
+            report.mismatches
+        );
+    }
+}
