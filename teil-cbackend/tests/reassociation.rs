@@ -224,7 +224,7 @@ fn edit_update(k: &mut Kernel, step: usize, f: &mut dyn FnMut(&mut Vec<Node>, us
     }
     match &mut k.steps[step] {
         Step::Nest { body, .. } => assert!(walk(body, f), "step {step} has an update"),
-        Step::Copy { .. } => panic!("step {step} is a copy"),
+        other => panic!("step {step} is not a plain nest: {}", other.comment()),
     }
 }
 
