@@ -126,11 +126,6 @@ pub(crate) fn lower_kernel(
     };
     let program = prog.program();
     let interface: BTreeSet<&str> = prog.interface().map(|d| d.name.name.as_str()).collect();
-    let assigned: BTreeSet<&str> = program
-        .stmts
-        .iter()
-        .map(|s| s.target.name.as_str())
-        .collect();
 
     // Parameters and internal variables, in declaration order.
     let mut params = Vec::new();
@@ -165,7 +160,7 @@ pub(crate) fn lower_kernel(
                 input: true,
                 output: false,
             })
-            && assigned.contains(name)
+            && prog.var_init(name).is_some_and(|v| v.written())
         {
             let c_name = lw.names.variable(&format!("{name}_copy"));
             let logical = lw.buffers[b.0].logical.clone();
@@ -179,19 +174,14 @@ pub(crate) fn lower_kernel(
         }
     }
     // Variables whose undefined initial value is observable start as NaN ([Eval-Prog]).
-    for d in &program.decls {
+    // The checker's initialisation analysis says which (one entry per declaration, in order).
+    for (d, init) in program.decls.iter().zip(prog.initialization().iter()) {
         if prog.is_input(d) {
             continue;
         }
         let name = d.name.name.as_str();
-        let first_write = program.stmts.iter().position(|s| s.target.name == name);
-        let first_read = program.stmts.iter().position(|s| s.value.reads(name));
-        let read_early = match (first_read, first_write) {
-            (Some(r), Some(w)) => r <= w,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        let returned_undefined = prog.is_output(d) && first_write.is_none();
+        let read_early = init.read_before_written();
+        let returned_undefined = prog.is_output(d) && !init.written();
         if read_early || returned_undefined {
             let why = if read_early {
                 "is read before it is assigned"
