@@ -4,7 +4,7 @@
 //! The checker ([`crate::check`]) only records what it found: spans, shapes, names, the typing
 //! rule, and the suggestion it computed (a name, a transposition, a pair of positions); the
 //! wording of every message, label, note, help and fix of the checker's codes (E0005 for
-//! programs built without the parser, E0101 to E0306, W0001 to W0003) lives in the `#[error]`
+//! programs built without the parser, E0101 to E0310, W0001 to W0003) lives in the `#[error]`
 //! attributes and in `From<CheckError> for Diagnostic` below.
 
 use crate::ast::{BinOp, RedOp, ShapeDisplay, Span};
@@ -639,5 +639,278 @@ impl From<CheckError> for Diagnostic {
                     ))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `Display` form is the diagnostic's message, and the code, the rule and the primary
+    /// span are the variant's.
+    #[test]
+    fn every_error_becomes_its_diagnostic() {
+        let name = |n: &str| n.to_string();
+        let cases = [
+            (
+                CheckError::TooDeep { span: 4..9 },
+                "E0005",
+                None,
+                "expression nested too deeply (more than 512 levels)",
+            ),
+            (
+                CheckError::Redeclared {
+                    span: 20..21,
+                    name: name("A"),
+                    first: 6..7,
+                },
+                "E0101",
+                Some("S-Var"),
+                "`A` is declared twice",
+            ),
+            (
+                CheckError::ZeroExtent {
+                    span: 11..12,
+                    name: name("A"),
+                },
+                "E0102",
+                Some("S-Var"),
+                "`A` has an extent of 0",
+            ),
+            (
+                CheckError::DeclRankTooLarge {
+                    span: 0..40,
+                    name: name("A"),
+                    rank: 70,
+                },
+                "E0104",
+                None,
+                "`A` has 70 dimensions; the limit is 32",
+            ),
+            (
+                CheckError::DeclTooLarge {
+                    span: 0..40,
+                    name: name("A"),
+                    elements: None,
+                },
+                "E0103",
+                None,
+                "`A` would have more than 2^64 elements",
+            ),
+            (
+                CheckError::AssignUndeclared {
+                    span: 0..1,
+                    name: name("B"),
+                    similar: None,
+                    rhs: Some(vec![2, 3]),
+                },
+                "E0201",
+                Some("OK-Stmt"),
+                "assignment to undeclared variable `B`",
+            ),
+            (
+                CheckError::AssignMismatch {
+                    span: 4..5,
+                    rhs: vec![3, 2],
+                    target: name("C"),
+                    target_span: 0..1,
+                    target_shape: vec![2, 3],
+                    transpose: None,
+                },
+                "E0202",
+                Some("OK-Stmt"),
+                "cannot assign an expression of shape [3, 2] to `C` of shape [2, 3]",
+            ),
+            (
+                CheckError::ExprRankTooLarge {
+                    span: 4..20,
+                    rank: 65,
+                },
+                "E0310",
+                None,
+                "expression has 65 dimensions; the limit is 32",
+            ),
+            (
+                CheckError::ExprTooLarge {
+                    span: 4..20,
+                    shape: vec![1 << 40, 1 << 40],
+                },
+                "E0309",
+                None,
+                "expression of shape [1099511627776, 1099511627776] has too many elements",
+            ),
+            (
+                CheckError::UndeclaredVar {
+                    span: 4..5,
+                    name: name("X"),
+                    similar: Some(name("A")),
+                },
+                "E0301",
+                Some("T-Var"),
+                "use of undeclared variable `X`",
+            ),
+            (
+                CheckError::TranspSame {
+                    span: 4..16,
+                    dim: 2,
+                    operand: 15..16,
+                },
+                "W0002",
+                Some("T-Transp"),
+                "transposition of dimension 2 with itself",
+            ),
+            (
+                CheckError::ExpaPositionOutOfRange {
+                    span: 9..10,
+                    position: 4,
+                    operand: 13..14,
+                    shape: vec![2],
+                },
+                "E0307",
+                Some("T-Expa"),
+                "expansion position 4 is out of range for an operand of rank 1",
+            ),
+            (
+                CheckError::ExpaZeroExtent { span: 11..12 },
+                "E0308",
+                Some("T-Expa"),
+                "expansion by an extent of 0",
+            ),
+            (
+                CheckError::SliceOutOfRange {
+                    span: 11..12,
+                    slice: 5,
+                    dim: 1,
+                    extent: 3,
+                    operand: 13..14,
+                    shape: vec![3],
+                },
+                "E0306",
+                Some("T-Proj"),
+                "slice 5 is out of range for dimension 1 of extent 3",
+            ),
+            (
+                CheckError::ElementwiseMismatch {
+                    span: 4..9,
+                    op: BinOp::Add,
+                    rule: "T-Add",
+                    left: 4..5,
+                    left_shape: vec![2, 3],
+                    right: 8..9,
+                    right_shape: vec![3, 2],
+                    transpose: None,
+                },
+                "E0302",
+                Some("T-Add"),
+                "operands of `+` have different shapes [2, 3] and [3, 2]",
+            ),
+            (
+                CheckError::PositionOutOfRange {
+                    span: 9..10,
+                    operation: Operation::Reduce(RedOp::Sum),
+                    position: 0,
+                    operand: 11..12,
+                    shape: vec![2],
+                },
+                "E0303",
+                Some("T-Red"),
+                "red+ position 0 is out of range for an operand of rank 1",
+            ),
+            (
+                CheckError::PositionsNotDistinct {
+                    span: 10..13,
+                    operation: Operation::Diag,
+                    dim: 1,
+                    operand: 14..15,
+                    shape: vec![2, 2],
+                },
+                "E0304",
+                Some("T-Diag"),
+                "diagonal of dimension 1 with itself",
+            ),
+            (
+                CheckError::ExtentsDiffer {
+                    span: 10..13,
+                    operation: Operation::Contr,
+                    i: 1,
+                    j: 2,
+                    extents: (2, 3),
+                    operand: 14..15,
+                    shape: vec![2, 3, 2],
+                    postfix: false,
+                    help: Some(PairHelp::Use((1, 3))),
+                },
+                "E0305",
+                Some("T-Contr"),
+                "contraction of dimensions 1 and 2 with different extents",
+            ),
+            (
+                CheckError::UninitializedRead {
+                    span: 8..9,
+                    name: name("T"),
+                },
+                "W0001",
+                None,
+                "`T` is read before it is assigned",
+            ),
+            (
+                CheckError::OutputNeverAssigned {
+                    span: 7..8,
+                    name: name("C"),
+                },
+                "W0003",
+                None,
+                "output `C` is never assigned",
+            ),
+        ];
+        for (e, code, rule, message) in cases {
+            let span = e.span().clone();
+            let d = Diagnostic::from(e);
+            assert_eq!(
+                (d.code.as_str(), d.rule, d.message.as_str(), d.primary.span),
+                (code, rule, message, span)
+            );
+        }
+    }
+
+    /// The checker's suggestions become the help and the fix.
+    #[test]
+    fn suggestions_become_help_and_fixes() {
+        let d = Diagnostic::from(CheckError::ExtentsDiffer {
+            span: 10..13,
+            operation: Operation::Contr,
+            i: 1,
+            j: 2,
+            extents: (2, 3),
+            operand: 14..15,
+            shape: vec![2, 3, 2],
+            postfix: false,
+            help: Some(PairHelp::Use((1, 3))),
+        });
+        assert_eq!(d.help.as_deref(), Some("did you mean `contr 1 3`?"));
+        assert_eq!(
+            d.fixes[0].apply("C = contr 1 2 A").as_deref(),
+            Some("C = contr 1 3 A")
+        );
+        let d = Diagnostic::from(CheckError::AssignMismatch {
+            span: 4..9,
+            rhs: vec![3, 2],
+            target: "C".into(),
+            target_span: 0..1,
+            target_shape: vec![2, 3],
+            transpose: Some(Transpose {
+                swap: (1, 2),
+                span: 4..9,
+                atom: false,
+            }),
+        });
+        assert_eq!(
+            d.help.as_deref(),
+            Some("transposing the right-hand side would fit: `^[1 2]`")
+        );
+        assert_eq!(
+            d.fixes[0].apply("C = A + B").as_deref(),
+            Some("C = (A + B) ^[1 2]")
+        );
     }
 }
