@@ -9,7 +9,9 @@
 //! (TeIL paper Lemma 4.3, report Lemma 2).
 //!
 //! Errors do not cascade: once a sub-expression is ill-typed its shape is unknown (`None`) and
-//! the enclosing rules stay silent about it.
+//! the enclosing rules stay silent about it. Errors and warnings are recorded as
+//! [`CheckError`] data (spans, shapes, names, rule, suggestion) and worded once, in
+//! [`crate::check_error`], when the pass ends.
 
 use crate::ast::*;
 use crate::check_error::{CheckError, Operation, PairHelp, Transpose};
@@ -705,11 +707,11 @@ impl Checker {
 }
 
 impl Checker {
-    /// Writes the help of the E0305 reports of `stmt` (its right-hand side just checked, its
-    /// diagnostics from `first_diag` on), knowing the shape of its target if declared: the
-    /// nearest pair of equal extents with which the whole right-hand side has the target's
-    /// shape (the fix), or, when no pair does, a help that says so and what the nearest pair
-    /// would give. Following the help never leads to E0202. When the target's shape is unknown
+    /// Chooses the suggestion ([`PairHelp`]) of the E0305 reports of `stmt` (its right-hand
+    /// side just checked, its errors from `first_diag` on), knowing the shape of its target if
+    /// declared: the nearest pair of equal extents with which the whole right-hand side has the
+    /// target's shape (the fix), or, when no pair does, that none does and what the nearest
+    /// pair would give. Following the help never leads to E0202. When the target's shape is unknown
     /// or the statement has other errors (so no choice of positions alone makes it check), the
     /// help names the nearest pair of equal extents.
     fn pair_help(&mut self, stmt: &Stmt, target: Option<&[u64]>, first_diag: usize) {

@@ -1,7 +1,7 @@
 //! The errors and warnings of the check phase as data, and the one place that turns them into
 //! [`Diagnostic`]s.
 //!
-//! The checker ([`crate::check`]) only records what it found: spans, shapes, names, the typing
+//! The checker (`check.rs`) only records what it found: spans, shapes, names, the typing
 //! rule, and the suggestion it computed (a name, a transposition, a pair of positions); the
 //! wording of every message, label, note, help and fix of the checker's codes (E0005 for
 //! programs built without the parser, E0101 to E0310, W0001 to W0003) lives in the `#[error]`
