@@ -9,10 +9,13 @@
 //! (TeIL paper Lemma 4.3, report Lemma 2).
 //!
 //! Errors do not cascade: once a sub-expression is ill-typed its shape is unknown (`None`) and
-//! the enclosing rules stay silent about it.
+//! the enclosing rules stay silent about it. Errors and warnings are recorded as
+//! [`CheckError`] data (spans, shapes, names, rule, suggestion) and worded once, in
+//! [`crate::check_error`], when the pass ends.
 
 use crate::ast::*;
-use crate::diagnostic::{edit_distance, is_similar, Code, Diagnostic, Edit, Fix};
+use crate::check_error::{CheckError, Operation, PairHelp, Transpose};
+use crate::diagnostic::{edit_distance, is_similar, Diagnostic};
 use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_DEPTH, MAX_EXPR_ELEMENTS, MAX_RANK};
 use std::collections::{HashMap, HashSet};
 
@@ -283,9 +286,8 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
     if initialisation {
         initialization(&program, &init, &mut cx.diags);
     }
-    let Checker {
-        shapes, mut diags, ..
-    } = cx;
+    let Checker { shapes, diags, .. } = cx;
+    let mut diags: Vec<Diagnostic> = diags.into_iter().map(Diagnostic::from).collect();
     diags.sort_by_key(|d| (d.primary.span.start, d.primary.span.end, d.code));
     Partial {
         program,
@@ -298,7 +300,7 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
 /// E0005 for a statement whose right-hand side is deeper than [`MAX_EXPR_DEPTH`] (a leaf has
 /// depth 1), measured without recursion; the right-hand side is then replaced by an `Error`
 /// node, taken apart without recursion too, so no later pass sees the deep tree.
-fn depth_limit(stmt: &mut Stmt) -> Option<Diagnostic> {
+fn depth_limit(stmt: &mut Stmt) -> Option<CheckError> {
     let mut stack = vec![(&stmt.value, 1usize)];
     let mut deepest = 0;
     while let Some((e, d)) = stack.pop() {
@@ -324,15 +326,7 @@ fn depth_limit(stmt: &mut Stmt) -> Option<Diagnostic> {
             parts.push(std::mem::replace(c, leaf));
         }
     }
-    Some(
-        Diagnostic::new(
-            Code::TooDeep,
-            format!("expression nested too deeply (more than {MAX_EXPR_DEPTH} levels)"),
-            span,
-            "this right-hand side",
-        )
-        .with_help("split the expression into several statements over temporaries"),
-    )
+    Some(CheckError::TooDeep { span })
 }
 
 /// Assigns ids in pre-order.
@@ -349,7 +343,7 @@ struct Checker {
     /// do not produce further errors.
     env: HashMap<String, Option<Shape>>,
     shapes: Vec<Option<Shape>>,
-    diags: Vec<Diagnostic>,
+    diags: Vec<CheckError>,
     /// The E0305 reports of the statement being checked, whose help waits for the statement's
     /// target ([`Checker::pair_help`]).
     pairs: Vec<UnequalPair>,
@@ -358,15 +352,10 @@ struct Checker {
 /// A diagonal or contraction rejected with E0305, remembered until its statement's target is
 /// known, so that the help suggests only positions that make the whole statement check.
 struct UnequalPair {
-    /// Index of its diagnostic in `Checker::diags`.
+    /// Index of its error in `Checker::diags`.
     diag: usize,
     /// The `diag`/`contr` node.
     node: ExprId,
-    rule: &'static str,
-    /// Written as the postfix `.[i j]`.
-    postfix: bool,
-    /// The positions as written, as one span (what a fix replaces).
-    span: Span,
     /// The pairs of distinct positions with equal extents, nearest to the written ones first.
     candidates: Vec<(usize, usize)>,
 }
@@ -376,35 +365,17 @@ struct UnequalPair {
 /// input, spec/limits.md).
 const MAX_PAIR_RECHECK_NODES: usize = 1 << 20;
 
-fn shape_str(s: &[u64]) -> String {
-    ShapeDisplay(s).to_string()
-}
-
-fn has_shape(s: &[u64]) -> String {
-    if s.is_empty() {
-        "this is a scalar, shape []".to_string()
-    } else {
-        format!("this has shape {}", shape_str(s))
-    }
-}
-
 impl Checker {
     /// S-Var for each declaration, plus the shape limits.
     fn declarations(&mut self, program: &Program) {
         let mut first: HashMap<&str, &Decl> = HashMap::new();
         for d in &program.decls {
             if let Some(prev) = first.get(d.name.name.as_str()) {
-                self.diags.push(
-                    Diagnostic::new(
-                        Code::Redeclared,
-                        format!("`{}` is declared twice", d.name.name),
-                        d.name.span.clone(),
-                        "declared again here",
-                    )
-                    .with_rule("S-Var")
-                    .with_label(prev.name.span.clone(), "first declared here")
-                    .with_help("each name denotes one allocation; choose another name"),
-                );
+                self.diags.push(CheckError::Redeclared {
+                    span: d.name.span.clone(),
+                    name: d.name.name.clone(),
+                    first: prev.name.span.clone(),
+                });
                 continue;
             }
             first.insert(&d.name.name, d);
@@ -418,34 +389,18 @@ impl Checker {
         for n in &d.extents {
             if n.value == 0 {
                 ok = false;
-                self.diags.push(
-                    Diagnostic::new(
-                        Code::ZeroExtent,
-                        format!("`{}` has an extent of 0", d.name.name),
-                        n.span(),
-                        "extents start at 1",
-                    )
-                    .with_rule("S-Var")
-                    .with_help("dimensions cannot be empty; a scalar is declared with `[]`"),
-                );
+                self.diags.push(CheckError::ZeroExtent {
+                    span: n.span(),
+                    name: d.name.name.clone(),
+                });
             }
         }
         if d.extents.len() > MAX_RANK {
-            self.diags.push(
-                Diagnostic::new(
-                    Code::DeclRankTooLarge,
-                    format!(
-                        "`{}` has {} dimensions; the limit is {MAX_RANK}",
-                        d.name.name,
-                        d.extents.len()
-                    ),
-                    d.span.clone(),
-                    "too many dimensions",
-                )
-                .with_note(format!(
-                    "the limit is {MAX_RANK} dimensions (spec/limits.md)"
-                )),
-            );
+            self.diags.push(CheckError::DeclRankTooLarge {
+                span: d.span.clone(),
+                name: d.name.name.clone(),
+                rank: d.extents.len(),
+            });
             return false;
         }
         if ok {
@@ -454,22 +409,11 @@ impl Checker {
                 .iter()
                 .try_fold(1u64, |acc, n| acc.checked_mul(n.value));
             if count.is_none_or(|c| c > MAX_DECL_ELEMENTS) {
-                let what = match count {
-                    None => "more than 2^64".to_string(),
-                    Some(c) => c.to_string(),
-                };
-                self.diags.push(
-                    Diagnostic::new(
-                        Code::DeclTooLarge,
-                        format!("`{}` would have {what} elements", d.name.name),
-                        d.span.clone(),
-                        "too many elements",
-                    )
-                    .with_note(format!(
-                        "the limit is 2^63 - 1 = {MAX_DECL_ELEMENTS} elements, so that indices fit \
-                         signed 64-bit arithmetic (spec/limits.md)"
-                    )),
-                );
+                self.diags.push(CheckError::DeclTooLarge {
+                    span: d.span.clone(),
+                    name: d.name.name.clone(),
+                    elements: count,
+                });
                 return false;
             }
         }
@@ -483,57 +427,27 @@ impl Checker {
         let target_shape = self.env.get(&stmt.target.name).cloned().flatten();
         self.pair_help(stmt, target_shape.as_deref(), first_diag);
         let Some(target) = self.env.get(&stmt.target.name) else {
-            let d = Diagnostic::new(
-                Code::AssignUndeclared,
-                format!("assignment to undeclared variable `{}`", stmt.target.name),
-                stmt.target.span.clone(),
-                "not declared",
-            )
-            .with_rule("OK-Stmt");
-            let d = match (&rhs, self.suggest(&stmt.target.name)) {
-                (_, Some(s)) => d
-                    .with_help(format!("did you mean `{s}`?"))
-                    .with_fix(rename(&stmt.target, &s)),
-                (Some(shape), None) => d.with_help(format!(
-                    "declare it first, e.g. `alloc {} : {}`",
-                    stmt.target.name,
-                    shape_str(shape)
-                )),
-                _ => d,
-            };
-            self.diags.push(d);
+            self.diags.push(CheckError::AssignUndeclared {
+                span: stmt.target.span.clone(),
+                name: stmt.target.name.clone(),
+                similar: self.suggest(&stmt.target.name),
+                rhs,
+            });
             return;
         };
         let (Some(target), Some(rhs)) = (target.clone(), rhs) else {
             return;
         };
         if target != rhs {
-            let mut d = Diagnostic::new(
-                Code::AssignMismatch,
-                format!(
-                    "cannot assign an expression of shape {} to `{}` of shape {}",
-                    shape_str(&rhs),
-                    stmt.target.name,
-                    shape_str(&target)
-                ),
-                stmt.value.span.clone(),
-                has_shape(&rhs),
-            )
-            .with_rule("OK-Stmt")
-            .with_label(
-                stmt.target.span.clone(),
-                format!(
-                    "`{}` is declared with shape {}",
-                    stmt.target.name,
-                    shape_str(&target)
-                ),
-            );
-            if let Some(h) = reshape_hint(&rhs, &target) {
-                d = d
-                    .with_help(format!("transposing the right-hand side would fit: `{h}`"))
-                    .with_fix(append_postfix(&stmt.value, &h));
-            }
-            self.diags.push(d);
+            let transpose = transpose_to(&stmt.value, &rhs, &target);
+            self.diags.push(CheckError::AssignMismatch {
+                span: stmt.value.span.clone(),
+                rhs,
+                target: stmt.target.name.clone(),
+                target_span: stmt.target.span.clone(),
+                target_shape: target,
+                transpose,
+            });
         }
     }
 
@@ -553,31 +467,18 @@ impl Checker {
     fn expr(&mut self, e: &Expr) -> Option<Shape> {
         let shape = self.rule(e)?;
         if shape.len() > MAX_RANK {
-            self.diags.push(Diagnostic::new(
-                Code::ExprRankTooLarge,
-                format!(
-                    "expression has {} dimensions; the limit is {MAX_RANK}",
-                    shape.len()
-                ),
-                e.span.clone(),
-                "too many dimensions",
-            ));
+            self.diags.push(CheckError::ExprRankTooLarge {
+                span: e.span.clone(),
+                rank: shape.len(),
+            });
             return None;
         }
         let count = shape.iter().try_fold(1u64, |acc, n| acc.checked_mul(*n));
         if count.is_none_or(|c| c > MAX_EXPR_ELEMENTS) {
-            self.diags.push(
-                Diagnostic::new(
-                    Code::ExprTooLarge,
-                    format!(
-                        "expression of shape {} has too many elements",
-                        shape_str(&shape)
-                    ),
-                    e.span.clone(),
-                    "index space does not fit in 64 bits",
-                )
-                .with_help("contract before forming the product"),
-            );
+            self.diags.push(CheckError::ExprTooLarge {
+                span: e.span.clone(),
+                shape,
+            });
             return None;
         }
         self.shapes[e.id.0 as usize] = Some(shape.clone());
@@ -590,19 +491,11 @@ impl Checker {
             ExprKind::Var(v) => match self.env.get(&v.name) {
                 Some(shape) => shape.clone(),
                 None => {
-                    let mut d = Diagnostic::new(
-                        Code::UndeclaredVar,
-                        format!("use of undeclared variable `{}`", v.name),
-                        v.span.clone(),
-                        "not declared",
-                    )
-                    .with_rule("T-Var");
-                    if let Some(s) = self.suggest(&v.name) {
-                        d = d
-                            .with_help(format!("did you mean `{s}`?"))
-                            .with_fix(rename(v, &s));
-                    }
-                    self.diags.push(d);
+                    self.diags.push(CheckError::UndeclaredVar {
+                        span: v.span.clone(),
+                        name: v.name.clone(),
+                        similar: self.suggest(&v.name),
+                    });
                     None
                 }
             },
@@ -625,9 +518,7 @@ impl Checker {
             // T-Red
             ExprKind::Reduce(op, i, a) => {
                 let t = self.expr(a)?;
-                let rule = "T-Red";
-                let what = op.keyword();
-                self.position(i, &t, a, rule, what)?;
+                self.position(i, &t, a, Operation::Reduce(*op))?;
                 let mut t = t;
                 t.remove(i.value as usize - 1);
                 Some(t)
@@ -635,34 +526,16 @@ impl Checker {
             // T-Transp
             ExprKind::Transp(i, j, a) => {
                 let t = self.expr(a)?;
-                let p = self.position(i, &t, a, "T-Transp", "transposition");
-                let q = self.position(j, &t, a, "T-Transp", "transposition");
+                let p = self.position(i, &t, a, Operation::Transp);
+                let q = self.position(j, &t, a, Operation::Transp);
                 p?;
                 q?;
                 if i.value == j.value {
-                    self.diags.push(
-                        Diagnostic::new(
-                            Code::TranspSame,
-                            format!("transposition of dimension {} with itself", i.value),
-                            e.span.clone(),
-                            "this has no effect",
-                        )
-                        .with_rule("T-Transp")
-                        .with_help("remove it, or name two different dimensions")
-                        .with_fix(Fix {
-                            title: "remove the transposition".into(),
-                            edits: vec![
-                                Edit {
-                                    span: e.span.start..a.span.start,
-                                    replacement: String::new(),
-                                },
-                                Edit {
-                                    span: a.span.end..e.span.end,
-                                    replacement: String::new(),
-                                },
-                            ],
-                        }),
-                    );
+                    self.diags.push(CheckError::TranspSame {
+                        span: e.span.clone(),
+                        dim: i.value,
+                        operand: a.span.clone(),
+                    });
                 }
                 let mut t = t;
                 t.swap(i.value as usize - 1, j.value as usize - 1);
@@ -671,7 +544,7 @@ impl Checker {
             // T-Diag
             ExprKind::Diag(i, j, a) => {
                 let t = self.expr(a)?;
-                self.pair(e, i, j, &t, a, "T-Diag", "diagonal")?;
+                self.pair(e, i, j, &t, a, Operation::Diag)?;
                 let mut t = t;
                 t.remove(i.value.max(j.value) as usize - 1);
                 Some(t)
@@ -679,7 +552,7 @@ impl Checker {
             // T-Contr
             ExprKind::Contr(i, j, a) => {
                 let t = self.expr(a)?;
-                self.pair(e, i, j, &t, a, "T-Contr", "contraction")?;
+                self.pair(e, i, j, &t, a, Operation::Contr)?;
                 let (lo, hi) = (i.value.min(j.value) as usize, i.value.max(j.value) as usize);
                 let mut t = t;
                 t.remove(hi - 1);
@@ -692,35 +565,17 @@ impl Checker {
                 let mut ok = true;
                 if i.value == 0 || i.value > t.len() as u64 + 1 {
                     ok = false;
-                    let d = Diagnostic::new(
-                        Code::ExpaPositionOutOfRange,
-                        format!(
-                            "expansion position {} is out of range for an operand of rank {}",
-                            i.value,
-                            t.len()
-                        ),
-                        i.span(),
-                        format!("must be between 1 and {}", t.len() + 1),
-                    )
-                    .with_rule("T-Expa")
-                    .with_label(a.span.clone(), has_shape(&t));
-                    self.diags.push(if i.value == 0 {
-                        d.with_help("positions are 1-based")
-                    } else {
-                        d
+                    self.diags.push(CheckError::ExpaPositionOutOfRange {
+                        span: i.span(),
+                        position: i.value,
+                        operand: a.span.clone(),
+                        shape: t.clone(),
                     });
                 }
                 if n.value == 0 {
                     ok = false;
-                    self.diags.push(
-                        Diagnostic::new(
-                            Code::ExpaZeroExtent,
-                            "expansion by an extent of 0",
-                            n.span(),
-                            "extents start at 1",
-                        )
-                        .with_rule("T-Expa"),
-                    );
+                    self.diags
+                        .push(CheckError::ExpaZeroExtent { span: n.span() });
                 }
                 if !ok {
                     return None;
@@ -732,24 +587,16 @@ impl Checker {
             // T-Proj
             ExprKind::Proj(i, m, a) => {
                 let t = self.expr(a)?;
-                self.position(i, &t, a, "T-Proj", "projection")?;
+                self.position(i, &t, a, Operation::Proj)?;
                 let n = t[i.value as usize - 1];
                 if m.value == 0 || m.value > n {
-                    let d = Diagnostic::new(
-                        Code::SliceOutOfRange,
-                        format!(
-                            "slice {} is out of range for dimension {} of extent {n}",
-                            m.value, i.value
-                        ),
-                        m.span(),
-                        format!("must be between 1 and {n}"),
-                    )
-                    .with_rule("T-Proj")
-                    .with_label(a.span.clone(), has_shape(&t));
-                    self.diags.push(if m.value == 0 {
-                        d.with_help("slices are numbered from 1")
-                    } else {
-                        d
+                    self.diags.push(CheckError::SliceOutOfRange {
+                        span: m.span(),
+                        slice: m.value,
+                        dim: i.value,
+                        extent: n,
+                        operand: a.span.clone(),
+                        shape: t,
                     });
                     return None;
                 }
@@ -782,84 +629,36 @@ impl Checker {
             BinOp::Mul => "T-Mul",
             BinOp::Sub | BinOp::Div => "T-Elem",
         };
-        let mut d = Diagnostic::new(
-            Code::ElementwiseMismatch,
-            format!(
-                "operands of `{}` have different shapes {} and {}",
-                op.symbol(),
-                shape_str(&ta),
-                shape_str(&tb)
-            ),
-            e.span.clone(),
-            "element-wise operation on different shapes",
-        )
-        .with_rule(rule)
-        .with_label(a.span.clone(), has_shape(&ta))
-        .with_label(b.span.clone(), has_shape(&tb));
-        let help = match op {
-            BinOp::Mul if tb.is_empty() => Some(
-                "scalar multiplication takes the scalar on the left (T-SMul): swap the operands"
-                    .to_string(),
-            ),
-            BinOp::Div if ta.is_empty() => Some(format!(
-                "only the divisor may be a scalar (T-SDiv); broadcast the numerator to {} with `expa` first",
-                shape_str(&tb)
-            )),
-            _ if ta.is_empty() || tb.is_empty() => Some(
-                "TeIL never broadcasts implicitly: give the scalar the other operand's shape with `expa`"
-                    .to_string(),
-            ),
-            _ => reshape_hint(&tb, &ta).map(|h| {
-                d.fixes.push(append_postfix(b, &h));
-                format!("transposing the right operand would fit: `{h}`")
-            }),
-        };
-        if let Some(h) = help {
-            d = d.with_help(h);
-        }
-        self.diags.push(d);
+        self.diags.push(CheckError::ElementwiseMismatch {
+            span: e.span.clone(),
+            op,
+            rule,
+            left: a.span.clone(),
+            transpose: transpose_to(b, &tb, &ta),
+            left_shape: ta,
+            right: b.span.clone(),
+            right_shape: tb,
+        });
         None
     }
 
     /// Checks that `i` names a dimension of an operand of shape `t` (1 <= i <= rank).
-    fn position(
-        &mut self,
-        i: &Nat,
-        t: &[u64],
-        a: &Expr,
-        rule: &'static str,
-        what: &str,
-    ) -> Option<()> {
+    fn position(&mut self, i: &Nat, t: &[u64], a: &Expr, operation: Operation) -> Option<()> {
         if i.value >= 1 && i.value <= t.len() as u64 {
             return Some(());
         }
-        let range = if t.is_empty() {
-            "the operand is a scalar and has no dimensions".to_string()
-        } else {
-            format!("must be between 1 and {}", t.len())
-        };
-        let mut d = Diagnostic::new(
-            Code::PositionOutOfRange,
-            format!(
-                "{what} position {} is out of range for an operand of rank {}",
-                i.value,
-                t.len()
-            ),
-            i.span(),
-            range,
-        )
-        .with_rule(rule)
-        .with_label(a.span.clone(), has_shape(t));
-        if i.value == 0 {
-            d = d.with_help("positions are 1-based: the first dimension is 1");
-        }
-        self.diags.push(d);
+        self.diags.push(CheckError::PositionOutOfRange {
+            span: i.span(),
+            operation,
+            position: i.value,
+            operand: a.span.clone(),
+            shape: t.to_vec(),
+        });
         None
     }
 
     /// The side conditions shared by T-Diag and T-Contr: both positions in range, distinct,
     /// and naming dimensions of equal extent.
-    #[allow(clippy::too_many_arguments)]
     fn pair(
         &mut self,
         e: &Expr,
@@ -867,51 +666,40 @@ impl Checker {
         j: &Nat,
         t: &[u64],
         a: &Expr,
-        rule: &'static str,
-        what: &str,
+        operation: Operation,
     ) -> Option<()> {
-        let p = self.position(i, t, a, rule, what);
-        let q = self.position(j, t, a, rule, what);
+        let p = self.position(i, t, a, operation);
+        let q = self.position(j, t, a, operation);
         p?;
         q?;
         if i.value == j.value {
-            self.diags.push(
-                Diagnostic::new(
-                    Code::PositionsNotDistinct,
-                    format!("{what} of dimension {} with itself", i.value),
-                    i.span().start..j.span().end,
-                    "the two positions must differ",
-                )
-                .with_rule(rule)
-                .with_label(a.span.clone(), has_shape(t)),
-            );
+            self.diags.push(CheckError::PositionsNotDistinct {
+                span: i.span().start..j.span().end,
+                operation,
+                dim: i.value,
+                operand: a.span.clone(),
+                shape: t.to_vec(),
+            });
             return None;
         }
         let (ni, nj) = (t[i.value as usize - 1], t[j.value as usize - 1]);
         if ni != nj {
-            let d = Diagnostic::new(
-                Code::ExtentsDiffer,
-                format!(
-                    "{what} of dimensions {} and {} with different extents",
-                    i.value, j.value
-                ),
-                i.span().start..j.span().end,
-                format!(
-                    "dimension {} has extent {ni}, dimension {} has extent {nj}",
-                    i.value, j.value
-                ),
-            )
-            .with_rule(rule)
-            .with_label(a.span.clone(), has_shape(t));
             self.pairs.push(UnequalPair {
                 diag: self.diags.len(),
                 node: e.id,
-                rule,
-                postfix: a.span.start == e.span.start,
-                span: i.span().start..j.span().end,
                 candidates: equal_pairs(t, i.value as usize, j.value as usize),
             });
-            self.diags.push(d);
+            self.diags.push(CheckError::ExtentsDiffer {
+                span: i.span().start..j.span().end,
+                operation,
+                i: i.value,
+                j: j.value,
+                extents: (ni, nj),
+                operand: a.span.clone(),
+                shape: t.to_vec(),
+                postfix: a.span.start == e.span.start,
+                help: None,
+            });
             return None;
         }
         Some(())
@@ -919,11 +707,11 @@ impl Checker {
 }
 
 impl Checker {
-    /// Writes the help of the E0305 reports of `stmt` (its right-hand side just checked, its
-    /// diagnostics from `first_diag` on), knowing the shape of its target if declared: the
-    /// nearest pair of equal extents with which the whole right-hand side has the target's
-    /// shape (the fix), or, when no pair does, a help that says so and what the nearest pair
-    /// would give. Following the help never leads to E0202. When the target's shape is unknown
+    /// Chooses the suggestion ([`PairHelp`]) of the E0305 reports of `stmt` (its right-hand
+    /// side just checked, its errors from `first_diag` on), knowing the shape of its target if
+    /// declared: the nearest pair of equal extents with which the whole right-hand side has the
+    /// target's shape (the fix), or, when no pair does, that none does and what the nearest
+    /// pair would give. Following the help never leads to E0202. When the target's shape is unknown
     /// or the statement has other errors (so no choice of positions alone makes it check), the
     /// help names the nearest pair of equal extents.
     fn pair_help(&mut self, stmt: &Stmt, target: Option<&[u64]>, first_diag: usize) {
@@ -938,35 +726,10 @@ impl Checker {
         let mut nodes = 0usize;
         stmt.value.walk(&mut |_| nodes += 1);
         for p in pairs {
-            let what = if p.rule == "T-Contr" {
-                "contraction"
-            } else {
-                "diagonal"
-            };
-            let spell = |(a, b): (usize, usize)| match (p.rule, p.postfix) {
-                ("T-Contr", true) => format!(".[{a} {b}]"),
-                ("T-Contr", false) => format!("contr {a} {b}"),
-                _ => format!("diag {a} {b}"),
-            };
-            let suggest = |pq: (usize, usize)| {
-                let spelled = spell(pq);
-                let fix = Fix::replace(
-                    format!("replace with `{spelled}`"),
-                    p.span.clone(),
-                    format!("{} {}", pq.0, pq.1),
-                );
-                (format!("did you mean `{spelled}`?"), Some(fix))
-            };
             let checkable =
                 errors == 1 && p.candidates.len().saturating_mul(nodes) <= MAX_PAIR_RECHECK_NODES;
-            let (help, fix) = match (target, p.candidates.first()) {
-                (_, None) => (
-                    format!(
-                        "no two dimensions of this operand have equal extents, so no {what} of \
-                         it is well-typed"
-                    ),
-                    None,
-                ),
+            let help = match (target, p.candidates.first()) {
+                (_, None) => PairHelp::NoEqualExtents,
                 (Some(target), Some(&nearest)) if checkable => {
                     let results: Vec<((usize, usize), Option<Shape>)> = p
                         .candidates
@@ -974,29 +737,20 @@ impl Checker {
                         .map(|&pq| (pq, self.shape_with_pair(&stmt.value, p.node, pq)))
                         .collect();
                     match results.iter().find(|(_, s)| s.as_deref() == Some(target)) {
-                        Some(&(pq, _)) => suggest(pq),
-                        None => {
-                            let gives = match &results[0].1 {
-                                Some(s) => {
-                                    format!("; `{}` would make it {}", spell(nearest), shape_str(s))
-                                }
-                                None => String::new(),
-                            };
-                            let help = format!(
-                                "no {what} of two dimensions with equal extents gives the \
-                                 right-hand side the shape of `{}`, {}{gives}",
-                                stmt.target.name,
-                                shape_str(target)
-                            );
-                            (help, None)
-                        }
+                        Some(&(pq, _)) => PairHelp::Use(pq),
+                        None => PairHelp::NoneFits {
+                            target: stmt.target.name.clone(),
+                            target_shape: target.to_vec(),
+                            nearest,
+                            gives: results.into_iter().next().and_then(|(_, s)| s),
+                        },
                     }
                 }
-                (_, Some(&nearest)) => suggest(nearest),
+                (_, Some(&nearest)) => PairHelp::Use(nearest),
             };
-            let d = &mut self.diags[p.diag];
-            d.help = Some(help);
-            d.fixes.extend(fix);
+            if let CheckError::ExtentsDiffer { help: h, .. } = &mut self.diags[p.diag] {
+                *h = Some(help);
+            }
         }
     }
 
@@ -1080,15 +834,20 @@ fn equal_pairs(t: &[u64], i: usize, j: usize) -> Vec<(usize, usize)> {
     pairs
 }
 
-/// The postfix transposition (`^[i j]`) that turns shape `have` into `want`, if one does.
-fn reshape_hint(have: &[u64], want: &[u64]) -> Option<String> {
+/// The postfix transposition (`^[i j]`) of `e`, of shape `have`, that turns it into shape
+/// `want`, if one does.
+fn transpose_to(e: &Expr, have: &[u64], want: &[u64]) -> Option<Transpose> {
     if have.len() == want.len() {
         for i in 0..have.len() {
             for j in i + 1..have.len() {
                 let mut t = have.to_vec();
                 t.swap(i, j);
                 if t == want {
-                    return Some(format!("^[{} {}]", i + 1, j + 1));
+                    return Some(Transpose {
+                        swap: (i + 1, j + 1),
+                        span: e.span.clone(),
+                        atom: matches!(e.kind, ExprKind::Var(_) | ExprKind::Paren(_)),
+                    });
                 }
             }
         }
@@ -1096,37 +855,10 @@ fn reshape_hint(have: &[u64], want: &[u64]) -> Option<String> {
     None
 }
 
-/// The fix for a misspelled name: replace it with `with`.
-fn rename(name: &Ident, with: &str) -> Fix {
-    Fix::replace(format!("replace with `{with}`"), name.span.clone(), with)
-}
-
-/// The fix that applies the postfix operation `postfix` (`^[1 2]`) to `e`, parenthesising `e`
-/// unless it is a name or already parenthesised (postfix operators bind tightest).
-fn append_postfix(e: &Expr, postfix: &str) -> Fix {
-    let atom = matches!(e.kind, ExprKind::Var(_) | ExprKind::Paren(_));
-    let (open, close) = if atom { ("", "") } else { ("(", ")") };
-    let mut edits = Vec::new();
-    if !atom {
-        edits.push(Edit {
-            span: e.span.start..e.span.start,
-            replacement: open.to_string(),
-        });
-    }
-    edits.push(Edit {
-        span: e.span.end..e.span.end,
-        replacement: format!("{close} {postfix}"),
-    });
-    Fix {
-        title: format!("apply `{postfix}`"),
-        edits,
-    }
-}
-
 /// The warnings of the initialisation analysis (report §5), for programs that use qualifiers:
 /// W0001 for the first read of a variable that is neither `input`/`inout` nor assigned by an
 /// earlier statement, and W0003 for an `output` that no statement assigns.
-fn initialization(program: &Program, init: &Initialization, diags: &mut Vec<Diagnostic>) {
+fn initialization(program: &Program, init: &Initialization, diags: &mut Vec<CheckError>) {
     if !program.uses_qualifiers() {
         return;
     }
@@ -1138,30 +870,16 @@ fn initialization(program: &Program, init: &Initialization, diags: &mut Vec<Diag
         }
         let input = d.qualifier.is_some_and(Qualifier::is_read);
         if let (false, true, Some((_, span))) = (input, v.read_before_written(), &v.first_read) {
-            diags.push(
-                Diagnostic::new(
-                    Code::UninitializedRead,
-                    format!("`{name}` is read before it is assigned"),
-                    span.clone(),
-                    "this read sees undefined values",
-                )
-                .with_help(format!(
-                    "assign `{name}` first, or declare it `input` or `inout`"
-                )),
-            );
+            diags.push(CheckError::UninitializedRead {
+                span: span.clone(),
+                name: name.to_string(),
+            });
         }
         if d.qualifier == Some(Qualifier::Output) && !v.written() {
-            diags.push(
-                Diagnostic::new(
-                    Code::OutputNeverAssigned,
-                    format!("output `{name}` is never assigned"),
-                    d.name.span.clone(),
-                    "the caller receives undefined values",
-                )
-                .with_help(format!(
-                    "assign `{name}` in a statement, or drop the `output` qualifier"
-                )),
-            );
+            diags.push(CheckError::OutputNeverAssigned {
+                span: d.name.span.clone(),
+                name: name.to_string(),
+            });
         }
     }
 }

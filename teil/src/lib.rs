@@ -54,6 +54,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod check_error;
 pub mod core;
 pub mod diagnostic;
 pub mod fmt;
