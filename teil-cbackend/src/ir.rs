@@ -695,12 +695,7 @@ impl Text<'_> {
             Val::Acc(a) => format!("acc{a}"),
             Val::Undefined => "undefined".to_string(),
             Val::Bin(op, a, b) => {
-                let sym = match op {
-                    BinOp::Add => "+",
-                    BinOp::Sub => "-",
-                    BinOp::Mul => "*",
-                    BinOp::Div => "/",
-                };
+                let sym = op.symbol();
                 format!("({} {sym} {})", self.val(a), self.val(b))
             }
         }
@@ -736,4 +731,28 @@ impl Text<'_> {
         }
         Ok(())
     }
+}
+
+/// The loops of a perfect nest starting at 0 (each loop the only node of its parent's body),
+/// outermost first, and the body inside the innermost one. Kernel-form passes match the nests
+/// they rewrite through this.
+pub fn perfect_nest(body: &[Node]) -> (Vec<Bound>, &[Node]) {
+    let mut loops = Vec::new();
+    let mut nodes = body;
+    while let [Node::Loop {
+        var,
+        start: 0,
+        extent,
+        logical,
+        body,
+    }] = nodes
+    {
+        loops.push(Bound {
+            var: *var,
+            extent: *extent,
+            logical: *logical,
+        });
+        nodes = body;
+    }
+    (loops, nodes)
 }

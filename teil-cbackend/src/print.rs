@@ -15,7 +15,7 @@ mod contract;
 use crate::ir::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use teil::ast::{BinOp, RedOp};
+use teil::ast::RedOp;
 
 #[derive(Default, Clone, Copy)]
 struct Helpers {
@@ -562,12 +562,7 @@ impl Printer<'_> {
             Val::Acc(a) => format!("acc{a}"),
             Val::Undefined => "teil_nan()".to_string(),
             Val::Bin(op, a, b) => {
-                let sym = match op {
-                    BinOp::Add => "+",
-                    BinOp::Sub => "-",
-                    BinOp::Mul => "*",
-                    BinOp::Div => "/",
-                };
+                let sym = op.symbol();
                 let s = format!("{} {sym} {}", self.val(a, false), self.val(b, false));
                 if top {
                     s

@@ -70,23 +70,7 @@ pub fn run(k: &mut Kernel) {
 /// The contraction a nest computes, if it has exactly the shape above (with a placeholder
 /// strategy).
 fn of(body: &[Node]) -> Option<Contraction> {
-    let mut free = Vec::new();
-    let mut nodes = body;
-    while let [Node::Loop {
-        var,
-        start: 0,
-        extent,
-        logical,
-        body,
-    }] = nodes
-    {
-        free.push(Bound {
-            var: *var,
-            extent: *extent,
-            logical: *logical,
-        });
-        nodes = body;
-    }
+    let (free, nodes) = crate::ir::perfect_nest(body);
     let [Node::AccInit {
         acc,
         op: RedOp::Sum,

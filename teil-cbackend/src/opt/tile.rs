@@ -9,9 +9,7 @@
 //! reads nothing another iteration writes, so any order of the iterations computes the same
 //! values ([`Tiled`]'s meaning; spec/padding.md, "Tiled nests").
 
-use crate::ir::{
-    walk_val, Access, Affine, Bound, BufId, Ix, Kernel, Label, Node, Step, Tiled, Visit,
-};
+use crate::ir::{walk_val, Access, Affine, BufId, Ix, Kernel, Label, Node, Step, Tiled, Visit};
 
 /// Indices per block along each of the two tiled labels.
 pub const TILE: u64 = 16;
@@ -32,23 +30,7 @@ pub fn run(k: &mut Kernel) {
 }
 
 fn of(k: &Kernel, body: &[Node]) -> Option<Tiled> {
-    let mut loops = Vec::new();
-    let mut nodes = body;
-    while let [Node::Loop {
-        var,
-        start: 0,
-        extent,
-        logical,
-        body,
-    }] = nodes
-    {
-        loops.push(Bound {
-            var: *var,
-            extent: *extent,
-            logical: *logical,
-        });
-        nodes = body;
-    }
+    let (loops, nodes) = crate::ir::perfect_nest(body);
     let [Node::Store { buf, index, value }] = nodes else {
         return None;
     };
