@@ -17,9 +17,10 @@ materialise its result instead of returning a view):
 - `einsum`: `np.einsum(eq, *ops, optimize=True, out=out)`;
 - `matmul`: `np.matmul(a, b, out=out)` where the equation is a (batched) matrix product,
   matrix-vector or vector-matrix product, i.e. OpenBLAS;
-- `tensordot`: `np.tensordot(a, b, axes)` where the equation is a two-operand contraction
-  without batch labels or diagonals; it allocates its result (it has no `out=`), and a result
-  whose labels are not in tensordot's order is copied into `out` transposed;
+- `tensordot`: `np.tensordot(a, b, axes)` (or `(b, a)`, if that order needs no transposition)
+  where the equation is a two-operand contraction without batch labels or diagonals; it
+  allocates its result (it has no `out=`), and a result whose labels are not in tensordot's
+  order is copied into `out` transposed;
 - `opt_einsum`: `opt_einsum.contract(eq, *ops, out=out)`;
 - `expr`: the kernel's NumPy expression, for kernels einsum cannot write (reductions by `max`,
   element-wise chains, broadcasting sums).
@@ -121,21 +122,28 @@ def matmul_form(eq):
 
 
 def tensordot_form(eq):
-    """(axes, perm) when np.tensordot computes `eq`, transposed by perm; else None."""
+    """(order, axes, perm) when np.tensordot(*[ops[i] for i in order], axes) computes `eq`,
+    transposed by perm; else None. Of the two operand orders, one needing no transposition is
+    preferred."""
     ins, o = parse_eq(eq)
     if len(ins) != 2:
         return None
-    a, b = ins
-    if any(len(set(x)) != len(x) for x in (a, b, o)):
+    if any(len(set(x)) != len(x) for x in (*ins, o)):
         return None
-    shared = [c for c in a if c in b]
-    if any(c in o for c in shared):  # a batch label
-        return None
-    free = [c for c in a if c not in shared] + [c for c in b if c not in shared]
-    if sorted(free) != sorted(o):  # a label summed within one operand
-        return None
-    axes = ([a.index(c) for c in shared], [b.index(c) for c in shared])
-    return axes, [free.index(c) for c in o]
+    forms = []
+    for order in ([0, 1], [1, 0]):
+        a, b = ins[order[0]], ins[order[1]]
+        shared = [c for c in a if c in b]
+        if any(c in o for c in shared):  # a batch label
+            return None
+        free = [c for c in a if c not in shared] + [c for c in b if c not in shared]
+        if sorted(free) != sorted(o):  # a label summed within one operand
+            return None
+        axes = ([a.index(c) for c in shared], [b.index(c) for c in shared])
+        perm = [free.index(c) for c in o]
+        forms.append((perm != sorted(perm), order, axes, perm))
+    _, order, axes, perm = min(forms)
+    return order, axes, perm
 
 
 def peers(k, ops, out, which):
@@ -149,13 +157,14 @@ def peers(k, ops, out, which):
             p["matmul"] = lambda: np.matmul(*arrs, out=out)
         td = tensordot_form(eq)
         if td is not None:
-            axes, perm = td
+            order, axes, perm = td
+            x, y = arrs[order[0]], arrs[order[1]]
             if perm == sorted(perm):
-                p["tensordot"] = lambda: np.tensordot(arrs[0], arrs[1], axes)
+                p["tensordot"] = lambda: np.tensordot(x, y, axes)
             else:
 
                 def tensordot():
-                    np.copyto(out, np.tensordot(arrs[0], arrs[1], axes).transpose(perm))
+                    np.copyto(out, np.tensordot(x, y, axes).transpose(perm))
                     return out
 
                 p["tensordot"] = tensordot
@@ -196,8 +205,9 @@ def compare(got, ref, bnd):
         same = np.array_equal(np.ascontiguousarray(got).view(np.uint64), np.ascontiguousarray(ref).view(np.uint64))
         if same:
             return True, "bit for bit"
+        bits = np.ascontiguousarray(got).view(np.uint64) != np.ascontiguousarray(ref).view(np.uint64)
         diff = np.abs(got - ref)
-        return False, f"not bit for bit: {int(np.count_nonzero(got != ref))} cells differ, max |diff| {np.max(diff):.3e}"
+        return False, f"not bit for bit: {int(np.count_nonzero(bits))} cells differ, max |diff| {np.max(diff):.3e}"
     diff = np.abs(got - ref)
     ok = bool(np.all(diff <= bnd))
     with np.errstate(divide="ignore", invalid="ignore"):
