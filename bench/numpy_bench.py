@@ -1,26 +1,58 @@
 #!/usr/bin/env python3
-"""Times NumPy on the benchmark kernels of PERFORMANCE.md and compares with TeIL's C kernels.
+"""Times TeIL's C kernels against NumPy, OpenBLAS and opt_einsum on the benchmark of PERFORMANCE.md.
 
 Usage (bench/run does all of this):
 
-    numpy_bench.py MANIFEST [--rounds R] [--min-seconds S] [--write PERFORMANCE.md]
+    numpy_bench.py MANIFEST [--rounds R] [--min-seconds S] [--min-calls N] [--threads 1,2]
+                   [--write PERFORMANCE.md --section NAME]
 
 MANIFEST is written by `cargo run --release -p teil-cbackend --example bench_suite`: for every
-kernel its einsum equation, its operands' shapes and one executable per padding multiple M.
-For each round and each kernel this script runs the TeIL executable (which times its own kernel
-calls, see bench_suite.rs) and then times NumPy on the same inputs, so both sides see the same
-machine load; the reported time of each side is its minimum over all rounds. Before timing, the
-TeIL result is compared with NumPy's; a difference beyond the tolerance below fails the run.
+kernel its group, its einsum equation or NumPy expression, its operands' shapes, how its result
+is checked, and one executable per mode (exact, fma) and padding multiple M.
 
-NumPy runs single-threaded (threadpoolctl limits BLAS and OpenMP to one thread, and bench/run
-sets OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1). The matrix product is `np.matmul(a, b, out=c)`;
-every other kernel is `np.einsum(eq, *ops, optimize=True, out=out)`. Passing `out=` spares NumPy
-the allocation of its result (TeIL's kernels write into the caller's buffer too), and makes the
-transposition materialise its result instead of returning a view.
+Peers, all on the same inputs, writing into a preallocated result where the call allows it
+(TeIL's kernels write into the caller's buffer too; `out=` also makes a transposition
+materialise its result instead of returning a view):
+
+- `einsum`: `np.einsum(eq, *ops, optimize=True, out=out)`;
+- `matmul`: `np.matmul(a, b, out=out)` where the equation is a (batched) matrix product,
+  matrix-vector or vector-matrix product, i.e. OpenBLAS;
+- `tensordot`: `np.tensordot(a, b, axes)` (or `(b, a)`, if that order needs no transposition)
+  where the equation is a two-operand contraction without batch labels or diagonals; it
+  allocates its result (it has no `out=`), and a result whose labels are not in tensordot's
+  order is copied into `out` transposed;
+- `opt_einsum`: `opt_einsum.contract(eq, *ops, out=out)`;
+- `expr`: the kernel's NumPy expression, for kernels einsum cannot write (reductions by `max`,
+  element-wise chains, broadcasting sums).
+
+"NumPy's time", which issue 16's targets refer to, is the fastest of `einsum`, `matmul` and
+`expr` (whichever apply); the best peer is the fastest of all of them.
+
+Checks, before anything is timed: every TeIL build and every peer is compared with the
+reference result (`einsum`'s, or the expression's), cell by cell:
+
+- `exact` kernels (moves, maxima, one addition per cell) and `exact-unless-fma` kernels in
+  exact mode must agree bit for bit;
+- otherwise each cell must be within 2 γ(n) (1 + 2 γ(n)) T of the reference, where T is the sum
+  of the absolute values of the terms the cell adds up (`einsum` on |operands|, or the kernel's
+  `terms` expression), n the number of roundings one term can go through (the number of summed
+  terms plus the number of factors, or the kernel's `roundings`), γ(n) = n u / (1 - n u) with
+  u = 2^-53. This is the classical bound for a sum of products evaluated in any order and
+  association, with or without fused multiply-adds, applied to both sides (hence 2); the factor
+  (1 + 2 γ(n)) covers the rounding of T itself.
+
+Timing: for each round and each kernel, every TeIL executable (which times its own kernel calls,
+see bench_suite.rs) and then every peer, one after the other, so all sides see the same machine
+load; each side's time is the minimum over at least --min-seconds and --min-calls calls, and the
+reported time is the minimum over the rounds. NumPy's thread count is set with threadpoolctl
+(BLAS and OpenMP pools) for each measurement; TeIL's with OMP_NUM_THREADS (OpenMP builds only).
+With more than one thread count (an OpenMP build), only NumPy's own peers (`einsum`, `matmul`,
+`expr`) are timed, at every thread count, and the table is a speed-up table.
 """
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -30,12 +62,27 @@ import tempfile
 import time
 
 import numpy as np
+import opt_einsum
 from threadpoolctl import threadpool_info, threadpool_limits
 
-#: |teil - numpy| <= TOLERANCE * max(1, max |numpy|), cell by cell. Both sides sum at most
-#: 4096 products of values in [-0.5, 0.5) in different orders; the rounding difference is
-#: below 4096 * 2^-52 * (sum of |terms|) ~ 1e-12 * max(1, |result|).
-TOLERANCE = 1e-10
+U = 2.0**-53
+
+#: Issue 16's targets: TeIL time / NumPy's time at most this, by mode; BLAS-bound matrix
+#: products are held to 1.25x OpenBLAS in exact mode only.
+TARGET = {"exact": 1.0, "fma": 1.0}
+TARGET_BLAS = {"exact": 1.25, "fma": 1.0}
+
+#: The peers that are NumPy itself (issue 16's "NumPy's time"), in column order.
+NUMPY_PEERS = ["einsum", "matmul", "expr"]
+ALL_PEERS = ["einsum", "expr", "matmul", "tensordot", "opt_einsum"]
+
+
+def target(k, mode):
+    return (TARGET_BLAS if k["blas"] else TARGET)[mode]
+
+
+def gamma(n):
+    return n * U / (1.0 - n * U)
 
 
 def operand(shape, seed):
@@ -46,17 +93,134 @@ def operand(shape, seed):
     return (h.astype(np.float64) / 4294967296.0 - 0.5).reshape(shape)
 
 
-def numpy_call(k, ops, out):
-    if k["numpy"] == "matmul":
-        return lambda: np.matmul(ops[0], ops[1], out=out)
-    return lambda: np.einsum(k["einsum"], *ops, optimize=True, out=out)
+def operands(k):
+    return {o["name"]: operand(o["shape"], seed) for seed, o in enumerate(k["operands"])}
 
 
-def time_numpy(f, min_seconds):
+def parse_eq(eq):
+    ins, out = eq.split("->")
+    return ins.split(","), out
+
+
+def matmul_form(eq):
+    """Whether np.matmul(a, b) computes the two-operand equation `eq` (batch labels first)."""
+    ins, o = parse_eq(eq)
+    if len(ins) != 2:
+        return False
+    a, b = ins
+    if any(len(set(x)) != len(x) for x in (a, b, o)):
+        return False
+    if len(a) >= 2 and len(b) >= 2:
+        p = a[:-2]
+        i, j, k = a[-2], a[-1], b[-1]
+        return b[:-2] == p and b[-2] == j and o == p + i + k and len({i, j, k} | set(p)) == len(p) + 3
+    if len(b) == 1 and len(a) >= 2:  # matrix-vector
+        return a[-1] == b and o == a[:-1]
+    if len(a) == 1 and len(b) >= 2:  # vector-matrix
+        return b[-2] == a and o == b[:-2] + b[-1]
+    return False
+
+
+def tensordot_form(eq):
+    """(order, axes, perm) when np.tensordot(*[ops[i] for i in order], axes) computes `eq`,
+    transposed by perm; else None. Of the two operand orders, one needing no transposition is
+    preferred."""
+    ins, o = parse_eq(eq)
+    if len(ins) != 2:
+        return None
+    if any(len(set(x)) != len(x) for x in (*ins, o)):
+        return None
+    forms = []
+    for order in ([0, 1], [1, 0]):
+        a, b = ins[order[0]], ins[order[1]]
+        shared = [c for c in a if c in b]
+        if any(c in o for c in shared):  # a batch label
+            return None
+        free = [c for c in a if c not in shared] + [c for c in b if c not in shared]
+        if sorted(free) != sorted(o):  # a label summed within one operand
+            return None
+        axes = ([a.index(c) for c in shared], [b.index(c) for c in shared])
+        perm = [free.index(c) for c in o]
+        forms.append((perm != sorted(perm), order, axes, perm))
+    _, order, axes, perm = min(forms)
+    return order, axes, perm
+
+
+def peers(k, ops, out, which):
+    """The peers of kernel k among `which`: name -> a call returning the result."""
+    p = {}
+    if k["einsum"]:
+        eq = k["einsum"]
+        arrs = [ops[o["name"]] for o in k["operands"]]
+        p["einsum"] = lambda: np.einsum(eq, *arrs, optimize=True, out=out)
+        if matmul_form(eq):
+            p["matmul"] = lambda: np.matmul(*arrs, out=out)
+        td = tensordot_form(eq)
+        if td is not None:
+            order, axes, perm = td
+            x, y = arrs[order[0]], arrs[order[1]]
+            if perm == sorted(perm):
+                p["tensordot"] = lambda: np.tensordot(x, y, axes)
+            else:
+
+                def tensordot():
+                    np.copyto(out, np.tensordot(x, y, axes).transpose(perm))
+                    return out
+
+                p["tensordot"] = tensordot
+        p["opt_einsum"] = lambda: opt_einsum.contract(eq, *arrs, out=out)
+    if k["numpy"]:
+        p["expr"] = eval("lambda: " + k["numpy"], {"np": np, "out": out, **ops})
+    return {n: f for n, f in p.items() if n in which}
+
+
+def bound(k, ops, exact):
+    """None when the result must agree bit for bit, else the per-cell error bound."""
+    if k["check"] == "exact" or (k["check"] == "exact-unless-fma" and exact):
+        return None
+    if k["einsum"]:
+        ins, o = parse_eq(k["einsum"])
+        extent = {}
+        for labels, op in zip(ins, k["operands"]):
+            extent.update(zip(labels, op["shape"]))
+        summed = set("".join(ins)) - set(o)
+        n = math.prod(extent[c] for c in summed) + len(ins)
+        arrs = [np.abs(ops[op["name"]]) for op in k["operands"]]
+        terms = np.einsum(k["einsum"], *arrs, optimize=True)
+    else:
+        if not k["terms"]:
+            sys.exit(f"error: {k['name']}: the manifest gives no `terms` for its error bound")
+        n = k["roundings"]
+        terms = eval(k["terms"], {"np": np, **ops})
+    g = gamma(n)
+    return 2.0 * g * (1.0 + 2.0 * g) * np.asarray(terms)
+
+
+def compare(got, ref, bnd):
+    """(ok, text): whether got agrees with ref under bnd, and how closely."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape:
+        return False, f"shape {got.shape} instead of {ref.shape}"
+    if bnd is None:
+        same = np.array_equal(np.ascontiguousarray(got).view(np.uint64), np.ascontiguousarray(ref).view(np.uint64))
+        if same:
+            return True, "bit for bit"
+        bits = np.ascontiguousarray(got).view(np.uint64) != np.ascontiguousarray(ref).view(np.uint64)
+        diff = np.abs(got - ref)
+        return False, f"not bit for bit: {int(np.count_nonzero(bits))} cells differ, max |diff| {np.max(diff):.3e}"
+    diff = np.abs(got - ref)
+    ok = bool(np.all(diff <= bnd))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(bnd > 0, diff / np.where(bnd > 0, bnd, 1.0), np.where(diff > 0, np.inf, 0.0))
+    worst = float(np.max(rel)) if rel.size else 0.0
+    return ok, f"max |diff| {float(np.max(diff)) if diff.size else 0.0:.2e} = {worst:.2e} of the bound"
+
+
+def time_call(f, min_seconds, min_calls):
     f()
     times = []
     start = time.perf_counter()
-    while time.perf_counter() - start < min_seconds or len(times) < 5:
+    while time.perf_counter() - start < min_seconds or len(times) < max(min_calls, 1):
         t0 = time.perf_counter()
         f()
         times.append(time.perf_counter() - t0)
@@ -64,9 +228,10 @@ def time_numpy(f, min_seconds):
     return times[0], times[len(times) // 2]
 
 
-def run_teil(build, min_seconds, env=None):
+def run_teil(build, min_seconds, min_calls, threads):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run(
-        [build["exe"], build["out"], str(min_seconds)],
+        [build["exe"], build["out"], str(min_seconds), str(min_calls)],
         env=env,
         check=True,
         capture_output=True,
@@ -77,151 +242,286 @@ def run_teil(build, min_seconds, env=None):
 
 
 def fmt_ms(s):
-    return f"{s * 1e3:.3f}"
+    if s is None:
+        return "–"
+    ms = s * 1e3
+    return f"{ms:.3f}" if ms < 100 else f"{ms:.1f}"
 
 
-def machine():
-    cpu = "unknown CPU"
+def fmt_ratio(r, goal=None):
+    if r is None:
+        return "–"
+    if goal is None:
+        return f"{r:.2f}"
+    return f"{r:.2f} ✓" if r <= goal else f"**{r:.2f}** ✗"
+
+
+def cpu_info():
+    cpu, flags = "unknown CPU", ""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.startswith("model name") and cpu == "unknown CPU":
                     cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
+                if line.startswith("flags") and not flags:
                     have = set(line.split(":", 1)[1].split())
                     flags = " ".join(x for x in ["sse4_2", "avx", "avx2", "fma", "avx512f"] if x in have)
-                    break
     except OSError:
         pass
     return f"{cpu}, {os.cpu_count()} cores ({flags}), {platform.system()} {platform.release()}"
+
+
+def load():
+    try:
+        return "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+class Runner:
+    def __init__(self, manifest, args):
+        self.kernels = manifest["kernels"]
+        self.args = args
+        self.threads = args.threads
+        self.modes = sorted({b["mode"] for k in self.kernels for b in k["builds"]}, key=["exact", "fma"].index)
+        self.pads = sorted({b["pad"] for k in self.kernels for b in k["builds"]})
+        self.which = NUMPY_PEERS if len(self.threads) > 1 else ALL_PEERS
+        self.peer_names = {}  # kernel -> peers that ran
+        self.times = {}  # (kernel, side, threads) -> [best per round], [median per round]
+
+    def record(self, key, best, med):
+        b, m = self.times.setdefault(key, ([], []))
+        b.append(best)
+        m.append(med)
+
+    def best(self, *key):
+        t = self.times.get(key)
+        return min(t[0]) if t else None
+
+    def check(self):
+        for k in self.kernels:
+            ops = operands(k)
+            out = np.empty(k["output"]["shape"])
+            calls = peers(k, ops, out, ALL_PEERS)
+            ref_name = "einsum" if "einsum" in calls else "expr"
+            ref = np.array(calls[ref_name](), copy=True)
+            bounds = {}
+
+            def bound_for(exact):
+                if exact not in bounds:
+                    bounds[exact] = bound(k, ops, exact)
+                return bounds[exact]
+
+            lines, ran = [], [ref_name]
+            for name, f in calls.items():
+                if name not in self.which or name == ref_name:
+                    continue
+                try:
+                    got = np.array(f(), copy=True)
+                except Exception as e:  # a peer that cannot run this form is left out, said so
+                    print(f"warning: {k['name']}: peer {name} fails ({type(e).__name__}: {e}); left out", file=sys.stderr)
+                    continue
+                ok, how = compare(got, ref, bound_for(True))
+                if not ok:
+                    sys.exit(f"error: {k['name']}: peer {name} differs from {ref_name}: {how}")
+                ran.append(name)
+            self.peer_names[k["name"]] = [n for n in self.which if n in ran]
+            for b in k["builds"]:
+                for t in self.threads:
+                    run_teil(b, 0.0, 0, t)
+                    got = np.fromfile(b["out"], dtype=np.float64).reshape(k["output"]["shape"])
+                    ok, how = compare(got, ref, bound_for(b["mode"] == "exact"))
+                    if not ok:
+                        sys.exit(
+                            f"error: {k['name']} ({b['mode']} mode, M = {b['pad']}, {t} thread(s)): "
+                            f"TeIL and NumPy ({ref_name}) differ: {how}"
+                        )
+                    lines.append(f"{b['mode']}: {how}")
+            print(f"checked {k['name']}: {'; '.join(sorted(set(lines)))}", file=sys.stderr)
+
+    def time(self):
+        a = self.args
+        for r in range(a.rounds):
+            for k in self.kernels:
+                for b in k["builds"]:
+                    for t in self.threads:
+                        best, med = run_teil(b, a.min_seconds, a.min_calls, t)
+                        self.record((k["name"], ("teil", b["mode"], b["pad"]), t), best, med)
+                ops = operands(k)
+                out = np.empty(k["output"]["shape"])
+                calls = peers(k, ops, out, self.peer_names[k["name"]])
+                for name, f in calls.items():
+                    for t in self.threads:
+                        with threadpool_limits(limits=t):
+                            best, med = time_call(f, a.min_seconds, a.min_calls)
+                        self.record((k["name"], ("peer", name), t), best, med)
+                del ops, out, calls
+                print(f"round {r + 1}/{a.rounds}: {k['name']} done", file=sys.stderr)
+
+    def numpy_time(self, k, t):
+        ts = [self.best(k["name"], ("peer", n), t) for n in NUMPY_PEERS]
+        ts = [x for x in ts if x is not None]
+        return min(ts) if ts else None
+
+    def best_peer(self, k, t):
+        ts = [(self.best(k["name"], ("peer", n), t), n) for n in self.peer_names[k["name"]]]
+        ts = [x for x in ts if x[0] is not None]
+        return min(ts) if ts else (None, None)
+
+    def groups(self, manifest):
+        for g, what in manifest["groups"]:
+            ks = [k for k in self.kernels if k["group"] == g]
+            if ks:
+                yield g, what, ks
+
+    def wide_table(self, manifest):
+        """One table per group: TeIL per mode, every peer, ratios with targets."""
+        m0, t = self.pads[0], self.threads[0]
+        lines = []
+        misses = {m: [] for m in self.modes}
+        counts = {m: 0 for m in self.modes}
+        for g, what, ks in self.groups(manifest):
+            lines.append(f"**{g}** — {what}.")
+            lines.append("")
+            head = ["kernel"] + [f"TeIL {m}" for m in self.modes] + ["einsum / expr", "matmul", "tensordot", "opt_einsum"]
+            head += [f"{m} ÷ NumPy" for m in self.modes] + [f"{m} ÷ best" for m in self.modes] + ["target " + " / ".join(self.modes)]
+            lines.append("| " + " | ".join(head) + " |")
+            lines.append("|---|" + "---:|" * (len(head) - 2) + ":---:|")
+            for k in ks:
+                name = k["name"] + (" ᴮ" if k["blas"] else "") + (" ˢ" if k["slow"] else "")
+                teil = [self.best(k["name"], ("teil", m, m0), t) for m in self.modes]
+                expr_or_einsum = self.best(k["name"], ("peer", "einsum" if k["einsum"] else "expr"), t)
+                cells = [f"`{name}`"] + [fmt_ms(x) for x in teil] + [fmt_ms(expr_or_einsum)]
+                cells += [fmt_ms(self.best(k["name"], ("peer", n), t)) for n in ["matmul", "tensordot", "opt_einsum"]]
+                npt = self.numpy_time(k, t)
+                bt, bn = self.best_peer(k, t)
+                for m, x in zip(self.modes, teil):
+                    r = x / npt if x is not None and npt else None
+                    cells.append(fmt_ratio(r, target(k, m)))
+                    counts[m] += 1
+                    if r is not None and r > target(k, m):
+                        misses[m].append(f"{k['name']} {r:.2f}")
+                for x in teil:
+                    cells.append(f"{fmt_ratio(x / bt)} ({bn})" if x is not None and bt else "–")
+                cells.append(" / ".join(f"{target(k, m):g}" for m in self.modes))
+                lines.append("| " + " | ".join(cells) + " |")
+            lines.append("")
+        for m in self.modes:
+            if misses[m]:
+                lines.append(f"{m} mode: {counts[m] - len(misses[m])} of {counts[m]} targets met; missed: {', '.join(misses[m])}.  ")
+            else:
+                lines.append(f"{m} mode: all {counts[m]} targets met.  ")
+        if len(self.pads) > 1:
+            lines.append("")
+            lines.append("TeIL time (ms, minimum) by padding multiple M:")
+            lines.append("")
+            cols = [(m, p) for m in self.modes for p in self.pads]
+            lines.append("| kernel | " + " | ".join(f"{m}, M = {p}" for m, p in cols) + " |")
+            lines.append("|---|" + "---:|" * len(cols))
+            for k in self.kernels:
+                cells = [fmt_ms(self.best(k["name"], ("teil", m, p), t)) for m, p in cols]
+                lines.append(f"| {k['name']} | " + " | ".join(cells) + " |")
+        return lines
+
+    def thread_table(self, manifest):
+        """Per mode, TeIL and NumPy at each thread count, speed-ups and ratios."""
+        m0, ts = self.pads[0], self.threads
+        lines = []
+        for m in self.modes:
+            lines.append(f"{m} mode, M = {m0}; NumPy: the fastest of einsum / matmul / expr at each thread count.")
+            lines.append("")
+            head = ["kernel"] + [f"TeIL {t}" for t in ts] + ["TeIL speed-up"] + [f"NumPy {t}" for t in ts] + ["NumPy speed-up"]
+            head += [f"÷ NumPy at {t}" for t in ts]
+            lines.append("| " + " | ".join(head) + " |")
+            lines.append("|---|" + "---:|" * (len(head) - 1))
+            for g, _what, ks in self.groups(manifest):
+                for k in ks:
+                    teil = [self.best(k["name"], ("teil", m, m0), t) for t in ts]
+                    npy = [self.numpy_time(k, t) for t in ts]
+                    cells = [f"`{k['name']}`"] + [fmt_ms(x) for x in teil]
+                    cells.append(fmt_ratio(teil[0] / teil[-1]) + "x" if teil[0] and teil[-1] else "–")
+                    cells += [fmt_ms(x) for x in npy]
+                    cells.append(fmt_ratio(npy[0] / npy[-1]) + "x" if npy[0] and npy[-1] else "–")
+                    cells += [fmt_ratio(x / y if x and y else None, target(k, m)) for x, y in zip(teil, npy)]
+                    lines.append("| " + " | ".join(cells) + " |")
+            lines.append("")
+        return lines
+
+
+def write_section(path, section, table):
+    begin, end = f"<!-- bench:{section}:begin -->", f"<!-- bench:{section}:end -->"
+    with open(path) as f:
+        text = f.read()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = f"{head}{begin}\n{table}\n{end}{tail}"
+    else:
+        text = f"{text.rstrip()}\n\n{begin}\n{table}\n{end}\n"
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".perf-", suffix=".md")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    print(f"wrote {path} (section {section})", file=sys.stderr)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("manifest")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--min-seconds", type=float, default=0.5)
-    ap.add_argument("--write", help="replace the results section of this markdown file")
-    ap.add_argument("--threads", type=int, default=1, help="BLAS threads for NumPy, OMP_NUM_THREADS for TeIL")
-    ap.add_argument("--section", default="main", help="which results section of --write to replace")
+    ap.add_argument("--min-seconds", type=float, default=0.3)
+    ap.add_argument("--min-calls", type=int, default=3)
+    ap.add_argument("--threads", default="1", help="thread counts, e.g. 1,2 (an OpenMP build)")
+    ap.add_argument("--write", help="replace a results section of this markdown file")
+    ap.add_argument("--section", default="wide", help="which results section of --write to replace")
+    ap.add_argument("--command", default="", help="the command line to state in the table")
     args = ap.parse_args()
+    args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    if not args.threads or min(args.threads) < 1 or args.rounds < 1 or args.min_calls < 1:
+        sys.exit("error: --threads, --rounds and --min-calls need values of at least 1")
     with open(args.manifest) as f:
         manifest = json.load(f)
-    threadpool_limits(limits=args.threads)
-    teil_env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    blas = [
-        f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels, "
-        f"{i.get('num_threads')} thread{'s' if i.get('num_threads') != 1 else ''})"
-        for i in threadpool_info()
-    ]
+    if len(args.threads) > 1 and not manifest["openmp"]:
+        sys.exit("error: several thread counts need an OpenMP build (bench/run --openmp 1,2)")
+    started, load_start = time.time(), load()
+    threadpool_limits(limits=max(args.threads))
+    blas = sorted({f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels)" for i in threadpool_info()})
     env = {v: os.environ.get(v) for v in ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"]}
 
-    kernels = manifest["kernels"]
-    pads = sorted({b["pad"] for k in kernels for b in k["builds"]})
-    results = {}
-    for k in kernels:
-        ops = [operand(o["shape"], seed) for seed, o in enumerate(k["operands"])]
-        out = np.empty(k["output"]["shape"])
-        f = numpy_call(k, ops, out)
-        f()
-        expected = out.copy()
-        for b in k["builds"]:
-            run_teil(b, 0.0, teil_env)
-            got = np.fromfile(b["out"], dtype=np.float64).reshape(k["output"]["shape"])
-            diff = float(np.max(np.abs(got - expected))) if got.size else 0.0
-            scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 0.0)
-            if not (diff <= TOLERANCE * scale):
-                sys.exit(
-                    f"error: {k['name']} (M = {b['pad']}): TeIL and NumPy differ by {diff:.3e} "
-                    f"(tolerance {TOLERANCE * scale:.3e})"
-                )
-            results[(k["name"], b["pad"])] = {"diff": diff, "teil": [], "teil_med": []}
-        results[(k["name"], "numpy")] = {"numpy": [], "numpy_med": []}
-        print(f"checked {k['name']}: max |TeIL - NumPy| = {max(results[(k['name'], b['pad'])]['diff'] for b in k['builds']):.2e}", file=sys.stderr)
+    run = Runner(manifest, args)
+    run.check()
+    run.time()
 
-    for r in range(args.rounds):
-        for k in kernels:
-            for b in k["builds"]:
-                best, med = run_teil(b, args.min_seconds, teil_env)
-                results[(k["name"], b["pad"])]["teil"].append(best)
-                results[(k["name"], b["pad"])]["teil_med"].append(med)
-            ops = [operand(o["shape"], seed) for seed, o in enumerate(k["operands"])]
-            out = np.empty(k["output"]["shape"])
-            best, med = time_numpy(numpy_call(k, ops, out), args.min_seconds)
-            results[(k["name"], "numpy")]["numpy"].append(best)
-            results[(k["name"], "numpy")]["numpy_med"].append(med)
-            print(f"round {r + 1}: {k['name']} done", file=sys.stderr)
-
-    main_pad = pads[0]
     lines = []
-    lines.append(f"Machine: {machine()}.  ")
-    lines.append(f"C compiler: {manifest['cc']}, flags `{manifest['cflags']}`; optimisations: "
-                 + f"`{manifest.get('tuning', '?')}`.  ")
-    lines.append(f"NumPy {np.__version__}, Python {platform.python_version()}, BLAS: {'; '.join(blas) or 'none found'}.  ")
+    if args.command:
+        lines.append(f"Command: `{args.command}`.  ")
+    lines.append(f"Machine: {cpu_info()}; load average {load_start} at the start, {load()} at the end; "
+                 f"the run took {(time.time() - started) / 60:.1f} min after the build.  ")
+    lines.append(f"C compiler: {manifest['cc']}; flags: "
+                 + "; ".join(f"{m} `{fl}`" for m, fl in manifest["cflags"].items())
+                 + f"; optimisations: `{manifest.get('tuning', '?')}`.  ")
+    lines.append(f"NumPy {np.__version__}, opt_einsum {opt_einsum.__version__}, Python {platform.python_version()}, "
+                 f"BLAS: {'; '.join(blas) or 'none found'}.  ")
     outer = os.environ.get("TEIL_BENCH_OUTER_ENV")
     lines.append("Environment of the NumPy process: " + ", ".join(f"{k}={'unset' if v is None else v}" for k, v in env.items())
                  + (f" (bench/run's own environment: {outer})" if outer else "") + ".  ")
-    if args.threads != 1:
-        lines.append(f"Threads: {args.threads} (TeIL: OpenMP, OMP_NUM_THREADS={args.threads}; NumPy: {args.threads} BLAS threads).  ")
-    lines.append(f"Times: minimum over {args.rounds} rounds of each side's minimum over at least "
-                 f"{args.min_seconds} s of calls (median of medians in parentheses); M = {main_pad}.")
+    lines.append(f"Threads: {', '.join(map(str, args.threads))} (TeIL: OMP_NUM_THREADS; NumPy: threadpoolctl).  "
+                 if manifest["openmp"] else "Threads: 1 (TeIL sequential; NumPy's BLAS limited to 1 thread).  ")
+    lines.append(f"Times in ms: minimum over {args.rounds} round(s) of each side's minimum over at least "
+                 f"{args.min_seconds} s and {args.min_calls} calls; M = {run.pads[0]}. "
+                 "ᴮ: BLAS-bound product (exact-mode target 1.25x OpenBLAS); ˢ: a shape issue 16 reports as slow. "
+                 "÷ NumPy: TeIL's time over the fastest of einsum, matmul and expr (✓: target met); "
+                 "÷ best: over the fastest peer (named).")
     lines.append("")
-    header = "| kernel | TeIL ms | NumPy ms | ratio | target | met |"
-    sep = "|---|---:|---:|---:|---:|:---:|"
-    lines.append(header)
-    lines.append(sep)
-    all_met = True
-    for k in kernels:
-        t = results[(k["name"], main_pad)]
-        n = results[(k["name"], "numpy")]
-        tb, nb = min(t["teil"]), min(n["numpy"])
-        tm, nm = statistics.median(t["teil_med"]), statistics.median(n["numpy_med"])
-        ratio = tb / nb
-        met = ratio <= k["target"]
-        all_met &= met
-        lines.append(
-            f"| `{k['einsum']}` ({k['name']}) | {fmt_ms(tb)} ({fmt_ms(tm)}) | {fmt_ms(nb)} ({fmt_ms(nm)}) "
-            f"| {ratio:.2f} | {k['target']:.1f} | {'yes' if met else '**no**'} |"
-        )
-    if len(pads) > 1:
-        lines.append("")
-        lines.append("TeIL time (ms, minimum) by padding multiple M:")
-        lines.append("")
-        lines.append("| kernel | " + " | ".join(f"M = {p}" for p in pads) + " |")
-        lines.append("|---|" + "---:|" * len(pads))
-        for k in kernels:
-            cells = []
-            for p in pads:
-                t = results.get((k["name"], p))
-                cells.append(fmt_ms(min(t["teil"])) if t else "-")
-            lines.append(f"| {k['name']} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("All targets met." if all_met else "Not every target is met.")
-    table = "\n".join(lines)
+    lines += run.thread_table(manifest) if len(args.threads) > 1 else run.wide_table(manifest)
+    table = "\n".join(lines).rstrip()
     print(table)
+    print("medians (ms, median over the rounds of each side's median call):", file=sys.stderr)
+    for (name, side, t), (_bests, meds) in run.times.items():
+        print(f"  {name} {'/'.join(map(str, side))} {t} thread(s): {statistics.median(meds) * 1e3:.3f}", file=sys.stderr)
     if args.write:
-        begin, end = f"<!-- bench:{args.section}:begin -->", f"<!-- bench:{args.section}:end -->"
-        with open(args.write) as f:
-            text = f.read()
-        if begin in text and end in text:
-            head, rest = text.split(begin, 1)
-            _, tail = rest.split(end, 1)
-            text = f"{head}{begin}\n{table}\n{end}{tail}"
-        else:
-            text = f"{text.rstrip()}\n\n{begin}\n{table}\n{end}\n"
-        d = os.path.dirname(os.path.abspath(args.write))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".perf-", suffix=".md")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.write)
-        print(f"wrote {args.write}", file=sys.stderr)
+        write_section(args.write, args.section, table)
 
 
 if __name__ == "__main__":

@@ -1013,6 +1013,7 @@ fn lower(
         pad,
         name: name.to_string(),
         lift,
+        fma: false,
     };
     let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(|e| e.to_string())?;
     if let Some(bug) = cfg.plant {

@@ -3,139 +3,471 @@
 //!
 //! ```text
 //! cargo run --release -p teil-cbackend --example bench_suite -- [--out DIR] [--pad M,M,...]
-//!     [--cc CC] [--cflags "FLAGS"] [--plain | --tuning LIST] [--openmp] [--only NAME,NAME]
-//!     [--run]
+//!     [--modes exact,fma] [--cc CC] [--cflags "FLAGS"] [--plain | --tuning LIST] [--openmp]
+//!     [--groups G,G] [--only NAME,NAME] [--jobs N] [--run] [--list]
 //! ```
 //!
 //! `bench/run` calls this and then `bench/numpy_bench.py`, which reads `DIR/manifest.json`,
-//! runs every executable, times NumPy on the same inputs, checks the results against each other
-//! and prints the table. With `--run` this example also runs the executables itself and prints
-//! the TeIL times alone (no Python needed).
+//! runs every executable, times NumPy and its peers on the same inputs, checks the results
+//! against each other and prints the tables. With `--run` this example also runs the
+//! executables itself and prints the TeIL times alone (no Python needed); `--list` prints the
+//! kernel table of PERFORMANCE.md (Markdown) and builds nothing.
 //!
 //! Each executable fills the inputs' logical cells with the same deterministic values as the
 //! NumPy script (`fill` below), calls the kernel once and writes the output's logical cells to a
 //! file (for the comparison), then times kernel calls only: every call is timed on its own with
-//! `clock_gettime(CLOCK_MONOTONIC)`, for at least `MIN_SECONDS` and at least 5 calls, and the
-//! minimum and the median are printed. Compilation, input generation and I/O are not timed; the
-//! kernel's own workspace allocation is (it is part of the call).
+//! `clock_gettime(CLOCK_MONOTONIC)`, for at least `MIN_SECONDS` and at least `MIN_CALLS` calls
+//! (its second and third arguments), and the minimum and the median are printed. Compilation,
+//! input generation and I/O are not timed; the kernel's own workspace allocation is (it is part
+//! of the call).
+//!
+//! Every kernel is built once per *mode* (`--modes`, default `exact`): `exact` lowers with
+//! `Options { fma: false }` and compiles so that the C compiler fuses nothing; `fma` lowers with
+//! `Options { fma: true }` and lets the compiler contract `a * b + c` (spec/values.md). The
+//! flags of each mode are chosen in one place, [`Mode::cflags`].
 //!
 //! `--plain` lowers without the optimisations of `teil_cbackend::opt` (the baseline of
 //! PERFORMANCE.md), `--tuning contract,order,split,tile` with only those named, `--pad` chooses
 //! the padding multiples (default 1). `--openmp` adds parallel outer loops (`Tuning::openmp`)
-//! and compiles with `-fopenmp`; the number of threads is then `OMP_NUM_THREADS`.
+//! and compiles with `-fopenmp`; the number of threads is then `OMP_NUM_THREADS`. `--groups`
+//! and `--only` select kernels: a kernel is built when its group is among `--groups` or its
+//! name among `--only` (all kernels without either). `--jobs N` compiles N kernels at a time
+//! (default: the number of CPUs).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use teil_cbackend::ir::{Kernel, Role};
 use teil_cbackend::Options;
 
+/// How a kernel's result is compared with NumPy's before anything is timed
+/// (`bench/numpy_bench.py` applies it; PERFORMANCE.md states the rules).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Bit for bit in every mode: the kernel only moves values, takes maxima, or adds two
+    /// values once per cell, which both sides round the same way.
+    Exact,
+    /// Bit for bit in exact mode (the same operations in the same order as NumPy's); in fma mode
+    /// a product and an addition may be rounded once, so within the error bound.
+    ExactUnlessFma,
+    /// Within the error bound of a sum of products in any order: both sides compute the same
+    /// sums with different association (and BLAS uses fused multiply-adds).
+    Bound,
+}
+
+impl Check {
+    fn name(self) -> &'static str {
+        match self {
+            Check::Exact => "exact",
+            Check::ExactUnlessFma => "exact-unless-fma",
+            Check::Bound => "bound",
+        }
+    }
+}
+
+/// What NumPy runs for a kernel.
+enum Peer {
+    /// An einsum equation: `np.einsum(eq, optimize=True)`, `opt_einsum.contract`, and
+    /// `np.matmul` / `np.tensordot` where the equation is their form (numpy_bench.py decides).
+    Einsum(&'static str),
+    /// A NumPy expression for kernels einsum cannot write, over the operands' names, writing the
+    /// result into `out`. `terms` is the sum of the absolute values of the terms each result
+    /// cell adds up, and `roundings` how many roundings a cell's value goes through at most
+    /// (the error bound of `Check::ExactUnlessFma` in fma mode); `None` for `Check::Exact`.
+    Expr {
+        numpy: &'static str,
+        terms: Option<(&'static str, u32)>,
+    },
+}
+
 /// One benchmark kernel.
 struct Bench {
-    name: &'static str,
-    /// The einsum equation NumPy runs (`matmul` means `np.matmul`).
-    einsum: &'static str,
-    numpy: &'static str,
+    name: String,
+    /// The table groups kernels (`--groups`).
+    group: &'static str,
+    peer: Peer,
     /// Operands in einsum order: TeIL name and shape.
     operands: Vec<(&'static str, Vec<u64>)>,
     output: (&'static str, Vec<u64>),
     /// The TeIL statement, prefix form.
     statement: &'static str,
-    /// Largest acceptable TeIL/NumPy time ratio (issue 7).
-    target: f64,
+    check: Check,
+    /// A compute-bound matrix product (every extent, the summed one included, at least 64):
+    /// issue 16's exact-mode target for it is 1.25x OpenBLAS's time instead of 1.0x NumPy's.
+    blas: bool,
+    /// A shape issue 16 reports as slower than NumPy (marked in the table).
+    slow: bool,
 }
+
+/// A kernel with the defaults most kernels share: a contraction, checked within the bound,
+/// not BLAS-bound, not among the slow shapes.
+fn contraction(
+    name: impl Into<String>,
+    group: &'static str,
+    einsum: &'static str,
+    operands: Vec<(&'static str, Vec<u64>)>,
+    output: (&'static str, Vec<u64>),
+    statement: &'static str,
+) -> Bench {
+    Bench {
+        name: name.into(),
+        group,
+        peer: Peer::Einsum(einsum),
+        operands,
+        output,
+        statement,
+        check: Check::Bound,
+        blas: false,
+        slow: false,
+    }
+}
+
+/// `ij,jk->ik` with the given extents.
+fn matmul(name: impl Into<String>, group: &'static str, m: u64, k: u64, n: u64) -> Bench {
+    Bench {
+        blas: m >= 64 && k >= 64 && n >= 64,
+        ..contraction(
+            name,
+            group,
+            "ij,jk->ik",
+            vec![("A", vec![m, k]), ("B", vec![k, n])],
+            ("C", vec![m, n]),
+            "C = contr 2 3 (prod A B)",
+        )
+    }
+}
+
+/// The CFD operator (three small matrices applied along the three axes of `e` elements of
+/// `n³` points).
+fn cfd(name: impl Into<String>, group: &'static str, n: u64, e: u64) -> Bench {
+    contraction(
+        name,
+        group,
+        "il,jm,kn,elmn->eijk",
+        vec![
+            ("A", vec![n, n]),
+            ("B", vec![n, n]),
+            ("C", vec![n, n]),
+            ("u", vec![e, n, n, n]),
+        ],
+        ("v", vec![e, n, n, n]),
+        "v = transp 1 2 (transp 2 3 (transp 3 4 (contr 4 6 (contr 3 7 \
+         (contr 2 8 (prod A (prod B (prod C u))))))))",
+    )
+}
+
+/// A kernel written as a NumPy expression (einsum cannot write it), bit for bit in every mode.
+fn expr(
+    name: &'static str,
+    group: &'static str,
+    numpy: &'static str,
+    operands: Vec<(&'static str, Vec<u64>)>,
+    output: (&'static str, Vec<u64>),
+    statement: &'static str,
+) -> Bench {
+    Bench {
+        name: name.into(),
+        group,
+        peer: Peer::Expr { numpy, terms: None },
+        operands,
+        output,
+        statement,
+        check: Check::Exact,
+        blas: false,
+        slow: false,
+    }
+}
+
+/// The groups, in table order, with what each measures (the kernel table of PERFORMANCE.md).
+const GROUPS: &[(&str, &str)] = &[
+    ("eight", "the eight kernels of issue 7"),
+    ("odd", "matrix products at odd and prime sizes"),
+    (
+        "skinny",
+        "tall-skinny products, matrix-vector and vector-matrix products",
+    ),
+    ("large", "the matrix product at 1024 and 2048"),
+    (
+        "tccg",
+        "rank-3 and rank-4 contractions of the TCCG suite, sizes scaled down",
+    ),
+    ("elementwise", "element-wise chains"),
+    ("reduce", "reductions along each axis of a rank-3 tensor"),
+    ("broadcast", "broadcasting through `expa`"),
+    (
+        "cfd",
+        "the CFD operator at several n (n = 12 is `cfd` of `eight`)",
+    ),
+    ("layout", "diagonals and a rank-4 transposition"),
+];
 
 fn suite() -> Vec<Bench> {
     let sq = |n: u64| vec![n, n];
-    vec![
-        Bench {
-            name: "matmul",
-            einsum: "ij,jk->ik",
-            numpy: "matmul",
-            operands: vec![("A", sq(512)), ("B", sq(512))],
-            output: ("C", sq(512)),
-            statement: "C = contr 2 3 (prod A B)",
-            target: 2.0,
-        },
-        Bench {
-            name: "cfd",
-            einsum: "il,jm,kn,elmn->eijk",
-            numpy: "einsum",
-            operands: vec![
-                ("A", sq(12)),
-                ("B", sq(12)),
-                ("C", sq(12)),
-                ("u", vec![400, 12, 12, 12]),
-            ],
-            output: ("v", vec![400, 12, 12, 12]),
-            statement: "v = transp 1 2 (transp 2 3 (transp 3 4 (contr 4 6 (contr 3 7 \
-                        (contr 2 8 (prod A (prod B (prod C u))))))))",
-            target: 1.0,
-        },
-        Bench {
-            name: "abc",
-            einsum: "ai,bj,ck,ijk->abc",
-            numpy: "einsum",
-            operands: vec![
+    let mut v = vec![
+        // -- eight: issue 7's kernels, unchanged.
+        matmul("matmul", "eight", 512, 512, 512),
+        cfd("cfd", "eight", 12, 400),
+        contraction(
+            "abc",
+            "eight",
+            "ai,bj,ck,ijk->abc",
+            vec![
                 ("A", sq(24)),
                 ("B", sq(24)),
                 ("C", sq(24)),
                 ("u", vec![24, 24, 24]),
             ],
-            output: ("r", vec![24, 24, 24]),
-            statement: "r = contr 4 5 (contr 3 6 (contr 2 7 (prod A (prod B (prod C u)))))",
-            target: 1.0,
-        },
-        Bench {
-            name: "ttm",
-            einsum: "ijk,kl->ijl",
-            numpy: "einsum",
-            operands: vec![("X", vec![96, 96, 96]), ("M", vec![96, 64])],
-            output: ("Y", vec![96, 96, 64]),
-            statement: "Y = contr 3 4 (prod X M)",
-            target: 1.0,
-        },
-        Bench {
-            name: "mttkrp",
-            einsum: "ijk,jr,kr->ir",
-            numpy: "einsum",
-            operands: vec![
+            ("r", vec![24, 24, 24]),
+            "r = contr 4 5 (contr 3 6 (contr 2 7 (prod A (prod B (prod C u)))))",
+        ),
+        contraction(
+            "ttm",
+            "eight",
+            "ijk,kl->ijl",
+            vec![("X", vec![96, 96, 96]), ("M", vec![96, 64])],
+            ("Y", vec![96, 96, 64]),
+            "Y = contr 3 4 (prod X M)",
+        ),
+        contraction(
+            "mttkrp",
+            "eight",
+            "ijk,jr,kr->ir",
+            vec![
                 ("X", vec![64, 64, 64]),
                 ("B", vec![64, 32]),
                 ("C", vec![64, 32]),
             ],
-            output: ("Y", vec![64, 32]),
-            statement: "Y = contr 2 4 (contr 2 4 (diag 5 7 (prod X (prod B C))))",
-            target: 1.0,
-        },
+            ("Y", vec![64, 32]),
+            "Y = contr 2 4 (contr 2 4 (diag 5 7 (prod X (prod B C))))",
+        ),
         Bench {
-            name: "transpose",
-            einsum: "abc->cba",
-            numpy: "einsum",
-            operands: vec![("X", vec![256, 256, 64])],
-            output: ("Y", vec![64, 256, 256]),
-            statement: "Y = transp 1 3 X",
-            target: 1.0,
+            check: Check::Exact,
+            ..contraction(
+                "transpose",
+                "eight",
+                "abc->cba",
+                vec![("X", vec![256, 256, 64])],
+                ("Y", vec![64, 256, 256]),
+                "Y = transp 1 3 X",
+            )
         },
+        contraction(
+            "trace_prod",
+            "eight",
+            "ij,ji->",
+            vec![("A", sq(700)), ("B", sq(700))],
+            ("s", vec![]),
+            "s = contr 1 2 (contr 2 3 (prod A B))",
+        ),
+        contraction(
+            "batched_matvec",
+            "eight",
+            "bij,bj->bi",
+            vec![("A", vec![256, 128, 128]), ("x", vec![256, 128])],
+            ("y", vec![256, 128]),
+            "y = contr 3 4 (diag 1 4 (prod A x))",
+        ),
+        // -- odd: sizes that are not multiples of any vector width or tile edge.
+        matmul("matmul_97", "odd", 97, 97, 97),
+        matmul("matmul_1000", "odd", 1000, 1000, 1000),
+        matmul("matmul_1023", "odd", 1023, 1023, 1023),
+        matmul("matmul_1000x97x1023", "odd", 1000, 97, 1023),
+        // -- skinny: one or two small extents.
+        matmul("outer_k16", "skinny", 4096, 16, 4096),
+        matmul("rows_k8", "skinny", 100_000, 8, 8),
+        matmul("inner_16", "skinny", 16, 65_536, 16),
         Bench {
-            name: "trace_prod",
-            einsum: "ij,ji->",
-            numpy: "einsum",
-            operands: vec![("A", sq(700)), ("B", sq(700))],
-            output: ("s", vec![]),
-            statement: "s = contr 1 2 (contr 2 3 (prod A B))",
-            target: 1.0,
+            slow: true,
+            ..contraction(
+                "matvec",
+                "skinny",
+                "ij,j->i",
+                vec![("A", sq(4096)), ("x", vec![4096])],
+                ("y", vec![4096]),
+                "y = contr 2 3 (prod A x)",
+            )
         },
+        contraction(
+            "vecmat",
+            "skinny",
+            "i,ij->j",
+            vec![("x", vec![4096]), ("A", sq(4096))],
+            ("y", vec![4096]),
+            "y = contr 1 2 (prod x A)",
+        ),
+        // -- large.
+        matmul("matmul_1024", "large", 1024, 1024, 1024),
+        matmul("matmul_2048", "large", 2048, 2048, 2048),
+        // -- tccg: the TCCG suite's index patterns (Springer and Bientinesi), with extents
+        // scaled down from its 200 MB tensors to a few MB.
         Bench {
-            name: "batched_matvec",
-            einsum: "bij,bj->bi",
-            numpy: "einsum",
-            operands: vec![("A", vec![256, 128, 128]), ("x", vec![256, 128])],
-            output: ("y", vec![256, 128]),
-            statement: "y = contr 3 4 (diag 1 4 (prod A x))",
-            target: 1.0,
+            slow: true,
+            ..contraction(
+                "tccg_abcd_aebf_dfce",
+                "tccg",
+                "abcd,aebf->dfce",
+                vec![("A", vec![16, 16, 32, 32]), ("B", vec![16, 32, 16, 32])],
+                ("C", vec![32, 32, 32, 32]),
+                "C = transp 3 4 (transp 2 4 (transp 1 2 (contr 1 5 (contr 1 5 (prod A B)))))",
+            )
         },
-    ]
+        contraction(
+            "tccg_abc_bda_dc",
+            "tccg",
+            "abc,bda->dc",
+            vec![("A", vec![96, 96, 96]), ("B", vec![96, 96, 96])],
+            ("C", vec![96, 96]),
+            "C = transp 1 2 (contr 1 3 (contr 1 6 (prod A B)))",
+        ),
+        contraction(
+            "tccg_abcd_ea_ebcd",
+            "tccg",
+            "abcd,ea->ebcd",
+            vec![("A", vec![64, 32, 32, 32]), ("B", vec![64, 64])],
+            ("C", vec![64, 32, 32, 32]),
+            "C = contr 2 3 (prod B A)",
+        ),
+        contraction(
+            "tccg_abc_dca_bd",
+            "tccg",
+            "abc,dca->bd",
+            vec![("A", vec![64, 96, 64]), ("B", vec![96, 64, 64])],
+            ("C", vec![96, 96]),
+            "C = contr 2 4 (contr 1 6 (prod A B))",
+        ),
+        contraction(
+            "tccg_dbea_ec_abcd",
+            "tccg",
+            "dbea,ec->abcd",
+            vec![("A", vec![32, 32, 64, 32]), ("B", vec![64, 48])],
+            ("C", vec![32, 32, 48, 32]),
+            "C = transp 3 4 (transp 1 3 (contr 3 5 (prod A B)))",
+        ),
+    ];
+    // -- elementwise: `A + B * C - D`, which NumPy evaluates as (A + (B * C)) - D, the order of
+    // TeIL's left-associative `+` and `-` too.
+    let chain = |name: &'static str, shape: Vec<u64>| Bench {
+        peer: Peer::Expr {
+            numpy: "np.subtract(np.add(A, np.multiply(B, C, out=out), out=out), D, out=out)",
+            terms: Some(("np.abs(A) + np.abs(B) * np.abs(C) + np.abs(D)", 3)),
+        },
+        check: Check::ExactUnlessFma,
+        ..expr(
+            name,
+            "elementwise",
+            "",
+            vec![
+                ("A", shape.clone()),
+                ("B", shape.clone()),
+                ("C", shape.clone()),
+                ("D", shape.clone()),
+            ],
+            ("Y", shape),
+            "Y = A + B * C - D",
+        )
+    };
+    v.push(chain("chain_2048", sq(2048)));
+    v.push(chain("chain_256", sq(256)));
+    // -- reduce: `redmax` along each axis, and a sum along the middle one.
+    let x = || vec![("X", vec![128, 256, 256])];
+    v.push(expr(
+        "redmax_1",
+        "reduce",
+        "np.max(X, axis=0, out=out)",
+        x(),
+        ("Y", vec![256, 256]),
+        "Y = redmax 1 X",
+    ));
+    v.push(Bench {
+        slow: true,
+        ..expr(
+            "redmax_2",
+            "reduce",
+            "np.max(X, axis=1, out=out)",
+            x(),
+            ("Y", vec![128, 256]),
+            "Y = redmax 2 X",
+        )
+    });
+    v.push(expr(
+        "redmax_3",
+        "reduce",
+        "np.max(X, axis=2, out=out)",
+        x(),
+        ("Y", vec![128, 256]),
+        "Y = redmax 3 X",
+    ));
+    v.push(contraction(
+        "sum_2",
+        "reduce",
+        "abc->ac",
+        x(),
+        ("Y", vec![128, 256]),
+        "Y = red+ 2 X",
+    ));
+    // -- broadcast.
+    v.push(expr(
+        "add_row",
+        "broadcast",
+        "np.add(X, v, out=out)",
+        vec![("X", sq(2048)), ("v", vec![2048])],
+        ("Y", sq(2048)),
+        "Y = X + expa 1 2048 v",
+    ));
+    v.push(expr(
+        "add_col",
+        "broadcast",
+        "np.add(X, c[:, None], out=out)",
+        vec![("X", sq(2048)), ("c", vec![2048])],
+        ("Y", sq(2048)),
+        "Y = X + expa 2 2048 c",
+    ));
+    v.push(expr(
+        "outer_sum",
+        "broadcast",
+        "np.add(a[:, None], b, out=out)",
+        vec![("a", vec![2048]), ("b", vec![2048])],
+        ("S", sq(2048)),
+        "S = expa 2 2048 a + expa 1 2048 b",
+    ));
+    // -- cfd: about 650-820 thousand points each, like n = 12 with 400 elements.
+    for (n, e) in [(4, 10_000), (6, 3_000), (8, 1_500), (16, 200)] {
+        v.push(cfd(format!("cfd_n{n}"), "cfd", n, e));
+    }
+    // -- layout.
+    v.push(Bench {
+        check: Check::Exact,
+        slow: true,
+        ..contraction(
+            "batched_diag",
+            "layout",
+            "bii->bi",
+            vec![("A", vec![256, 128, 128])],
+            ("y", vec![256, 128]),
+            "y = diag 2 3 A",
+        )
+    });
+    v.push(contraction(
+        "batched_trace",
+        "layout",
+        "bii->b",
+        vec![("A", vec![256, 128, 128])],
+        ("y", vec![256]),
+        "y = contr 2 3 A",
+    ));
+    v.push(Bench {
+        check: Check::Exact,
+        ..contraction(
+            "transpose4",
+            "layout",
+            "abcd->cadb",
+            vec![("X", vec![48, 40, 32, 56])],
+            ("Y", vec![32, 48, 56, 40]),
+            "Y = transp 3 4 (transp 2 3 (transp 1 3 X))",
+        )
+    });
+    v
 }
 
 fn extents(s: &[u64]) -> String {
@@ -161,6 +493,10 @@ fn program(b: &Bench) -> String {
 
 /// Seconds of kernel calls each executable times at least.
 const MIN_SECONDS: f64 = 1.0;
+
+/// Calls each executable times at least (its third argument overrides it; 0: only the first,
+/// untimed call that writes the result).
+const MIN_CALLS: u32 = 5;
 
 /// The timing harness for one kernel: its own translation unit.
 fn harness(k: &Kernel, b: &Bench) -> String {
@@ -273,12 +609,13 @@ static int cmp(const void *a, const void *b)
     let _ = write!(
         out,
         r#"    double min_seconds = argc > 2 ? atof(argv[2]) : {MIN_SECONDS};
+    long min_calls = argc > 3 ? atol(argv[3]) : {MIN_CALLS};
     double *times;
     long cap = 1 << 16, n = 0;
     double start, total = 0.0;
     FILE *f;
     if (argc < 2) {{
-        fprintf(stderr, "usage: %s OUT [MIN_SECONDS]\n", argv[0]);
+        fprintf(stderr, "usage: %s OUT [MIN_SECONDS [MIN_CALLS]]\n", argv[0]);
         return 2;
     }}
     {call};
@@ -291,12 +628,16 @@ static int cmp(const void *a, const void *b)
     fclose(f);
     times = malloc((size_t)cap * sizeof(double));
     start = now();
-    while ((total < min_seconds || n < 5) && n < cap) {{
+    while (min_calls > 0 && (total < min_seconds || n < min_calls) && n < cap) {{
         double t0 = now(), t1;
         {call};
         t1 = now();
         times[n++] = t1 - t0;
         total = t1 - start;
+    }}
+    if (n == 0) {{
+        printf("0 0 0\n");
+        return 0;
     }}
     qsort(times, (size_t)n, sizeof(double), cmp);
     printf("%.9e %.9e %ld\n", times[0], times[n / 2], n);
@@ -307,34 +648,93 @@ static int cmp(const void *a, const void *b)
     out
 }
 
+/// A build mode: what the kernels may do with `a * b + c`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// The default: every product and sum rounded on its own, as spec/values.md says.
+    Exact,
+    /// `Options { fma: true }`: fused multiply-adds allowed (spec/values.md).
+    Fma,
+}
+
+impl Mode {
+    fn parse(s: &str) -> Result<Mode, String> {
+        match s {
+            "exact" => Ok(Mode::Exact),
+            "fma" => Ok(Mode::Fma),
+            other => Err(format!("--modes: unknown mode `{other}` (exact, fma)")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Exact => "exact",
+            Mode::Fma => "fma",
+        }
+    }
+
+    /// The C compiler flags of the benchmark build in this mode; the one place they are chosen.
+    /// Both optimise for this machine. Exact mode forbids the compiler to contract `a * b + c`
+    /// into fused multiply-adds (which GCC's default GNU mode would do with `-march=native`), so
+    /// the kernels compute exactly what spec/padding.md says; fma mode allows it.
+    fn cflags(self) -> &'static str {
+        match self {
+            Mode::Exact => "-O3 -march=native -ffp-contract=off",
+            Mode::Fma => "-O3 -march=native -ffp-contract=fast",
+        }
+    }
+}
+
 struct Args {
     out: PathBuf,
     pads: Vec<u64>,
+    modes: Vec<Mode>,
     cc: String,
-    cflags: Vec<String>,
+    /// Replaces the flags of every mode (`--cflags`).
+    cflags: Option<String>,
     plain: bool,
     /// Which optimisations (`--tuning contract,order,split,tile`); `None`: all.
     tuning: Option<teil_cbackend::opt::Tuning>,
+    groups: Option<Vec<String>>,
     only: Option<Vec<String>>,
+    jobs: usize,
     run: bool,
+    list: bool,
     /// Parallel outer loops (`Tuning::openmp`), compiled with `-fopenmp`.
     openmp: bool,
 }
 
-/// Flags of the benchmark build: optimised for this machine, and no contraction of `a * b + c`
-/// into fused multiply-adds, so the kernels compute exactly what spec/padding.md says.
-const CFLAGS: &str = "-O3 -march=native -ffp-contract=off";
+impl Args {
+    fn cflags(&self, mode: Mode) -> String {
+        self.cflags
+            .clone()
+            .unwrap_or_else(|| mode.cflags().to_string())
+    }
+}
+
+/// A comma-separated list without empty items.
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
 
 fn args() -> Result<Args, String> {
     let mut a = Args {
         out: PathBuf::from("target/bench"),
         pads: vec![1],
+        modes: vec![Mode::Exact],
         cc: "cc".to_string(),
-        cflags: CFLAGS.split_whitespace().map(str::to_string).collect(),
+        cflags: None,
         plain: false,
         tuning: None,
+        groups: None,
         only: None,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         run: false,
+        list: false,
         openmp: false,
     };
     let mut it = std::env::args().skip(1);
@@ -343,20 +743,30 @@ fn args() -> Result<Args, String> {
         match arg.as_str() {
             "--out" => a.out = PathBuf::from(value()?),
             "--pad" => {
-                a.pads = value()?
-                    .split(',')
-                    .map(|s| s.trim().parse::<u64>().map_err(|e| format!("--pad: {e}")))
+                a.pads = list(&value()?)
+                    .iter()
+                    .map(|s| match s.parse::<u64>() {
+                        Ok(m) if m >= 1 => Ok(m),
+                        _ => Err(format!(
+                            "--pad: `{s}` is not a padding multiple (1, 2, ...)"
+                        )),
+                    })
                     .collect::<Result<_, _>>()?;
             }
-            "--cc" => a.cc = value()?,
-            "--cflags" => {
-                a.cflags = value()?.split_whitespace().map(str::to_string).collect();
+            "--modes" => {
+                a.modes = list(&value()?)
+                    .iter()
+                    .map(|s| Mode::parse(s))
+                    .collect::<Result<_, _>>()?;
             }
+            "--fma" => a.modes = vec![Mode::Fma],
+            "--cc" => a.cc = value()?,
+            "--cflags" => a.cflags = Some(value()?),
             "--plain" => a.plain = true,
             "--tuning" => {
                 let mut t = teil_cbackend::opt::Tuning::none();
-                for name in value()?.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                    match name {
+                for name in list(&value()?) {
+                    match name.as_str() {
                         "contract" => t.contract = true,
                         "order" => t.order = true,
                         "split" => t.split = true,
@@ -367,13 +777,55 @@ fn args() -> Result<Args, String> {
                 }
                 a.tuning = Some(t);
             }
-            "--only" => a.only = Some(value()?.split(',').map(str::to_string).collect()),
+            "--groups" => a.groups = Some(list(&value()?)),
+            "--only" => a.only = Some(list(&value()?)),
+            "--jobs" => {
+                a.jobs = match value()?.parse::<usize>() {
+                    Ok(n) if n >= 1 => n,
+                    _ => return Err("--jobs needs a number of at least 1".to_string()),
+                }
+            }
             "--run" => a.run = true,
+            "--list" => a.list = true,
             "--openmp" => a.openmp = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
+    if a.pads.is_empty() || a.modes.is_empty() {
+        return Err("--pad and --modes need at least one value".to_string());
+    }
     Ok(a)
+}
+
+/// The kernels `--groups` and `--only` select, in suite order; an unknown name is an error.
+fn selected(a: &Args) -> Result<Vec<Bench>, String> {
+    let all = suite();
+    for g in a.groups.iter().flatten() {
+        if !GROUPS.iter().any(|(name, _)| name == g) {
+            let names: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "--groups: no group `{g}` (groups: {})",
+                names.join(", ")
+            ));
+        }
+    }
+    for n in a.only.iter().flatten() {
+        if !all.iter().any(|b| &b.name == n) {
+            return Err(format!(
+                "--only: no kernel `{n}` (`bench/run --list` lists them)"
+            ));
+        }
+    }
+    if a.groups.is_none() && a.only.is_none() {
+        return Ok(all);
+    }
+    Ok(all
+        .into_iter()
+        .filter(|b| {
+            a.groups.iter().flatten().any(|g| g == b.group)
+                || a.only.iter().flatten().any(|n| n == &b.name)
+        })
+        .collect())
 }
 
 fn json_str(s: &str) -> String {
@@ -398,6 +850,10 @@ fn json_shape(s: &[u64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+fn json_opt(s: Option<&str>) -> String {
+    s.map_or("null".to_string(), json_str)
+}
+
 /// The optimisations the arguments ask for (without OpenMP).
 fn tuning(a: &Args) -> teil_cbackend::opt::Tuning {
     match (a.plain, a.tuning) {
@@ -407,7 +863,18 @@ fn tuning(a: &Args) -> teil_cbackend::opt::Tuning {
     }
 }
 
-fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel), String> {
+/// The file stem of one build.
+fn stem(b: &Bench, mode: Mode, pad: u64) -> String {
+    format!("{}_{}_m{pad}", b.name, mode.name())
+}
+
+fn build(
+    b: &Bench,
+    mode: Mode,
+    pad: u64,
+    a: &Args,
+    dir: &Path,
+) -> Result<(PathBuf, Kernel), String> {
     let src = program(b);
     let (p, _) =
         teil::compile(&src).map_err(|d| format!("{}: does not check: {d:?}\n{src}", b.name))?;
@@ -415,6 +882,7 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
         pad,
         name: format!("bench_{}", b.name),
         lift: true,
+        fma: mode == Mode::Fma,
     };
     let tuning = teil_cbackend::opt::Tuning {
         openmp: a.openmp,
@@ -422,7 +890,7 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
     };
     let kernel = teil_cbackend::opt::lower_tuned(&p, &opts, &tuning)
         .map_err(|e| format!("{}: {e}", b.name))?;
-    let stem = format!("{}_m{pad}", b.name);
+    let stem = stem(b, mode, pad);
     let kernel_c = dir.join(format!("{stem}.c"));
     let main_c = dir.join(format!("{stem}_main.c"));
     let exe = dir.join(&stem);
@@ -432,7 +900,7 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
     write(&kernel_c, teil_cbackend::print::module(&[&kernel]))?;
     write(&main_c, harness(&kernel, b))?;
     let out = Command::new(&a.cc)
-        .args(&a.cflags)
+        .args(a.cflags(mode).split_whitespace())
         .args(a.openmp.then_some("-fopenmp"))
         .arg("-o")
         .arg(&exe)
@@ -442,26 +910,191 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
         .map_err(|e| format!("cannot run `{}`: {e}", a.cc))?;
     if !out.status.success() {
         return Err(format!(
-            "{}: the C compiler failed:\n{}",
+            "{} ({} mode): the C compiler failed:\n{}",
             b.name,
+            mode.name(),
             String::from_utf8_lossy(&out.stderr)
         ));
     }
     Ok((exe, kernel))
 }
 
-fn main() {
-    let a = match args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
+/// One build's entry of the manifest.
+struct Built {
+    mode: Mode,
+    pad: u64,
+    exe: PathBuf,
+    out: PathBuf,
+    steps: usize,
+    lifted: usize,
+}
+
+/// Builds every (kernel, mode, padding) of `benches` with `a.jobs` compilations at a time.
+/// Results come back in job order, so the manifest does not depend on scheduling.
+fn build_all(benches: &[Bench], a: &Args, dir: &Path) -> Result<Vec<Vec<Built>>, String> {
+    let jobs: Vec<(usize, Mode, u64)> = benches
+        .iter()
+        .enumerate()
+        .flat_map(|(i, _)| {
+            a.modes
+                .iter()
+                .flat_map(move |&m| a.pads.iter().map(move |&p| (i, m, p)))
+        })
+        .collect();
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<Result<Built, String>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..a.jobs.min(jobs.len()).max(1) {
+            s.spawn(|| loop {
+                let j = {
+                    let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                    let j = *n;
+                    *n += 1;
+                    j
+                };
+                let Some(&(i, mode, pad)) = jobs.get(j) else {
+                    return;
+                };
+                let b = &benches[i];
+                let r = build(b, mode, pad, a, dir).map(|(exe, kernel)| {
+                    eprintln!(
+                        "built {} ({} mode, M = {pad}): {} steps, {} lifted",
+                        b.name,
+                        mode.name(),
+                        kernel.steps.len(),
+                        kernel.lifted
+                    );
+                    Built {
+                        mode,
+                        pad,
+                        exe,
+                        out: dir.join(format!("{}.out", stem(b, mode, pad))),
+                        steps: kernel.steps.len(),
+                        lifted: kernel.lifted,
+                    }
+                });
+                results.lock().unwrap_or_else(|e| e.into_inner())[j] = Some(r);
+            });
         }
-    };
-    if let Err(e) = std::fs::create_dir_all(&a.out) {
-        eprintln!("error: cannot create {}: {e}", a.out.display());
-        std::process::exit(2);
+    });
+    let mut per_bench: Vec<Vec<Built>> = benches.iter().map(|_| Vec::new()).collect();
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    for (&(i, _, _), r) in jobs.iter().zip(results) {
+        per_bench[i].push(r.expect("every job ran")?);
     }
+    Ok(per_bench)
+}
+
+/// The kernel table of PERFORMANCE.md (`--list`).
+fn markdown_table(benches: &[Bench]) -> String {
+    let mut t = String::from(
+        "ᴮ: a BLAS-bound matrix product (every extent at least 64). ˢ: a shape issue 16 reports \
+         as slower than NumPy. Check: `exact`, bit for bit NumPy's result; `exact-unless-fma`, \
+         bit for bit in exact mode, within the error bound in fma mode; `bound`, within the \
+         error bound of a sum of products (bench/numpy_bench.py).\n\n",
+    );
+    for (group, what) in GROUPS {
+        let in_group: Vec<&Bench> = benches.iter().filter(|b| b.group == *group).collect();
+        if in_group.is_empty() {
+            continue;
+        }
+        let _ = writeln!(t, "**{group}** — {what}.\n");
+        let _ = writeln!(
+            t,
+            "| kernel | einsum or NumPy expression | operands → result | TeIL statement | check |"
+        );
+        let _ = writeln!(t, "|---|---|---|---|---|");
+        for b in in_group {
+            let peer = match &b.peer {
+                Peer::Einsum(eq) => format!("`{eq}`"),
+                Peer::Expr { numpy, .. } => format!("`{numpy}`"),
+            };
+            let shapes: Vec<String> = b
+                .operands
+                .iter()
+                .map(|(n, s)| format!("{n} {}", extents(s)))
+                .collect();
+            let marks = format!(
+                "{}{}",
+                if b.blas { " ᴮ" } else { "" },
+                if b.slow { " ˢ" } else { "" }
+            );
+            let _ = writeln!(
+                t,
+                "| {}{marks} | {peer} | {} → {} | `{}` | {} |",
+                b.name,
+                shapes.join(", "),
+                extents(&b.output.1),
+                b.statement,
+                b.check.name()
+            );
+        }
+        t.push('\n');
+    }
+    t
+}
+
+fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
+    let operands: Vec<String> = b
+        .operands
+        .iter()
+        .map(|(n, s)| {
+            format!(
+                "{{\"name\": {}, \"shape\": {}}}",
+                json_str(n),
+                json_shape(s)
+            )
+        })
+        .collect();
+    let builds: Vec<String> = builds
+        .iter()
+        .map(|x| {
+            format!(
+                "{{\"mode\": {}, \"pad\": {}, \"exe\": {}, \"out\": {}, \"steps\": {}, \"lifted\": {}}}",
+                json_str(x.mode.name()),
+                x.pad,
+                json_str(&x.exe.to_string_lossy()),
+                json_str(&x.out.to_string_lossy()),
+                x.steps,
+                x.lifted
+            )
+        })
+        .collect();
+    let (einsum, numpy, terms, roundings) = match &b.peer {
+        Peer::Einsum(eq) => (Some(*eq), None, None, None),
+        Peer::Expr { numpy, terms } => (
+            None,
+            Some(*numpy),
+            terms.map(|(t, _)| t),
+            terms.map(|(_, r)| r),
+        ),
+    };
+    format!(
+        "  {{\"name\": {}, \"group\": {}, \"einsum\": {}, \"numpy\": {}, \"terms\": {}, \
+         \"roundings\": {}, \"check\": {}, \"blas\": {}, \"slow\": {}, \"statement\": {},\n   \
+         \"operands\": [{}],\n   \"output\": {{\"name\": {}, \"shape\": {}}},\n   \"builds\": [{}]}}",
+        json_str(&b.name),
+        json_str(b.group),
+        json_opt(einsum),
+        json_opt(numpy),
+        json_opt(terms),
+        roundings.map_or("null".to_string(), |r| r.to_string()),
+        json_str(b.check.name()),
+        b.blas,
+        b.slow,
+        json_str(b.statement),
+        operands.join(", "),
+        json_str(b.output.0),
+        json_shape(&b.output.1),
+        builds.join(", ")
+    )
+}
+
+/// Builds `benches`, runs them with `--run`, and writes the manifest.
+fn run(a: &Args, benches: &[Bench]) -> Result<(), String> {
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
     let dir = std::fs::canonicalize(&a.out).unwrap_or_else(|_| a.out.clone());
     let cc_version = Command::new(&a.cc)
         .arg("--version")
@@ -474,99 +1107,81 @@ fn main() {
                 .to_string()
         })
         .unwrap_or_default();
-    let mut entries = Vec::new();
-    for b in suite() {
-        if a.only
-            .as_ref()
-            .is_some_and(|o| !o.iter().any(|n| n == b.name))
-        {
-            continue;
-        }
-        let mut builds = Vec::new();
-        for &pad in &a.pads {
-            match build(&b, pad, &a, &dir) {
-                Ok((exe, kernel)) => {
-                    eprintln!(
-                        "built {} (M = {pad}): {} steps, {} lifted",
+    let built = build_all(benches, a, &dir)?;
+    if a.run {
+        for (b, builds) in benches.iter().zip(&built) {
+            for x in builds {
+                let out = Command::new(&x.exe).arg(&x.out).output();
+                match out {
+                    Ok(o) if o.status.success() => println!(
+                        "{:<22} {:<5} M = {:<3} {}",
                         b.name,
-                        kernel.steps.len(),
-                        kernel.lifted
-                    );
-                    if a.run {
-                        let res = dir.join(format!("{}_m{pad}.out", b.name));
-                        let out = Command::new(&exe).arg(&res).output();
-                        match out {
-                            Ok(o) if o.status.success() => println!(
-                                "{:<16} M = {pad:<3} {}",
-                                b.name,
-                                String::from_utf8_lossy(&o.stdout).trim()
-                            ),
-                            Ok(o) => eprintln!(
-                                "{}: failed: {}",
-                                b.name,
-                                String::from_utf8_lossy(&o.stderr)
-                            ),
-                            Err(e) => eprintln!("{}: cannot run: {e}", b.name),
-                        }
+                        x.mode.name(),
+                        x.pad,
+                        String::from_utf8_lossy(&o.stdout).trim()
+                    ),
+                    Ok(o) => {
+                        eprintln!("{}: failed: {}", b.name, String::from_utf8_lossy(&o.stderr))
                     }
-                    builds.push(format!(
-                        "{{\"pad\": {pad}, \"exe\": {}, \"out\": {}, \"steps\": {}, \"lifted\": {}}}",
-                        json_str(&exe.to_string_lossy()),
-                        json_str(&dir.join(format!("{}_m{pad}.out", b.name)).to_string_lossy()),
-                        kernel.steps.len(),
-                        kernel.lifted
-                    ));
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    std::process::exit(1);
+                    Err(e) => eprintln!("{}: cannot run: {e}", b.name),
                 }
             }
         }
-        let operands: Vec<String> = b
-            .operands
-            .iter()
-            .map(|(n, s)| {
-                format!(
-                    "{{\"name\": {}, \"shape\": {}}}",
-                    json_str(n),
-                    json_shape(s)
-                )
-            })
-            .collect();
-        entries.push(format!(
-            "  {{\"name\": {}, \"einsum\": {}, \"numpy\": {}, \"statement\": {}, \"target\": {},\n   \
-             \"operands\": [{}],\n   \"output\": {{\"name\": {}, \"shape\": {}}},\n   \"builds\": [{}]}}",
-            json_str(b.name),
-            json_str(b.einsum),
-            json_str(b.numpy),
-            json_str(b.statement),
-            b.target,
-            operands.join(", "),
-            json_str(b.output.0),
-            json_shape(&b.output.1),
-            builds.join(", ")
-        ));
     }
+    let entries: Vec<String> = benches
+        .iter()
+        .zip(&built)
+        .map(|(b, builds)| manifest_entry(b, builds))
+        .collect();
+    let cflags: Vec<String> = a
+        .modes
+        .iter()
+        .map(|&m| format!("{}: {}", json_str(m.name()), json_str(&a.cflags(m))))
+        .collect();
+    let groups: Vec<String> = GROUPS
+        .iter()
+        .map(|(g, what)| format!("[{}, {}]", json_str(g), json_str(what)))
+        .collect();
     let manifest = format!(
-        "{{\"cc\": {}, \"cflags\": {}, \"plain\": {}, \"tuning\": {}, \"min_seconds\": {MIN_SECONDS},\n \"kernels\": [\n{}\n]}}\n",
+        "{{\"cc\": {}, \"cflags\": {{{}}}, \"openmp\": {}, \"plain\": {}, \"tuning\": {}, \
+         \"groups\": [{}],\n \"kernels\": [\n{}\n]}}\n",
         json_str(&format!("{} ({cc_version})", a.cc)),
-        json_str(&a.cflags.join(" ")),
+        cflags.join(", "),
+        a.openmp,
         a.plain,
         json_str(&format!(
             "{:?}",
             teil_cbackend::opt::Tuning {
                 openmp: a.openmp,
-                ..tuning(&a)
+                ..tuning(a)
             }
         )),
+        groups.join(", "),
         entries.join(",\n")
     );
     let path = dir.join("manifest.json");
     let tmp = dir.join("manifest.json.tmp");
-    if let Err(e) = std::fs::write(&tmp, manifest).and_then(|_| std::fs::rename(&tmp, &path)) {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        std::process::exit(2);
-    }
+    std::fs::write(&tmp, manifest)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("manifest: {}", path.display());
+    Ok(())
+}
+
+fn main() {
+    let (a, benches) = match args().and_then(|a| selected(&a).map(|b| (a, b))) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    if a.list {
+        print!("{}", markdown_table(&benches));
+        return;
+    }
+    if let Err(e) = run(&a, &benches) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
 }

@@ -76,6 +76,8 @@ pub struct Options {
     /// differ from the interpreter by rounding (spec/padding.md); without it, results are
     /// bit-identical.
     pub lift: bool,
+    /// Fused multiply-adds allowed (spec/values.md)
+    pub fma: bool,
 }
 
 impl Default for Options {
@@ -84,6 +86,7 @@ impl Default for Options {
             pad: 1,
             name: DEFAULT_NAME.to_string(),
             lift: true,
+            fma: false,
         }
     }
 }
