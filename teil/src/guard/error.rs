@@ -725,3 +725,735 @@ impl From<FrontEndError> for Diagnostic {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What one diagnostic says, field by field, for the table below.
+    struct Want {
+        code: &'static str,
+        rule: Option<&'static str>,
+        message: &'static str,
+        label: &'static str,
+        secondary: &'static [(Span, &'static str)],
+        notes: &'static [&'static str],
+        help: Option<&'static str>,
+    }
+
+    fn check(e: FrontEndError, want: Want) {
+        let span = e.span().clone();
+        let d = Diagnostic::from(e);
+        let secondary: Vec<(Span, &str)> = d
+            .secondary
+            .iter()
+            .map(|l| (l.span.clone(), l.message.as_str()))
+            .collect();
+        assert_eq!(
+            (
+                d.code.as_str(),
+                d.rule,
+                d.message.as_str(),
+                d.primary.span.clone(),
+                d.primary.message.as_str(),
+            ),
+            (want.code, want.rule, want.message, span, want.label),
+        );
+        assert_eq!(secondary, want.secondary, "{}", d.message);
+        assert_eq!(d.notes, want.notes, "{}", d.message);
+        assert_eq!(d.help.as_deref(), want.help, "{}", d.message);
+        // The front ends suggest no edits (yet): a help is advice, not a fix.
+        assert!(d.fixes.is_empty(), "{}", d.message);
+    }
+
+    const NONE: &[(Span, &str)] = &[];
+
+    #[test]
+    fn equation_errors() {
+        let eq = |span: Span, problem| FrontEndError::Equation { span, problem };
+        let want = |message, label, secondary| Want {
+            code: "E0401",
+            rule: None,
+            message,
+            label,
+            secondary,
+            notes: &[],
+            help: Some(EQUATION_HELP),
+        };
+        check(
+            eq(4..5, EquationProblem::CommaAfterArrow),
+            want("`,` after `->`", "the output is a single term", NONE),
+        );
+        check(
+            eq(5..7, EquationProblem::ArrowTwice { first: 2..4 }),
+            want("`->` given twice", "second `->`", &[(2..4, "first `->`")]),
+        );
+        check(
+            eq(2..3, EquationProblem::Stray('-')),
+            want(
+                "stray `-`",
+                "`-` and `>` only occur together, as `->`",
+                NONE,
+            ),
+        );
+        check(
+            eq(4..7, EquationProblem::EllipsisTwice { first: 0..3 }),
+            want(
+                "`...` given twice in one term",
+                "second `...`",
+                &[(0..3, "first `...`")],
+            ),
+        );
+        check(
+            eq(1..3, EquationProblem::LoneDot),
+            want("a lone `.`", "an ellipsis is exactly three dots", NONE),
+        );
+        check(
+            eq(4..5, EquationProblem::InvalidChar('$')),
+            want(
+                "invalid character '$' in an einsum equation",
+                "not a subscript",
+                NONE,
+            ),
+        );
+    }
+
+    #[test]
+    fn shape_list_errors() {
+        let shapes = |span: Span, problem| FrontEndError::Shapes { span, problem };
+        let want = |message, label, help| Want {
+            code: "E0408",
+            rule: None,
+            message,
+            label,
+            secondary: NONE,
+            notes: &[],
+            help,
+        };
+        check(
+            shapes(8..9, ShapesProblem::Trailing),
+            want(
+                "unexpected text after the shape list",
+                "expected the end here",
+                Some(SHAPES_HELP),
+            ),
+        );
+        check(
+            shapes(0..1, ShapesProblem::Expected(ShapesExpected::OpenList)),
+            want(
+                "expected `[`",
+                "expected `[` to open the list of shapes here",
+                Some(SHAPES_HELP),
+            ),
+        );
+        check(
+            shapes(1..2, ShapesProblem::Expected(ShapesExpected::OpenShape)),
+            want(
+                "expected `[`",
+                "expected `[` to open a shape here",
+                Some(SHAPES_HELP),
+            ),
+        );
+        check(
+            shapes(6..6, ShapesProblem::Expected(ShapesExpected::CommaOrClose)),
+            want(
+                "expected `]`",
+                "expected `,` or `]` here",
+                Some(SHAPES_HELP),
+            ),
+        );
+        check(
+            shapes(4..5, ShapesProblem::ExpectedExtent),
+            want(
+                "expected an extent",
+                "expected a natural number here",
+                Some(SHAPES_HELP),
+            ),
+        );
+        check(
+            shapes(2..25, ShapesProblem::ExtentTooLarge("9".repeat(23))),
+            want(
+                "extent `99999999999999999999999` does not fit in 64 bits",
+                "too large",
+                None,
+            ),
+        );
+    }
+
+    #[test]
+    fn einsum_errors() {
+        check(
+            FrontEndError::EinsumTooManyOperands {
+                span: 0..129,
+                operands: 65,
+            },
+            Want {
+                code: "E0409",
+                rule: None,
+                message: "the equation has 65 operands; the limit is 64",
+                label: "too many operands",
+                secondary: NONE,
+                notes: &[],
+                help: None,
+            },
+        );
+        let count_help =
+            Some("give one shape per operand, in order, e.g. `--shapes '[[2,3],[3,4]]'`");
+        check(
+            FrontEndError::EinsumOperandCount {
+                span: 0..5,
+                operands: 2,
+                shapes: 1,
+            },
+            Want {
+                code: "E0402",
+                rule: None,
+                message: "the equation has 2 operands but 1 shape was given",
+                label: "2 operands",
+                secondary: NONE,
+                notes: &[],
+                help: count_help,
+            },
+        );
+        check(
+            FrontEndError::EinsumOperandCount {
+                span: 0..2,
+                operands: 1,
+                shapes: 2,
+            },
+            Want {
+                code: "E0402",
+                rule: None,
+                message: "the equation has 1 operand but 2 shapes were given",
+                label: "1 operand",
+                secondary: NONE,
+                notes: &[],
+                help: count_help,
+            },
+        );
+        check(
+            FrontEndError::EinsumRankMismatch {
+                span: 0..2,
+                operand: 0,
+                named: 2,
+                ellipsis: false,
+                shape: vec![2, 3, 4],
+            },
+            Want {
+                code: "E0403",
+                rule: None,
+                message: "operand 0 has 2 subscripts but its shape [2, 3, 4] has 3 dimensions",
+                label: "needs a shape with 2 dimensions",
+                secondary: NONE,
+                notes: &[],
+                help: Some(
+                    "write one subscript per dimension, or `...` for the dimensions not named",
+                ),
+            },
+        );
+        check(
+            FrontEndError::EinsumRankMismatch {
+                span: 0..6,
+                operand: 1,
+                named: 1,
+                ellipsis: true,
+                shape: vec![],
+            },
+            Want {
+                code: "E0403",
+                rule: None,
+                message: "operand 1 has 1 subscript but its shape [] has 0 dimensions",
+                label: "needs a shape with at least 1 dimensions",
+                secondary: NONE,
+                notes: &[],
+                help: Some(
+                    "write one subscript per dimension, or `...` for the dimensions not named",
+                ),
+            },
+        );
+        check(
+            FrontEndError::EinsumRankMismatch {
+                span: 0..0,
+                operand: 0,
+                named: 0,
+                ellipsis: false,
+                shape: vec![2],
+            },
+            Want {
+                code: "E0403",
+                rule: None,
+                message: "operand 0 has 0 subscripts but its shape [2] has 1 dimension",
+                label: "needs a shape with 0 dimensions",
+                secondary: NONE,
+                notes: &[],
+                help: Some("an empty term stands for a scalar operand, whose shape is `[]`"),
+            },
+        );
+        check(
+            FrontEndError::EinsumZeroExtent {
+                span: 0..2,
+                operand: 0,
+                shape: vec![2, 0],
+            },
+            Want {
+                code: "E0102",
+                rule: None,
+                message: "operand 0 has an extent of 0 (shape [2, 0])",
+                label: "extents start at 1",
+                secondary: NONE,
+                notes: &[],
+                help: Some("TeIL tensors have no empty dimensions"),
+            },
+        );
+    }
+
+    #[test]
+    fn einsum_extent_and_output_errors() {
+        let at = |span: Span, operand, dim, extent| LabelUse {
+            span,
+            operand,
+            dim,
+            extent,
+        };
+        let note: &[&str] = &["every occurrence of an index must range over the same extent"];
+        check(
+            FrontEndError::EinsumExtentConflict {
+                label: 'j',
+                first: at(1..2, 0, 1, 3),
+                others: vec![at(3..4, 1, 0, 4), at(9..10, 2, 0, 3)],
+            },
+            Want {
+                code: "E0404",
+                rule: None,
+                message: "index `j` is bound to different extents (3, 4)",
+                label: "`j` has extent 3 here (operand 0, dimension 2)",
+                secondary: &[
+                    (3..4, "`j` has extent 4 here (operand 1, dimension 1)"),
+                    (9..10, "`j` has extent 3 here (operand 2, dimension 1)"),
+                ],
+                notes: note,
+                help: None,
+            },
+        );
+        // An extent of 1 among them: NumPy would have broadcast it.
+        check(
+            FrontEndError::EinsumExtentConflict {
+                label: 'j',
+                first: at(1..2, 0, 1, 3),
+                others: vec![at(3..4, 1, 0, 1)],
+            },
+            Want {
+                code: "E0404",
+                rule: None,
+                message: "index `j` is bound to different extents (1, 3)",
+                label: "`j` has extent 3 here (operand 0, dimension 2)",
+                secondary: &[(3..4, "`j` has extent 1 here (operand 1, dimension 1)")],
+                notes: note,
+                help: Some(
+                    "NumPy would broadcast the extent 1; TeIL broadcasts only the dimensions \
+                     covered by `...`",
+                ),
+            },
+        );
+        let cover = |span: Span, operand, covers: Vec<u64>| EllipsisCover {
+            span,
+            operand,
+            covers,
+        };
+        check(
+            FrontEndError::EinsumBroadcast {
+                first: cover(5..8, 1, vec![4]),
+                others: vec![cover(0..3, 0, vec![2])],
+            },
+            Want {
+                code: "E0407",
+                rule: None,
+                message: "the dimensions under `...` cannot be broadcast together",
+                label: "`...` of operand 1 covers [4]",
+                secondary: &[(0..3, "`...` of operand 0 covers [2]")],
+                notes: &[
+                    "aligned from the right, each position needs equal extents or an extent of 1",
+                ],
+                help: None,
+            },
+        );
+        check(
+            FrontEndError::EinsumOutputWithoutEllipsis {
+                span: 6..7,
+                dims: 1,
+            },
+            Want {
+                code: "E0407",
+                rule: None,
+                message: "the operands' `...` cover 1 dimension but the output has no `...`",
+                label: "no `...` here",
+                secondary: NONE,
+                notes: &[],
+                help: Some(
+                    "add `...` to the output to keep the broadcast dimensions, as NumPy requires",
+                ),
+            },
+        );
+        check(
+            FrontEndError::EinsumOutputRepeated {
+                span: 5..6,
+                label: 'i',
+                first: 4..5,
+            },
+            Want {
+                code: "E0406",
+                rule: None,
+                message: "index `i` is repeated in the output",
+                label: "repeated here",
+                secondary: &[(4..5, "first here")],
+                notes: &[],
+                help: Some(
+                    "an output index names one dimension of the result; take a diagonal by \
+                     repeating the index in an operand instead",
+                ),
+            },
+        );
+        check(
+            FrontEndError::EinsumOutputUnknown {
+                span: 5..6,
+                label: 'z',
+                inputs: 0..2,
+            },
+            Want {
+                code: "E0405",
+                rule: None,
+                message: "output index `z` does not occur in any operand",
+                label: "not among the inputs' subscripts",
+                secondary: &[(0..2, "the operands' subscripts")],
+                notes: &[],
+                help: Some(
+                    "every output index must occur in some operand; its extent comes from there",
+                ),
+            },
+        );
+    }
+
+    #[test]
+    fn index_notation_syntax_errors() {
+        check(
+            FrontEndError::TinInvalidChar(LexError {
+                span: 7..10,
+                found: '@',
+                count: 3,
+            }),
+            Want {
+                code: "E0002",
+                rule: None,
+                message: "invalid character '@', 3 times in a row",
+                label: "these characters cannot start a token",
+                secondary: NONE,
+                notes: &[],
+                help: Some("names are ASCII letters, digits and `_`; comments start with `//`"),
+            },
+        );
+        check(
+            FrontEndError::from(ParseError::LiteralNotFinite {
+                span: 4..9,
+                written: "1e999".into(),
+            }),
+            Want {
+                code: "E0004",
+                rule: None,
+                message: "numeric literal `1e999` is too large for a 64-bit float",
+                label: "rounds to infinity",
+                secondary: NONE,
+                notes: &[],
+                help: None,
+            },
+        );
+        check(
+            FrontEndError::from(ParseError::DeclAfterStmt {
+                span: 20..33,
+                name: "C".into(),
+                first_stmt: 8..19,
+            }),
+            Want {
+                code: "E0006",
+                rule: None,
+                message: "declaration of `C` after a statement",
+                label: "declarations must come before all statements",
+                secondary: &[(8..19, "the first statement is here")],
+                notes: &[],
+                help: Some("move this declaration above the first statement"),
+            },
+        );
+        check(
+            FrontEndError::TinTooDeep { span: 4..5 },
+            Want {
+                code: "E0005",
+                rule: None,
+                message: "expression nested too deeply (the limit is 512 levels)",
+                label: "this statement",
+                secondary: NONE,
+                notes: &[],
+                help: Some("split the expression into several statements over temporaries"),
+            },
+        );
+        let syntax = |expected, found| FrontEndError::TinSyntax {
+            span: 12..12,
+            expected,
+            found,
+        };
+        let want = |message, label, secondary, help| Want {
+            code: "E0501",
+            rule: None,
+            message,
+            label,
+            secondary,
+            notes: &[],
+            help,
+        };
+        check(
+            syntax(TinExpected::Operand, TinToken::End),
+            want(
+                "expected a tensor access, a number or `(`, found end of statement",
+                "expected a tensor access, a number or `(`",
+                NONE,
+                None,
+            ),
+        );
+        check(
+            syntax(TinExpected::CloseParen(7..8), TinToken::Number("2".into())),
+            want(
+                "expected `)`, found number `2`",
+                "expected `)`",
+                &[(7..8, "to close this parenthesis")],
+                None,
+            ),
+        );
+        check(
+            syntax(TinExpected::OperatorOrEnd, TinToken::Symbol("[".into())),
+            want(
+                "expected an operator or the end of the statement, found `[`",
+                "expected an operator or the end of the statement",
+                NONE,
+                Some("tensors are indexed with parentheses, e.g. `A(i, j)`"),
+            ),
+        );
+        check(
+            syntax(TinExpected::Statement, TinToken::DeclKeyword),
+            want(
+                "expected a statement such as `A(i, j) = B(i, j)`, found a declaration keyword",
+                "expected a statement such as `A(i, j) = B(i, j)`",
+                NONE,
+                None,
+            ),
+        );
+        check(
+            syntax(TinExpected::IndexVariable, TinToken::Symbol(",".into())),
+            want(
+                "expected an index variable, found `,`",
+                "expected an index variable",
+                NONE,
+                None,
+            ),
+        );
+        check(
+            syntax(TinExpected::CommaOrParen, TinToken::Ident("j".into())),
+            want(
+                "expected `,` or `)`, found identifier `j`",
+                "expected `,` or `)`",
+                NONE,
+                None,
+            ),
+        );
+        check(
+            syntax(TinExpected::Assignment, TinToken::Symbol("+".into())),
+            want(
+                "expected `=` or `+=`, found `+`",
+                "expected `=` or `+=`",
+                NONE,
+                None,
+            ),
+        );
+        check(
+            FrontEndError::TinCompoundAssign {
+                span: 5..7,
+                op: '*',
+                target: AccessText {
+                    name: "A".into(),
+                    indices: vec!["i".into(), "j".into()],
+                },
+            },
+            Want {
+                code: "E0505",
+                rule: None,
+                message: "`*=` is not supported",
+                label: "only `=` and `+=` assign",
+                secondary: NONE,
+                notes: &[],
+                help: Some("write the update out, e.g. `A(i, j) = A(i, j) * (...)`"),
+            },
+        );
+    }
+
+    #[test]
+    fn index_notation_errors() {
+        check(
+            FrontEndError::TinRankMismatch {
+                span: 30..31,
+                name: "B".into(),
+                indices: 0,
+                decl: 6..7,
+                shape: vec![2, 3],
+            },
+            Want {
+                code: "E0502",
+                rule: None,
+                message: "`B` has rank 2 but is used without indices",
+                label: "needs 2 indices",
+                secondary: &[(6..7, "`B` is declared with shape [2, 3]")],
+                notes: &[],
+                help: Some("write `B(i0, i1)`"),
+            },
+        );
+        check(
+            FrontEndError::TinRankMismatch {
+                span: 30..37,
+                name: "B".into(),
+                indices: 2,
+                decl: 6..7,
+                shape: vec![3],
+            },
+            Want {
+                code: "E0502",
+                rule: None,
+                message: "`B` has rank 1 but is indexed with 2 indices",
+                label: "needs 1 index",
+                secondary: &[(6..7, "`B` is declared with shape [3]")],
+                notes: &[],
+                help: None,
+            },
+        );
+        let at = |span: Span, extent, tensor: &str, dim, shape: Vec<u64>| IndexUse {
+            span,
+            extent,
+            tensor: tensor.into(),
+            dim,
+            shape,
+        };
+        check(
+            FrontEndError::TinExtentConflict {
+                index: "k".into(),
+                first: at(40..41, 3, "B", 2, vec![2, 3]),
+                others: vec![at(46..47, 4, "C", 1, vec![4])],
+            },
+            Want {
+                code: "E0503",
+                rule: None,
+                message: "index `k` ranges over dimensions of different extents",
+                label: "`k` has extent 3 here (dimension 2 of `B : [2, 3]`)",
+                secondary: &[(46..47, "`k` has extent 4 here (dimension 1 of `C : [4]`)")],
+                notes: &["every occurrence of an index variable must range over the same extent"],
+                help: Some(
+                    "check the order of the extents in the declarations, or use different index \
+                     variables for dimensions of different extents",
+                ),
+            },
+        );
+        check(
+            FrontEndError::TinRepeatedIndex {
+                span: 4..5,
+                index: "i".into(),
+                first: 2..3,
+            },
+            Want {
+                code: "E0504",
+                rule: None,
+                message: "index `i` occurs twice on the left-hand side",
+                label: "repeated here",
+                secondary: &[(2..3, "first here")],
+                notes: &[
+                    "each index on the left names one dimension of the target; assigning only a \
+                     diagonal is not expressible in TeIL",
+                ],
+                help: None,
+            },
+        );
+        check(
+            FrontEndError::TinPartialSum {
+                span: 20..24,
+                index: "k".into(),
+                others: vec![27..31],
+                summed_at: Some(12..13),
+                extent: 4,
+            },
+            Want {
+                code: "W0501",
+                rule: None,
+                message: "summed index `k` does not occur in every term",
+                label: "this term does not mention `k`",
+                secondary: &[
+                    (27..31, "nor does this term"),
+                    (
+                        12..13,
+                        "`k` is summed because it does not occur on the left-hand side",
+                    ),
+                ],
+                notes: &[
+                    "the sum over `k` covers the whole right-hand side, so a term without `k` \
+                     counts once for each of its 4 values (spec/frontends.md)",
+                ],
+                help: Some(
+                    "to sum only the terms that mention `k`, assign them to a tensor of their \
+                     own first",
+                ),
+            },
+        );
+        check(
+            FrontEndError::TinUndeclared {
+                span: 0..1,
+                name: "Z".into(),
+                target: true,
+                extents: Some(vec![2, 3]),
+            },
+            Want {
+                code: "E0201",
+                rule: Some("OK-Stmt"),
+                message: "assignment to undeclared variable `Z`",
+                label: "not declared",
+                secondary: NONE,
+                notes: &[],
+                help: Some("declare it first, e.g. `alloc Z : [2, 3]`"),
+            },
+        );
+        check(
+            FrontEndError::TinUndeclared {
+                span: 9..10,
+                name: "Q".into(),
+                target: false,
+                extents: None,
+            },
+            Want {
+                code: "E0301",
+                rule: Some("T-Var"),
+                message: "use of undeclared variable `Q`",
+                label: "not declared",
+                secondary: NONE,
+                notes: &[],
+                help: Some("declare it first, with one extent per index: `alloc Q : [...]`"),
+            },
+        );
+    }
+
+    /// Severity follows the code: W0501 is the front ends' only warning.
+    #[test]
+    fn the_partial_sum_is_a_warning() {
+        let d = Diagnostic::from(FrontEndError::TinPartialSum {
+            span: 0..1,
+            index: "k".into(),
+            others: Vec::new(),
+            summed_at: None,
+            extent: 2,
+        });
+        assert!(!d.is_error());
+        assert!(d.secondary.is_empty());
+        let d = Diagnostic::from(FrontEndError::TinTooDeep { span: 0..1 });
+        assert!(d.is_error());
+    }
+}
