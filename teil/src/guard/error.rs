@@ -1379,7 +1379,7 @@ mod tests {
             FrontEndError::TinPartialSum {
                 span: 20..24,
                 index: "k".into(),
-                others: vec![27..31],
+                others: vec![27..31, 34..38],
                 summed_at: Some(12..13),
                 extent: 4,
             },
@@ -1390,6 +1390,7 @@ mod tests {
                 label: "this term does not mention `k`",
                 secondary: &[
                     (27..31, "nor does this term"),
+                    (34..38, "nor does this term"),
                     (
                         12..13,
                         "`k` is summed because it does not occur on the left-hand side",
