@@ -15,8 +15,9 @@
 //! 5. simplify input values: all zeros, all ones, then single elements to zero.
 //!
 //! Unused declarations (and their inputs) are removed from every candidate before the predicate
-//! sees it, so the result is exactly what was last seen failing. The number of predicate calls
-//! is bounded.
+//! sees it, so the result is exactly what was last seen failing; which declarations are unused
+//! is read from the checker's initialisation record of the candidate
+//! ([`CheckedProgram::initialization`]). The number of predicate calls is bounded.
 
 use std::collections::BTreeMap;
 use teil::ast::*;
@@ -25,43 +26,46 @@ use teil::CheckedProgram;
 pub type Inputs = BTreeMap<String, ndarray::ArrayD<f64>>;
 
 /// Shrinks `(program, inputs)` while `fails` holds, calling it at most `budget` times. The
-/// starting pair must fail and be well-typed; the result fails too.
+/// starting pair must fail and be well-typed (an ill-typed one is returned as it is); the
+/// result fails too.
 pub fn shrink(
     program: Program,
     inputs: Inputs,
     mut fails: impl FnMut(&CheckedProgram, &Inputs) -> bool,
     budget: usize,
 ) -> (Program, Inputs) {
-    let mut cur = (program, inputs);
+    let start = (program, inputs);
+    let Some(mut cur) = tidy(start.clone()) else {
+        return start;
+    };
     let mut calls = 0usize;
-    'outer: while let Ok((checked, _)) = teil::check(cur.0.clone()) {
-        for cand in candidates(&checked, &cur.1) {
+    'outer: loop {
+        for cand in candidates(&cur.0, &cur.1) {
             if calls >= budget {
                 break 'outer;
             }
             // Testing exactly what would be reported: no unused declarations, no stale inputs.
-            let cand = tidy(cand);
-            let Ok((cand_checked, _)) = teil::check(cand.0.clone()) else {
+            let Some(cand) = tidy(cand) else {
                 continue;
             };
             // Only strictly smaller candidates are taken, so shrinking always terminates.
-            if size(&cand) >= size(&cur) {
+            if size(cand.0.program(), &cand.1) >= size(cur.0.program(), &cur.1) {
                 continue;
             }
             calls += 1;
-            if fails(&cand_checked, &cand.1) {
+            if fails(&cand.0, &cand.1) {
                 cur = cand;
                 continue 'outer;
             }
         }
         break;
     }
-    tidy(cur)
+    (cur.0.into_program(), cur.1)
 }
 
 /// The well-founded order shrinking descends: expression nodes, then declared elements, then
 /// the complexity of input values (0 < 1 < anything else), then declarations.
-fn size((p, inputs): &Candidate) -> (usize, u64, u64, usize) {
+fn size(p: &Program, inputs: &Inputs) -> (usize, u64, u64, usize) {
     let mut nodes = 0;
     for s in &p.stmts {
         s.value.walk(&mut |_| nodes += 1);
@@ -83,14 +87,36 @@ fn size((p, inputs): &Candidate) -> (usize, u64, u64, usize) {
     (nodes, elements, values, p.decls.len())
 }
 
-/// Removes unused declarations and the inputs of variables no longer declared.
-fn tidy((program, inputs): Candidate) -> Candidate {
-    let program = remove_unused(program);
+/// Checks a candidate and removes its unused declarations (those no statement reads or assigns,
+/// by the checker's initialisation record) and the inputs of variables no longer declared;
+/// `None` when the candidate is ill-typed.
+///
+/// A declaration nobody mentions cannot make a candidate ill-typed here: every declaration of
+/// a candidate comes from the well-typed program it was made from (extents only shrunk) or is a
+/// fresh name of an expression's shape, used by construction. So checking before removing
+/// accepts exactly the candidates that removing before checking would.
+fn tidy((program, inputs): Candidate) -> Option<(CheckedProgram, Inputs)> {
+    let (checked, _) = teil::check(program).ok()?;
+    let unused: Vec<bool> = checked
+        .initialization()
+        .iter()
+        .map(|v| v.first_read.is_none() && !v.written())
+        .collect();
+    let checked = if unused.contains(&true) {
+        let mut program = checked.into_program();
+        let mut it = unused.into_iter();
+        program.decls.retain(|_| !it.next().unwrap_or(false));
+        // Still well-typed: the statements mention none of the removed names.
+        teil::check(program).ok()?.0
+    } else {
+        checked
+    };
+    let program = checked.program();
     let inputs = inputs
         .into_iter()
         .filter(|(n, _)| program.decl(n).is_some())
         .collect();
-    (program, inputs)
+    Some((checked, inputs))
 }
 
 type Candidate = (Program, Inputs);
@@ -263,17 +289,4 @@ fn shrink_extent(p: &Program, inputs: &Inputs, v: u64, to: u64) -> Option<Candid
         go(&mut s.value, v, to);
     }
     Some((q, ins))
-}
-
-/// Drops declarations that no statement reads or assigns.
-fn remove_unused(mut p: Program) -> Program {
-    let used = |name: &str, p: &Program| {
-        p.stmts
-            .iter()
-            .any(|s| s.target.name == name || s.value.reads(name))
-    };
-    let keep: Vec<bool> = p.decls.iter().map(|d| used(&d.name.name, &p)).collect();
-    let mut it = keep.into_iter();
-    p.decls.retain(|_| it.next().unwrap_or(true));
-    p
 }

@@ -130,6 +130,9 @@ pub fn trace(
         });
     }
     let stmts = &p.program().stmts;
+    // The statement that gives the cell its final value is the *last* assignment of `var`;
+    // the checker's initialisation record (`CheckedProgram::var_init`) keeps only the first
+    // read and the first assignment, so it cannot say which statement to trace.
     let at = stmts
         .iter()
         .rposition(|s| s.target.name == var)

@@ -1,9 +1,10 @@
 //! Diagnostics as data: a stable code, a severity, a message, labelled spans, notes and help.
 //!
-//! The parse phase reports a [`crate::parse_error::ParseError`] enum, worded into
-//! [`Diagnostic`]s in one place ([`crate::parse_error`]); the checker ([`crate::check`](mod@crate::check)) builds its
-//! diagnostics where it applies each rule. Rendering (ariadne text, JSON lines)
-//! lives in [`crate::render`]. Every code is listed, with a minimal example, in
+//! Each phase reports an error enum worded into [`Diagnostic`]s in one place: the parse phase a
+//! [`crate::parse_error::ParseError`] ([`crate::parse_error`]), the checker a
+//! [`crate::check_error::CheckError`] ([`crate::check_error`]), the guard front ends a
+//! [`crate::guard::FrontEndError`] ([`crate::guard::error`]). Rendering (ariadne text, JSON
+//! lines) lives in [`crate::render`]. Every code is listed, with a minimal example, in
 //! `spec/diagnostics.md`, and `teil explain CODE` prints [`Code::explanation`].
 
 use crate::ast::Span;

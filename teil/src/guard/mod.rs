@@ -15,13 +15,16 @@
 //! generated node carries the span of the source it stands for.
 //!
 //! The shared lowering (greedy pairwise contraction order, diagonals, alignment) lives in
-//! `lower.rs`; spec/frontends.md states the semantics.
+//! `lower.rs`; spec/frontends.md states the semantics. Both front ends report
+//! [`FrontEndError`]s, worded into diagnostics in one place, [`error`].
 
 mod einsum;
+pub mod error;
 mod lower;
 mod tin;
 
 pub use einsum::{einsum, normalize as normalize_equation, parse_shapes};
+pub use error::FrontEndError;
 pub use tin::index_notation;
 
 use crate::check::CheckedProgram;

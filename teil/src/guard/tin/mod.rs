@@ -14,13 +14,16 @@
 //! aligned to `I`. Sub-expressions that are not plain products (a parenthesised sum inside a
 //! product, a division by an indexed expression) are computed over all their indices first,
 //! broadcasting with `expa`, and then enter the product as one factor.
+//!
+//! Errors and warnings are [`FrontEndError`]s, worded in `error.rs`.
 
 mod syntax;
 
+use super::error::{FrontEndError, IndexUse};
 use super::lower::{distinct, Builder, Factor, Idx};
 use crate::ast::*;
 use crate::check::CheckedProgram;
-use crate::diagnostic::{Code, Diagnostic, Label};
+use crate::diagnostic::Diagnostic;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use syntax::{Access, Assign, TExpr, TKind, TStmt};
 
@@ -73,18 +76,10 @@ pub fn index_notation(src: &str) -> Result<(CheckedProgram, Vec<Diagnostic>), Ve
     }
 }
 
-/// One occurrence of an index variable inside an access, with the extent it gets there.
-struct Occurrence {
-    span: Span,
-    extent: u64,
-    tensor: String,
-    dim: usize,
-    shape: Vec<u64>,
-}
-
+/// The index variables of a statement, each with its occurrences.
 struct Indices {
     names: Vec<String>,
-    occurrences: Vec<Vec<Occurrence>>,
+    occurrences: Vec<Vec<IndexUse>>,
 }
 
 impl Indices {
@@ -116,10 +111,6 @@ fn accesses<'a>(e: &'a TExpr, out: &mut Vec<&'a Access>) {
     }
 }
 
-fn shape_str(s: &[u64]) -> String {
-    ShapeDisplay(s).to_string()
-}
-
 /// Resolves names and indices; `None` when the statement cannot be lowered (its errors, if
 /// any, are in `diags`).
 fn resolve(
@@ -148,40 +139,22 @@ fn resolve(
             continue;
         }
         if a.indices.len() != shape.len() {
-            let used = match a.indices.len() {
-                0 => "used without indices".to_string(),
-                1 => "indexed with 1 index".to_string(),
-                n => format!("indexed with {n} indices"),
-            };
-            let mut d = Diagnostic::new(
-                Code::TinRankMismatch,
-                format!("`{}` has rank {} but is {used}", a.name.name, shape.len()),
-                a.span.clone(),
-                format!(
-                    "needs {} ind{}",
-                    shape.len(),
-                    if shape.len() == 1 { "ex" } else { "ices" }
-                ),
-            )
-            .with_label(
-                decl.name.span.clone(),
-                format!(
-                    "`{}` is declared with shape {}",
-                    a.name.name,
-                    shape_str(&shape)
-                ),
+            diags.push(
+                FrontEndError::TinRankMismatch {
+                    span: a.span.clone(),
+                    name: a.name.name.clone(),
+                    indices: a.indices.len(),
+                    decl: decl.name.span.clone(),
+                    shape,
+                }
+                .into(),
             );
-            if a.indices.is_empty() {
-                let idx: Vec<String> = (0..shape.len()).map(|i| format!("i{i}")).collect();
-                d = d.with_help(format!("write `{}({})`", a.name.name, idx.join(", ")));
-            }
-            diags.push(d);
             ok = false;
             continue;
         }
         for (dim, i) in a.indices.iter().enumerate() {
             let id = ix.id(&i.name);
-            ix.occurrences[id].push(Occurrence {
+            ix.occurrences[id].push(IndexUse {
                 span: i.span.clone(),
                 extent: shape[dim],
                 tensor: a.name.name.clone(),
@@ -191,7 +164,7 @@ fn resolve(
         }
     }
     for (k, a) in undeclared {
-        diags.push(undeclared_diagnostic(k == 0, a, &ix));
+        diags.push(undeclared_error(k == 0, a, &ix).into());
     }
     if !ok {
         return None;
@@ -201,31 +174,13 @@ fn resolve(
         if occ.iter().all(|o| o.extent == first) {
             continue;
         }
-        let name = &ix.names[id];
-        let here = |o: &Occurrence| {
-            format!(
-                "`{name}` has extent {} here (dimension {} of `{} : {}`)",
-                o.extent,
-                o.dim,
-                o.tensor,
-                shape_str(&o.shape)
-            )
-        };
-        let mut d = Diagnostic::new(
-            Code::TinExtentConflict,
-            format!("index `{name}` ranges over dimensions of different extents"),
-            occ[0].span.clone(),
-            here(&occ[0]),
-        );
-        for o in &occ[1..] {
-            d = d.with_label(o.span.clone(), here(o));
-        }
         diags.push(
-            d.with_note("every occurrence of an index variable must range over the same extent")
-                .with_help(
-                    "check the order of the extents in the declarations, or use different index \
-                     variables for dimensions of different extents",
-                ),
+            FrontEndError::TinExtentConflict {
+                index: ix.names[id].clone(),
+                first: occ[0].clone(),
+                others: occ[1..].to_vec(),
+            }
+            .into(),
         );
         ok = false;
     }
@@ -233,17 +188,12 @@ fn resolve(
     for i in &stmt.target.indices {
         if let Some(first) = seen.insert(i.name.as_str(), i) {
             diags.push(
-                Diagnostic::new(
-                    Code::TinRepeatedIndex,
-                    format!("index `{}` occurs twice on the left-hand side", i.name),
-                    i.span.clone(),
-                    "repeated here",
-                )
-                .with_label(first.span.clone(), "first here")
-                .with_note(
-                    "each index on the left names one dimension of the target; assigning only \
-                     a diagonal is not expressible in TeIL",
-                ),
+                FrontEndError::TinRepeatedIndex {
+                    span: i.span.clone(),
+                    index: i.name.clone(),
+                    first: first.span.clone(),
+                }
+                .into(),
             );
             ok = false;
         }
@@ -484,37 +434,21 @@ fn partial_sum_warnings(
     for &l in summed {
         walk_sums(&stmt.rhs, ix, l, &mut lacking);
     }
-    for (l, spans) in lacking {
-        let name = &ix.names[l];
-        let first_use = ix.occurrences[l]
+    for (l, mut spans) in lacking {
+        let summed_at = ix.occurrences[l]
             .iter()
             .find(|o| o.span.start >= stmt.rhs.span.start)
             .map(|o| o.span.clone());
-        let mut d = Diagnostic::new(
-            Code::TinPartialSum,
-            format!("summed index `{name}` does not occur in every term"),
-            spans[0].clone(),
-            format!("this term does not mention `{name}`"),
-        );
-        for s in &spans[1..] {
-            d.secondary
-                .push(Label::new(s.clone(), "nor does this term"));
-        }
-        if let Some(u) = first_use {
-            d = d.with_label(
-                u,
-                format!("`{name}` is summed because it does not occur on the left-hand side"),
-            );
-        }
+        let span = spans.remove(0);
         diags.push(
-            d.with_note(format!(
-                "the sum over `{name}` covers the whole right-hand side, so a term without `{name}` \
-                 counts once for each of its {} values (spec/frontends.md)",
-                ext[l]
-            ))
-            .with_help(format!(
-                "to sum only the terms that mention `{name}`, assign them to a tensor of their own first"
-            )),
+            FrontEndError::TinPartialSum {
+                span,
+                index: ix.names[l].clone(),
+                others: spans,
+                summed_at,
+                extent: ext[l],
+            }
+            .into(),
         );
     }
 }
@@ -561,43 +495,21 @@ fn walk_sums(e: &TExpr, ix: &Indices, l: Idx, lacking: &mut BTreeMap<Idx, Vec<Sp
     }
 }
 
-/// E0201 / E0301 for an access to an undeclared tensor, suggesting a declaration with the
-/// extents its indices have elsewhere in the statement.
-fn undeclared_diagnostic(target: bool, a: &Access, ix: &Indices) -> Diagnostic {
-    let (code, msg, rule) = if target {
-        (
-            Code::AssignUndeclared,
-            "assignment to undeclared variable",
-            "OK-Stmt",
-        )
-    } else {
-        (Code::UndeclaredVar, "use of undeclared variable", "T-Var")
-    };
-    let extents: Option<Vec<String>> = a
+/// E0201 / E0301 for an access to an undeclared tensor, with the extents its indices have
+/// elsewhere in the statement (for the declaration the help suggests).
+fn undeclared_error(target: bool, a: &Access, ix: &Indices) -> FrontEndError {
+    let extents = a
         .indices
         .iter()
         .map(|i| {
             let id = ix.names.iter().position(|n| *n == i.name)?;
-            Some(ix.occurrences[id][0].extent.to_string())
+            Some(ix.occurrences[id][0].extent)
         })
         .collect();
-    let help = match extents {
-        Some(e) => format!(
-            "declare it first, e.g. `alloc {} : [{}]`",
-            a.name.name,
-            e.join(", ")
-        ),
-        None => format!(
-            "declare it first, with one extent per index: `alloc {} : [...]`",
-            a.name.name
-        ),
-    };
-    Diagnostic::new(
-        code,
-        format!("{msg} `{}`", a.name.name),
-        a.name.span.clone(),
-        "not declared",
-    )
-    .with_rule(rule)
-    .with_help(help)
+    FrontEndError::TinUndeclared {
+        span: a.name.span.clone(),
+        name: a.name.name.clone(),
+        target,
+        extents,
+    }
 }

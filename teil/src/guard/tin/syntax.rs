@@ -9,9 +9,13 @@
 //!
 //! Nesting is bounded by [`MAX_EXPR_DEPTH`] (E0005) while parsing, so every later recursive pass
 //! over a statement stays inside a small stack.
+//!
+//! Errors are [`FrontEndError`]s, worded in `guard/error.rs`; the declarations' diagnostics are
+//! TeIL's parser's.
 
 use crate::ast::*;
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::Diagnostic;
+use crate::guard::error::{AccessText, FrontEndError, TinExpected, TinToken};
 use crate::lexer::{lex, Token};
 use crate::limits::MAX_EXPR_DEPTH;
 use crate::parse_error::ParseError;
@@ -81,27 +85,32 @@ enum Tok<'s> {
     Other(&'s str),
 }
 
-fn describe(t: Option<&(Tok<'_>, Span)>) -> String {
-    match t {
-        None => "end of statement".to_string(),
-        Some((Tok::Ident(s), _)) => format!("identifier `{s}`"),
-        Some((Tok::Num(s), _)) => format!("number `{s}`"),
-        Some((Tok::Decl, _)) => "a declaration keyword".to_string(),
-        Some((t, _)) => format!(
-            "`{}`",
-            match t {
-                Tok::Plus => "+",
-                Tok::Minus => "-",
-                Tok::Star => "*",
-                Tok::Slash => "/",
-                Tok::LParen => "(",
-                Tok::RParen => ")",
-                Tok::Comma => ",",
-                Tok::Eq => "=",
-                Tok::Other(s) => s,
-                _ => "?",
-            }
-        ),
+impl Tok<'_> {
+    /// The token as an error reports it (`None`: the end of the statement).
+    fn found(t: Option<&(Tok<'_>, Span)>) -> TinToken {
+        match t {
+            None => TinToken::End,
+            Some((Tok::Ident(s), _)) => TinToken::Ident(s.to_string()),
+            Some((Tok::Num(s), _)) => TinToken::Number(s.to_string()),
+            Some((Tok::Decl, _)) => TinToken::DeclKeyword,
+            Some((Tok::Other(s), _)) => TinToken::Symbol(s.to_string()),
+            Some((t, _)) => TinToken::Symbol(t.operator().unwrap_or('?').to_string()),
+        }
+    }
+
+    /// The character of an operator or punctuation token.
+    fn operator(self) -> Option<char> {
+        Some(match self {
+            Tok::Plus => '+',
+            Tok::Minus => '-',
+            Tok::Star => '*',
+            Tok::Slash => '/',
+            Tok::LParen => '(',
+            Tok::RParen => ')',
+            Tok::Comma => ',',
+            Tok::Eq => '=',
+            Tok::Ident(_) | Tok::Num(_) | Tok::Decl | Tok::Other(_) => return None,
+        })
     }
 }
 
@@ -109,13 +118,7 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
     let (raw, errors) = lex(src);
     let diags = errors
         .into_iter()
-        .map(|e| {
-            // The wording of E0002 is the parser's, but for the help: `.tin` files have names.
-            let mut d = Diagnostic::from(ParseError::from(e));
-            d.help =
-                Some("names are ASCII letters, digits and `_`; comments start with `//`".into());
-            d
-        })
+        .map(|e| FrontEndError::TinInvalidChar(e).into())
         .collect();
     let mut out = Vec::new();
     for (t, span) in raw {
@@ -234,16 +237,12 @@ pub(crate) fn parse(src: &str) -> (TinFile, Vec<Diagnostic>) {
             diags.append(&mut ds);
             if let Some(d) = decl {
                 if let Some(stmt) = &first_stmt {
-                    diags.push(
-                        Diagnostic::new(
-                            Code::DeclAfterStmt,
-                            format!("declaration of `{}` after a statement", d.name.name),
-                            d.span.clone(),
-                            "declarations must come before all statements",
-                        )
-                        .with_label(stmt.clone(), "the first statement is here")
-                        .with_help("move this declaration above the first statement"),
-                    );
+                    let e = ParseError::DeclAfterStmt {
+                        span: d.span.clone(),
+                        name: d.name.name.clone(),
+                        first_stmt: stmt.clone(),
+                    };
+                    diags.push(FrontEndError::from(e).into());
                 }
                 file.decls.push(d);
             }
@@ -260,7 +259,7 @@ pub(crate) fn parse(src: &str) -> (TinFile, Vec<Diagnostic>) {
                 first_stmt.get_or_insert(stmt.span.clone());
                 file.stmts.push(stmt);
             }
-            Err(d) => diags.push(d),
+            Err(e) => diags.push(e.into()),
         }
     }
     diags.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
@@ -305,7 +304,7 @@ struct Parser<'a, 's> {
     end: usize,
 }
 
-type PResult<T> = Result<T, Diagnostic>;
+type PResult<T> = Result<T, FrontEndError>;
 
 impl<'s> Parser<'_, 's> {
     fn peek(&self) -> Option<&(Tok<'s>, Span)> {
@@ -316,14 +315,12 @@ impl<'s> Parser<'_, 's> {
         self.peek().map_or(self.end..self.end, |t| t.1.clone())
     }
 
-    fn error(&self, expected: &str) -> Diagnostic {
-        let found = describe(self.peek());
-        Diagnostic::new(
-            Code::TinSyntax,
-            format!("expected {expected}, found {found}"),
-            self.here(),
-            format!("expected {expected}"),
-        )
+    fn error(&self, expected: TinExpected) -> FrontEndError {
+        FrontEndError::TinSyntax {
+            span: self.here(),
+            expected,
+            found: Tok::found(self.peek()),
+        }
     }
 
     fn eat(&mut self, t: Tok<'_>) -> bool {
@@ -335,7 +332,7 @@ impl<'s> Parser<'_, 's> {
         }
     }
 
-    fn ident(&mut self, what: &str) -> PResult<Ident> {
+    fn ident(&mut self, what: TinExpected) -> PResult<Ident> {
         match self.peek() {
             Some((Tok::Ident(s), span)) => {
                 let id = Ident::new(*s, span.clone());
@@ -353,14 +350,14 @@ impl<'s> Parser<'_, 's> {
         if self.eat(Tok::LParen) {
             if !self.eat(Tok::RParen) {
                 loop {
-                    indices.push(self.ident("an index variable")?);
+                    indices.push(self.ident(TinExpected::IndexVariable)?);
                     if self.eat(Tok::Comma) {
                         continue;
                     }
                     if self.peek().is_some_and(|t| t.0 == Tok::RParen) {
                         break;
                     }
-                    return Err(self.error("`,` or `)`"));
+                    return Err(self.error(TinExpected::CommaOrParen));
                 }
                 self.pos += 1;
             }
@@ -375,10 +372,10 @@ impl<'s> Parser<'_, 's> {
     }
 
     fn statement(&mut self) -> PResult<TStmt> {
-        let name = self.ident("a statement such as `A(i, j) = B(i, j)`")?;
+        let name = self.ident(TinExpected::Statement)?;
         let target = self.access(name)?;
         let Some((op, n)) = assign_at(self.toks, self.pos) else {
-            return Err(self.error("`=` or `+=`"));
+            return Err(self.error(TinExpected::Assignment));
         };
         let assign_span = self.toks[self.pos].1.start..self.toks[self.pos + n - 1].1.end;
         self.pos += n;
@@ -386,29 +383,19 @@ impl<'s> Parser<'_, 's> {
             Tok::Eq => Assign::Set,
             Tok::Plus => Assign::Add,
             other => {
-                let sym = describe(Some(&(other, 0..0)));
-                let sym = sym.trim_matches('`');
-                return Err(Diagnostic::new(
-                    Code::TinCompoundAssign,
-                    format!("`{sym}=` is not supported"),
-                    assign_span,
-                    "only `=` and `+=` assign",
-                )
-                .with_help(format!(
-                    "write the update out, e.g. `{0} = {0} {sym} (...)`",
-                    self.text_of(&target)
-                )));
+                return Err(FrontEndError::TinCompoundAssign {
+                    span: assign_span,
+                    op: other.operator().unwrap_or('?'),
+                    target: AccessText {
+                        name: target.name.name.clone(),
+                        indices: target.indices.iter().map(|i| i.name.clone()).collect(),
+                    },
+                });
             }
         };
         let rhs = self.expr()?;
         if self.pos < self.toks.len() {
-            let d = self.error("an operator or the end of the statement");
-            return Err(match self.peek() {
-                Some((Tok::Other("["), _)) => {
-                    d.with_help("tensors are indexed with parentheses, e.g. `A(i, j)`")
-                }
-                _ => d,
-            });
+            return Err(self.error(TinExpected::OperatorOrEnd));
         }
         let span = target.span.start..rhs.span.end;
         Ok(TStmt {
@@ -417,15 +404,6 @@ impl<'s> Parser<'_, 's> {
             rhs,
             span,
         })
-    }
-
-    fn text_of(&self, a: &Access) -> String {
-        if a.indices.is_empty() {
-            a.name.name.clone()
-        } else {
-            let idx: Vec<&str> = a.indices.iter().map(|i| i.name.as_str()).collect();
-            format!("{}({})", a.name.name, idx.join(", "))
-        }
     }
 
     fn node(&self, kind: TKind, span: Span) -> PResult<TExpr> {
@@ -508,12 +486,11 @@ impl<'s> Parser<'_, 's> {
                 self.pos += 1;
                 match s.parse::<f64>() {
                     Ok(v) if v.is_finite() => self.node(TKind::Num(v), span),
-                    _ => Err(Diagnostic::new(
-                        Code::LiteralNotFinite,
-                        format!("numeric literal `{s}` is too large for a 64-bit float"),
+                    _ => Err(ParseError::LiteralNotFinite {
                         span,
-                        "rounds to infinity",
-                    )),
+                        written: s.to_string(),
+                    }
+                    .into()),
                 }
             }
             Some((Tok::Ident(s), span)) => {
@@ -528,31 +505,24 @@ impl<'s> Parser<'_, 's> {
                 let inner = self.expr()?;
                 self.nesting -= 1;
                 if !self.eat(Tok::RParen) {
-                    return Err(self
-                        .error("`)`")
-                        .with_label(open.clone(), "to close this parenthesis"));
+                    return Err(self.error(TinExpected::CloseParen(open.clone())));
                 }
                 let span = open.start..self.toks[self.pos - 1].1.end;
                 self.node(TKind::Paren(Box::new(inner)), span)
             }
-            _ => Err(self.error("a tensor access, a number or `(`")),
+            _ => Err(self.error(TinExpected::Operand)),
         }
     }
 }
 
-fn too_deep(span: Span) -> Diagnostic {
-    Diagnostic::new(
-        Code::TooDeep,
-        format!("expression nested too deeply (the limit is {MAX_EXPR_DEPTH} levels)"),
-        span,
-        "this statement",
-    )
-    .with_help("split the expression into several statements over temporaries")
+fn too_deep(span: Span) -> FrontEndError {
+    FrontEndError::TinTooDeep { span }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::Code;
 
     fn show(e: &TExpr) -> String {
         match &e.kind {
