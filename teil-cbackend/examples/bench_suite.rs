@@ -415,6 +415,7 @@ fn build(b: &Bench, pad: u64, a: &Args, dir: &Path) -> Result<(PathBuf, Kernel),
         pad,
         name: format!("bench_{}", b.name),
         lift: true,
+        ..Options::default()
     };
     let tuning = teil_cbackend::opt::Tuning {
         openmp: a.openmp,

@@ -264,6 +264,7 @@ fn bad_options_are_errors() {
                 pad,
                 name: name.to_string(),
                 lift: true,
+                ..Options::default()
             },
         )
         .expect_err("rejected")

@@ -46,6 +46,7 @@ fn kernels(pads: &[u64]) -> Vec<(usize, Kernel)> {
                 pad,
                 name: format!("edge_{i}_m{pad}"),
                 lift: true,
+                ..Options::default()
             };
             out.push((i, teil_cbackend::lower(&p, &opts).expect("lowers")));
         }
