@@ -651,19 +651,15 @@ static void teil_tile(long long kc, const double *pa, const double *pb, double *
 }
 "#;
 
-/// Defines `teil_fma4(a, b, c)`, `c + a * b` on the tile's vectors of four doubles with every
-/// lane a fused multiply-add (GCC and Clang turn the four `__builtin_fma`s into one vector
-/// instruction), or the plain vector expression where the target has no fast FMA.
+/// Defines `teil_fma4(a, b, c)`: `c + a * b` on the tile's GCC/Clang vectors of four doubles,
+/// lane by lane with `teil_fma` (the compilers inline it and turn the four lanes into one
+/// vector instruction, a fused multiply-add where the target has one).
 const FMA4_MACRO: &str = r#"
 /* The register tile in fma mode (spec/values.md, "Fused multiply-add"): teil_tile with every
- * multiply-add of the tile rounded once where the target has a fast fused multiply-add. */
-#if defined(__GNUC__) && !defined(teil_portable) && defined(__FP_FAST_FMA)
-#define teil_fma4(a, b, c) ((__typeof__(c)){__builtin_fma((a)[0], (b)[0], (c)[0]), \
-    __builtin_fma((a)[1], (b)[1], (c)[1]), __builtin_fma((a)[2], (b)[2], (c)[2]), \
-    __builtin_fma((a)[3], (b)[3], (c)[3])})
-#else
-#define teil_fma4(a, b, c) ((c) + (a) * (b))
-#endif
+ * multiply-add of the tile written as teil_fma, lane by lane on the vectors. */
+#define teil_fma4(a, b, c) ((__typeof__(c)){teil_fma((a)[0], (b)[0], (c)[0]), \
+    teil_fma((a)[1], (b)[1], (c)[1]), teil_fma((a)[2], (b)[2], (c)[2]), \
+    teil_fma((a)[3], (b)[3], (c)[3])})
 "#;
 
 /// [`TILE_HELPER`] in fma mode: `teil_tile_fma`, the same function with every multiply-add
@@ -733,7 +729,7 @@ mod tests {
         assert!(fused.contains("static void teil_tile_fma(") && !fused.contains("teil_tile("));
         // Nothing else changed: removing the fused statements' differences gives the exact tile.
         let unfused = fused
-            .split_once("#endif\n")
+            .split_once("[3])})\n")
             .map(|(_, tile)| tile)
             .unwrap_or_default()
             .replace("teil_tile_fma(", "teil_tile(");
