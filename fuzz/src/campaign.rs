@@ -404,15 +404,13 @@ impl Check {
                 mutation.expected().as_str()
             ),
             Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
-            Check::C {
-                pad,
-                fma: true,
-                ..
-            } => format!(
+            Check::C { pad, fma: true, .. } => format!(
                 "the C backend at M = {pad} in fma mode differs from the oracle by more than \
                  the bound of spec/values.md"
             ),
-            Check::C { pad, lift: true, .. } => {
+            Check::C {
+                pad, lift: true, ..
+            } => {
                 format!("the C backend at M = {pad} differs from the oracle")
             }
             Check::C {
@@ -1021,18 +1019,16 @@ fn prepare(
         .pads
         .get((seed % cfg.pads.len().max(1) as u64) as usize)
         .copied();
-    let kernel = kernels
-        .iter()
-        .find(|(c, _)| {
-            Some(c)
-                == chosen
-                    .map(|pad| Check::C {
-                        pad,
-                        lift: true,
-                        fma: false,
-                    })
-                    .as_ref()
-        });
+    let kernel = kernels.iter().find(|(c, _)| {
+        Some(c)
+            == chosen
+                .map(|pad| Check::C {
+                    pad,
+                    lift: true,
+                    fma: false,
+                })
+                .as_ref()
+    });
     if let Some((_, k)) = kernel.filter(|_| cfg.validation) {
         if let Err(detail) = validate(&checked, k, stats) {
             failures.push(Failure {

@@ -560,7 +560,11 @@ impl Printer<'_> {
             Node::AccUpdate { acc, op, value } => {
                 if let (true, RedOp::Sum, Some((x, y))) = (self.k.fma, op, value.product()) {
                     let (x, y) = (self.val(x, true), self.val(y, true));
-                    let _ = writeln!(self.out, "{}", multiply_add(true, &format!("acc{acc}"), &x, &y));
+                    let _ = writeln!(
+                        self.out,
+                        "{}",
+                        multiply_add(true, &format!("acc{acc}"), &x, &y)
+                    );
                     return;
                 }
                 let v = self.val(value, true);

@@ -896,11 +896,7 @@ impl<'k> Machine<'k> {
             },
             Val::Bin(op, a, b) => match v.fused().filter(|_| self.k.fma) {
                 // `x * y + c` as the printer fuses it (spec/validation.md).
-                Some((x, y, c)) => fma(
-                    &self.val(x)?,
-                    &self.val(y)?,
-                    &Acc::Value(self.val(c)?),
-                ),
+                Some((x, y, c)) => fma(&self.val(x)?, &self.val(y)?, &Acc::Value(self.val(c)?)),
                 None => Sym::binary(*op, &self.val(a)?, &self.val(b)?),
             },
         })

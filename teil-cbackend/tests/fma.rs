@@ -109,7 +109,11 @@ fn run_all(
         .iter()
         .zip(outcomes)
         .map(|((k, _), o)| {
-            assert!(o.nonzero_padding.is_empty(), "{}: padding stays zero", k.name);
+            assert!(
+                o.nonzero_padding.is_empty(),
+                "{}: padding stays zero",
+                k.name
+            );
             (k.name.clone(), o.values)
         })
         .collect()
@@ -227,14 +231,21 @@ fn on_random_floats_fma_mode_stays_within_the_bound_of_the_spec() {
     // 3 seeds x 2 multiples x (340 + 29 + 15 + 39 + 5) output cells.
     assert_eq!(cells, 3 * 2 * (340 + 29 + 15 + 39 + 5));
     // Where the target fuses, rounding once shows in some cells (not a vacuous comparison).
-    assert_eq!(differing > 0, fast_fma, "{differing} of {cells} cells differ");
+    assert_eq!(
+        differing > 0,
+        fast_fma,
+        "{differing} of {cells} cells differ"
+    );
 }
 
 /// `x = [-1, 1 + 2^-27]`, `y = [1 + 2^-26, 1 + 2^-27]`: exact mode computes
 /// `-(1 + 2^-26) ⊕ round((1 + 2^-27)^2) = 0`, because the product's last bit `2^-54` is
 /// rounded away; fma mode computes `fma(1 + 2^-27, 1 + 2^-27, -(1 + 2^-26)) = 2^-54`.
 const X: [f64; 2] = [-1.0, 1.0 + 1.0 / (1u64 << 27) as f64];
-const Y: [f64; 2] = [1.0 + 1.0 / (1u64 << 26) as f64, 1.0 + 1.0 / (1u64 << 27) as f64];
+const Y: [f64; 2] = [
+    1.0 + 1.0 / (1u64 << 26) as f64,
+    1.0 + 1.0 / (1u64 << 27) as f64,
+];
 const FUSED: f64 = 1.0 / (1u64 << 54) as f64;
 
 #[test]
@@ -284,7 +295,14 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
     ]);
 
     // Each case: the program, its inputs, the output, the crafted cells (flat), the step kind.
-    type Case<'a> = (&'a str, &'a CheckedProgram, &'a BTreeMap<String, Tensor>, &'a str, &'a [usize], Printing);
+    type Case<'a> = (
+        &'a str,
+        &'a CheckedProgram,
+        &'a BTreeMap<String, Tensor>,
+        &'a str,
+        &'a [usize],
+        Printing,
+    );
     let cases: [Case; 4] = [
         ("matmul", &mm, &mm_in, "C", &[0], Printing::Packed),
         ("matvec", &mv, &mv_in, "y", &[0, 28], Printing::Dot),
@@ -319,7 +337,11 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
                          so fma mode computes the exact result ({name}: {fused:?})",
                         tc.cflags.join(" ")
                     );
-                    assert_eq!(fused, Some(0.0), "{name}: without fast FMA nothing is fused");
+                    assert_eq!(
+                        fused,
+                        Some(0.0),
+                        "{name}: without fast FMA nothing is fused"
+                    );
                 }
             }
         }
@@ -349,11 +371,20 @@ fn fma_kernels_validate_and_say_so_and_exact_mode_is_untouched() {
                 );
                 let c_exact = teil_cbackend::print::module(&[&exact]);
                 let c_fma = teil_cbackend::print::module(&[&fma]);
-                assert!(!c_exact.contains("fma"), "{name}: exact mode C mentions fma");
-                assert!(c_fma.contains("teil_fma("), "{name}: fma mode C fuses nothing");
+                assert!(
+                    !c_exact.contains("fma"),
+                    "{name}: exact mode C mentions fma"
+                );
+                assert!(
+                    c_fma.contains("teil_fma("),
+                    "{name}: fma mode C fuses nothing"
+                );
                 let packed = opt::printing(&fma).contains(&Printing::Packed);
                 assert_eq!(c_fma.contains("teil_tile_fma("), packed, "{name}");
-                assert!(!c_fma.contains("teil_tile("), "{name}: the exact tile in fma mode");
+                assert!(
+                    !c_fma.contains("teil_tile("),
+                    "{name}: the exact tile in fma mode"
+                );
             }
         }
     }

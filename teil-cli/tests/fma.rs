@@ -53,7 +53,10 @@ fn emit_c_with_fma_validates_and_prints_fused_multiply_adds() {
         assert!(c.contains(fused), "missing `{fused}`:\n{c}");
     }
     // The same C as without --validate; without --fma no trace of the mode.
-    assert_eq!(teil(&["emit-c", &file, "--fma", "--pad", "4"]).stdout, o.stdout);
+    assert_eq!(
+        teil(&["emit-c", &file, "--fma", "--pad", "4"]).stdout,
+        o.stdout
+    );
     let exact = teil(&["emit-c", &file, "--pad", "4"]);
     assert_eq!(exact.status.code(), Some(0));
     assert!(!text(&exact.stdout).contains("fma"));

@@ -187,7 +187,10 @@ mod tests {
         assert_eq!(leaf(1.0).div(&leaf(3.0)).fma_bound(), None);
         assert_eq!(leaf(f64::NAN).add(&leaf(1.0)).fma_bound(), None);
         assert_eq!(Rounding::undefined().mul(&leaf(1.0)).fma_bound(), None);
-        assert_eq!(leaf(1e308).mul(&leaf(10.0)).mul(&leaf(1e-300)).fma_bound(), None);
+        assert_eq!(
+            leaf(1e308).mul(&leaf(10.0)).mul(&leaf(1e-300)).fma_bound(),
+            None
+        );
         // max selects: no rounding of its own, magnitude of the larger operand.
         let m = leaf(-3.0).max(&leaf(2.0).mul(&leaf(1.0)));
         assert_eq!((m.magnitude, m.depth), (3.0, Some(1)));

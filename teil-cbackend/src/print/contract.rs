@@ -2,8 +2,8 @@
 //! ([`Strategy`]), printed as it is. The meaning of each strategy (the exact order of
 //! operations) is documented on [`Strategy`]; this module only turns it into C.
 
-use crate::ir::{Access, Affine, BufId, Contraction, Kernel, Label, Strategy};
 use super::multiply_add;
+use crate::ir::{Access, Affine, BufId, Contraction, Kernel, Label, Strategy};
 use crate::opt::contract::{MR, NR};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -153,7 +153,11 @@ fn dot(
             format!("{na}[{}]", at(&oa, &sa, u)),
             format!("{nb}[{}]", at(&ob, &sb, u)),
         );
-        let _ = writeln!(out, "{}", multiply_add(k.fma, &format!("teil_s{u}"), &x, &y));
+        let _ = writeln!(
+            out,
+            "{}",
+            multiply_add(k.fma, &format!("teil_s{u}"), &x, &y)
+        );
     }
     indent(out, d + 1);
     out.push_str("}\n");
@@ -691,9 +695,7 @@ fn fuse_statements(text: &str, f: &str) -> String {
     let mut rest = text;
     while let Some(at) = rest.find(" += ") {
         // The statement starts after the last `;`, `{` or line break before it.
-        let start = rest[..at]
-            .rfind([';', '{', '\n'])
-            .map_or(0, |i| i + 1);
+        let start = rest[..at].rfind([';', '{', '\n']).map_or(0, |i| i + 1);
         let lead = rest[start..at].len() - rest[start..at].trim_start().len();
         let lhs = rest[start + lead..at].to_string();
         let Some(end) = rest[at..].find(';').map(|e| at + e) else {
