@@ -18,7 +18,9 @@
 //! 5. the C backend at every padding multiple `M` agrees with the oracle, leaves every padding
 //!    cell of every parameter zero and does not write input-only parameters ([`Check::C`]).
 //!    Kernels of a whole chunk of programs are compiled into one translation unit and run by
-//!    one driver process;
+//!    one driver process. A program with a product-then-add also runs in fma mode without
+//!    lifting (`Check::C { fma: true, .. }`), within the bound of spec/values.md ("Fused
+//!    multiply-add") of the oracle in every cell that has one;
 //! 6. one kernel per program, if its shapes are small, goes through the translation validator
 //!    (`teil_cbackend::validate`), which must not reject it ([`Check::Validate`]).
 //!
@@ -368,8 +370,9 @@ pub enum Check {
     IllTyped { mutation: Mutation, choice: usize },
     /// The C backend refused a well-typed program.
     Lower { pad: u64 },
-    /// The C backend at padding multiple `pad`, with or without contraction lifting.
-    C { pad: u64, lift: bool },
+    /// The C backend at padding multiple `pad`, with or without contraction lifting, in exact
+    /// or fused multiply-add mode.
+    C { pad: u64, lift: bool, fma: bool },
     /// The translation validator (spec/validation.md) rejects the kernel at `pad`.
     Validate { pad: u64 },
 }
@@ -401,10 +404,18 @@ impl Check {
                 mutation.expected().as_str()
             ),
             Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
-            Check::C { pad, lift: true } => {
+            Check::C { pad, fma: true, .. } => format!(
+                "the C backend at M = {pad} in fma mode differs from the oracle by more than \
+                 the bound of spec/values.md"
+            ),
+            Check::C {
+                pad, lift: true, ..
+            } => {
                 format!("the C backend at M = {pad} differs from the oracle")
             }
-            Check::C { pad, lift: false } => format!(
+            Check::C {
+                pad, lift: false, ..
+            } => format!(
                 "the C backend at M = {pad} without contraction lifting differs from the oracle"
             ),
             Check::Validate { pad } => {
@@ -480,6 +491,8 @@ pub struct Stats {
     pub lifted: u64,
     /// Kernel runs compared with the bound rather than exactly.
     pub bounded: u64,
+    /// Kernel runs in fma mode (compared within the bound of spec/values.md).
+    pub fma: u64,
     /// Kernels the planted bug changed.
     pub planted: u64,
     /// C compiler runs.
@@ -509,6 +522,7 @@ impl Stats {
         self.kernels += o.kernels;
         self.lifted += o.lifted;
         self.bounded += o.bounded;
+        self.fma += o.fma;
         self.planted += o.planted;
         self.compiles += o.compiles;
         self.validated += o.validated;
@@ -941,10 +955,16 @@ fn prepare(
     if cfg.c_backend {
         let mut lifted_somewhere = false;
         for &pad in &cfg.pads {
-            match lower(cfg, &checked, pad, true, &format!("p{slot}_m{pad}"), stats) {
+            let name = format!("p{slot}_m{pad}");
+            match lower(cfg, &checked, pad, true, false, &name, stats) {
                 Ok(k) => {
                     lifted_somewhere |= k.lifted > 0;
-                    kernels.push((Check::C { pad, lift: true }, k));
+                    let check = Check::C {
+                        pad,
+                        lift: true,
+                        fma: false,
+                    };
+                    kernels.push((check, k));
                 }
                 Err(detail) => failures.push(Failure {
                     check: Check::Lower { pad },
@@ -954,15 +974,36 @@ fn prepare(
         }
         // A lifted program also runs once without lifting, where it must agree bit for bit.
         if let (true, Some(&pad)) = (lifted_somewhere, cfg.pads.first()) {
-            match lower(
-                cfg,
-                &checked,
-                pad,
-                false,
-                &format!("p{slot}_m{pad}_exact"),
-                stats,
-            ) {
-                Ok(k) => kernels.push((Check::C { pad, lift: false }, k)),
+            let name = format!("p{slot}_m{pad}_exact");
+            match lower(cfg, &checked, pad, false, false, &name, stats) {
+                Ok(k) => {
+                    let check = Check::C {
+                        pad,
+                        lift: false,
+                        fma: false,
+                    };
+                    kernels.push((check, k));
+                }
+                Err(detail) => failures.push(Failure {
+                    check: Check::Lower { pad },
+                    detail,
+                }),
+            }
+        }
+        // A program with a product-then-add also runs in fma mode, unlifted (so that it
+        // evaluates the oracle's own term, whose bound the oracle computes), at the first `M`.
+        if let Some(&pad) = cfg.pads.first() {
+            let name = format!("p{slot}_m{pad}_fma");
+            match lower(cfg, &checked, pad, false, true, &name, stats) {
+                Ok(k) if k.has_fusable() => {
+                    let check = Check::C {
+                        pad,
+                        lift: false,
+                        fma: true,
+                    };
+                    kernels.push((check, k));
+                }
+                Ok(_) => {}
                 Err(detail) => failures.push(Failure {
                     check: Check::Lower { pad },
                     detail,
@@ -978,9 +1019,16 @@ fn prepare(
         .pads
         .get((seed % cfg.pads.len().max(1) as u64) as usize)
         .copied();
-    let kernel = kernels
-        .iter()
-        .find(|(c, _)| Some(c) == chosen.map(|pad| Check::C { pad, lift: true }).as_ref());
+    let kernel = kernels.iter().find(|(c, _)| {
+        Some(c)
+            == chosen
+                .map(|pad| Check::C {
+                    pad,
+                    lift: true,
+                    fma: false,
+                })
+                .as_ref()
+    });
     if let Some((_, k)) = kernel.filter(|_| cfg.validation) {
         if let Err(detail) = validate(&checked, k, stats) {
             failures.push(Failure {
@@ -1006,6 +1054,7 @@ fn lower(
     checked: &CheckedProgram,
     pad: u64,
     lift: bool,
+    fma: bool,
     name: &str,
     stats: &mut Stats,
 ) -> Result<Kernel, String> {
@@ -1013,7 +1062,7 @@ fn lower(
         pad,
         name: name.to_string(),
         lift,
-        fma: false,
+        fma,
     };
     let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(|e| e.to_string())?;
     if let Some(bug) = cfg.plant {
@@ -1209,6 +1258,18 @@ fn compare_c(
         .filter(|d| checked.is_output(d))
         .map(|d| d.name.name.clone())
         .collect();
+    let label = format!("C backend at M = {}", k.pad);
+    if k.fma {
+        // Unlifted: the oracle's own term, with the bound of spec/values.md per cell.
+        stats.fma += 1;
+        let bounds = teil_interp::rounding::fma_bounds(checked, inputs)
+            .map_err(|e| format!("the oracle cannot compute the fma bound: {e}"))?;
+        let label = format!("{label} in fma mode");
+        let cells =
+            compare::stores_within(&outputs, expected, &o.values, &bounds, ("oracle", &label))?;
+        stats.cells.add(cells);
+        return compare_inputs(checked, inputs, o);
+    }
     let exact = k.lifted == 0
         || (!division && compare::small_integers(outputs.iter().filter_map(|n| expected.get(n))));
     stats.bounded += u64::from(!exact);
@@ -1217,9 +1278,13 @@ fn compare_c(
     } else {
         Tolerance::Bound
     };
-    let label = format!("C backend at M = {}", k.pad);
     let cells = compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label))?;
     stats.cells.add(cells);
+    compare_inputs(checked, inputs, o)
+}
+
+/// Input-only parameters are left as the caller gave them.
+fn compare_inputs(checked: &CheckedProgram, inputs: &Inputs, o: &Outcome) -> Result<(), String> {
     for d in checked
         .interface()
         .filter(|d| checked.is_input(d) && !checked.is_output(d))
@@ -1361,13 +1426,15 @@ fn run_check(
                 }
             }
         }
-        Check::Lower { pad } => Ok(lower(cfg, c, *pad, true, "teil_kernel", stats).map(|_| ())?),
+        Check::Lower { pad } => {
+            Ok(lower(cfg, c, *pad, true, false, "teil_kernel", stats).map(|_| ())?)
+        }
         Check::Validate { pad } => {
-            let k = lower(cfg, c, *pad, true, "teil_kernel", stats)?;
+            let k = lower(cfg, c, *pad, true, false, "teil_kernel", stats)?;
             Ok(validate(c, &k, stats)?)
         }
-        Check::C { pad, lift } => {
-            let k = lower(cfg, c, *pad, *lift, "teil_kernel", stats)?;
+        Check::C { pad, lift, fma } => {
+            let k = lower(cfg, c, *pad, *lift, *fma, "teil_kernel", stats)?;
             let runs = [(&k, inputs)];
             let o = run_kernels(&cfg.toolchain, &runs, stats)
                 .map_err(CheckError::Stopped)?

@@ -11,6 +11,10 @@
 //! - [`Tolerance::Loose`] is the fast evaluator's with division (spec/interpreter.md): finite
 //!   cells within the same bound; a cell that is not finite on one side may be anything on the
 //!   other (`inf·(2 + -1) = inf` but `inf·2 + inf·(-1) = NaN`). Such cells are counted.
+//!
+//! The C backend in fma mode is compared cell by cell with a bound of its own
+//! ([`tensors_within`]): spec/values.md's `2 γ_D M` where the spec gives one, and the
+//! [`Tolerance::Loose`] rule elsewhere (cells whose term divides).
 
 use std::collections::BTreeMap;
 use teil::ast::ShapeDisplay;
@@ -117,6 +121,84 @@ pub fn tensors(
     }
 }
 
+/// Compares one variable cell by cell against `bounds` (same shape): a cell with a finite bound
+/// `b` must have `|want − got| ≤ b` (equal cells, NaN and `±0` included, always pass); a cell
+/// with an infinite bound (the spec gives none) follows [`Tolerance::Loose`].
+pub fn tensors_within(
+    name: &str,
+    want: &Tensor,
+    got: &Tensor,
+    bounds: &Tensor,
+    labels: (&str, &str),
+) -> Result<Cells, String> {
+    if want.shape() != got.shape() || want.shape() != bounds.shape() {
+        return tensors(name, want, got, Tolerance::Exact, labels);
+    }
+    let mut cells = Cells::default();
+    let mut first: Option<(usize, f64, f64, f64)> = None;
+    let mut differing = 0u64;
+    for (flat, ((&x, &y), &b)) in want.iter().zip(got.iter()).zip(bounds.iter()).enumerate() {
+        cells.compared += 1;
+        let ok = if ulps_apart(x, y) == 0 {
+            true
+        } else if b.is_finite() {
+            (x - y).abs() <= b
+        } else if x.is_finite() && y.is_finite() {
+            within(x, y)
+        } else {
+            cells.nonfinite_tolerated += 1;
+            true
+        };
+        if !ok {
+            differing += 1;
+            first.get_or_insert((flat, x, y, b));
+        }
+    }
+    let Some((flat, x, y, b)) = first else {
+        return Ok(cells);
+    };
+    let at: Vec<String> = unflatten(flat, want.shape())
+        .iter()
+        .map(|i| (i + 1).to_string())
+        .collect();
+    let more = if differing > 1 {
+        format!(" ({differing} cells differ)")
+    } else {
+        String::new()
+    };
+    let allowed = if b.is_finite() {
+        format!("the bound is {}", show(b))
+    } else {
+        "no bound".to_string()
+    };
+    Err(format!(
+        "`{name}`[{}]: {} {}, {} {} ({allowed}){more}",
+        at.join(", "),
+        labels.0,
+        show(x),
+        labels.1,
+        show(y)
+    ))
+}
+
+/// [`tensors_within`] for the variables `names`, with `bounds` by variable.
+pub fn stores_within(
+    names: &[String],
+    want: &BTreeMap<String, Tensor>,
+    got: &BTreeMap<String, Tensor>,
+    bounds: &BTreeMap<String, Tensor>,
+    labels: (&str, &str),
+) -> Result<Cells, String> {
+    let mut cells = Cells::default();
+    for name in names {
+        let (Some(w), Some(g), Some(b)) = (want.get(name), got.get(name), bounds.get(name)) else {
+            return Err(format!("no value for `{name}` from the {}", labels.1));
+        };
+        cells.add(tensors_within(name, w, g, b, labels)?);
+    }
+    Ok(cells)
+}
+
 /// Compares the variables `names` of two stores; a variable missing from `got` is a
 /// difference.
 pub fn stores(
@@ -173,6 +255,31 @@ mod tests {
 
     fn t2(v: [[f64; 2]; 2]) -> Tensor {
         arr2(&v).into_dyn()
+    }
+
+    #[test]
+    fn within_bounds_is_per_cell_and_loose_where_there_is_no_bound() {
+        let want = arr1(&[1.0, 2.0, f64::NAN, 4.0, 5.0]).into_dyn();
+        let got = arr1(&[1.0 + 1e-12, 2.0, f64::NAN, f64::INFINITY, 5.0 + 1e-12]).into_dyn();
+        let bounds = arr1(&[2e-12, 0.0, 0.0, f64::INFINITY, f64::INFINITY]).into_dyn();
+        let cells = tensors_within("v", &want, &got, &bounds, ("oracle", "C"));
+        assert_eq!(
+            cells,
+            Ok(Cells {
+                compared: 5,
+                nonfinite_tolerated: 1
+            })
+        );
+        let tight = arr1(&[1e-13, 0.0, 0.0, f64::INFINITY, f64::INFINITY]).into_dyn();
+        assert_eq!(
+            tensors_within("v", &want, &got, &tight, ("oracle", "C")),
+            Err("`v`[1]: oracle 1, C 1.000000000001 (the bound is 0.0000000000001)".to_string())
+        );
+        let far = arr1(&[1.0, 2.0, f64::NAN, 4.0, 6.0]).into_dyn();
+        assert_eq!(
+            tensors_within("v", &want, &far, &bounds, ("oracle", "C")),
+            Err("`v`[5]: oracle 5, C 6 (no bound)".to_string())
+        );
     }
 
     #[test]

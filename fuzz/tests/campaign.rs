@@ -46,6 +46,8 @@ fn short_campaign_finds_no_mismatch() {
     // Three kernels per program, plus the exact re-runs of lifted ones.
     assert!(s.kernels >= 3 * 240, "{}", s.kernels);
     assert!(s.lifted > 0, "no kernel was lifted");
+    // Programs with a product-then-add also run in fma mode.
+    assert!(s.fma >= 24 && s.fma <= 240, "{} fma kernels", s.fma);
     assert!(
         s.compiles >= 2 && s.compiles <= 10,
         "{} compiler runs",
@@ -180,7 +182,9 @@ fn a_hand_written_reproducer_replays_cleanly() {
     let report = campaign::replay(&cfg, r.program, r.inputs, r.seed);
     assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
     assert_eq!(report.stats.programs, 1);
-    assert_eq!(report.stats.kernels, 2);
+    // M = 1 and 3, and the fma-mode kernel (the product-then-add of the contraction).
+    assert_eq!(report.stats.kernels, 3);
+    assert_eq!(report.stats.fma, 1);
 }
 
 #[test]

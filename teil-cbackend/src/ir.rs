@@ -100,6 +100,30 @@ pub enum Val {
     Undefined,
 }
 
+impl Val {
+    /// The factors `(x, y)` of a product `x * y`.
+    pub fn product(&self) -> Option<(&Val, &Val)> {
+        match self {
+            Val::Bin(BinOp::Mul, x, y) => Some((x, y)),
+            _ => None,
+        }
+    }
+
+    /// The product-then-add pair of an addition that fma mode computes as `fma(x, y, c)`
+    /// (spec/values.md, "Fused multiply-add"): `x * y + c`, or `c + x * y`; when both operands
+    /// are products, the left one. The one definition the printer and the validator read.
+    pub fn fused(&self) -> Option<(&Val, &Val, &Val)> {
+        let Val::Bin(BinOp::Add, l, r) = self else {
+            return None;
+        };
+        match (l.product(), r.product()) {
+            (Some((x, y)), _) => Some((x, y, r)),
+            (None, Some((x, y))) => Some((x, y, l)),
+            (None, None) => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     /// `for (var = start; var < extent; var++)`; `extent > logical` when the loop runs over
@@ -369,6 +393,11 @@ pub struct Kernel {
     /// copy, and per-thread panels in packed contraction kernels (spec/abi.md, "OpenMP"). Only
     /// the printer reads it: the pragmas never change what is computed.
     pub openmp: bool,
+    /// Fused multiply-add mode (spec/values.md, "Fused multiply-add"): the product-then-add
+    /// pairs of accumulator updates, contraction steps and element-wise additions
+    /// ([`Val::fused`]) may be rounded once. The printer writes them as fused multiply-adds;
+    /// the validator interprets each as `x * y + c`.
+    pub fma: bool,
 }
 
 impl Kernel {
@@ -413,6 +442,26 @@ fn work(nodes: &[Node]) -> u128 {
 }
 
 impl Kernel {
+    /// Whether the kernel has a product-then-add pair that fma mode fuses (spec/values.md,
+    /// "Fused multiply-add"): a contraction step, a sum accumulator updated with a product, or
+    /// an addition with a product operand ([`Val::fused`]). Independent of [`Kernel::fma`].
+    pub fn has_fusable(&self) -> bool {
+        let mut found = false;
+        for s in &self.steps {
+            found |= matches!(s, Step::Contract { .. });
+            walk_step(s, &mut |v| match v {
+                Visit::Node(Node::AccUpdate {
+                    op: RedOp::Sum,
+                    value,
+                    ..
+                }) => found |= value.product().is_some(),
+                Visit::Val(v) => found |= v.fused().is_some(),
+                _ => {}
+            });
+        }
+        found
+    }
+
     /// Which buffers some step reads or writes.
     pub fn referenced(&self) -> Vec<bool> {
         let mut used = vec![false; self.buffers.len()];
@@ -541,12 +590,13 @@ impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "kernel {} (M = {}, workspace {}, lifted {}{})",
+            "kernel {} (M = {}, workspace {}, lifted {}{}{})",
             self.name,
             self.pad,
             self.workspace,
             self.lifted,
-            if self.openmp { ", openmp" } else { "" }
+            if self.openmp { ", openmp" } else { "" },
+            if self.fma { ", fma" } else { "" }
         )?;
         let used = self.referenced();
         for (i, b) in self.buffers.iter().enumerate() {

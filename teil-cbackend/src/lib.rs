@@ -76,7 +76,10 @@ pub struct Options {
     /// differ from the interpreter by rounding (spec/padding.md); without it, results are
     /// bit-identical.
     pub lift: bool,
-    /// Fused multiply-adds allowed (spec/values.md)
+    /// Fused multiply-add mode (spec/values.md, "Fused multiply-add"): contraction kernels and
+    /// element-wise product-then-adds may round `x * y + c` once instead of twice. Changes
+    /// results (within the bound the spec states), so it is off by default; recorded in the
+    /// kernel ([`ir::Kernel::fma`]).
     pub fma: bool,
 }
 

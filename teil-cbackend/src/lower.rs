@@ -236,6 +236,7 @@ pub(crate) fn lower_kernel(
         workspace: 0,
         lifted: lw.lifted,
         openmp: false,
+        fma: opts.fma,
     };
     // Workspace layout: every used non-parameter buffer at a 64-byte multiple.
     let used = kernel.referenced();

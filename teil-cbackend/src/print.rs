@@ -28,6 +28,10 @@ struct Helpers {
     scratch: bool,
     /// The register tile of the packed contraction kernel.
     tile: bool,
+    /// Fused multiply-adds (fma mode): `teil_fma`.
+    fma: bool,
+    /// The register tile in fma mode.
+    tile_fma: bool,
 }
 
 impl Helpers {
@@ -40,6 +44,8 @@ impl Helpers {
             alloc: self.alloc || o.alloc,
             scratch: self.scratch || o.scratch,
             tile: self.tile || o.tile,
+            fma: self.fma || o.fma,
+            tile_fma: self.tile_fma || o.tile_fma,
         }
     }
 }
@@ -73,10 +79,23 @@ fn helpers(k: &Kernel) -> Helpers {
         } = s
         {
             h.scratch = true;
-            h.tile = true;
+            h.tile |= !k.fma;
+            h.tile_fma |= k.fma;
         }
     }
+    // `teil_fma` (the fma tile uses it in its portable path).
+    h.fma = k.fma && k.has_fusable();
     h
+}
+
+/// The C statement `acc = acc + x * y` (the C expressions `x` and `y`) as printed: fused in
+/// fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y` otherwise.
+pub(crate) fn multiply_add(fma: bool, acc: &str, x: &str, y: &str) -> String {
+    if fma {
+        format!("{acc} = teil_fma({x}, {y}, {acc});")
+    } else {
+        format!("{acc} += {x} * {y};")
+    }
 }
 
 /// One translation unit defining every kernel in `kernels` (their names must differ).
@@ -104,11 +123,18 @@ pub fn module(kernels: &[&Kernel]) -> String {
         out.push_str("static void *teil_scratch(unsigned long long n, unsigned long long size);\n");
         out.push_str("static void teil_scratch_free(void *p);\n");
     }
-    if h.nan || h.inf || h.alloc || h.scratch {
+    if h.fma {
+        out.push_str("static double teil_fma(double x, double y, double c);\n");
+    }
+    if h.nan || h.inf || h.alloc || h.scratch || h.fma {
         out.push('\n');
     }
     if h.tile {
         out.push_str(contract::TILE_HELPER.trim_start());
+        out.push('\n');
+    }
+    if h.tile_fma {
+        out.push_str(&contract::tile_fma_helper());
         out.push('\n');
     }
     if h.max {
@@ -131,12 +157,12 @@ pub fn module(kernels: &[&Kernel]) -> String {
         }
         kernel(k, &mut out);
     }
-    if h.nan || h.inf || h.alloc || h.scratch {
+    if h.nan || h.inf || h.alloc || h.scratch || h.fma {
         out.push_str(
             "\n/* Runtime support. The headers come last so that none of their macros can\n \
              * capture a name used above. */\n",
         );
-        if h.nan || h.inf {
+        if h.nan || h.inf || h.fma {
             out.push_str("#include <math.h>\n");
         }
         if h.alloc || h.scratch {
@@ -147,6 +173,9 @@ pub fn module(kernels: &[&Kernel]) -> String {
         }
         if h.inf {
             out.push_str("\nstatic double teil_inf(void)\n{\n    return INFINITY;\n}\n");
+        }
+        if h.fma {
+            out.push_str(FMA_HELPER);
         }
         if h.alloc {
             out.push_str(
@@ -178,6 +207,24 @@ pub fn module(kernels: &[&Kernel]) -> String {
     }
     out
 }
+
+/// `teil_fma(x, y, c)`: `x * y + c` rounded once where the compiler says the target has a fast
+/// fused multiply-add, else rounded twice (spec/abi.md, "Fused multiply-add"). `__builtin_fma`
+/// is expanded inline by GCC and Clang even at `-O0`, so it needs no libm.
+const FMA_HELPER: &str = "
+/* x * y + c, rounded once where the target has a fast fused multiply-add and twice elsewhere
+ * (fma mode, spec/values.md, \"Fused multiply-add\"). */
+static double teil_fma(double x, double y, double c)
+{
+#if defined(__GNUC__) && defined(__FP_FAST_FMA)
+    return __builtin_fma(x, y, c);
+#elif defined(FP_FAST_FMA)
+    return fma(x, y, c);
+#else
+    return x * y + c;
+#endif
+}
+";
 
 fn shape(s: &[u64]) -> String {
     let parts: Vec<String> = s.iter().map(u64::to_string).collect();
@@ -511,6 +558,15 @@ impl Printer<'_> {
                 let _ = writeln!(self.out, "double acc{acc} = {init};");
             }
             Node::AccUpdate { acc, op, value } => {
+                if let (true, RedOp::Sum, Some((x, y))) = (self.k.fma, op, value.product()) {
+                    let (x, y) = (self.val(x, true), self.val(y, true));
+                    let _ = writeln!(
+                        self.out,
+                        "{}",
+                        multiply_add(true, &format!("acc{acc}"), &x, &y)
+                    );
+                    return;
+                }
                 let v = self.val(value, true);
                 let _ = match op {
                     RedOp::Sum => writeln!(self.out, "acc{acc} += {v};"),
@@ -562,6 +618,10 @@ impl Printer<'_> {
             Val::Acc(a) => format!("acc{a}"),
             Val::Undefined => "teil_nan()".to_string(),
             Val::Bin(op, a, b) => {
+                if let Some((x, y, c)) = v.fused().filter(|_| self.k.fma) {
+                    let (x, y, c) = (self.val(x, true), self.val(y, true), self.val(c, true));
+                    return format!("teil_fma({x}, {y}, {c})");
+                }
                 let sym = op.symbol();
                 let s = format!("{} {sym} {}", self.val(a, false), self.val(b, false));
                 if top {

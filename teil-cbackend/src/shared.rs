@@ -61,6 +61,8 @@ pub struct SharedOptions {
     pub cflags: Option<String>,
     /// Parallel outer loops (spec/abi.md, *OpenMP*); adds `-fopenmp`.
     pub openmp: bool,
+    /// Fused multiply-add mode ([`Options::fma`], spec/values.md, "Fused multiply-add").
+    pub fma: bool,
     /// Where compiled objects are cached; `None`: [`default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
     /// The longest the compiler may run before it is stopped; `None`: no limit.
@@ -74,6 +76,7 @@ impl Default for SharedOptions {
             cc: Toolchain::default().cc,
             cflags: None,
             openmp: false,
+            fma: false,
             cache_dir: default_cache_dir(),
             timeout: Some(Duration::from_secs(300)),
         }
@@ -216,6 +219,7 @@ impl SharedKernel {
     pub fn compile(p: &CheckedProgram, opts: &SharedOptions) -> Result<SharedKernel, KernelError> {
         let lower = Options {
             pad: opts.pad,
+            fma: opts.fma,
             ..Options::default()
         };
         let mut kernel = crate::lower(p, &lower)?;

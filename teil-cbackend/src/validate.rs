@@ -310,6 +310,14 @@ fn fold(acc: &Acc, v: Sym) -> Sym {
     }
 }
 
+/// `fma(x, y, c)` in the symbolic domain: the term `c + x * y` (spec/validation.md, "Fused
+/// multiply-add"), with `c` an accumulator (`fma(x, y, -0.0)` is `x * y`, as `-0.0 + x * y`
+/// is). Terms record operations, not roundings, so it is the term of the unfused `c + x * y`:
+/// the rounding fma saves is bounded by spec/values.md, not seen here.
+fn fma(x: &Sym, y: &Sym, c: &Acc) -> Sym {
+    fold(c, Sym::binary(BinOp::Mul, x, y))
+}
+
 fn acc_value(a: Acc) -> Sym {
     match a {
         Acc::Identity(op) => identity(op),
@@ -646,8 +654,7 @@ impl<'k> Machine<'k> {
                 m.env.insert(c.k.var, kv);
                 for (u, s) in sums.iter_mut().enumerate() {
                     m.env.insert(lane, start + u as u64);
-                    let v = m.product(&c.a, &c.b)?;
-                    *s = Acc::Value(fold(s, v));
+                    *s = Acc::Value(m.multiply_add(&c.a, &c.b, s)?);
                 }
             }
             for (u, s) in sums.into_iter().enumerate() {
@@ -666,11 +673,16 @@ impl<'k> Machine<'k> {
         Ok(())
     }
 
-    /// `x * y` for the operands at the current labels.
-    fn product(&self, x: &Access, y: &Access) -> Result<Sym, Failure> {
+    /// `acc + x * y` for the operands at the current labels, as a contraction step computes
+    /// it: `fma(x, y, acc)` in fma mode.
+    fn multiply_add(&self, x: &Access, y: &Access, acc: &Acc) -> Result<Sym, Failure> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let b = self.read(y.buf, &self.index(&y.index)?)?;
-        Ok(Sym::binary(BinOp::Mul, &a, &b))
+        Ok(if self.k.fma {
+            fma(&a, &b, acc)
+        } else {
+            fold(acc, Sym::binary(BinOp::Mul, &a, &b))
+        })
     }
 
     /// The batch loops of a packed contraction, row-major, around [`Machine::panels`].
@@ -708,8 +720,8 @@ impl<'k> Machine<'k> {
                                     };
                                     for kv in pc..pc + kcb {
                                         self.env.insert(c.k.var, kv);
-                                        let v = self.product(p.row_op, p.col_op)?;
-                                        acc = Acc::Value(fold(&acc, v));
+                                        let v = self.multiply_add(p.row_op, p.col_op, &acc)?;
+                                        acc = Acc::Value(v);
                                     }
                                     self.write(c.target.buf, &idx, acc_value(acc))?;
                                 }
@@ -839,12 +851,18 @@ impl<'k> Machine<'k> {
                 Ok(())
             }
             Node::AccUpdate { acc, op, value } => {
-                let v = self.val(value)?;
                 let cur = self.accs.get(acc).cloned().ok_or_else(|| {
                     self.malformed(format!(
                         "accumulator acc{acc} is used before it is declared"
                     ))
                 })?;
+                // In fma mode the printer fuses a sum accumulator's `acc + x * y`.
+                if let (true, RedOp::Sum, Some((x, y))) = (self.k.fma, op, value.product()) {
+                    let next = fma(&self.val(x)?, &self.val(y)?, &cur);
+                    self.accs.insert(*acc, Acc::Value(next));
+                    return Ok(());
+                }
+                let v = self.val(value)?;
                 let next = match cur {
                     // identity ⊙ x = x, exactly (spec/padding.md).
                     Acc::Identity(init) if init == *op => v,
@@ -876,7 +894,11 @@ impl<'k> Machine<'k> {
                     )
                 }
             },
-            Val::Bin(op, a, b) => Sym::binary(*op, &self.val(a)?, &self.val(b)?),
+            Val::Bin(op, a, b) => match v.fused().filter(|_| self.k.fma) {
+                // `x * y + c` as the printer fuses it (spec/validation.md).
+                Some((x, y, c)) => fma(&self.val(x)?, &self.val(y)?, &Acc::Value(self.val(c)?)),
+                None => Sym::binary(*op, &self.val(a)?, &self.val(b)?),
+            },
         })
     }
 

@@ -378,7 +378,7 @@ fn differential(cases: &[Case], pads: &[u64], schedule: Schedule) -> Stats {
                 pad,
                 name: format!("kernel_{i}_m{pad}"),
                 lift: true,
-                fma: false,
+                ..Options::default()
             };
             let kernel = teil_cbackend::lower(&c.program, &opts)
                 .unwrap_or_else(|e| panic!("{}: cannot lower at M = {pad}: {e}", c.label));

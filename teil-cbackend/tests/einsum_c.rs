@@ -44,7 +44,7 @@ fn check_all(cases: &[(String, Vec<Vec<usize>>)], pad: u64) {
             pad,
             name: format!("einsum_{k}"),
             lift: true,
-            fma: false,
+            ..Options::default()
         };
         let kernel = teil_cbackend::lower(&p, &opts)
             .unwrap_or_else(|e| panic!("`{eq}`: the C backend refuses it: {e}"));

@@ -264,7 +264,7 @@ fn bad_options_are_errors() {
                 pad,
                 name: name.to_string(),
                 lift: true,
-                fma: false,
+                ..Options::default()
             },
         )
         .expect_err("rejected")

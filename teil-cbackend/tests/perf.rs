@@ -409,7 +409,7 @@ fn optimised_printers_agree_with_the_oracle_bit_for_bit() {
                     pad,
                     lift,
                     name: format!("perf_{c}_m{pad}_{lift}"),
-                    fma: false,
+                    ..Options::default()
                 };
                 let kernel = teil_cbackend::lower(p, &opts).expect("lowers");
                 if opt::printing(&kernel).iter().any(|&h| h != Printing::Plain) {

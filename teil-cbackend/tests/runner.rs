@@ -46,7 +46,7 @@ fn kernels(pads: &[u64]) -> Vec<(usize, Kernel)> {
                 pad,
                 name: format!("edge_{i}_m{pad}"),
                 lift: true,
-                fma: false,
+                ..Options::default()
             };
             out.push((i, teil_cbackend::lower(&p, &opts).expect("lowers")));
         }

@@ -1,8 +1,9 @@
-//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate] [--openmp] [--ir]`: prints
+//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate] [--openmp] [--fma] [--ir]`: prints
 //! the C99 translation unit the padding-aware backend generates for a program (spec/abi.md), on
 //! standard output or atomically into a file; `--validate` checks it first
 //! (spec/validation.md); `--ir` prints the optimised loop IR as text instead (the kernel the C
-//! is printed from and the validator interprets).
+//! is printed from and the validator interprets); `--fma` emits fma mode (spec/values.md, "Fused
+//! multiply-add").
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program was rejected, 2 usage or I/O
 //! problems (including a `--pad` or `--name` the backend cannot use).
@@ -33,6 +34,8 @@ pub struct Emit {
     pub openmp: bool,
     /// The loop IR as text instead of the C.
     pub ir: bool,
+    /// Fused multiply-add mode.
+    pub fma: bool,
 }
 
 /// With `validate`, the kernel is first checked by translation validation (spec/validation.md):
@@ -50,6 +53,7 @@ pub fn emit_c(
         validate,
         openmp,
         ir,
+        fma,
     } = emit;
     let src = match read_source(path) {
         Ok(s) => s,
@@ -66,6 +70,7 @@ pub fn emit_c(
     let opts = Options {
         pad,
         name: name.to_string(),
+        fma,
         ..Options::default()
     };
     let mut kernel = match teil_cbackend::lower(&checked, &opts) {
@@ -114,6 +119,8 @@ pub struct CBackend {
     pub toolchain: Toolchain,
     /// Parallel outer loops (`--openmp`); the toolchain then has `-fopenmp`.
     pub openmp: bool,
+    /// Fused multiply-add mode (`--fma`, spec/values.md).
+    pub fma: bool,
 }
 
 impl CBackend {
@@ -131,6 +138,7 @@ impl CBackend {
             pad,
             toolchain,
             openmp: false,
+            fma: false,
         }
     }
 
@@ -149,6 +157,12 @@ impl CBackend {
         self
     }
 
+    /// With `on`, kernels are lowered in fma mode.
+    pub fn with_fma(mut self, on: bool) -> Self {
+        self.fma = on;
+        self
+    }
+
     pub fn run(
         &self,
         p: &CheckedProgram,
@@ -156,6 +170,7 @@ impl CBackend {
     ) -> Result<BTreeMap<String, Tensor>, Failure> {
         let opts = Options {
             pad: self.pad,
+            fma: self.fma,
             ..Options::default()
         };
         let toolchain = Toolchain {

@@ -154,6 +154,11 @@ enum Command {
         /// With `--backend c`: parallel outer loops, compiled with `-fopenmp` (spec/abi.md).
         #[arg(long)]
         openmp: bool,
+        /// With `--backend c`: fused multiply-adds in contractions and element-wise
+        /// products-then-adds (rounded once; results may differ from the exact default within the
+        /// bound of spec/values.md).
+        #[arg(long)]
+        fma: bool,
         #[command(flatten)]
         budget: run::BudgetArgs,
         /// With `--backend c`: stop the compiler or the compiled kernel after this long (E0801).
@@ -224,6 +229,11 @@ enum Command {
         /// Parallel outer loops (OpenMP pragmas, spec/abi.md); compile with `-fopenmp`.
         #[arg(long)]
         openmp: bool,
+        /// Fused multiply-adds in contractions and element-wise products-then-adds: rounded
+        /// once where the target has FMA (compile with `-march=native` or `-mfma`); results may
+        /// differ from the exact default within the bound of spec/values.md.
+        #[arg(long)]
+        fma: bool,
         /// Print the optimised loop IR as text instead of the C (the form `--validate` checks).
         #[arg(long)]
         ir: bool,
@@ -282,6 +292,7 @@ fn main() -> ExitCode {
             output,
             validate,
             openmp,
+            fma,
             ir,
             color,
         } => emit_c::emit_c(
@@ -293,6 +304,7 @@ fn main() -> ExitCode {
                 validate,
                 openmp,
                 ir,
+                fma,
             },
             color,
         ),
@@ -308,6 +320,7 @@ fn main() -> ExitCode {
             cc,
             cflags,
             openmp,
+            fma,
             budget,
             cc_timeout,
             color,
@@ -322,6 +335,7 @@ fn main() -> ExitCode {
                 (_, Some(RunBackend::C)) => run::Backend::C(
                     emit_c::CBackend::new(pad, cc, cflags.as_deref())
                         .with_openmp(openmp)
+                        .with_fma(fma)
                         .with_timeout(cc_timeout),
                 ),
                 _ => run::Backend::Fast,

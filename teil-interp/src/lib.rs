@@ -52,6 +52,7 @@ pub mod fast;
 pub mod files;
 pub mod npy;
 pub mod oracle;
+pub mod rounding;
 pub mod store;
 pub mod symbolic;
 pub mod trace;

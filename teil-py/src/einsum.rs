@@ -120,6 +120,7 @@ pub fn einsum<'py>(
         cc: "cc".to_string(),
         cflags: None,
         openmp: false,
+        fma: false,
     };
     let budget = program::budget(None, None);
     let mut results = program::interruptible(py, &budget, || {

@@ -20,6 +20,10 @@ use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
 /// ``{name: numpy.ndarray}`` for every output. Calls release the GIL and may run from several
 /// threads at once.
 ///
+/// Compiled with ``fma=True`` (``Program.compile``), contractions and element-wise
+/// products-then-adds use fused multiply-adds where the target has them (spec/values.md,
+/// "Fused multiply-add"); the default ``fma=False`` is exact.
+///
 /// >>> k = teil.Program("input alloc x : [3]\noutput alloc y : []\ny = red+ 1 x").compile()
 /// >>> k(x=[1, 2, 3])["y"]
 /// array(6.)
@@ -51,6 +55,7 @@ pub fn options(
     cc: String,
     cflags: Option<String>,
     openmp: bool,
+    fma: bool,
     cache_dir: Option<PathBuf>,
 ) -> SharedOptions {
     let defaults = SharedOptions::default();
@@ -59,6 +64,7 @@ pub fn options(
         cc,
         cflags,
         openmp,
+        fma,
         cache_dir: cache_dir.or(defaults.cache_dir),
         ..defaults
     }

@@ -245,6 +245,7 @@ pub(crate) struct COptions {
     pub cc: String,
     pub cflags: Option<String>,
     pub openmp: bool,
+    pub fma: bool,
 }
 
 /// The C backend as `teil run --backend c` runs it: lowered with padding multiple `pad`,
@@ -264,6 +265,7 @@ fn run_c(
     }
     let opts = teil_cbackend::Options {
         pad: c.pad,
+        fma: c.fma,
         ..teil_cbackend::Options::default()
     };
     let mut toolchain = teil_cbackend::run::Toolchain {
@@ -366,7 +368,8 @@ impl Program {
     ///
     /// ``backend`` is ``"fast"`` (the whole-tensor evaluator), ``"oracle"`` (the reference
     /// interpreter) or ``"c"`` (the C backend compiled with ``cc`` and ``cflags``, default
-    /// ``-O2``, padded to a multiple of ``pad``, run in a separate process). The evaluation
+    /// ``-O2``, padded to a multiple of ``pad``, run in a separate process; ``fma=True`` lets it
+    /// round each product-then-add once, see ``Program.compile``). The evaluation
     /// runs with the GIL released. ``max_memory`` and ``max_work`` are the
     /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
     /// memory), ``max_work`` in oracle steps (default 10**9); a run over either raises
@@ -380,7 +383,7 @@ impl Program {
     /// 6.0
     #[pyo3(signature = (
         inputs = None, *, backend = "fast", pad = 1, cc = "cc".to_string(), cflags = None,
-        openmp = false, max_memory = None, max_work = None, **named_inputs
+        openmp = false, fma = false, max_memory = None, max_work = None, **named_inputs
     ))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
@@ -392,6 +395,7 @@ impl Program {
         cc: String,
         cflags: Option<String>,
         openmp: bool,
+        fma: bool,
         max_memory: Option<u64>,
         max_work: Option<u64>,
         named_inputs: Option<&Bound<'py, PyDict>>,
@@ -405,6 +409,7 @@ impl Program {
             cc,
             cflags,
             openmp,
+            fma,
         };
         let p = &self.checked;
         let results = interruptible(py, &budget, || {
@@ -479,12 +484,20 @@ impl Program {
     }
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as
-    /// ``teil emit-c --pad PAD --name NAME`` prints it.
-    #[pyo3(signature = (*, pad = 1, name = "teil_kernel", openmp = false))]
-    fn emit_c(&self, py: Python<'_>, pad: u64, name: &str, openmp: bool) -> PyResult<String> {
+    /// ``teil emit-c --pad PAD --name NAME`` prints it (``fma=True``: ``--fma``).
+    #[pyo3(signature = (*, pad = 1, name = "teil_kernel", openmp = false, fma = false))]
+    fn emit_c(
+        &self,
+        py: Python<'_>,
+        pad: u64,
+        name: &str,
+        openmp: bool,
+        fma: bool,
+    ) -> PyResult<String> {
         let opts = teil_cbackend::Options {
             pad,
             name: name.to_string(),
+            fma,
             ..teil_cbackend::Options::default()
         };
         let mut kernel =
@@ -497,10 +510,23 @@ impl Program {
     /// per-user cache directory, or ``cache_dir``) and loads it: a ``teil.Kernel`` to call many
     /// times without recompiling. ``cflags`` replaces the default ``-O2``.
     ///
+    /// ``fma=False`` (the default) keeps results bit for bit those of ``backend="oracle"``
+    /// (without contraction lifting's reassociation, spec/padding.md). ``fma=True`` is the
+    /// fused multiply-add mode (spec/values.md, "Fused multiply-add"): contractions and
+    /// element-wise products-then-adds may round ``x * y + c`` once instead of twice, which is
+    /// faster on machines with FMA instructions and differs from the exact result by at most
+    /// ``2 γ_k Σ|a_i b_i|`` for a contraction of length ``k`` (``γ_k = k u / (1 − k u)``,
+    /// ``u = 2**-53``). It fuses only where the compiler targets FMA hardware, for example
+    /// with ``cflags="-O3 -march=native"``; elsewhere the results are the exact ones.
+    ///
     /// >>> k = teil.Program("input alloc x : [2]\noutput alloc y : [2]\ny = x + x").compile(pad=4)
     /// >>> k(x=[1, 2])["y"]
     /// array([2., 4.])
-    #[pyo3(signature = (*, pad = 1, cflags = None, cc = "cc".to_string(), openmp = false, cache_dir = None))]
+    #[pyo3(signature = (
+        *, pad = 1, cflags = None, cc = "cc".to_string(), openmp = false, fma = false,
+        cache_dir = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn compile(
         &self,
         py: Python<'_>,
@@ -508,9 +534,10 @@ impl Program {
         cflags: Option<String>,
         cc: String,
         openmp: bool,
+        fma: bool,
         cache_dir: Option<PathBuf>,
     ) -> PyResult<crate::kernel::Kernel> {
-        let opts = crate::kernel::options(pad, cc, cflags, openmp, cache_dir);
+        let opts = crate::kernel::options(pad, cc, cflags, openmp, fma, cache_dir);
         crate::kernel::compile(py, &self.checked, opts)
     }
 

@@ -2,6 +2,7 @@
 //! ([`Strategy`]), printed as it is. The meaning of each strategy (the exact order of
 //! operations) is documented on [`Strategy`]; this module only turns it into C.
 
+use super::multiply_add;
 use crate::ir::{Access, Affine, BufId, Contraction, Kernel, Label, Strategy};
 use crate::opt::contract::{MR, NR};
 use std::collections::BTreeMap;
@@ -148,11 +149,14 @@ fn dot(
     }
     for u in 0..lanes {
         indent(out, d + 2);
+        let (x, y) = (
+            format!("{na}[{}]", at(&oa, &sa, u)),
+            format!("{nb}[{}]", at(&ob, &sb, u)),
+        );
         let _ = writeln!(
             out,
-            "teil_s{u} += {na}[{}] * {nb}[{}];",
-            at(&oa, &sa, u),
-            at(&ob, &sb, u)
+            "{}",
+            multiply_add(k.fma, &format!("teil_s{u}"), &x, &y)
         );
     }
     indent(out, d + 1);
@@ -174,7 +178,8 @@ fn dot(
         indent(out, d + 1);
         let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
         indent(out, d + 2);
-        let _ = writeln!(out, "teil_s0 += {na}[{oa}] * {nb}[{ob}];");
+        let (x, y) = (format!("{na}[{oa}]"), format!("{nb}[{ob}]"));
+        let _ = writeln!(out, "{}", multiply_add(k.fma, "teil_s0", &x, &y));
         indent(out, d + 1);
         out.push_str("}\n");
         indent(out, d + 1);
@@ -521,10 +526,11 @@ fn packed(
         out,
         d + 2,
         &format!(
-            "teil_tile(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
+            "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
              teil_t, teil_mc + teil_ir, teil_nt + teil_jr, \
              teil_mcb - teil_ir < {MR} ? (int)(teil_mcb - teil_ir) : {MR}, \
-             teil_ncb - teil_jr < {NR} ? (int)(teil_ncb - teil_jr) : {NR}, teil_pc == 0);"
+             teil_ncb - teil_jr < {NR} ? (int)(teil_ncb - teil_jr) : {NR}, teil_pc == 0);",
+            if k.fma { "teil_tile_fma" } else { "teil_tile" }
         ),
     );
     ind(out, d + 1, "}");
@@ -648,3 +654,109 @@ static void teil_tile(long long kc, const double *pa, const double *pb, double *
             t[rows[i] + cols[j]] = w[i * 8 + j];
 }
 "#;
+
+/// Defines `teil_fma4(a, b, c)`: `c + a * b` on the tile's GCC/Clang vectors of four doubles,
+/// lane by lane with `teil_fma` (the compilers inline it and turn the four lanes into one
+/// vector instruction, a fused multiply-add where the target has one).
+const FMA4_MACRO: &str = r#"
+/* The register tile in fma mode (spec/values.md, "Fused multiply-add"): teil_tile with every
+ * multiply-add of the tile written as teil_fma, lane by lane on the vectors. */
+#define teil_fma4(a, b, c) ((__typeof__(c)){teil_fma((a)[0], (b)[0], (c)[0]), \
+    teil_fma((a)[1], (b)[1], (c)[1]), teil_fma((a)[2], (b)[2], (c)[2]), \
+    teil_fma((a)[3], (b)[3], (c)[3])})
+"#;
+
+/// [`TILE_HELPER`] in fma mode: `teil_tile_fma`, the same function with every multiply-add
+/// statement `c += a * b;` written `c = teil_fma4(a, b, c);` in the GCC/Clang vector path and
+/// `c = teil_fma(a, b, c);` in the portable path (after its `#else`). Derived from the exact
+/// helper, so that the two tiles differ in exactly these statements (a unit test counts them).
+pub(crate) fn tile_fma_helper() -> String {
+    let (vector, portable) = TILE_HELPER
+        .split_once("#else\n")
+        .unwrap_or((TILE_HELPER, ""));
+    let vector = fuse_statements(vector, "teil_fma4");
+    let portable = fuse_statements(portable, "teil_fma");
+    let tile = if portable.is_empty() {
+        vector
+    } else {
+        format!("{vector}#else\n{portable}")
+    };
+    format!(
+        "{}{}",
+        FMA4_MACRO.trim_start(),
+        tile.replacen("static void teil_tile(", "static void teil_tile_fma(", 1)
+    )
+}
+
+/// Rewrites every statement `LHS += A * B;` of C text (`A` and `B` single operands without
+/// spaces) as `LHS = F(A, B, LHS);`.
+fn fuse_statements(text: &str, f: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut rest = text;
+    while let Some(at) = rest.find(" += ") {
+        // The statement starts after the last `;`, `{` or line break before it.
+        let start = rest[..at].rfind([';', '{', '\n']).map_or(0, |i| i + 1);
+        let lead = rest[start..at].len() - rest[start..at].trim_start().len();
+        let lhs = rest[start + lead..at].to_string();
+        let Some(end) = rest[at..].find(';').map(|e| at + e) else {
+            break;
+        };
+        let rhs = &rest[at + 4..end];
+        match rhs.split_once(" * ") {
+            Some((a, b)) if !a.contains(' ') && !b.contains(' ') && !a.is_empty() => {
+                out.push_str(&rest[..start + lead]);
+                let _ = write!(out, "{lhs} = {f}({a}, {b}, {lhs})");
+            }
+            _ => out.push_str(&rest[..end]),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fma_tile_fuses_exactly_the_multiply_adds_of_the_tile() {
+        let fused = tile_fma_helper();
+        // 6 x 2 vector updates in the GCC/Clang path, one in the portable path.
+        let vector = fused.matches(" = teil_fma4(").count();
+        let portable = fused.matches(" = teil_fma(").count();
+        assert_eq!((vector, portable), (12, 1), "{fused}");
+        assert!(fused.contains("c00 = teil_fma4(a, b0, c00);"));
+        assert!(fused.contains("w[i * 8 + j] = teil_fma(pa[i], pb[j], w[i * 8 + j]);"));
+        assert!(fused.contains("static void teil_tile_fma(") && !fused.contains("teil_tile("));
+        // Nothing else changed: removing the fused statements' differences gives the exact tile.
+        let unfused = fused
+            .split_once("[3])})\n")
+            .map(|(_, tile)| tile)
+            .unwrap_or_default()
+            .replace("teil_tile_fma(", "teil_tile(");
+        let mut exact = unfused.clone();
+        for (r, h) in (0..6).flat_map(|r| (0..2).map(move |h| (r, h))) {
+            exact = exact.replace(
+                &format!("c{r}{h} = teil_fma4(a, b{h}, c{r}{h});"),
+                &format!("c{r}{h} += a * b{h};"),
+            );
+        }
+        exact = exact.replace(
+            "w[i * 8 + j] = teil_fma(pa[i], pb[j], w[i * 8 + j]);",
+            "w[i * 8 + j] += pa[i] * pb[j];",
+        );
+        assert_eq!(exact.trim_start(), TILE_HELPER.trim_start());
+        // Other compound assignments stay.
+        assert!(fused.contains("pa += 6;") && fused.contains("pb += 8;"));
+    }
+
+    #[test]
+    fn fusing_rewrites_only_multiply_add_statements() {
+        assert_eq!(
+            fuse_statements("    x += a * b; y += 2; z[i * 2] += p[i] * q[j];\n", "f"),
+            "    x = f(a, b, x); y += 2; z[i * 2] = f(p[i], q[j], z[i * 2]);\n"
+        );
+        assert_eq!(fuse_statements("s += a * b + c;", "f"), "s += a * b + c;");
+    }
+}

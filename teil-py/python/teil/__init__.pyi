@@ -103,6 +103,7 @@ class Program:
         cc: str = "cc",
         cflags: str | None = None,
         openmp: bool = False,
+        fma: bool = False,
         max_memory: int | None = None,
         max_work: int | None = None,
         **named_inputs: _ArrayLike,
@@ -117,7 +118,9 @@ class Program:
         syntax: _Syntax | None = None,
         **named_inputs: _ArrayLike,
     ) -> str: ...
-    def emit_c(self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False) -> str: ...
+    def emit_c(
+        self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False, fma: bool = False
+    ) -> str: ...
     def compile(
         self,
         *,
@@ -125,6 +128,7 @@ class Program:
         cflags: str | None = None,
         cc: str = "cc",
         openmp: bool = False,
+        fma: bool = False,
         cache_dir: str | PathLike[str] | None = None,
     ) -> Kernel: ...
 

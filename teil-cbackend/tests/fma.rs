@@ -1,0 +1,410 @@
+//! Fused multiply-add mode (spec/values.md, "Fused multiply-add"): the C backend with
+//! `Options { fma: true, .. }` against the oracle and against exact mode.
+//!
+//! - On integer-valued inputs nothing rounds, so fma mode equals exact mode and the oracle bit
+//!   for bit, in every kernel form (plain nests, packed, dot, element-wise).
+//! - On random floats the fma-mode result (without lifting, so that it evaluates the spec's own
+//!   term) is within the spec's bound `2 γ_D M` of the oracle in every cell, the bound computed
+//!   by the oracle over `teil_interp::rounding::Rounding`.
+//! - On crafted inputs where one product is not representable, fma mode gives a different
+//!   result from exact mode in every kernel form: the fusion really happens (where the C
+//!   compiler says the target has a fast FMA; the assertion is skipped, with a message, where
+//!   it does not).
+//! - fma kernels validate, show the mode in their IR text, and exact mode's C has no trace of it.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use teil::CheckedProgram;
+use teil_cbackend::ir::Kernel;
+use teil_cbackend::opt::{self, Printing};
+use teil_cbackend::run::{self, Job, Toolchain};
+use teil_cbackend::{validate, Options};
+use teil_interp::Tensor;
+
+/// Matrix product large enough for the packed kernel (spec/padding.md, "Contraction kernels").
+const MATMUL: &str = "input var A : [20 18]\ninput var B : [18 17]\noutput var C : [20 17]\n\
+                      C = (A # B) .[2 3]";
+/// Matrix-vector product: dot-product kernel (three blocks of 8 rows and 5 rows one by one).
+const MATVEC: &str = "input var A : [29 20]\ninput var x : [20]\noutput var y : [29]\n\
+                      y = (A # x) .[2 3]";
+/// A small contraction: a plain nest with an accumulator.
+const SMALL: &str = "input var A : [3 4]\ninput var B : [4 5]\noutput var C : [3 5]\n\
+                     C = (A # B) .[2 3]";
+/// Element-wise product-then-adds, both operand orders, a subtraction (never fused) and a
+/// reduction of a product.
+const ELEMENTWISE: &str = "input var A : [4 3]\ninput var B : [4 3]\ninput var D : [4 3]\n\
+                           output var E : [4 3]\noutput var F : [4 3]\noutput var G : [4 3]\n\
+                           output var s : [3]\n\
+                           E = A * B + D\nF = D + A * B\nG = A * B - D\ns = red+ 1 (A * B)";
+/// Three factors under two sums: lifted by default.
+const CHAIN: &str = "input var A : [5 6]\ninput var B : [6 7]\ninput var c : [7]\n\
+                     output var r : [5]\nr = (A # B # c) .[2 3] .[2 3]";
+
+const PROGRAMS: [(&str, &str); 5] = [
+    ("matmul", MATMUL),
+    ("matvec", MATVEC),
+    ("small", SMALL),
+    ("elementwise", ELEMENTWISE),
+    ("chain", CHAIN),
+];
+
+fn compile(src: &str) -> CheckedProgram {
+    teil::compile(src)
+        .unwrap_or_else(|d| panic!("does not check: {d:?}\n{src}"))
+        .0
+}
+
+fn lower(p: &CheckedProgram, name: &str, pad: u64, lift: bool, fma: bool) -> Kernel {
+    let opts = Options {
+        pad,
+        name: name.to_string(),
+        lift,
+        fma,
+    };
+    teil_cbackend::lower(p, &opts).expect("lowers")
+}
+
+/// The flags the tests compile with: warnings are errors, and `-march=native` where the
+/// compiler accepts it (so that a machine with FMA instructions uses them). Also whether the
+/// compiler then says the target has a fast FMA (`__FP_FAST_FMA`).
+fn toolchain() -> (Toolchain, bool) {
+    let base = "-std=c99 -O2 -Wall -Wextra -Werror -pedantic";
+    let probe = |flags: &str| -> Option<String> {
+        let out = Command::new("cc")
+            .args(flags.split_whitespace())
+            .args(["-dM", "-E", "-x", "c", "/dev/null"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let native = format!("{base} -march=native");
+    match probe(&native) {
+        Some(macros) => (
+            Toolchain::default().with_cflags(&native),
+            macros.contains("#define __FP_FAST_FMA 1"),
+        ),
+        None => (Toolchain::default().with_cflags(base), false),
+    }
+}
+
+/// Every program of [`PROGRAMS`] as kernels, each with the inputs `inputs(program)`, run in
+/// one batch; the results by kernel name.
+fn run_all(
+    tc: &Toolchain,
+    kernels: &[(Kernel, BTreeMap<String, Tensor>)],
+) -> BTreeMap<String, BTreeMap<String, Tensor>> {
+    let ks: Vec<&Kernel> = kernels.iter().map(|(k, _)| k).collect();
+    let jobs: Vec<Job> = kernels
+        .iter()
+        .enumerate()
+        .map(|(i, (_, inputs))| Job {
+            kernel: i,
+            inputs: inputs.clone(),
+        })
+        .collect();
+    let outcomes = run::run_batch(tc, &ks, &jobs).expect("the kernels compile and run");
+    kernels
+        .iter()
+        .zip(outcomes)
+        .map(|((k, _), o)| {
+            assert!(
+                o.nonzero_padding.is_empty(),
+                "{}: padding stays zero",
+                k.name
+            );
+            (k.name.clone(), o.values)
+        })
+        .collect()
+}
+
+fn outputs(p: &CheckedProgram) -> Vec<String> {
+    p.interface()
+        .filter(|d| p.is_output(d))
+        .map(|d| d.name.name.clone())
+        .collect()
+}
+
+/// Bit-for-bit equality as spec/values.md compares results (NaN = NaN, -0 = +0).
+fn same(x: f64, y: f64) -> bool {
+    x == y || (x.is_nan() && y.is_nan())
+}
+
+/// Reproducible doubles in `±[0.5, 2)`: no product or sum of the test programs can underflow
+/// or overflow, as the bound assumes.
+fn random_floats(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    p.program()
+        .decls
+        .iter()
+        .filter(|d| p.is_input(d))
+        .map(|d| {
+            let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
+            let t = Tensor::from_shape_simple_fn(shape, || {
+                let r = next();
+                let mag = 0.5 + 1.5 * ((r >> 11) as f64 / (1u64 << 53) as f64);
+                if r & 1 == 1 {
+                    -mag
+                } else {
+                    mag
+                }
+            });
+            (d.name.name.clone(), t)
+        })
+        .collect()
+}
+
+#[test]
+fn on_integer_inputs_fma_mode_equals_exact_mode_and_the_oracle_bit_for_bit() {
+    let (tc, _) = toolchain();
+    let mut kernels = Vec::new();
+    let mut expected = BTreeMap::new();
+    for (i, (name, src)) in PROGRAMS.iter().enumerate() {
+        let p = compile(src);
+        let inputs = teil_interp::random_inputs(&p, 7 + i as u64);
+        let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+        for pad in [1, 4] {
+            for lift in [false, true] {
+                for fma in [false, true] {
+                    let kname = format!("{name}_m{pad}_l{}_f{}", lift as u8, fma as u8);
+                    kernels.push((lower(&p, &kname, pad, lift, fma), inputs.clone()));
+                    expected.insert(kname, (outputs(&p), oracle.clone()));
+                }
+            }
+        }
+    }
+    let got = run_all(&tc, &kernels);
+    for (kname, (outs, oracle)) in &expected {
+        for v in outs {
+            for (x, y) in oracle[v].iter().zip(got[kname][v].iter()) {
+                assert!(same(*x, *y), "{kname}: `{v}` oracle {x}, C {y}");
+            }
+        }
+    }
+}
+
+#[test]
+fn on_random_floats_fma_mode_stays_within_the_bound_of_the_spec() {
+    let (tc, fast_fma) = toolchain();
+    let mut kernels = Vec::new();
+    let mut expected = BTreeMap::new();
+    for (name, src) in PROGRAMS {
+        let p = compile(src);
+        for seed in 0..3u64 {
+            let inputs = random_floats(&p, seed);
+            let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+            let bounds = teil_interp::rounding::fma_bounds(&p, &inputs).expect("bounds");
+            for pad in [1, 3] {
+                let kname = format!("{name}_s{seed}_m{pad}");
+                kernels.push((lower(&p, &kname, pad, false, true), inputs.clone()));
+                expected.insert(kname, (outputs(&p), oracle.clone(), bounds.clone()));
+            }
+        }
+    }
+    let got = run_all(&tc, &kernels);
+    let (mut cells, mut differing) = (0, 0);
+    for (kname, (outs, oracle, bounds)) in &expected {
+        for v in outs {
+            let cells_of = oracle[v].iter().zip(got[kname][v].iter());
+            for ((x, y), b) in cells_of.zip(bounds[v].iter()) {
+                // Division-free programs on these inputs: every cell has a finite bound, and
+                // a non-trivial one (the programs round).
+                assert!(b.is_finite() && *b > 0.0, "{kname}: `{v}` bound {b}");
+                assert!(
+                    (x - y).abs() <= *b,
+                    "{kname}: `{v}` oracle {x}, fma {y}, |difference| {} > bound {b}",
+                    (x - y).abs()
+                );
+                cells += 1;
+                differing += usize::from(x != y);
+            }
+        }
+    }
+    // 3 seeds x 2 multiples x (340 + 29 + 15 + 39 + 5) output cells.
+    assert_eq!(cells, 3 * 2 * (340 + 29 + 15 + 39 + 5));
+    // Where the target fuses, rounding once shows in some cells (not a vacuous comparison).
+    assert_eq!(
+        differing > 0,
+        fast_fma,
+        "{differing} of {cells} cells differ"
+    );
+}
+
+/// `x = [-1, 1 + 2^-27]`, `y = [1 + 2^-26, 1 + 2^-27]`: exact mode computes
+/// `-(1 + 2^-26) ⊕ round((1 + 2^-27)^2) = 0`, because the product's last bit `2^-54` is
+/// rounded away; fma mode computes `fma(1 + 2^-27, 1 + 2^-27, -(1 + 2^-26)) = 2^-54`.
+const X: [f64; 2] = [-1.0, 1.0 + 1.0 / (1u64 << 27) as f64];
+const Y: [f64; 2] = [
+    1.0 + 1.0 / (1u64 << 26) as f64,
+    1.0 + 1.0 / (1u64 << 27) as f64,
+];
+const FUSED: f64 = 1.0 / (1u64 << 54) as f64;
+
+#[test]
+fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form() {
+    assert_eq!(X[0] * Y[0] + X[1] * Y[1], 0.0);
+    assert_eq!(X[1].mul_add(Y[1], X[0] * Y[0]), FUSED);
+    // Matrix product: row 1 of A is x, column 1 of B is y (zeros elsewhere in them).
+    let mm = compile(MATMUL);
+    let mut a = Tensor::zeros(vec![20, 18]);
+    let mut b = Tensor::zeros(vec![18, 17]);
+    for k in 0..2 {
+        a[[0, k]] = X[k];
+        b[[k, 0]] = Y[k];
+    }
+    let mm_in = BTreeMap::from([("A".to_string(), a.clone()), ("B".to_string(), b)]);
+    // Matrix-vector product: rows 1 (in a block of 8 lanes) and 29 (in the remainder) of A
+    // are x, the vector is y.
+    let mv = compile(MATVEC);
+    let mut v = Tensor::zeros(vec![20]);
+    v[[0]] = Y[0];
+    v[[1]] = Y[1];
+    let mut a29 = Tensor::zeros(vec![29, 20]);
+    for row in [0, 28] {
+        a29[[row, 0]] = X[0];
+        a29[[row, 1]] = X[1];
+    }
+    let mv_in = BTreeMap::from([("A".to_string(), a29), ("x".to_string(), v)]);
+    // The small contraction (plain nest): the first 2 terms of row 1 and column 1.
+    let sm = compile(SMALL);
+    let mut a34 = Tensor::zeros(vec![3, 4]);
+    let mut b45 = Tensor::zeros(vec![4, 5]);
+    for k in 0..2 {
+        a34[[0, k]] = X[k];
+        b45[[k, 0]] = Y[k];
+    }
+    let sm_in = BTreeMap::from([("A".to_string(), a34), ("B".to_string(), b45)]);
+    // Element-wise: A * B + D with A = B = x[1] and D = -(1 + 2^-26) in cell [1, 1].
+    let ew = compile(ELEMENTWISE);
+    let mut ea = Tensor::ones(vec![4, 3]);
+    let mut ed = Tensor::ones(vec![4, 3]);
+    ea[[0, 0]] = X[1];
+    ed[[0, 0]] = -Y[0];
+    let ew_in = BTreeMap::from([
+        ("A".to_string(), ea.clone()),
+        ("B".to_string(), ea),
+        ("D".to_string(), ed),
+    ]);
+
+    // Each case: the program, its inputs, the output, the crafted cells (flat), the step kind.
+    type Case<'a> = (
+        &'a str,
+        &'a CheckedProgram,
+        &'a BTreeMap<String, Tensor>,
+        &'a str,
+        &'a [usize],
+        Printing,
+    );
+    let cases: [Case; 4] = [
+        ("matmul", &mm, &mm_in, "C", &[0], Printing::Packed),
+        ("matvec", &mv, &mv_in, "y", &[0, 28], Printing::Dot),
+        ("small", &sm, &sm_in, "C", &[0], Printing::Plain),
+        ("elementwise", &ew, &ew_in, "E", &[0], Printing::Plain),
+    ];
+    let (tc, fast_fma) = toolchain();
+    let portable = Toolchain {
+        cflags: [tc.cflags.clone(), vec!["-Dteil_portable".to_string()]].concat(),
+        ..tc.clone()
+    };
+    for tc in [&tc, &portable] {
+        let mut kernels = Vec::new();
+        for (name, p, inputs, _, _, form) in &cases {
+            for fma in [false, true] {
+                let k = lower(p, &format!("{name}_f{}", fma as u8), 1, true, fma);
+                assert!(opt::printing(&k).contains(form), "{name}: {form:?} step");
+                kernels.push((k, (*inputs).clone()));
+            }
+        }
+        let got = run_all(tc, &kernels);
+        for (name, _, _, out, cells, _) in &cases {
+            for &cell in *cells {
+                let exact = got[&format!("{name}_f0")][*out].iter().nth(cell).copied();
+                let fused = got[&format!("{name}_f1")][*out].iter().nth(cell).copied();
+                assert_eq!(exact, Some(0.0), "{name}: exact mode rounds the product");
+                if fast_fma {
+                    assert_eq!(fused, Some(FUSED), "{name} ({:?}): fma mode", tc.cflags);
+                } else {
+                    eprintln!(
+                        "skipped: `cc {}` does not define __FP_FAST_FMA (no FMA instructions), \
+                         so fma mode computes the exact result ({name}: {fused:?})",
+                        tc.cflags.join(" ")
+                    );
+                    assert_eq!(
+                        fused,
+                        Some(0.0),
+                        "{name}: without fast FMA nothing is fused"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fma_kernels_validate_and_say_so_and_exact_mode_is_untouched() {
+    for (name, src) in PROGRAMS {
+        let p = compile(src);
+        for pad in [1, 3] {
+            for lift in [false, true] {
+                let exact = lower(&p, "teil_kernel", pad, lift, false);
+                let fma = lower(&p, "teil_kernel", pad, lift, true);
+                assert!(fma.fma && !exact.fma);
+                let v = validate::validate(&p, &fma)
+                    .unwrap_or_else(|e| panic!("{name}, M = {pad}, lift {lift}: {e}"));
+                assert_eq!(v, validate::validate(&p, &exact).expect("exact validates"));
+                // The IR text differs in its header only.
+                let (ir_fma, ir_exact) = (fma.to_string(), exact.to_string());
+                let header = |s: &str| s.lines().next().unwrap_or("").to_string();
+                assert!(header(&ir_fma).ends_with(", fma)"), "{ir_fma}");
+                assert!(!header(&ir_exact).contains("fma"), "{ir_exact}");
+                assert_eq!(
+                    ir_fma.lines().skip(1).collect::<Vec<_>>(),
+                    ir_exact.lines().skip(1).collect::<Vec<_>>()
+                );
+                let c_exact = teil_cbackend::print::module(&[&exact]);
+                let c_fma = teil_cbackend::print::module(&[&fma]);
+                assert!(
+                    !c_exact.contains("fma"),
+                    "{name}: exact mode C mentions fma"
+                );
+                assert!(
+                    c_fma.contains("teil_fma("),
+                    "{name}: fma mode C fuses nothing"
+                );
+                let packed = opt::printing(&fma).contains(&Printing::Packed);
+                assert_eq!(c_fma.contains("teil_tile_fma("), packed, "{name}");
+                assert!(
+                    !c_fma.contains("teil_tile("),
+                    "{name}: the exact tile in fma mode"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_bound_of_a_contraction_is_two_gamma_k_times_the_sum_of_absolute_products() {
+    // spec/values.md: |fma − exact| ≤ 2 γ_k Σ |a_i| |b_i| for a contraction of length k = 20.
+    let p = compile(MATVEC);
+    let inputs = random_floats(&p, 11);
+    let bounds = teil_interp::rounding::fma_bounds(&p, &inputs).expect("bounds");
+    let (a, x) = (&inputs["A"], &inputs["x"]);
+    let g = teil_interp::rounding::gamma(20).expect("small k");
+    for i in 0..29 {
+        let m: f64 = (0..20).map(|k| (a[[i, k]] * x[[k]]).abs()).sum();
+        let want = 2.0 * g * m;
+        let b = bounds["y"][[i]];
+        assert!(
+            b >= want && b <= want * (1.0 + 1e-12),
+            "y[{i}]: bound {b}, 2 γ_20 Σ|a x| = {want}"
+        );
+    }
+}
