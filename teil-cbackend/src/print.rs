@@ -26,8 +26,9 @@ struct Helpers {
     alloc: bool,
     /// Scratch memory for packed panels (contraction kernels).
     scratch: bool,
-    /// The register tile of the packed contraction kernel.
-    tile: bool,
+    /// The choice of the contraction kernels' target (`teil_vector_bits`): some contraction
+    /// step has variants that differ by target.
+    select: bool,
 }
 
 impl Helpers {
@@ -39,7 +40,7 @@ impl Helpers {
             inf: self.inf || o.inf,
             alloc: self.alloc || o.alloc,
             scratch: self.scratch || o.scratch,
-            tile: self.tile || o.tile,
+            select: self.select || o.select,
         }
     }
 }
@@ -63,17 +64,11 @@ fn helpers(k: &Kernel) -> Helpers {
             }
             _ => {}
         });
-        if let Step::Contract {
-            c:
-                Contraction {
-                    strategy: Strategy::Packed { .. },
-                    ..
-                },
-            ..
-        } = s
-        {
-            h.scratch = true;
-            h.tile = true;
+        if let Step::Contract { c, .. } = s {
+            // Packed steps call the register tile of the target's vector width.
+            let packed = matches!(c.strategy, Strategy::Packed { .. });
+            h.scratch |= packed;
+            h.select |= packed || c.strategy.groups().len() > 1;
         }
     }
     h
@@ -107,8 +102,13 @@ pub fn module(kernels: &[&Kernel]) -> String {
     if h.nan || h.inf || h.alloc || h.scratch {
         out.push('\n');
     }
-    if h.tile {
-        out.push_str(contract::TILE_HELPER.trim_start());
+    if h.select {
+        out.push_str(&contract::select());
+        out.push('\n');
+    }
+    let tiles = contract::tiles(kernels);
+    if !tiles.is_empty() {
+        out.push_str(tiles.trim_start());
         out.push('\n');
     }
     if h.max {
@@ -351,13 +351,8 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
         }
         Step::Contract { comment, c } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
-            let mut count = 0usize;
-            let mut fresh = || {
-                count += 1;
-                format!("i{}", count - 1)
-            };
             out.push_str("    {\n");
-            contract::print(k, c, out, 2, &mut fresh);
+            contract::print(k, c, out, 2);
             out.push_str("    }\n");
         }
         Step::Tiled { comment, t } => {
