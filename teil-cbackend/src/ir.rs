@@ -772,11 +772,14 @@ impl fmt::Display for Kernel {
                                     Some(format!("{}: {}", group(ts), v.lanes))
                                 })
                                 .collect();
+                            let lanes = match (groups.len(), variants.first()) {
+                                (1, Some(v)) => format!("{} lanes", v.lanes),
+                                _ => format!("lanes {}", lanes.join("; ")),
+                            };
                             writeln!(
                                 f,
-                                "contract dot (lane l{}, lanes {}) // {}",
+                                "contract dot (lane l{}, {lanes}) // {}",
                                 lane.0,
-                                lanes.join("; "),
                                 one_line(comment)
                             )?
                         }
