@@ -664,7 +664,10 @@ impl<'k> Machine<'k> {
                         self.malformed(format!("dot lane l{} is not a target label", lane.0))
                     );
                 };
-                let lanes = variants.iter().find(|v| v.target == t).map_or(0, |v| v.lanes);
+                let lanes = variants
+                    .iter()
+                    .find(|v| v.target == t)
+                    .map_or(0, |v| v.lanes);
                 if lanes == 0 {
                     return Err(self.malformed(format!("dot products with 0 lanes for {t}")));
                 }

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use teil_cbackend::ir::{Kernel, Step, Strategy, Target};
 use teil_cbackend::opt::{self, Printing, Tuning};
 use teil_cbackend::plant::{self, Bug};
+use teil_cbackend::run::Toolchain;
 use teil_cbackend::validate::{self, Failure};
 use teil_cbackend::Options;
-use teil_cbackend::run::Toolchain;
 use teil_fuzz::campaign::{self, Check, Config, DEFAULT_CFLAGS};
 
 fn lower_dir() -> std::path::PathBuf {

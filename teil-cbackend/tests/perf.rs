@@ -605,7 +605,9 @@ impl TargetPath {
         if self.needs.is_empty() {
             return Ok(());
         }
-        let cpu = cpu.as_ref().map_err(|e| format!("cannot probe the CPU: {e}"))?;
+        let cpu = cpu
+            .as_ref()
+            .map_err(|e| format!("cannot probe the CPU: {e}"))?;
         match self.needs.iter().find(|f| cpu.get(**f) != Some(&true)) {
             Some(f) => Err(format!("this CPU has no {f}")),
             None => Ok(()),
@@ -621,8 +623,11 @@ fn scratch() -> tempfile::TempDir {
 fn compiles(flags: &str) -> Result<(), String> {
     let dir = scratch();
     let src = dir.path().join("probe.c");
-    std::fs::write(&src, "int teil_probe(void);\nint teil_probe(void) { return 0; }\n")
-        .expect("write");
+    std::fs::write(
+        &src,
+        "int teil_probe(void);\nint teil_probe(void) { return 0; }\n",
+    )
+    .expect("write");
     let out = Command::new("cc")
         .args(flags.split_whitespace())
         .arg("-c")
@@ -733,7 +738,11 @@ fn every_target_path_selects_its_kernels() {
         );
         if let Some(reg) = path.registers {
             let asm = run(&["-S"]);
-            assert!(asm.contains(&format!("%{reg}")), "{}: no {reg} register", path.name);
+            assert!(
+                asm.contains(&format!("%{reg}")),
+                "{}: no {reg} register",
+                path.name
+            );
             if reg == "ymm" {
                 assert!(!asm.contains("%zmm"), "{}: zmm registers", path.name);
             }

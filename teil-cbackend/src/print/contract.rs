@@ -798,10 +798,7 @@ static void teil_tile_{mr}x{nr}(long long kc, const double *pa, const double *pb
             "            pa += {mr};\n            pb += {nr};\n        }}\n        if (dense) {{"
         );
         for i in 0..mr {
-            let _ = writeln!(
-                s,
-                "            double *d{i} = t + rows[{i}] + cols[0];"
-            );
+            let _ = writeln!(s, "            double *d{i} = t + rows[{i}] + cols[0];");
         }
         for i in 0..mr {
             let row: Vec<String> = (0..vecs)
