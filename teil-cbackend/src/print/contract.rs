@@ -676,15 +676,19 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
     if shapes.is_empty() {
         return String::new();
     }
-    let mut groups: Vec<((u64, &BTreeSet<(u64, u64)>), Vec<Target>)> = Vec::new();
+    // Targets with the same vector width and tile shapes print the same tiles.
+    let mut keys: Vec<(u64, &BTreeSet<(u64, u64)>)> = Vec::new();
+    let mut targets: Vec<Vec<Target>> = Vec::new();
     for (t, set) in &shapes {
         let key = (t.width(), set);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, ts)) => ts.push(*t),
-            None => groups.push((key, vec![*t])),
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => targets[i].push(*t),
+            None => {
+                keys.push(key);
+                targets.push(vec![*t]);
+            }
         }
     }
-    let targets: Vec<Vec<Target>> = groups.into_iter().map(|(_, ts)| ts).collect();
     let mut out = String::new();
     branches(&targets, &mut out, |out, t| {
         for &(mr, nr) in &shapes[&t] {
