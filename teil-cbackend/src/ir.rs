@@ -223,7 +223,110 @@ pub struct Contraction {
     pub strategy: Strategy,
 }
 
-/// The order in which a [`Contraction`]'s cells are computed.
+/// A target the generated C tells apart at compile time (spec/padding.md, "Contraction
+/// kernels"): the printed C chooses, with the preprocessor, the [`Strategy`] variant of its
+/// target. The macro `teil_vector_bits` names the target ([`Target::vector_bits`]); unless the
+/// compiler's flags define it, the C defines it from the compiler's own target macros
+/// ([`Target::condition`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// GCC or Clang with `__AVX512F__`: 32 registers of 8 doubles.
+    Avx512,
+    /// GCC or Clang for AArch64 (`__ARM_NEON` and `__aarch64__`): 32 registers of 2 doubles.
+    Neon,
+    /// Any other GCC or Clang target: written for AVX and AVX2 (16 registers of 4 doubles);
+    /// elsewhere (x86-64 without AVX, for example) the compiler splits the 4-double vectors.
+    Avx,
+    /// Other compilers, and `-Dteil_portable`: plain C99, no vector extensions.
+    Portable,
+}
+
+impl Target {
+    /// Every target, in the order the printed C tests them (the last one is the fallback).
+    pub const ALL: [Target; 4] = [Target::Avx512, Target::Neon, Target::Avx, Target::Portable];
+
+    /// The value of the C macro `teil_vector_bits` that selects this target: the width of the
+    /// vectors its kernels are written with, 0 for plain C.
+    pub fn vector_bits(self) -> u64 {
+        match self {
+            Target::Avx512 => 512,
+            Target::Neon => 128,
+            Target::Avx => 256,
+            Target::Portable => 0,
+        }
+    }
+
+    /// Doubles per vector of the kernels written for this target (1: plain C).
+    pub fn width(self) -> u64 {
+        (self.vector_bits() / 64).max(1)
+    }
+
+    /// The C preprocessor condition under which this target is chosen when `teil_vector_bits`
+    /// is not given: [`Target::Portable`]'s first, then the others in [`Target::ALL`] order
+    /// ([`Target::Avx`]'s holds for every GCC or Clang target that is none of the others).
+    pub fn condition(self) -> &'static str {
+        match self {
+            Target::Avx512 => "defined(__AVX512F__)",
+            Target::Neon => "defined(__ARM_NEON) && defined(__aarch64__)",
+            Target::Avx => "defined(__GNUC__)",
+            Target::Portable => "defined(teil_portable) || !defined(__GNUC__)",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Avx512 => "AVX-512",
+            Target::Neon => "NEON",
+            Target::Avx => "AVX",
+            Target::Portable => "portable C",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The register tile and the panels of a packed product on one [`Target`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Panels {
+    pub target: Target,
+    /// Rows of the register tile (`MR`).
+    pub mr: u64,
+    /// Columns of the register tile (`NR`), a multiple of the target's [`Target::width`].
+    pub nr: u64,
+    /// Terms per panel.
+    pub kc: u64,
+    /// Rows per panel, a multiple of `mr` (or all rows).
+    pub mc: u64,
+    /// Columns per panel.
+    pub nc: u64,
+}
+
+impl Panels {
+    /// What decides the order of operations: the tile and the panels, not the target (the
+    /// vector width does not change any cell's operations, see [`Strategy::Packed`]).
+    pub fn order(&self) -> [u64; 5] {
+        [self.mr, self.nr, self.kc, self.mc, self.nc]
+    }
+}
+
+/// The dot-product blocking on one [`Target`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Lanes {
+    pub target: Target,
+    /// Cells summed side by side.
+    pub lanes: u64,
+}
+
+/// The order in which a [`Contraction`]'s cells are computed. Each strategy lists one variant
+/// per [`Target`] (every target exactly once, in [`Target::ALL`] order); the printed C chooses
+/// the variant of the target it is compiled for, and the validator interprets every variant
+/// (one interpretation per distinct order of operations). Every variant computes every cell
+/// with the operations of [`Contraction::nest`] in its order, so the choice cannot change a
+/// result.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Strategy {
     /// BLIS-style packed matrix product. The free labels are split into `batch` labels (read
@@ -232,14 +335,17 @@ pub enum Strategy {
     /// and `cols` the labels are listed outermost first and a flat row (column) number
     /// `x < m` (`< n`) stands for the multi-index whose last label varies fastest.
     ///
-    /// Order: for every batch multi-index (row-major), for column panels `jc = 0, nc, ...
-    /// < n` of `ncb = min(nc, n - jc)` columns, for term panels `pc = 0, kc, ... < K` of
+    /// Order, with the [`Panels`] `MR`, `NR`, `kc`, `mc`, `nc` of the target: for every batch
+    /// multi-index (row-major), for column panels `jc = 0, nc, ... < n` of
+    /// `ncb = min(nc, n - jc)` columns, for term panels `pc = 0, kc, ... < K` of
     /// `kcb = min(kc, K - pc)` terms, for row panels `ic = 0, mc, ... < m` of
     /// `mcb = min(mc, m - ic)` rows, for column slivers `jr = 0, NR, ... < ncb`, for row slivers
     /// `ir = 0, MR, ... < mcb`: the register tile updates every cell (row `ic + ir + i`,
     /// column `jc + jr + j`, `i < min(MR, mcb - ir)`, `j < min(NR, ncb - jr)`) as
     /// `cell = (pc == 0 ? -0.0 : cell) + a·b (term pc) + ... + a·b (term pc + kcb - 1)`.
-    /// `MR` x `NR` is the 6 x 8 register tile of the printed C.
+    /// The tile's cells are independent: a vector of `w` doubles holds `w` cells of one row, and
+    /// each vector operation is `w` binary64 operations, one per cell, so the vector width
+    /// changes which cells share an instruction, never a cell's operations or their order.
     Packed {
         swap: bool,
         batch: Vec<Bound>,
@@ -249,15 +355,47 @@ pub enum Strategy {
         m: u64,
         /// Columns of the product: the product of the column extents.
         n: u64,
-        kc: u64,
-        mc: u64,
-        nc: u64,
+        /// One per target, in [`Target::ALL`] order.
+        variants: Vec<Panels>,
     },
     /// Register-blocked dot products along `lane` (a free label): for the other free labels
-    /// (outermost first), for blocks of `lanes` consecutive indices of `lane` (while a whole
-    /// block fits its extent), every cell of the block is summed over `k = 0 .. K` side by side;
-    /// then the remaining indices of `lane` one by one.
-    Dot { lane: Label, lanes: u64 },
+    /// (outermost first), for blocks of `lanes` (the target's [`Lanes`]) consecutive indices of
+    /// `lane` (while a whole block fits its extent), every cell of the block is summed over
+    /// `k = 0 .. K` side by side; then the remaining indices of `lane` one by one.
+    Dot { lane: Label, variants: Vec<Lanes> },
+}
+
+impl Strategy {
+    /// The targets grouped by the order of operations their variants print (one group when
+    /// every target computes in the same order), in [`Target::ALL`] order of each group's
+    /// first target. The printer prints one branch per group, the validator interprets one.
+    pub fn groups(&self) -> Vec<Vec<Target>> {
+        let keys: Vec<(Target, Vec<u64>)> = match self {
+            Strategy::Packed { variants, .. } => variants
+                .iter()
+                .map(|v| (v.target, v.order().to_vec()))
+                .collect(),
+            Strategy::Dot { variants, .. } => {
+                variants.iter().map(|v| (v.target, vec![v.lanes])).collect()
+            }
+        };
+        let mut groups: Vec<(Vec<u64>, Vec<Target>)> = Vec::new();
+        for (t, key) in keys {
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, ts)) => ts.push(t),
+                None => groups.push((key, vec![t])),
+            }
+        }
+        groups.into_iter().map(|(_, ts)| ts).collect()
+    }
+
+    /// The targets the variants name, in order.
+    pub fn targets(&self) -> Vec<Target> {
+        match self {
+            Strategy::Packed { variants, .. } => variants.iter().map(|v| v.target).collect(),
+            Strategy::Dot { variants, .. } => variants.iter().map(|v| v.target).collect(),
+        }
+    }
 }
 
 /// A reduction-free perfect nest `for l_1 ... for l_r { buf[..] = value }` whose store writes
@@ -635,6 +773,10 @@ impl fmt::Display for Kernel {
                     one_line(comment)
                 )?,
                 Step::Contract { comment, c } => {
+                    let group = |ts: &[Target]| -> String {
+                        ts.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+                    };
+                    let groups = c.strategy.groups();
                     match &c.strategy {
                         Strategy::Packed {
                             swap,
@@ -643,25 +785,54 @@ impl fmt::Display for Kernel {
                             cols,
                             m,
                             n,
-                            kc,
-                            mc,
-                            nc,
-                        } => writeln!(
-                            f,
-                            "contract packed (rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
-                             panels kc {kc} mc {mc} nc {nc}) // {}",
-                            if *swap { "b" } else { "a" },
-                            bounds(rows),
-                            bounds(cols),
-                            bounds(batch),
-                            one_line(comment)
-                        )?,
-                        Strategy::Dot { lane, lanes } => writeln!(
-                            f,
-                            "contract dot (lane l{}, {lanes} lanes) // {}",
-                            lane.0,
-                            one_line(comment)
-                        )?,
+                            variants,
+                        } => {
+                            let tiles: Vec<String> = groups
+                                .iter()
+                                .filter_map(|ts| {
+                                    let v = variants.iter().find(|v| v.target == ts[0])?;
+                                    Some(format!(
+                                        "{}: {}x{} kc {} mc {} nc {}",
+                                        group(ts),
+                                        v.mr,
+                                        v.nr,
+                                        v.kc,
+                                        v.mc,
+                                        v.nc
+                                    ))
+                                })
+                                .collect();
+                            writeln!(
+                                f,
+                                "contract packed (rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
+                                 tiles {}) // {}",
+                                if *swap { "b" } else { "a" },
+                                bounds(rows),
+                                bounds(cols),
+                                bounds(batch),
+                                tiles.join("; "),
+                                one_line(comment)
+                            )?
+                        }
+                        Strategy::Dot { lane, variants } => {
+                            let lanes: Vec<String> = groups
+                                .iter()
+                                .filter_map(|ts| {
+                                    let v = variants.iter().find(|v| v.target == ts[0])?;
+                                    Some(format!("{}: {}", group(ts), v.lanes))
+                                })
+                                .collect();
+                            let lanes = match (groups.len(), variants.first()) {
+                                (1, Some(v)) => format!("{} lanes", v.lanes),
+                                _ => format!("lanes {}", lanes.join("; ")),
+                            };
+                            writeln!(
+                                f,
+                                "contract dot (lane l{}, {lanes}) // {}",
+                                lane.0,
+                                one_line(comment)
+                            )?
+                        }
                     }
                     writeln!(
                         f,

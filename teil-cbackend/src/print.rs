@@ -26,12 +26,11 @@ struct Helpers {
     alloc: bool,
     /// Scratch memory for packed panels (contraction kernels).
     scratch: bool,
-    /// The register tile of the packed contraction kernel.
-    tile: bool,
+    /// The choice of the contraction kernels' target (`teil_vector_bits`): some contraction
+    /// step has variants that differ by target.
+    select: bool,
     /// Fused multiply-adds (fma mode): `teil_fma`.
     fma: bool,
-    /// The register tile in fma mode.
-    tile_fma: bool,
 }
 
 impl Helpers {
@@ -43,9 +42,8 @@ impl Helpers {
             inf: self.inf || o.inf,
             alloc: self.alloc || o.alloc,
             scratch: self.scratch || o.scratch,
-            tile: self.tile || o.tile,
+            select: self.select || o.select,
             fma: self.fma || o.fma,
-            tile_fma: self.tile_fma || o.tile_fma,
         }
     }
 }
@@ -69,32 +67,27 @@ fn helpers(k: &Kernel) -> Helpers {
             }
             _ => {}
         });
-        if let Step::Contract {
-            c:
-                Contraction {
-                    strategy: Strategy::Packed { .. },
-                    ..
-                },
-            ..
-        } = s
-        {
-            h.scratch = true;
-            h.tile |= !k.fma;
-            h.tile_fma |= k.fma;
+        if let Step::Contract { c, .. } = s {
+            // Packed steps call the register tile of the target's vector width.
+            let packed = matches!(c.strategy, Strategy::Packed { .. });
+            h.scratch |= packed;
+            h.select |= packed || c.strategy.groups().len() > 1;
         }
     }
-    // `teil_fma` (the fma tile uses it in its portable path).
+    // `teil_fma` (the fma tiles use it too).
     h.fma = k.fma && k.has_fusable();
     h
 }
 
 /// The C statement `acc = acc + x * y` (the C expressions `x` and `y`) as printed: fused in
-/// fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y` otherwise.
-pub(crate) fn multiply_add(fma: bool, acc: &str, x: &str, y: &str) -> String {
-    if fma {
-        format!("{acc} = teil_fma({x}, {y}, {acc});")
-    } else {
-        format!("{acc} += {x} * {y};")
+/// fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y` otherwise. With `lanes > 1`
+/// the operands are GCC/Clang vectors of that many doubles and the fused form is the
+/// lane-by-lane macro `teil_fmav<lanes>` ([`contract::fma_lanes`]).
+pub(crate) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -> String {
+    match (fma, lanes) {
+        (false, _) => format!("{acc} += {x} * {y};"),
+        (true, 1) => format!("{acc} = teil_fma({x}, {y}, {acc});"),
+        (true, n) => format!("{acc} = teil_fmav{n}({x}, {y}, {acc});"),
     }
 }
 
@@ -129,12 +122,13 @@ pub fn module(kernels: &[&Kernel]) -> String {
     if h.nan || h.inf || h.alloc || h.scratch || h.fma {
         out.push('\n');
     }
-    if h.tile {
-        out.push_str(contract::TILE_HELPER.trim_start());
+    if h.select {
+        out.push_str(&contract::select());
         out.push('\n');
     }
-    if h.tile_fma {
-        out.push_str(&contract::tile_fma_helper());
+    let tiles = contract::tiles(kernels);
+    if !tiles.is_empty() {
+        out.push_str(tiles.trim_start());
         out.push('\n');
     }
     if h.max {
@@ -398,13 +392,8 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
         }
         Step::Contract { comment, c } => {
             let _ = writeln!(out, "    /* {} */", comment_text(comment));
-            let mut count = 0usize;
-            let mut fresh = || {
-                count += 1;
-                format!("i{}", count - 1)
-            };
             out.push_str("    {\n");
-            contract::print(k, c, out, 2, &mut fresh);
+            contract::print(k, c, out, 2);
             out.push_str("    }\n");
         }
         Step::Tiled { comment, t } => {
@@ -563,7 +552,7 @@ impl Printer<'_> {
                     let _ = writeln!(
                         self.out,
                         "{}",
-                        multiply_add(true, &format!("acc{acc}"), &x, &y)
+                        multiply_add(true, 1, &format!("acc{acc}"), &x, &y)
                     );
                     return;
                 }

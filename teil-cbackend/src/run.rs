@@ -279,7 +279,21 @@ pub fn run_batch(
     })
 }
 
-/// Runs the compiler of `tc` as `CC FLAGS ARGS...` (no shell) through [`supervise`], with its
+/// The environment variable whose whitespace-separated flags are appended to the flags of every
+/// C compilation the backend runs (after [`Toolchain::cflags`]). For running a test suite
+/// against one target's kernels, for example `TEIL_EXTRA_CFLAGS="-mavx512f"` or
+/// `TEIL_EXTRA_CFLAGS=-Dteil_portable` (spec/padding.md, "Contraction kernels"; README, *Tests*).
+pub const EXTRA_CFLAGS_VAR: &str = "TEIL_EXTRA_CFLAGS";
+
+/// The flags of [`EXTRA_CFLAGS_VAR`] (none when it is unset).
+pub fn extra_cflags() -> Vec<String> {
+    std::env::var(EXTRA_CFLAGS_VAR)
+        .map(|v| v.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Runs the compiler of `tc` as `CC FLAGS EXTRA ARGS...` (no shell; `EXTRA` from
+/// [`EXTRA_CFLAGS_VAR`]) through [`supervise`], with its
 /// messages and its own temporaries (`TMPDIR`) in `scratch`, so that they are removed with it
 /// even when the compiler is killed. Errors name `source`, which the caller keeps when the
 /// compiler could not be run or failed. Every compilation of the backend goes through here
@@ -293,6 +307,7 @@ pub(crate) fn compile(
     let cc_stderr = scratch.join("cc.stderr");
     let mut cc = Command::new(&tc.cc);
     cc.args(&tc.cflags)
+        .args(extra_cflags())
         .args(args)
         .env("TMPDIR", scratch)
         .stdin(Stdio::null())

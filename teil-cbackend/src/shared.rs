@@ -482,6 +482,11 @@ fn cache_key(source: &str, tc: &Toolchain) -> String {
     for f in &tc.cflags {
         field(f.as_bytes());
     }
+    // The compilation appends these (crate::run::EXTRA_CFLAGS_VAR).
+    field(b"extra flags");
+    for f in crate::run::extra_cflags() {
+        field(f.as_bytes());
+    }
     field(source.as_bytes());
     let digest = h.finalize();
     digest.iter().fold(String::with_capacity(64), |mut s, b| {

@@ -18,12 +18,18 @@
 //! Any access outside a buffer's padded shape, an unbound loop variable or an uninitialised
 //! accumulator rejects the kernel ([`Failure::Malformed`]).
 //!
+//! A contraction step has one variant per [`Target`] ([`Strategy`]); the printed C runs the
+//! variant of the target it is compiled for. The kernel is interpreted once per distinct order
+//! of operations ([`orders`]): targets whose variants print the same loops (they differ at
+//! most in the vector width of the register tile, and a vector operation is one binary64
+//! operation per cell) share one interpretation, every other target gets its own, and the
+//! kernel validates only if every interpretation does.
+//!
 //! Symbolic evaluation is bounded ([`Limits`]): a program whose evaluation would exceed the
 //! bounds is refused with [`Failure::TooLarge`], never a hang. Validation is meant for small
 //! shapes.
 
 use crate::ir::*;
-use crate::opt::contract;
 use std::collections::BTreeMap;
 use std::fmt;
 use teil::ast::{BinOp, Expr, ExprKind, RedOp, ShapeDisplay};
@@ -68,6 +74,9 @@ pub struct Validated {
     pub padding_cells: u64,
     /// Sum-of-products regions contraction lifting rewrote ([`Kernel::lifted`]).
     pub lifted: usize,
+    /// The targets grouped by the order of operations of their variants ([`orders`]): the
+    /// kernel was interpreted once per group.
+    pub orders: Vec<Vec<Target>>,
 }
 
 impl fmt::Display for Validated {
@@ -229,15 +238,75 @@ pub fn validate_with(
             limits.max_cells
         )));
     }
+    let orders = orders(kernel);
     let (result, _) = symbolic::with_limits(limits.terms, || {
         let oracle = run_oracle(p)?;
-        let mut m = Machine::new(kernel);
-        for (i, s) in kernel.steps.iter().enumerate() {
-            m.step(i, s)?;
+        let mut validated = None;
+        for group in &orders {
+            let v = interpret(kernel, group[0], &oracle)?;
+            validated.get_or_insert(v);
         }
-        m.compare(&oracle)
+        let mut v = validated.ok_or_else(|| Failure::Malformed {
+            step: 0,
+            comment: "targets".to_string(),
+            what: "no target to validate".to_string(),
+        })?;
+        v.orders = orders.clone();
+        Ok(v)
     });
     result
+}
+
+/// Validates `kernel` as compiled for `target` alone: its contraction steps run the variant of
+/// `target` (the other targets' variants are not interpreted).
+pub fn validate_target(
+    p: &CheckedProgram,
+    kernel: &Kernel,
+    target: Target,
+) -> Result<Validated, Failure> {
+    let (result, _) = symbolic::with_limits(Limits::default().terms, || {
+        let oracle = run_oracle(p)?;
+        let mut v = interpret(kernel, target, &oracle)?;
+        v.orders = vec![vec![target]];
+        Ok(v)
+    });
+    result
+}
+
+/// [`Target::ALL`] grouped by the order of operations of their variants in `kernel`: two
+/// targets share a group when every contraction step gives them the same order
+/// ([`Strategy::groups`]). One group for a kernel without contraction steps.
+pub fn orders(kernel: &Kernel) -> Vec<Vec<Target>> {
+    let mut groups: Vec<Vec<Target>> = vec![Target::ALL.to_vec()];
+    for s in &kernel.steps {
+        let Step::Contract { c, .. } = s else {
+            continue;
+        };
+        let by_step = c.strategy.groups();
+        let same = |a: Target, b: Target| by_step.iter().any(|g| g.contains(&a) && g.contains(&b));
+        let mut refined = Vec::new();
+        for g in groups {
+            let mut parts: Vec<Vec<Target>> = Vec::new();
+            for t in g {
+                match parts.iter_mut().find(|p| same(p[0], t)) {
+                    Some(p) => p.push(t),
+                    None => parts.push(vec![t]),
+                }
+            }
+            refined.extend(parts);
+        }
+        groups = refined;
+    }
+    groups
+}
+
+/// Runs `kernel` with the variants of `target` and compares it with the oracle.
+fn interpret(kernel: &Kernel, target: Target, oracle: &Store<Sym>) -> Result<Validated, Failure> {
+    let mut m = Machine::new(kernel, target);
+    for (i, s) in kernel.steps.iter().enumerate() {
+        m.step(i, s)?;
+    }
+    m.compare(oracle)
 }
 
 /// The oracle over the symbolic domain: every input cell a leaf.
@@ -325,8 +394,8 @@ fn acc_value(a: Acc) -> Sym {
     }
 }
 
-/// The layout of a packed contraction, as [`Machine::panels`] reads it.
-struct Panels<'c> {
+/// The layout of a packed contraction on one target, as [`Machine::panels`] reads it.
+struct Layout<'c> {
     row_op: &'c Access,
     col_op: &'c Access,
     rows: &'c [Bound],
@@ -336,6 +405,8 @@ struct Panels<'c> {
     kc: u64,
     mc: u64,
     nc: u64,
+    mr: u64,
+    nr: u64,
 }
 
 fn identity(op: RedOp) -> Sym {
@@ -361,6 +432,8 @@ enum Home {
 /// The symbolic machine: the kernel's memory and the state of the nest being run.
 struct Machine<'k> {
     k: &'k Kernel,
+    /// Whose variants the contraction steps run.
+    target: Target,
     params: Vec<Vec<Sym>>,
     workspace: Vec<Sym>,
     homes: Vec<Home>,
@@ -385,7 +458,7 @@ fn logical_index(b: &Buffer, strides: &[u64], offset: u64) -> (Vec<u64>, bool) {
 }
 
 impl<'k> Machine<'k> {
-    fn new(k: &'k Kernel) -> Self {
+    fn new(k: &'k Kernel, target: Target) -> Self {
         let strides: Vec<Vec<u64>> = k.buffers.iter().map(Buffer::strides).collect();
         // In the C, a buffer is its name: a parameter-role buffer that is not itself a parameter
         // but has a parameter's C name reads that parameter's memory (with its own strides).
@@ -422,6 +495,7 @@ impl<'k> Machine<'k> {
         }
         Machine {
             k,
+            target,
             params,
             workspace: vec![Sym::lit(0.0); k.workspace as usize],
             homes,
@@ -583,19 +657,31 @@ impl<'k> Machine<'k> {
         for f in c.free.iter().chain([&c.k]) {
             self.bind_new(f.var)?;
         }
+        if c.strategy.targets() != Target::ALL {
+            return Err(self.malformed(format!(
+                "the contraction's variants are for {:?}, not one for each of {:?}",
+                c.strategy.targets(),
+                Target::ALL
+            )));
+        }
+        let t = self.target;
         match &c.strategy {
-            Strategy::Dot { lane, lanes } => {
+            Strategy::Dot { lane, variants } => {
                 let Some(lane_n) = c.free.iter().find(|f| f.var == *lane).map(|f| f.extent) else {
                     return Err(
                         self.malformed(format!("dot lane l{} is not a target label", lane.0))
                     );
                 };
-                if *lanes == 0 {
-                    return Err(self.malformed("dot products with 0 lanes".to_string()));
+                let lanes = variants
+                    .iter()
+                    .find(|v| v.target == t)
+                    .map_or(0, |v| v.lanes);
+                if lanes == 0 {
+                    return Err(self.malformed(format!("dot products with 0 lanes for {t}")));
                 }
                 let others: Vec<Bound> =
                     c.free.iter().copied().filter(|f| f.var != *lane).collect();
-                self.dot(c, &others, *lane, lane_n, *lanes)
+                self.dot(c, &others, *lane, lane_n, lanes)
             }
             Strategy::Packed {
                 swap,
@@ -604,26 +690,42 @@ impl<'k> Machine<'k> {
                 cols,
                 m,
                 n,
-                kc,
-                mc,
-                nc,
+                variants,
             } => {
-                if *kc == 0 || *mc == 0 || *nc == 0 {
-                    return Err(
-                        self.malformed("a packed panel of 0 rows, columns or terms".to_string())
-                    );
+                let Some(v) = variants.iter().find(|v| v.target == t) else {
+                    return Err(self.malformed(format!("no packed variant for {t}")));
+                };
+                if v.kc == 0 || v.mc == 0 || v.nc == 0 {
+                    return Err(self.malformed(format!(
+                        "a packed panel of 0 rows, columns or terms for {t}"
+                    )));
+                }
+                // The printed C packs whole slivers into panels of mc x kc and kc x nc doubles
+                // and keeps a tile row in vectors of the target's width.
+                if v.mr == 0
+                    || v.nr == 0
+                    || v.nr % t.width() != 0
+                    || v.mc % v.mr != 0
+                    || v.nc % v.nr != 0
+                {
+                    return Err(self.malformed(format!(
+                        "a {}x{} tile with panels of {} rows and {} columns for {t}",
+                        v.mr, v.nr, v.mc, v.nc
+                    )));
                 }
                 let (row_op, col_op) = if *swap { (&c.b, &c.a) } else { (&c.a, &c.b) };
-                let p = Panels {
+                let p = Layout {
                     row_op,
                     col_op,
                     rows,
                     cols,
                     m: *m,
                     n: *n,
-                    kc: *kc,
-                    mc: *mc,
-                    nc: *nc,
+                    kc: v.kc,
+                    mc: v.mc,
+                    nc: v.nc,
+                    mr: v.mr,
+                    nr: v.nr,
                 };
                 self.batches(c, &p, batch)
             }
@@ -686,7 +788,7 @@ impl<'k> Machine<'k> {
     }
 
     /// The batch loops of a packed contraction, row-major, around [`Machine::panels`].
-    fn batches(&mut self, c: &Contraction, p: &Panels, batch: &[Bound]) -> Result<(), Failure> {
+    fn batches(&mut self, c: &Contraction, p: &Layout, batch: &[Bound]) -> Result<(), Failure> {
         if let [first, rest @ ..] = batch {
             for v in 0..first.extent {
                 self.env.insert(first.var, v);
@@ -698,7 +800,7 @@ impl<'k> Machine<'k> {
     }
 
     /// The panel loops of the packed product (the order documented on [`Strategy::Packed`]).
-    fn panels(&mut self, c: &Contraction, p: &Panels) -> Result<(), Failure> {
+    fn panels(&mut self, c: &Contraction, p: &Layout) -> Result<(), Failure> {
         let kn = c.k.extent;
         for jc in (0..p.n).step_by(p.nc as usize) {
             let ncb = p.nc.min(p.n - jc);
@@ -706,10 +808,10 @@ impl<'k> Machine<'k> {
                 let kcb = p.kc.min(kn - pc);
                 for ic in (0..p.m).step_by(p.mc as usize) {
                     let mcb = p.mc.min(p.m - ic);
-                    for jr in (0..ncb).step_by(contract::NR as usize) {
-                        for ir in (0..mcb).step_by(contract::MR as usize) {
-                            for i in 0..contract::MR.min(mcb - ir) {
-                                for j in 0..contract::NR.min(ncb - jr) {
+                    for jr in (0..ncb).step_by(p.nr as usize) {
+                        for ir in (0..mcb).step_by(p.mr as usize) {
+                            for i in 0..p.mr.min(mcb - ir) {
+                                for j in 0..p.nr.min(ncb - jr) {
                                     self.decompose(p.rows, ic + ir + i);
                                     self.decompose(p.cols, jc + jr + j);
                                     let idx = self.index(&c.target.index)?;
@@ -1015,6 +1117,7 @@ impl<'k> Machine<'k> {
             output_cells,
             padding_cells,
             lifted: self.k.lifted,
+            orders: Vec::new(),
         })
     }
 }

@@ -1,15 +1,18 @@
 //! The kernel forms the passes of `teil_cbackend::opt` choose (`Step::Contract` with the packed
-//! or the dot strategy, `Step::Tiled`) are validated exactly as printed, and a bug planted in
-//! each (`plant::Bug::{PanelEdge, KBound, TileEdge}`) is rejected by the translation validator
-//! and caught by the fuzzer's checks (the C backend's runs against the oracle).
+//! or the dot strategy, `Step::Tiled`) are validated exactly as printed, every target's variant
+//! of a contraction step included (`ir::Target`), and a bug planted in each
+//! (`plant::Bug::{PanelEdge, KBound, TileEdge}`) is rejected by the translation validator in
+//! every target's variant and caught by the fuzzer's checks (the C backend's runs against the
+//! oracle) with every variant compiled.
 
 use std::collections::BTreeMap;
-use teil_cbackend::ir::{Kernel, Step, Strategy};
+use teil_cbackend::ir::{Kernel, Step, Strategy, Target};
 use teil_cbackend::opt::{self, Printing, Tuning};
 use teil_cbackend::plant::{self, Bug};
+use teil_cbackend::run::Toolchain;
 use teil_cbackend::validate::{self, Failure};
 use teil_cbackend::Options;
-use teil_fuzz::campaign::{self, Check, Config};
+use teil_fuzz::campaign::{self, Check, Config, DEFAULT_CFLAGS};
 
 fn lower_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lower")
@@ -127,12 +130,80 @@ fn bugs_planted_in_kernel_forms_are_rejected_by_the_validator() {
                     rejected += 1;
                 }
             }
+            // Each target's variant on its own (one target per order of operations; the
+            // others of its group print the same loops): the bug is in every one.
+            for group in validate::orders(&planted) {
+                let t = group[0];
+                match validate::validate_target(&p, &planted, t) {
+                    Ok(v) => panic!("{bug} in {name} is not rejected for {t}: {v}\n{planted}"),
+                    Err(e) => assert!(
+                        matches!(e, Failure::Differs { .. }),
+                        "{bug} in {name} for {t}: {e}"
+                    ),
+                }
+            }
         }
         assert!(
             rejected >= 2,
             "{bug} ({kind:?}) was planted in only {rejected} kernels"
         );
     }
+}
+
+#[test]
+fn every_targets_variant_is_interpreted() {
+    // The AVX-512 variant of a packed product has its own tile (16 x 8) and row panels, so
+    // the validator interprets the kernel twice; the other targets print the same loops (the
+    // vector width aside) and share one interpretation. Dot products have 8 lanes on every
+    // target: one interpretation.
+    let (_, p) = program("matmul");
+    let k = lower(&p, 1);
+    let Some(Step::Contract { c, .. }) = k.steps.first() else {
+        panic!("a contraction step:\n{k}");
+    };
+    assert_eq!(c.strategy.targets(), Target::ALL.to_vec());
+    let split = vec![
+        vec![Target::Avx512],
+        vec![Target::Neon, Target::Avx, Target::Portable],
+    ];
+    assert_eq!(c.strategy.groups(), split);
+    let v = validate::validate(&p, &k).expect("validates");
+    assert_eq!(v.orders, split);
+    let (_, p) = program("matvec");
+    let k = lower(&p, 1);
+    let v = validate::validate(&p, &k).expect("validates");
+    assert_eq!(v.orders, vec![Target::ALL.to_vec()]);
+}
+
+#[test]
+fn a_malformed_variant_of_one_target_is_rejected() {
+    // A 16 x 12 tile cannot be held in vectors of 8 doubles: the AVX-512 variant alone is
+    // malformed, and validating the kernel (every variant) rejects it.
+    let (_, p) = program("matmul");
+    let mut k = lower(&p, 1);
+    let Some(Step::Contract { c, .. }) = k.steps.first_mut() else {
+        panic!("a contraction step:\n{k}");
+    };
+    let Strategy::Packed { variants, .. } = &mut c.strategy else {
+        panic!("packed: {k}");
+    };
+    variants[0].nr = 12;
+    assert_eq!(variants[0].target, Target::Avx512);
+    let e = validate::validate(&p, &k).expect_err("rejected");
+    assert!(
+        matches!(&e, Failure::Malformed { what, .. } if what.contains("AVX-512")),
+        "{e}"
+    );
+    validate::validate_target(&p, &k, Target::Avx).expect("the AVX variant is fine");
+    // A strategy without a variant for some target is malformed too.
+    let mut k = lower(&p, 1);
+    if let Some(Step::Contract { c, .. }) = k.steps.first_mut() {
+        if let Strategy::Packed { variants, .. } = &mut c.strategy {
+            variants.pop();
+        }
+    }
+    let e = validate::validate(&p, &k).expect_err("rejected");
+    assert!(matches!(e, Failure::Malformed { .. }), "{e}");
 }
 
 #[test]
@@ -193,29 +264,41 @@ fn bugs_planted_in_kernel_forms_are_caught_by_the_fuzzers_checks() {
         (Bug::TileEdge, "transpose"),
     ] {
         let (_, p) = program(name);
-        let cfg = Config {
-            pads: vec![1],
-            plant: Some(bug),
-            ..Config::default()
-        };
-        let report = campaign::replay(&cfg, p.program().clone(), inputs(&p), 1);
-        assert!(report.stats.planted >= 1, "{bug} in {name}");
+        // The C compiled for each target's variant (forced, so on any machine).
+        for t in Target::ALL {
+            let flags = format!("{DEFAULT_CFLAGS} -Dteil_vector_bits={}", t.vector_bits());
+            let cfg = Config {
+                pads: vec![1],
+                plant: Some(bug),
+                toolchain: Toolchain::default().with_cflags(&flags),
+                ..Config::default()
+            };
+            caught_by_the_fuzzer(&cfg, bug, name, &p, t);
+        }
+    }
+}
+
+fn caught_by_the_fuzzer(cfg: &Config, bug: Bug, name: &str, p: &teil::CheckedProgram, t: Target) {
+    {
+        let cfg = cfg.clone();
+        let report = campaign::replay(&cfg, p.program().clone(), inputs(p), 1);
+        assert!(report.stats.planted >= 1, "{bug} in {name} ({t})");
         let m = report
             .mismatches
             .first()
-            .unwrap_or_else(|| panic!("{bug} in {name} is not caught"));
+            .unwrap_or_else(|| panic!("{bug} in {name} is not caught ({t})"));
         assert!(
             m.failures
                 .iter()
                 .any(|f| matches!(f.check, Check::C { pad: 1, .. })),
-            "{bug} in {name}: {:?}",
+            "{bug} in {name} ({t}): {:?}",
             m.failures
         );
         let clean = Config { plant: None, ..cfg };
-        let report = campaign::replay(&clean, p.program().clone(), inputs(&p), 1);
+        let report = campaign::replay(&clean, p.program().clone(), inputs(p), 1);
         assert!(
             report.mismatches.is_empty(),
-            "{name}: {:?}",
+            "{name} ({t}): {:?}",
             report.mismatches
         );
     }

@@ -9,13 +9,18 @@
 //! values of mixed magnitudes (plus infinities, NaN and signed zeros), for which a different
 //! order of summation gives different bits: kernels without lifting must agree with the oracle
 //! bit for bit (spec/padding.md, "Contraction kernels", "Tiled nests"). The kernels are compiled
-//! with the strict flags of the differential suite, again with `-Dteil_portable` (the plain C
-//! fallback of the register tile), with OpenMP pragmas and `-fopenmp` (run with the default
-//! number of threads) and, where the machine has AVX2, with `-O3 -mavx2`.
+//! with the strict flags of the differential suite, with OpenMP pragmas and `-fopenmp` (run
+//! with the default number of threads), and once for every target path ([`paths`]): each
+//! target's contraction kernels (`ir::Target`: AVX-512, NEON, AVX, portable C) chosen by the
+//! compiler's target flags or forced with `-Dteil_vector_bits=N`, every path the compiler
+//! accepts and the CPU can run (a path is skipped only with a printed reason). The paths
+//! really select their target: the preprocessor's `teil_vector_bits` and the registers of the
+//! compiled register tile are checked.
 
 use std::collections::BTreeMap;
+use std::process::Command;
 use teil::CheckedProgram;
-use teil_cbackend::ir::Kernel;
+use teil_cbackend::ir::{Kernel, Target};
 use teil_cbackend::opt::{self, Printing, Tuning};
 use teil_cbackend::run::{run_batch, Job, Toolchain};
 use teil_cbackend::Options;
@@ -263,6 +268,14 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // More rows than an AVX-512 panel (128), not a multiple of its 16-row tile.
+            "matmul, two AVX-512 panels of rows",
+            format!(
+                "{}C = contr 2 3 (prod A B)\n",
+                decls(&[("A", &[150, 5]), ("B", &[5, 11])], ("C", &[150, 11]))
+            ),
+        ),
+        (
             // More columns than one panel (4080).
             "matmul, two panels of columns",
             format!(
@@ -433,18 +446,18 @@ fn optimised_printers_agree_with_the_oracle_bit_for_bit() {
     );
     let exact_runs = runs.iter().filter(|r| r.exact).count();
     assert!(exact_runs * 2 >= runs.len(), "{exact_runs} exact runs");
-    // (flags, OpenMP pragmas)
+    // (flags, OpenMP pragmas): the plain strict flags, OpenMP, and every target path this
+    // compiler and CPU can run.
     let mut flags = vec![
         (STRICT.to_string(), false),
-        (format!("{STRICT} -Dteil_portable"), false),
         (format!("{STRICT} -fopenmp"), true),
     ];
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        flags.push((
-            "-std=c99 -O3 -mavx2 -Wall -Wextra -Werror -pedantic".to_string(),
-            false,
-        ));
+    let cpu = cpu_features();
+    for path in paths() {
+        match path.runnable(&cpu) {
+            Ok(()) => flags.push((path.flags.clone(), false)),
+            Err(why) => println!("skipping the {} path: {why}", path.name),
+        }
     }
     let check = |f: &str, openmp: bool| -> Vec<String> {
         let tc = Toolchain::default().with_cflags(f);
@@ -525,6 +538,220 @@ fn optimised_printers_agree_with_the_oracle_bit_for_bit() {
         runs.len() * flags.len(),
         failures.first().cloned().unwrap_or_default()
     );
+}
+
+/// A way of compiling the kernels that selects one target's contraction kernels
+/// (spec/padding.md, "Contraction kernels").
+struct TargetPath {
+    name: &'static str,
+    flags: String,
+    /// The `teil_vector_bits` the flags must select.
+    target: Target,
+    /// The CPU features (as `__builtin_cpu_supports` names them) the compiled code needs.
+    needs: &'static [&'static str],
+    /// The vector registers the compiled register tile must use (`None`: not checked).
+    registers: Option<&'static str>,
+}
+
+/// The target paths: the targets chosen by the compiler's own target flags, and the variants
+/// the plain flags do not choose on x86-64 forced with `-Dteil_vector_bits=N`, which GCC and
+/// Clang compile for any CPU (splitting vectors wider than the machine's), so that every
+/// variant's values are checked on every machine (the plain strict flags of the test choose
+/// AVX's variant on x86-64, NEON's on AArch64). `-ffp-contract=off`: `-mfma` must not fuse the kernels' products and sums.
+fn paths() -> Vec<TargetPath> {
+    let strict = |extra: &str| format!("{STRICT} -O3 -ffp-contract=off {extra}");
+    vec![
+        TargetPath {
+            name: "AVX-512 (-mavx512f)",
+            flags: strict("-mavx512f -mavx2 -mfma"),
+            target: Target::Avx512,
+            needs: &["avx512f", "avx2", "fma"],
+            registers: Some("zmm"),
+        },
+        TargetPath {
+            name: "AVX2 (-mavx2 -mfma)",
+            flags: strict("-mavx2 -mfma"),
+            target: Target::Avx,
+            needs: &["avx2", "fma"],
+            registers: Some("ymm"),
+        },
+        TargetPath {
+            name: "portable C (-Dteil_portable)",
+            flags: strict("-Dteil_portable"),
+            target: Target::Portable,
+            needs: &[],
+            registers: None,
+        },
+        TargetPath {
+            name: "AVX-512 variant forced (-Dteil_vector_bits=512)",
+            flags: strict("-Dteil_vector_bits=512"),
+            target: Target::Avx512,
+            needs: &[],
+            registers: None,
+        },
+        TargetPath {
+            name: "NEON variant forced (-Dteil_vector_bits=128)",
+            flags: strict("-Dteil_vector_bits=128"),
+            target: Target::Neon,
+            needs: &[],
+            registers: None,
+        },
+    ]
+}
+
+impl TargetPath {
+    /// `Ok` when the compiler accepts the flags and the CPU has what the code needs.
+    fn runnable(&self, cpu: &Result<BTreeMap<String, bool>, String>) -> Result<(), String> {
+        compiles(&self.flags)?;
+        if self.needs.is_empty() {
+            return Ok(());
+        }
+        let cpu = cpu
+            .as_ref()
+            .map_err(|e| format!("cannot probe the CPU: {e}"))?;
+        match self.needs.iter().find(|f| cpu.get(**f) != Some(&true)) {
+            Some(f) => Err(format!("this CPU has no {f}")),
+            None => Ok(()),
+        }
+    }
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}
+
+/// Whether `cc` compiles a trivial translation unit with `flags`.
+fn compiles(flags: &str) -> Result<(), String> {
+    let dir = scratch();
+    let src = dir.path().join("probe.c");
+    std::fs::write(
+        &src,
+        "int teil_probe(void);\nint teil_probe(void) { return 0; }\n",
+    )
+    .expect("write");
+    let out = Command::new("cc")
+        .args(flags.split_whitespace())
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.path().join("probe.o"))
+        .output()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cc does not accept `{flags}`: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The CPU features the target paths need, as the C compiler's runtime check
+/// (`__builtin_cpu_supports`) reports them for this machine: a probe program compiled with
+/// `cc` and run. Empty on CPUs other than x86 (where no path needs a feature).
+fn cpu_features() -> Result<BTreeMap<String, bool>, String> {
+    let names: Vec<&str> = paths().iter().flat_map(|p| p.needs.to_vec()).collect();
+    let checks: String = names
+        .iter()
+        .map(|f| format!("    printf(\"{f} %d\\n\", __builtin_cpu_supports(\"{f}\") != 0);\n"))
+        .collect();
+    let dir = scratch();
+    let src = dir.path().join("cpu.c");
+    let exe = dir.path().join("cpu");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\nint main(void)\n{{\n\
+             #if defined(__x86_64__) || defined(__i386__)\n    __builtin_cpu_init();\n{checks}\
+             #endif\n    return 0;\n}}\n"
+        ),
+    )
+    .expect("write");
+    let built = Command::new("cc")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if !built.status.success() {
+        return Err(String::from_utf8_lossy(&built.stderr).trim().to_string());
+    }
+    let ran = Command::new(&exe)
+        .output()
+        .map_err(|e| format!("cannot run the probe: {e}"))?;
+    Ok(String::from_utf8_lossy(&ran.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(f, v)| (f.to_string(), v == "1"))
+        .collect())
+}
+
+#[test]
+fn every_target_path_selects_its_kernels() {
+    // A packed matrix product and dot products: with each path's flags, the preprocessor
+    // defines the path's `teil_vector_bits`, and where the path names registers the compiled
+    // register tile uses them (zmm for AVX-512, ymm and no zmm for AVX2). Compiling only, so
+    // every path the compiler accepts is checked, whatever the CPU.
+    let src = format!(
+        "{}C = contr 2 3 (prod A B)\n",
+        decls(&[("A", &[40, 30]), ("B", &[30, 20])], ("C", &[40, 20]))
+    );
+    let k = lower(&src, 1, false);
+    assert_eq!(opt::printing(&k), vec![Printing::Packed]);
+    let c = teil_cbackend::print::module(&[&k]);
+    let dir = scratch();
+    let file = dir.path().join("kernel.c");
+    std::fs::write(&file, &c).expect("write");
+    let mut checked = 0;
+    for path in paths() {
+        if let Err(why) = compiles(&path.flags) {
+            println!("skipping the {} path: {why}", path.name);
+            continue;
+        }
+        let run = |extra: &[&str]| {
+            let out = Command::new("cc")
+                .args(path.flags.split_whitespace())
+                .args(extra)
+                .arg(&file)
+                .arg("-o")
+                .arg("-")
+                .output()
+                .expect("cc runs");
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let macros = run(&["-E", "-dM"]);
+        let want = format!("#define teil_vector_bits {}", path.target.vector_bits());
+        assert!(
+            macros.lines().any(|l| l.trim() == want),
+            "{}: no `{want}` among {:?}",
+            path.name,
+            macros
+                .lines()
+                .filter(|l| l.contains("teil_vector_bits"))
+                .collect::<Vec<_>>()
+        );
+        if let Some(reg) = path.registers {
+            let asm = run(&["-S"]);
+            assert!(
+                asm.contains(&format!("%{reg}")),
+                "{}: no {reg} register",
+                path.name
+            );
+            if reg == "ymm" {
+                assert!(!asm.contains("%zmm"), "{}: zmm registers", path.name);
+            }
+        }
+        checked += 1;
+    }
+    // At least the paths every GCC or Clang accepts.
+    assert!(checked >= 3, "only {checked} paths checked");
 }
 
 #[test]

@@ -24,27 +24,91 @@
 //! be computed as `b * a`: binary64 multiplication is commutative (NaN payloads aside, which
 //! TeIL does not distinguish).
 
-use crate::ir::{Access, Affine, Bound, Contraction, Ix, Kernel, Label, Node, Step, Strategy, Val};
+use crate::ir::{
+    Access, Affine, Bound, Contraction, Ix, Kernel, Label, Lanes, Node, Panels, Step, Strategy,
+    Target, Val,
+};
 use teil::ast::{BinOp, RedOp};
 
-/// Rows of the register tile (the `m` side).
-pub const MR: u64 = 6;
-/// Columns of the register tile (the `n` side): two vectors of four doubles.
-pub const NR: u64 = 8;
-/// Terms (`k`) per packed panel.
-pub const KC: u64 = 256;
-/// Rows per packed panel of the `m` side.
-pub const MC: u64 = 72;
-/// Columns per packed panel of the `n` side.
-pub const NC: u64 = 4080;
+/// The register tile (`mr` x `nr`) and the panel sizes (`kc` terms, `mc` rows, `nc` columns)
+/// of the packed product on each target, in [`Target::ALL`] order; a step's [`Panels`] are
+/// these with the panels clipped to its product. spec/padding.md ("Contraction kernels") and
+/// PERFORMANCE.md say why: the tile's accumulators, the column sliver and the broadcast row
+/// value fill the target's vector registers without spilling; `kc * nr` doubles of the column
+/// sliver stay in L1 while the row slivers stream past, `mc * kc` doubles of the row panel in
+/// L2, `kc * nc` doubles of the column panel in L3.
+pub const PACKED: [Panels; 4] = [
+    // 32 zmm: 16 accumulators (16 rows x 1 vector), a column vector, a row value, a product.
+    Panels {
+        target: Target::Avx512,
+        mr: 16,
+        nr: 8,
+        kc: 256,
+        mc: 128,
+        nc: 4080,
+    },
+    // 32 q registers: 24 accumulators (6 rows x 4 vectors), 4 column vectors, a row value.
+    Panels {
+        target: Target::Neon,
+        mr: 6,
+        nr: 8,
+        kc: 256,
+        mc: 72,
+        nc: 4080,
+    },
+    // 16 ymm: 12 accumulators (6 rows x 2 vectors), 2 column vectors, a row value, a product.
+    Panels {
+        target: Target::Avx,
+        mr: 6,
+        nr: 8,
+        kc: 256,
+        mc: 72,
+        nc: 4080,
+    },
+    // Plain C: the same tile and panels as the 4-double vectors (the compiler may vectorise).
+    Panels {
+        target: Target::Portable,
+        mr: 6,
+        nr: 8,
+        kc: 256,
+        mc: 72,
+        nc: 4080,
+    },
+];
 /// Smallest number of multiplications (cells times terms) for which the packed kernel is
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
 /// Smallest number of multiplications for which the dot-product printer is used (it also needs
-/// at least `LANES` cells along the target's innermost label).
+/// at least [`min_lanes`] cells along the target's innermost label).
 pub const DOT_MIN_WORK: u128 = 512;
-/// Cells computed together by the dot-product printer.
-pub const LANES: u64 = 8;
+/// Cells computed together by the dot-product kernel on each target, in [`Target::ALL`] order:
+/// independent sums, enough to hide the latency of the additions (4 cycles, 2 per cycle) and,
+/// where the cells are adjacent, to fill one AVX-512 vector or two AVX vectors. 16 lanes for
+/// AVX-512 measured slower (PERFORMANCE.md), so every target has 8 today.
+pub const LANES: [Lanes; 4] = [
+    Lanes {
+        target: Target::Avx512,
+        lanes: 8,
+    },
+    Lanes {
+        target: Target::Neon,
+        lanes: 8,
+    },
+    Lanes {
+        target: Target::Avx,
+        lanes: 8,
+    },
+    Lanes {
+        target: Target::Portable,
+        lanes: 8,
+    },
+];
+
+/// The fewest lanes of any target: the dot-product kernel needs at least this many cells
+/// along the lane.
+fn min_lanes() -> u64 {
+    LANES.iter().map(|l| l.lanes).min().unwrap_or(1)
+}
 
 /// The pass: every nest that is a contraction large enough to gain becomes a
 /// [`Step::Contract`] with its strategy.
@@ -145,7 +209,10 @@ fn of(body: &[Node]) -> Option<Contraction> {
             buf: *bb,
             index: ib.clone(),
         },
-        strategy: Strategy::Dot { lane: *k, lanes: 1 },
+        strategy: Strategy::Dot {
+            lane: *k,
+            variants: Vec::new(),
+        },
     })
 }
 
@@ -167,11 +234,17 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
     let lane = c.free.iter().min_by_key(|f| st.get(f.var));
     if only_a && only_b && work >= PACKED_MIN_WORK {
         Some(packed(c, &sa, &sb, &st))
-    } else if lane.is_some_and(|l| l.extent >= LANES) && work >= DOT_MIN_WORK {
+    } else if lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
         let lane = lane?;
         Some(Strategy::Dot {
             lane: lane.var,
-            lanes: LANES.min(lane.extent),
+            variants: LANES
+                .iter()
+                .map(|l| Lanes {
+                    lanes: l.lanes.min(lane.extent),
+                    ..*l
+                })
+                .collect(),
         })
     } else {
         None
@@ -208,8 +281,14 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine) -> Strategy {
         cols,
         m,
         n,
-        kc: KC.min(c.k.extent),
-        mc: MC.min(m.next_multiple_of(MR)),
-        nc: NC.min(n.next_multiple_of(NR)),
+        variants: PACKED
+            .iter()
+            .map(|p| Panels {
+                kc: p.kc.min(c.k.extent),
+                mc: p.mc.min(m.next_multiple_of(p.mr)),
+                nc: p.nc.min(n.next_multiple_of(p.nr)),
+                ..*p
+            })
+            .collect(),
     }
 }

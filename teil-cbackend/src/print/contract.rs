@@ -1,11 +1,15 @@
 //! Printing [`Step::Contract`](crate::ir::Step::Contract) steps: the strategy the pass chose
 //! ([`Strategy`]), printed as it is. The meaning of each strategy (the exact order of
 //! operations) is documented on [`Strategy`]; this module only turns it into C.
+//!
+//! A strategy has one variant per [`Target`]; targets whose variants compute in the same order
+//! share one printed branch ([`Strategy::groups`]), and a step with several branches is an
+//! `#if` chain on `teil_vector_bits`, which [`SELECT`] defines once per translation unit. The
+//! register tiles ([`tiles`]) are chosen by the same macro.
 
 use super::multiply_add;
-use crate::ir::{Access, Affine, BufId, Contraction, Kernel, Label, Strategy};
-use crate::opt::contract::{MR, NR};
-use std::collections::BTreeMap;
+use crate::ir::{Access, Affine, BufId, Contraction, Kernel, Label, Panels, Strategy, Target};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// `name * stride` terms of an offset, `0` if there are none.
@@ -37,22 +41,108 @@ fn affine(k: &Kernel, a: &Access) -> Affine {
     Affine::of(k, a.buf, &a.index)
 }
 
-/// Prints the contraction step `c` at indentation `depth`, with C names for labels drawn by
-/// `fresh`.
-pub(crate) fn print(
-    k: &Kernel,
-    c: &Contraction,
-    out: &mut String,
-    depth: usize,
-    fresh: &mut dyn FnMut() -> String,
-) {
-    match &c.strategy {
-        Strategy::Packed { .. } => packed(k, c, out, depth, fresh),
-        Strategy::Dot { lane, lanes } => dot(k, c, *lane, *lanes, out, depth, fresh),
+/// Chooses the targets' kernels: defines `teil_vector_bits` (the [`Target::vector_bits`] of
+/// the target) unless the compiler's flags define it, from the conditions of [`Target::ALL`].
+pub(crate) fn select() -> String {
+    let mut s = String::from(
+        "/* The contraction kernels' target (spec/padding.md, \"Contraction kernels\"): the\n \
+         * width in bits of the vectors they are written with, 0 for plain C (-Dteil_portable,\n \
+         * and compilers without GCC's vector extensions). -Dteil_vector_bits=N chooses one;\n \
+         * every choice computes every cell with the same operations in the same order. */\n\
+         #ifndef teil_vector_bits\n",
+    );
+    // Plain C first (it decides on the compiler), the GCC/Clang fallback last.
+    let mut order = vec![Target::Portable];
+    order.extend(Target::ALL.into_iter().filter(|&t| t != Target::Portable));
+    for (i, t) in order.iter().enumerate() {
+        let line = if i == 0 {
+            format!("#if {}", t.condition())
+        } else if i + 1 == order.len() {
+            format!("#else /* {} */", t.condition())
+        } else {
+            format!("#elif {}", t.condition())
+        };
+        let _ = writeln!(s, "{line}\n#define teil_vector_bits {}", t.vector_bits());
     }
+    s.push_str("#endif\n#endif\n");
+    let values: Vec<String> = Target::ALL
+        .iter()
+        .map(|t| format!("teil_vector_bits != {}", t.vector_bits()))
+        .collect();
+    let names: Vec<String> = Target::ALL
+        .iter()
+        .map(|t| t.vector_bits().to_string())
+        .collect();
+    let _ = writeln!(
+        s,
+        "#if {}\n#error \"teil_vector_bits must be one of {}\"\n#endif",
+        values.join(" && "),
+        names.join(", ")
+    );
+    s.push_str(
+        "#if teil_vector_bits != 0 && !defined(__GNUC__)\n\
+         #error \"teil_vector_bits other than 0 needs GCC or Clang vector extensions\"\n#endif\n",
+    );
+    s
 }
 
-/// Eight cells at a time along the target label with the smallest stride in the target; the
+/// Prints `#if`/`#elif`/`#else` branches, one per group of targets, the group holding
+/// [`Target::Portable`] last (as `#else`, so that every value of `teil_vector_bits` the
+/// selection allows takes a branch); a single group is printed without a condition.
+fn branches(groups: &[Vec<Target>], out: &mut String, mut each: impl FnMut(&mut String, Target)) {
+    if let [only] = groups {
+        each(out, only[0]);
+        return;
+    }
+    let mut order: Vec<&Vec<Target>> = groups.iter().collect();
+    order.sort_by_key(|g| g.contains(&Target::Portable));
+    for (i, g) in order.iter().enumerate() {
+        let names: Vec<&str> = g.iter().map(|t| t.name()).collect();
+        if i + 1 == order.len() {
+            let _ = writeln!(out, "#else /* {} */", names.join(", "));
+        } else {
+            let cond: Vec<String> = g
+                .iter()
+                .map(|t| format!("teil_vector_bits == {}", t.vector_bits()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "#{} {} /* {} */",
+                if i == 0 { "if" } else { "elif" },
+                cond.join(" || "),
+                names.join(", ")
+            );
+        }
+        each(out, g[0]);
+    }
+    out.push_str("#endif\n");
+}
+
+/// Prints the contraction step `c` at indentation `depth`: its variants, one branch per group
+/// of targets, each with its own C names for labels (`i0`, `i1`, ...).
+pub(crate) fn print(k: &Kernel, c: &Contraction, out: &mut String, depth: usize) {
+    branches(&c.strategy.groups(), out, |out, t| {
+        let mut count = 0usize;
+        let mut fresh = || {
+            count += 1;
+            format!("i{}", count - 1)
+        };
+        match &c.strategy {
+            Strategy::Packed { variants, .. } => {
+                if let Some(v) = variants.iter().find(|v| v.target == t) {
+                    packed(k, c, v, out, depth, &mut fresh);
+                }
+            }
+            Strategy::Dot { lane, variants } => {
+                if let Some(v) = variants.iter().find(|v| v.target == t) {
+                    dot(k, c, *lane, v.lanes, out, depth, &mut fresh);
+                }
+            }
+        }
+    });
+}
+
+/// `lanes` cells at a time along the target label with the smallest stride in the target; the
 /// remaining labels are ordinary loops outside.
 fn dot(
     k: &Kernel,
@@ -149,14 +239,16 @@ fn dot(
     }
     for u in 0..lanes {
         indent(out, d + 2);
-        let (x, y) = (
-            format!("{na}[{}]", at(&oa, &sa, u)),
-            format!("{nb}[{}]", at(&ob, &sb, u)),
-        );
         let _ = writeln!(
             out,
             "{}",
-            multiply_add(k.fma, &format!("teil_s{u}"), &x, &y)
+            multiply_add(
+                k.fma,
+                1,
+                &format!("teil_s{u}"),
+                &format!("{na}[{}]", at(&oa, &sa, u)),
+                &format!("{nb}[{}]", at(&ob, &sb, u))
+            )
         );
     }
     indent(out, d + 1);
@@ -178,8 +270,17 @@ fn dot(
         indent(out, d + 1);
         let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
         indent(out, d + 2);
-        let (x, y) = (format!("{na}[{oa}]"), format!("{nb}[{ob}]"));
-        let _ = writeln!(out, "{}", multiply_add(k.fma, "teil_s0", &x, &y));
+        let _ = writeln!(
+            out,
+            "{}",
+            multiply_add(
+                k.fma,
+                1,
+                "teil_s0",
+                &format!("{na}[{oa}]"),
+                &format!("{nb}[{ob}]")
+            )
+        );
         indent(out, d + 1);
         out.push_str("}\n");
         indent(out, d + 1);
@@ -235,10 +336,12 @@ fn decompose(
     }
 }
 
-/// The packed matrix product (BLIS-style loops around [`TILE_HELPER`]).
+/// The packed matrix product with the tile and panels `v` (BLIS-style loops around the
+/// register tile of [`tiles`]).
 fn packed(
     k: &Kernel,
     c: &Contraction,
+    v: &Panels,
     out: &mut String,
     depth: usize,
     fresh: &mut dyn FnMut() -> String,
@@ -250,14 +353,13 @@ fn packed(
         cols,
         m,
         n,
-        kc,
-        mc,
-        nc,
+        ..
     } = &c.strategy
     else {
         return;
     };
-    let (m, n, kc, mc, nc) = (*m, *n, *kc, *mc, *nc);
+    let (m, n, kc, mc, nc) = (*m, *n, v.kc, v.mc, v.nc);
+    let (mr, nr) = (v.mr, v.nr);
     let st = affine(k, &c.target);
     let (ra, rb) = if *swap { (&c.b, &c.a) } else { (&c.a, &c.b) };
     let (sa, sb) = (affine(k, ra), affine(k, rb));
@@ -394,10 +496,10 @@ fn packed(
     ind(
         out,
         d,
-        &format!("for (long long teil_j0 = 0; teil_j0 < teil_ncb; teil_j0 += {NR}) {{"),
+        &format!("for (long long teil_j0 = 0; teil_j0 < teil_ncb; teil_j0 += {nr}) {{"),
     );
     ind(out, d + 1, "double *teil_d = teil_pb + teil_j0 * teil_kcb;");
-    ind(out, d + 1, &format!("if (teil_j0 + {NR} <= teil_ncb) {{"));
+    ind(out, d + 1, &format!("if (teil_j0 + {nr} <= teil_ncb) {{"));
     ind(
         out,
         d + 2,
@@ -407,7 +509,7 @@ fn packed(
         out,
         d + 3,
         &format!(
-            "for (int teil_j = 0; teil_j < {NR}; teil_j++) teil_d[teil_p * {NR} + teil_j] = \
+            "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_p * {nr} + teil_j] = \
              teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]];"
         ),
     );
@@ -422,7 +524,7 @@ fn packed(
         out,
         d + 3,
         &format!(
-            "for (int teil_j = 0; teil_j < {NR}; teil_j++) teil_d[teil_p * {NR} + teil_j] = \
+            "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_p * {nr} + teil_j] = \
              teil_j0 + teil_j < teil_ncb ? teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]] : 0.0;"
         ),
     );
@@ -466,14 +568,14 @@ fn packed(
     ind(
         out,
         d,
-        &format!("for (long long teil_i0 = 0; teil_i0 < teil_mcb; teil_i0 += {MR}) {{"),
+        &format!("for (long long teil_i0 = 0; teil_i0 < teil_mcb; teil_i0 += {mr}) {{"),
     );
     ind(out, d + 1, "double *teil_d = teil_pa + teil_i0 * teil_kcb;");
-    ind(out, d + 1, &format!("long long teil_ar[{MR}];"));
+    ind(out, d + 1, &format!("long long teil_ar[{mr}];"));
     ind(
         out,
         d + 1,
-        &format!("for (int teil_i = 0; teil_i < {MR}; teil_i++) {{"),
+        &format!("for (int teil_i = 0; teil_i < {mr}; teil_i++) {{"),
     );
     ind(out, d + 2, "if (teil_i0 + teil_i < teil_mcb) {");
     ind(out, d + 3, "long long teil_x, teil_oa, teil_ot;");
@@ -503,7 +605,7 @@ fn packed(
         out,
         d + 2,
         &format!(
-            "for (int teil_i = 0; teil_i < {MR}; teil_i++) teil_d[teil_p * {MR} + teil_i] = \
+            "for (int teil_i = 0; teil_i < {mr}; teil_i++) teil_d[teil_p * {mr} + teil_i] = \
              teil_ar[teil_i] >= 0 ? teil_a[teil_ar[teil_i] + teil_ka[teil_p]] : 0.0;"
         ),
     );
@@ -515,12 +617,12 @@ fn packed(
     ind(
         out,
         d,
-        &format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {NR}) {{"),
+        &format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr}) {{"),
     );
     ind(
         out,
         d + 1,
-        &format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {MR}) {{"),
+        &format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr}) {{"),
     );
     ind(
         out,
@@ -528,9 +630,9 @@ fn packed(
         &format!(
             "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
              teil_t, teil_mc + teil_ir, teil_nt + teil_jr, \
-             teil_mcb - teil_ir < {MR} ? (int)(teil_mcb - teil_ir) : {MR}, \
-             teil_ncb - teil_jr < {NR} ? (int)(teil_ncb - teil_jr) : {NR}, teil_pc == 0);",
-            if k.fma { "teil_tile_fma" } else { "teil_tile" }
+             teil_mcb - teil_ir < {mr} ? (int)(teil_mcb - teil_ir) : {mr}, \
+             teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr}, teil_pc == 0);",
+            tile_name(mr, nr, k.fma)
         ),
     );
     ind(out, d + 1, "}");
@@ -554,209 +656,295 @@ fn packed(
     ind(out, d, "}");
 }
 
-/// The register tile: `t[rows[i] + cols[j]] (+)= Σ_p pa[p][i] * pb[p][j]` for `i < mr`,
-/// `j < nr`, starting from `-0.0` when `first`, else from the cell's current value (the partial
-/// sum of the previous panels of terms). Products are added in the order of `p`. With GCC or
-/// Clang the 6 x 8 tile lives in twelve vector registers of four doubles (generic vector
-/// extensions: AVX with `-mavx`, pairs of SSE2 registers otherwise); other compilers (and
-/// `-Dteil_portable`, which the tests use to check it) get the same computation in plain C.
-pub(crate) const TILE_HELPER: &str = r#"
-/* The register tile of the packed contraction kernel (spec/padding.md, "Contraction kernels"):
+/// The register tiles the packed steps of `kernels` call, for every target (one branch per
+/// group of targets with the same tiles and vector width; empty without packed steps).
+pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
+    let mut shapes: BTreeMap<Target, BTreeSet<(u64, u64, bool)>> = BTreeMap::new();
+    for k in kernels {
+        for s in &k.steps {
+            if let crate::ir::Step::Contract {
+                c:
+                    Contraction {
+                        strategy: Strategy::Packed { variants, .. },
+                        ..
+                    },
+                ..
+            } = s
+            {
+                for v in variants {
+                    shapes
+                        .entry(v.target)
+                        .or_default()
+                        .insert((v.mr, v.nr, k.fma));
+                }
+            }
+        }
+    }
+    if shapes.is_empty() {
+        return String::new();
+    }
+    // Targets with the same vector width and tile shapes print the same tiles.
+    let mut keys: Vec<(u64, &BTreeSet<(u64, u64, bool)>)> = Vec::new();
+    let mut targets: Vec<Vec<Target>> = Vec::new();
+    for (t, set) in &shapes {
+        let key = (t.width(), set);
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => targets[i].push(*t),
+            None => {
+                keys.push(key);
+                targets.push(vec![*t]);
+            }
+        }
+    }
+    let mut out = String::new();
+    branches(&targets, &mut out, |out, t| {
+        let width = t.width();
+        if width > 1 && shapes[&t].iter().any(|&(_, _, fma)| fma) {
+            out.push_str(&fma_lanes(width));
+        }
+        for &(mr, nr, fma) in &shapes[&t] {
+            out.push_str(&tile(mr, nr, width, fma));
+        }
+    });
+    out
+}
+
+/// The C name of the register tile of `mr` x `nr` cells (`_fma` in fma mode).
+fn tile_name(mr: u64, nr: u64, fma: bool) -> String {
+    format!("teil_tile_{mr}x{nr}{}", if fma { "_fma" } else { "" })
+}
+
+/// Defines `teil_fmav<width>(a, b, c)`: `c + a * b` on GCC/Clang vectors of `width` doubles,
+/// lane by lane with `teil_fma` (the compilers inline it and turn the lanes into one vector
+/// instruction, a fused multiply-add where the target has one).
+pub(crate) fn fma_lanes(width: u64) -> String {
+    let lanes: Vec<String> = (0..width)
+        .map(|l| format!("teil_fma((a)[{l}], (b)[{l}], (c)[{l}])"))
+        .collect();
+    format!(
+        "/* c + a * b on vectors of {width} doubles, fused lane by lane (fma mode, spec/values.md,\n \
+         * \"Fused multiply-add\"). */\n#define teil_fmav{width}(a, b, c) ((__typeof__(c)){{{}}})\n",
+        lanes.join(", ")
+    )
+}
+
+/// The register tile `teil_tile_MRxNR` (`teil_tile_MRxNR_fma` in fma mode, every multiply-add
+/// fused): `t[rows[i] + cols[j]] (+)= Σ_p pa[p][i] * pb[p][j]`
+/// for `i < mr`, `j < nr`, starting from `-0.0` when `first`, else from the cell's current
+/// value (the partial sum of the previous panels of terms). Products are added in the order of
+/// `p`. With `width > 1` the tile's rows live in vectors of `width` doubles (GCC's generic
+/// vector extensions; `nr` is a multiple of `width`), each vector operation one binary64
+/// operation per cell; with `width == 1` the same computation is plain C (the compiler may
+/// vectorise it).
+fn tile(mr: u64, nr: u64, width: u64, fma: bool) -> String {
+    let name = tile_name(mr, nr, fma);
+    let cells = mr * nr;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "
+/* A register tile of the packed contraction kernel (spec/padding.md, \"Contraction kernels\"):
  * t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + pa[0][i] * pb[0][j] + ...,
- * products added in order, for i < mr, j < nr. pa holds kc columns of 6 rows, pb kc rows of 8
- * columns (packed panels, zero beyond mr and nr). */
-static void teil_tile(long long kc, const double *pa, const double *pb, double *t,
+ * products added in order, for i < mr, j < nr. pa holds kc columns of {mr} rows, pb kc rows of
+ * {nr} columns (packed panels, zero beyond mr and nr). */
+static void {name}(long long kc, const double *pa, const double *pb, double *t,
                       const long long *rows, const long long *cols, int mr, int nr, int first)
-{
-    double w[48];
-    int i, j, dense = mr == 6 && nr == 8;
+{{
+    double w[{cells}];
+    int i, j, dense = mr == {mr} && nr == {nr};
     long long p;
-    for (j = 1; dense && j < 8; j++)
+    for (j = 1; dense && j < {nr}; j++)
         dense = cols[j] == cols[0] + j;
-    if (!dense) {
-        for (i = 0; i < 48; i++)
+    if (!dense) {{
+        for (i = 0; i < {cells}; i++)
             w[i] = -0.0;
         if (!first)
             for (i = 0; i < mr; i++)
                 for (j = 0; j < nr; j++)
-                    w[i * 8 + j] = t[rows[i] + cols[j]];
-    }
-#if defined(__GNUC__) && !defined(teil_portable)
-    {
-        typedef double teil_v4 __attribute__((vector_size(32)));
-        teil_v4 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-        if (dense && first) {
-            teil_v4 z = {-0.0, -0.0, -0.0, -0.0};
-            c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z;
-            c30 = z; c31 = z; c40 = z; c41 = z; c50 = z; c51 = z;
-        } else {
-            const double *s0 = dense ? t + rows[0] + cols[0] : w;
-            const double *s1 = dense ? t + rows[1] + cols[0] : w + 8;
-            const double *s2 = dense ? t + rows[2] + cols[0] : w + 16;
-            const double *s3 = dense ? t + rows[3] + cols[0] : w + 24;
-            const double *s4 = dense ? t + rows[4] + cols[0] : w + 32;
-            const double *s5 = dense ? t + rows[5] + cols[0] : w + 40;
-            __builtin_memcpy(&c00, s0, 32); __builtin_memcpy(&c01, s0 + 4, 32);
-            __builtin_memcpy(&c10, s1, 32); __builtin_memcpy(&c11, s1 + 4, 32);
-            __builtin_memcpy(&c20, s2, 32); __builtin_memcpy(&c21, s2 + 4, 32);
-            __builtin_memcpy(&c30, s3, 32); __builtin_memcpy(&c31, s3 + 4, 32);
-            __builtin_memcpy(&c40, s4, 32); __builtin_memcpy(&c41, s4 + 4, 32);
-            __builtin_memcpy(&c50, s5, 32); __builtin_memcpy(&c51, s5 + 4, 32);
+                    w[i * {nr} + j] = t[rows[i] + cols[j]];
+    }}
+"
+    );
+    if width > 1 {
+        let vecs = nr / width;
+        let bytes = 8 * width;
+        let ty = format!("teil_v{width}");
+        let acc = |i: u64, v: u64| format!("c{i}_{v}");
+        let splat = |x: &str| vec![x; width as usize].join(", ");
+        let _ = writeln!(
+            s,
+            "    {{\n        typedef double {ty} __attribute__((vector_size({bytes})));"
+        );
+        let all: Vec<String> = (0..mr)
+            .flat_map(|i| (0..vecs).map(move |v| (i, v)))
+            .map(|(i, v)| acc(i, v))
+            .collect();
+        let _ = writeln!(s, "        {ty} {};", all.join(", "));
+        let _ = writeln!(
+            s,
+            "        if (dense && first) {{\n            {ty} z = {{{}}};",
+            splat("-0.0")
+        );
+        for i in 0..mr {
+            let row: Vec<String> = (0..vecs).map(|v| format!("{} = z;", acc(i, v))).collect();
+            let _ = writeln!(s, "            {}", row.join(" "));
         }
-        for (p = 0; p < kc; p++) {
-            teil_v4 b0, b1, a;
-            __builtin_memcpy(&b0, pb, 32);
-            __builtin_memcpy(&b1, pb + 4, 32);
-            a = (teil_v4){pa[0], pa[0], pa[0], pa[0]}; c00 += a * b0; c01 += a * b1;
-            a = (teil_v4){pa[1], pa[1], pa[1], pa[1]}; c10 += a * b0; c11 += a * b1;
-            a = (teil_v4){pa[2], pa[2], pa[2], pa[2]}; c20 += a * b0; c21 += a * b1;
-            a = (teil_v4){pa[3], pa[3], pa[3], pa[3]}; c30 += a * b0; c31 += a * b1;
-            a = (teil_v4){pa[4], pa[4], pa[4], pa[4]}; c40 += a * b0; c41 += a * b1;
-            a = (teil_v4){pa[5], pa[5], pa[5], pa[5]}; c50 += a * b0; c51 += a * b1;
-            pa += 6;
-            pb += 8;
+        s.push_str("        } else {\n");
+        for i in 0..mr {
+            let _ = writeln!(
+                s,
+                "            const double *s{i} = dense ? t + rows[{i}] + cols[0] : w + {};",
+                i * nr
+            );
         }
-        if (dense) {
-            double *d0 = t + rows[0] + cols[0], *d1 = t + rows[1] + cols[0];
-            double *d2 = t + rows[2] + cols[0], *d3 = t + rows[3] + cols[0];
-            double *d4 = t + rows[4] + cols[0], *d5 = t + rows[5] + cols[0];
-            __builtin_memcpy(d0, &c00, 32); __builtin_memcpy(d0 + 4, &c01, 32);
-            __builtin_memcpy(d1, &c10, 32); __builtin_memcpy(d1 + 4, &c11, 32);
-            __builtin_memcpy(d2, &c20, 32); __builtin_memcpy(d2 + 4, &c21, 32);
-            __builtin_memcpy(d3, &c30, 32); __builtin_memcpy(d3 + 4, &c31, 32);
-            __builtin_memcpy(d4, &c40, 32); __builtin_memcpy(d4 + 4, &c41, 32);
-            __builtin_memcpy(d5, &c50, 32); __builtin_memcpy(d5 + 4, &c51, 32);
-            return;
+        for i in 0..mr {
+            let row: Vec<String> = (0..vecs)
+                .map(|v| {
+                    let src = if v == 0 {
+                        format!("s{i}")
+                    } else {
+                        format!("s{i} + {}", v * width)
+                    };
+                    format!("__builtin_memcpy(&{}, {src}, {bytes});", acc(i, v))
+                })
+                .collect();
+            let _ = writeln!(s, "            {}", row.join(" "));
         }
-        __builtin_memcpy(w, &c00, 32); __builtin_memcpy(w + 4, &c01, 32);
-        __builtin_memcpy(w + 8, &c10, 32); __builtin_memcpy(w + 12, &c11, 32);
-        __builtin_memcpy(w + 16, &c20, 32); __builtin_memcpy(w + 20, &c21, 32);
-        __builtin_memcpy(w + 24, &c30, 32); __builtin_memcpy(w + 28, &c31, 32);
-        __builtin_memcpy(w + 32, &c40, 32); __builtin_memcpy(w + 36, &c41, 32);
-        __builtin_memcpy(w + 40, &c50, 32); __builtin_memcpy(w + 44, &c51, 32);
-    }
-#else
-    if (dense) {
-        for (i = 0; i < 6; i++)
-            for (j = 0; j < 8; j++)
-                w[i * 8 + j] = first ? -0.0 : t[rows[i] + cols[j]];
-    }
-    for (p = 0; p < kc; p++) {
-        for (i = 0; i < 6; i++)
-            for (j = 0; j < 8; j++)
-                w[i * 8 + j] += pa[i] * pb[j];
-        pa += 6;
-        pb += 8;
-    }
-#endif
-    for (i = 0; i < mr; i++)
-        for (j = 0; j < nr; j++)
-            t[rows[i] + cols[j]] = w[i * 8 + j];
-}
-"#;
-
-/// Defines `teil_fma4(a, b, c)`: `c + a * b` on the tile's GCC/Clang vectors of four doubles,
-/// lane by lane with `teil_fma` (the compilers inline it and turn the four lanes into one
-/// vector instruction, a fused multiply-add where the target has one).
-const FMA4_MACRO: &str = r#"
-/* The register tile in fma mode (spec/values.md, "Fused multiply-add"): teil_tile with every
- * multiply-add of the tile written as teil_fma, lane by lane on the vectors. */
-#define teil_fma4(a, b, c) ((__typeof__(c)){teil_fma((a)[0], (b)[0], (c)[0]), \
-    teil_fma((a)[1], (b)[1], (c)[1]), teil_fma((a)[2], (b)[2], (c)[2]), \
-    teil_fma((a)[3], (b)[3], (c)[3])})
-"#;
-
-/// [`TILE_HELPER`] in fma mode: `teil_tile_fma`, the same function with every multiply-add
-/// statement `c += a * b;` written `c = teil_fma4(a, b, c);` in the GCC/Clang vector path and
-/// `c = teil_fma(a, b, c);` in the portable path (after its `#else`). Derived from the exact
-/// helper, so that the two tiles differ in exactly these statements (a unit test counts them).
-pub(crate) fn tile_fma_helper() -> String {
-    let (vector, portable) = TILE_HELPER
-        .split_once("#else\n")
-        .unwrap_or((TILE_HELPER, ""));
-    let vector = fuse_statements(vector, "teil_fma4");
-    let portable = fuse_statements(portable, "teil_fma");
-    let tile = if portable.is_empty() {
-        vector
-    } else {
-        format!("{vector}#else\n{portable}")
-    };
-    format!(
-        "{}{}",
-        FMA4_MACRO.trim_start(),
-        tile.replacen("static void teil_tile(", "static void teil_tile_fma(", 1)
-    )
-}
-
-/// Rewrites every statement `LHS += A * B;` of C text (`A` and `B` single operands without
-/// spaces) as `LHS = F(A, B, LHS);`.
-fn fuse_statements(text: &str, f: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 256);
-    let mut rest = text;
-    while let Some(at) = rest.find(" += ") {
-        // The statement starts after the last `;`, `{` or line break before it.
-        let start = rest[..at].rfind([';', '{', '\n']).map_or(0, |i| i + 1);
-        let lead = rest[start..at].len() - rest[start..at].trim_start().len();
-        let lhs = rest[start + lead..at].to_string();
-        let Some(end) = rest[at..].find(';').map(|e| at + e) else {
-            break;
-        };
-        let rhs = &rest[at + 4..end];
-        match rhs.split_once(" * ") {
-            Some((a, b)) if !a.contains(' ') && !b.contains(' ') && !a.is_empty() => {
-                out.push_str(&rest[..start + lead]);
-                let _ = write!(out, "{lhs} = {f}({a}, {b}, {lhs})");
+        s.push_str("        }\n        for (p = 0; p < kc; p++) {\n");
+        let bs: Vec<String> = (0..vecs).map(|v| format!("b{v}")).collect();
+        let _ = writeln!(s, "            {ty} {}, a;", bs.join(", "));
+        for v in 0..vecs {
+            let src = if v == 0 {
+                "pb".to_string()
+            } else {
+                format!("pb + {}", v * width)
+            };
+            let _ = writeln!(s, "            __builtin_memcpy(&b{v}, {src}, {bytes});");
+        }
+        for i in 0..mr {
+            let mut line = format!("a = ({ty}){{{}}};", splat(&format!("pa[{i}]")));
+            for v in 0..vecs {
+                line.push(' ');
+                line.push_str(&multiply_add(fma, width, &acc(i, v), "a", &format!("b{v}")));
             }
-            _ => out.push_str(&rest[..end]),
+            let _ = writeln!(s, "            {line}");
         }
-        rest = &rest[end..];
+        let _ = writeln!(
+            s,
+            "            pa += {mr};\n            pb += {nr};\n        }}\n        if (dense) {{"
+        );
+        for i in 0..mr {
+            let _ = writeln!(s, "            double *d{i} = t + rows[{i}] + cols[0];");
+        }
+        for i in 0..mr {
+            let row: Vec<String> = (0..vecs)
+                .map(|v| {
+                    let dst = if v == 0 {
+                        format!("d{i}")
+                    } else {
+                        format!("d{i} + {}", v * width)
+                    };
+                    format!("__builtin_memcpy({dst}, &{}, {bytes});", acc(i, v))
+                })
+                .collect();
+            let _ = writeln!(s, "            {}", row.join(" "));
+        }
+        s.push_str("            return;\n        }\n");
+        for i in 0..mr {
+            let row: Vec<String> = (0..vecs)
+                .map(|v| {
+                    let off = i * nr + v * width;
+                    let dst = if off == 0 {
+                        "w".to_string()
+                    } else {
+                        format!("w + {off}")
+                    };
+                    format!("__builtin_memcpy({dst}, &{}, {bytes});", acc(i, v))
+                })
+                .collect();
+            let _ = writeln!(s, "        {}", row.join(" "));
+        }
+        s.push_str("    }\n");
+    } else {
+        let _ = write!(
+            s,
+            "    if (dense) {{
+        for (i = 0; i < {mr}; i++)
+            for (j = 0; j < {nr}; j++)
+                w[i * {nr} + j] = first ? -0.0 : t[rows[i] + cols[j]];
+    }}
+    for (p = 0; p < kc; p++) {{
+        for (i = 0; i < {mr}; i++)
+            for (j = 0; j < {nr}; j++)
+                {}
+        pa += {mr};
+        pb += {nr};
+    }}
+",
+            multiply_add(fma, 1, &format!("w[i * {nr} + j]"), "pa[i]", "pb[j]")
+        );
     }
-    out.push_str(rest);
-    out
+    let _ = write!(
+        s,
+        "    for (i = 0; i < mr; i++)
+        for (j = 0; j < nr; j++)
+            t[rows[i] + cols[j]] = w[i * {nr} + j];
+}}
+"
+    );
+    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The fma tiles differ from the exact ones in exactly the multiply-add statements: every
+    /// `c += a * b;` of the exact tile is `c = teil_fmavW(a, b, c);` (vectors) or
+    /// `c = teil_fma(a, b, c);` (plain C) in the fma tile, and nothing else changes.
     #[test]
-    fn the_fma_tile_fuses_exactly_the_multiply_adds_of_the_tile() {
-        let fused = tile_fma_helper();
-        // 6 x 2 vector updates in the GCC/Clang path, one in the portable path.
-        let vector = fused.matches(" = teil_fma4(").count();
-        let portable = fused.matches(" = teil_fma(").count();
-        assert_eq!((vector, portable), (12, 1), "{fused}");
-        assert!(fused.contains("c00 = teil_fma4(a, b0, c00);"));
-        assert!(fused.contains("w[i * 8 + j] = teil_fma(pa[i], pb[j], w[i * 8 + j]);"));
-        assert!(fused.contains("static void teil_tile_fma(") && !fused.contains("teil_tile("));
-        // Nothing else changed: removing the fused statements' differences gives the exact tile.
-        let unfused = fused
-            .split_once("[3])})\n")
-            .map(|(_, tile)| tile)
-            .unwrap_or_default()
-            .replace("teil_tile_fma(", "teil_tile(");
-        let mut exact = unfused.clone();
-        for (r, h) in (0..6).flat_map(|r| (0..2).map(move |h| (r, h))) {
-            exact = exact.replace(
-                &format!("c{r}{h} = teil_fma4(a, b{h}, c{r}{h});"),
-                &format!("c{r}{h} += a * b{h};"),
+    fn the_fma_tiles_fuse_exactly_the_multiply_adds() {
+        for (mr, nr, width) in [(6, 8, 4), (16, 8, 8), (6, 8, 2), (6, 8, 1)] {
+            let exact = tile(mr, nr, width, false);
+            let fused = tile(mr, nr, width, true);
+            let updates = if width > 1 { mr * (nr / width) } else { 1 };
+            let call = if width > 1 {
+                format!("teil_fmav{width}(")
+            } else {
+                "teil_fma(".to_string()
+            };
+            assert_eq!(fused.matches(&call).count() as u64, updates, "{fused}");
+            assert_eq!(
+                exact.matches(" += a * b").count() as u64
+                    + exact.matches("] += pa[i] * pb[j];").count() as u64,
+                updates,
+                "{exact}"
             );
+            assert!(!exact.contains("fma"), "{exact}");
+            // Undoing the fusion gives the exact tile back, byte for byte.
+            let mut undone = fused.replace(&tile_name(mr, nr, true), &tile_name(mr, nr, false));
+            if width > 1 {
+                for i in 0..mr {
+                    for v in 0..nr / width {
+                        undone = undone.replace(
+                            &format!("c{i}_{v} = teil_fmav{width}(a, b{v}, c{i}_{v});"),
+                            &format!("c{i}_{v} += a * b{v};"),
+                        );
+                    }
+                }
+            } else {
+                undone = undone.replace(
+                    &format!("w[i * {nr} + j] = teil_fma(pa[i], pb[j], w[i * {nr} + j]);"),
+                    &format!("w[i * {nr} + j] += pa[i] * pb[j];"),
+                );
+            }
+            assert_eq!(undone, exact);
         }
-        exact = exact.replace(
-            "w[i * 8 + j] = teil_fma(pa[i], pb[j], w[i * 8 + j]);",
-            "w[i * 8 + j] += pa[i] * pb[j];",
-        );
-        assert_eq!(exact.trim_start(), TILE_HELPER.trim_start());
-        // Other compound assignments stay.
-        assert!(fused.contains("pa += 6;") && fused.contains("pb += 8;"));
-    }
-
-    #[test]
-    fn fusing_rewrites_only_multiply_add_statements() {
         assert_eq!(
-            fuse_statements("    x += a * b; y += 2; z[i * 2] += p[i] * q[j];\n", "f"),
-            "    x = f(a, b, x); y += 2; z[i * 2] = f(p[i], q[j], z[i * 2]);\n"
+            fma_lanes(2),
+            "/* c + a * b on vectors of 2 doubles, fused lane by lane (fma mode, spec/values.md,\n \
+             * \"Fused multiply-add\"). */\n#define teil_fmav2(a, b, c) ((__typeof__(c)){teil_fma((a)[0], \
+             (b)[0], (c)[0]), teil_fma((a)[1], (b)[1], (c)[1])})\n"
         );
-        assert_eq!(fuse_statements("s += a * b + c;", "f"), "s += a * b + c;");
     }
 }
