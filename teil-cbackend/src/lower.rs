@@ -484,7 +484,6 @@ impl Lowerer<'_> {
             }
         })
     }
-
 }
 
 impl Context {

@@ -25,6 +25,8 @@ pub(crate) mod hoist;
 pub(crate) mod lift;
 pub(crate) mod order;
 pub(crate) mod split;
+#[cfg(test)]
+mod testing;
 pub mod tile;
 
 use crate::ir::{Kernel, Step, Strategy};

@@ -53,3 +53,30 @@ pub(crate) fn run(cx: &mut Context, a: &mut Assign) -> Result<(), Error> {
         Ok(Walk::Past)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::opt::testing::rewrite;
+
+    #[test]
+    fn a_reduction_over_none_of_the_loop_variables_is_computed_once() {
+        let r = rewrite(
+            "input var A : [2 3]\ninput var w : [4]\noutput var C : [2 3]\n\
+             C = A * expa 1 2 (expa 1 3 (red+ 1 w))",
+            4,
+            &mut super::run,
+        );
+        assert_eq!(
+            r.before,
+            "C[l0, l1] = (A[l0, l1] * (red+ l2 < 4: w[l2])) // C = A * expa 1 2 (expa 1 3 (red+ 1 w))\n"
+        );
+        assert_eq!(
+            r.after,
+            concat!(
+                "tmp0[] = (red+ l2 < 4: w[l2]) // hoisted reduction for: C = A * expa 1 2 (expa 1 3 (red+ 1 w))\n",
+                "C[l0, l1] = (A[l0, l1] * tmp0[]) // C = A * expa 1 2 (expa 1 3 (red+ 1 w))\n",
+            )
+        );
+        r.assert_same_values(false);
+    }
+}

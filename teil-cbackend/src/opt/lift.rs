@@ -198,3 +198,31 @@ fn wrap_sum(r: &Region, m: u128, e: IExpr) -> IExpr {
         .rev()
         .fold(e, |acc, l| IExpr::Reduce(RedOp::Sum, l, Box::new(acc)))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::opt::testing::rewrite;
+
+    #[test]
+    fn a_matrix_chain_times_a_vector_becomes_two_matrix_vector_products() {
+        let r = rewrite(
+            "input var A : [3 4]\ninput var B : [4 5]\ninput var u : [5]\noutput var v : [3]\n\
+             v = ((A # B) .[2 3] # u) .[2 3]",
+            4,
+            &mut |cx, a| super::run(cx, a, true),
+        );
+        assert_eq!(
+            r.before,
+            "v[l0] = (red+ l1 < 5: ((red+ l2 < 4: (A[l0, l2] * B[l2, l1])) * u[l1])) // v = ((A # B) .[2 3] # u) .[2 3]\n"
+        );
+        assert_eq!(
+            r.after,
+            concat!(
+                "tmp0[l2] = (red+ l1 < 5: (B[l2, l1] * u[l1])) // lifted contraction for: v = ((A # B) .[2 3] # u) .[2 3]\n",
+                "v[l0] = (red+ l2 < 4: (A[l0, l2] * tmp0[l2])) // v = ((A # B) .[2 3] # u) .[2 3]\n",
+            )
+        );
+        assert_eq!((r.plain.lifted, r.rewritten.lifted), (0, 1));
+        r.assert_same_values(true);
+    }
+}

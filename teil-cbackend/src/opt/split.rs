@@ -63,3 +63,30 @@ fn is_pair_sum(e: &IExpr) -> bool {
         if matches!(&**body, IExpr::Bin(BinOp::Mul, a, b)
             if matches!(**a, IExpr::Load(..)) && matches!(**b, IExpr::Load(..))))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::opt::testing::rewrite;
+
+    #[test]
+    fn the_inner_sums_of_a_trace_of_a_product_go_to_a_temporary() {
+        let r = rewrite(
+            "input var A : [3 4]\ninput var B : [4 3]\noutput var s : []\n\
+             s = (A # B) .[2 3] .[1 2]",
+            4,
+            &mut super::run,
+        );
+        assert_eq!(
+            r.before,
+            "s[] = (red+ l0 < 3: (red+ l1 < 4: (A[l0, l1] * B[l1, l0]))) // s = (A # B) .[2 3] .[1 2]\n"
+        );
+        assert_eq!(
+            r.after,
+            concat!(
+                "tmp0[l0] = (red+ l1 < 4: (A[l0, l1] * B[l1, l0])) // inner sums for: s = (A # B) .[2 3] .[1 2]\n",
+                "s[] = (red+ l0 < 3: tmp0[l0]) // s = (A # B) .[2 3] .[1 2]\n",
+            )
+        );
+        r.assert_same_values(false);
+    }
+}
