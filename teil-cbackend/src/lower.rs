@@ -59,6 +59,9 @@ pub(crate) enum IExpr {
     Reduce(RedOp, Label, Box<IExpr>),
 }
 
+/// The visitor of [`IExpr::walk_mut`].
+pub(crate) type Rewrite<'a> = dyn FnMut(&mut IExpr, &[Label]) -> Result<Walk, Error> + 'a;
+
 /// What a walk over an [`IExpr`] does after visiting a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Walk {
@@ -101,7 +104,7 @@ impl IExpr {
     pub(crate) fn walk_mut(
         &mut self,
         bound: &mut Vec<Label>,
-        f: &mut dyn FnMut(&mut IExpr, &[Label]) -> Result<Walk, Error>,
+        f: &mut Rewrite<'_>,
     ) -> Result<(), Error> {
         if f(self, bound)? == Walk::Past {
             return Ok(());
@@ -216,6 +219,9 @@ pub(crate) struct Context {
     /// How many sum-of-products regions contraction lifting rewrote ([`Kernel::lifted`]).
     pub lifted: usize,
 }
+
+/// What emission calls on each assignment before emitting it: the scheduling passes.
+pub(crate) type Schedule<'a> = dyn FnMut(&mut Context, &mut Assign) -> Result<(), Error> + 'a;
 
 /// A program as tensor-level assignments: the result of stage 1, rewritten by the scheduling
 /// passes and turned into the loop IR by [`Assignments::emit`].
@@ -779,10 +785,7 @@ impl Context {
 impl Assignments {
     /// Stage 3: emits every item in order into a [`Kernel`], calling `schedule` on each
     /// assignment just before emitting it (the scheduling passes; `|_, _| Ok(())` for none).
-    pub(crate) fn emit(
-        self,
-        schedule: &mut dyn FnMut(&mut Context, &mut Assign) -> Result<(), Error>,
-    ) -> Result<Kernel, Error> {
+    pub(crate) fn emit(self, schedule: &mut Schedule<'_>) -> Result<Kernel, Error> {
         let Assignments { mut cx, items } = self;
         let mut steps = Vec::new();
         for item in items {
@@ -913,4 +916,53 @@ fn existing(p: u64, len: usize) -> Result<usize, Error> {
 /// The 0-based position of the 1-based `p` at which a dimension is inserted into `len`.
 fn insertion(p: u64, len: usize) -> Result<usize, Error> {
     existing(p, len + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lowered(src: &str) -> Assignments {
+        let (p, _) = teil::compile(src).unwrap_or_else(|d| panic!("does not check: {d:?}"));
+        assignments(&p, &Options::default()).expect("lowers")
+    }
+
+    #[test]
+    fn statements_become_assignments_at_symbolic_indices() {
+        let a = lowered(
+            "input var A : [2 3]\nvar t : [3]\noutput var y : [3]\n\
+             A = 2 * A\ny = t + red+ 1 (A ^[1 2] ^[1 2])",
+        );
+        assert_eq!(
+            a.to_string(),
+            concat!(
+                "copy A_copy <- A // private copy of input `A`, which the program assigns\n",
+                "t[l0] = undefined // `t` is read before it is assigned: it holds the undefined \
+                 value (NaN)\n",
+                "A_copy[l1, l2] = (2.0 * A_copy[l1, l2]) // A = 2 * A\n",
+                "y[l3] = (t[l3] + (red+ l4 < 2: A_copy[l4, l3])) // y = t + red+ 1 (A ^[1 2] ^[1 2])\n",
+            )
+        );
+    }
+
+    #[test]
+    fn a_statement_reading_its_target_elsewhere_goes_through_a_temporary() {
+        let a = lowered("inout var A : [2 2]\nA = A ^[1 2]");
+        assert_eq!(a.to_string(), "A[l0, l1] = A[l1, l0] // A = A ^[1 2]\n");
+        let k = a.emit(&mut |_, _| Ok(())).expect("emits");
+        assert_eq!(
+            k.to_string(),
+            concat!(
+                "kernel teil_kernel (M = 1, workspace 8, lifted 0)\n",
+                "  buffer A: inout, logical [2, 2], padded [2, 2]\n",
+                "  buffer tmp0: temporary at 0, logical [2, 2], padded [2, 2]\n",
+                "nest // A = A ^[1 2]  (into a temporary: the right-hand side reads `A` at other \
+                 indices)\n",
+                "  for l0 in 0..2\n",
+                "    for l1 in 0..2\n",
+                "      tmp0[l0, l1] = A[l1, l0]\n",
+                "copy A <- tmp0 // A = A ^[1 2]  (copy back)\n",
+            )
+        );
+    }
 }

@@ -158,3 +158,40 @@ pub fn printing(k: &Kernel) -> Vec<Printing> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_are_named_in_the_order_scheduling_and_emission_make_them() {
+        // The hoisted sum (tmp0) is made while scheduling the statement; the alias temporary
+        // (tmp1) while emitting it, after the statement's own temporaries.
+        let (p, _) = teil::compile(
+            "inout var A : [2 2]\ninput var w : [3]\n\
+             A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))",
+        )
+        .expect("checks");
+        let k = lower_tuned(&p, &Options::default(), &Tuning::default()).expect("lowers");
+        assert_eq!(
+            k.to_string(),
+            concat!(
+                "kernel teil_kernel (M = 1, workspace 16, lifted 0)\n",
+                "  buffer A: inout, logical [2, 2], padded [2, 2]\n",
+                "  buffer w: input, logical [3], padded [3]\n",
+                "  buffer tmp0: temporary at 0, logical [], padded []\n",
+                "  buffer tmp1: temporary at 8, logical [2, 2], padded [2, 2]\n",
+                "nest // hoisted reduction for: A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))\n",
+                "  acc0 = identity of Sum\n",
+                "  for l2 in 0..3\n",
+                "    acc0 = Sum(acc0, w[l2])\n",
+                "  tmp0[] = acc0\n",
+                "nest // A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))  (into a temporary: the right-hand side reads `A` at other indices)\n",
+                "  for l0 in 0..2\n",
+                "    for l1 in 0..2\n",
+                "      tmp1[l0, l1] = (A[l1, l0] * tmp0[])\n",
+                "copy A <- tmp1 // A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))  (copy back)\n",
+            )
+        );
+    }
+}

@@ -182,3 +182,74 @@ impl Region {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `v[i] = Σ_j Σ_k A[i,j] B[j,k] u[k]` with i < 3, j < 4, k < 5 (labels l0, l1, l2).
+    fn chain(merge_ops: f64) -> Region {
+        Region {
+            labels: vec![Label(0), Label(1), Label(2)],
+            extents: vec![3, 4, 5],
+            lab: vec![0b011, 0b110, 0b100],
+            fmask: 0b001,
+            dangling: 0,
+            full: 0b111,
+            merge_ops,
+        }
+    }
+
+    #[test]
+    fn a_matrix_chain_times_a_vector_multiplies_the_vector_first() {
+        for merge_ops in [1.0, 2.0] {
+            let r = chain(merge_ops);
+            for plan in [r.dp(), r.greedy(), r.plan()] {
+                assert_eq!(
+                    format!("{plan:?}"),
+                    "Merge(7, Leaf(0), Merge(6, Leaf(1), Leaf(2)))"
+                );
+                // B u: j x k iterations, then A t: i x j.
+                assert_eq!(r.cost(&plan, true), (4.0 * 5.0 + 3.0 * 4.0) * merge_ops);
+            }
+            // The other orders cost more: (A B) u runs i x j x k, then i x k.
+            let ab_first = Plan::Merge(
+                7,
+                Box::new(Plan::Merge(
+                    3,
+                    Box::new(Plan::Leaf(0)),
+                    Box::new(Plan::Leaf(1)),
+                )),
+                Box::new(Plan::Leaf(2)),
+            );
+            assert_eq!(r.cost(&ab_first, true), (60.0 + 15.0) * merge_ops);
+        }
+    }
+
+    #[test]
+    fn a_label_only_one_factor_reads_is_summed_before_the_merge() {
+        // Σ_j Σ_k A[i,j,k] u[j]: k is A's alone, so A is summed over k first.
+        let r = Region {
+            labels: vec![Label(0), Label(1), Label(2)],
+            extents: vec![3, 4, 5],
+            lab: vec![0b111, 0b010],
+            fmask: 0b001,
+            dangling: 0,
+            full: 0b11,
+            merge_ops: 1.0,
+        };
+        assert_eq!(r.need(0b01), 0b011);
+        let plan = r.plan();
+        assert_eq!(format!("{plan:?}"), "Merge(3, Leaf(0), Leaf(1))");
+        assert_eq!(r.cost(&plan, true), 60.0 + 12.0);
+    }
+
+    #[test]
+    fn temporaries_keep_the_targets_innermost_label_innermost() {
+        let mut r = chain(2.0);
+        r.fmask = 0b011;
+        assert_eq!(r.labels_of(0b111), vec![Label(0), Label(1), Label(2)]);
+        assert_eq!(r.layout(0b111), vec![Label(0), Label(2), Label(1)]);
+        assert_eq!(r.layout(0b101), vec![Label(0), Label(2)]);
+    }
+}

@@ -3,14 +3,11 @@
 //! without and with the rewrite, compiled and run side by side.
 
 use crate::ir::{Kernel, Role};
-use crate::lower::{self, Assign, Context, Item};
+use crate::lower::{self, Item, Schedule};
 use crate::run::{run_batch, Job, Toolchain};
-use crate::{Error, Options};
+use crate::Options;
 use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
-
-/// A scheduling pass on one assignment.
-pub(crate) type Pass<'a> = &'a mut dyn FnMut(&mut Context, &mut Assign) -> Result<(), Error>;
 
 /// What a pass did to a program.
 pub(crate) struct Rewritten {
@@ -23,7 +20,7 @@ pub(crate) struct Rewritten {
 }
 
 /// Runs `pass` on every statement of `src`, lowered with the padding multiple `pad`.
-pub(crate) fn rewrite(src: &str, pad: u64, pass: Pass) -> Rewritten {
+pub(crate) fn rewrite(src: &str, pad: u64, pass: &mut Schedule<'_>) -> Rewritten {
     let (p, _) = teil::compile(src).unwrap_or_else(|d| panic!("does not check: {d:?}"));
     let opts = Options {
         pad,
