@@ -2,9 +2,9 @@
 //! groups, composed by [`lower_tuned`] as [`Tuning`] says:
 //!
 //! - **Scheduling passes** over the lowering's tensor-level assignments (`crate::lower`'s
-//!   intermediate form), composed by `schedule`: [`hoist`] (reductions that do not depend on
-//!   some enclosing loop variable, into temporaries), [`lift`] (contraction lifting, with the
-//!   planner of [`order`]) and [`split`] (the inner sums of nested sums, into temporaries). Each
+//!   intermediate form), composed by `schedule`: `hoist` (reductions that do not depend on
+//!   some enclosing loop variable, into temporaries), `lift` (contraction lifting, with the
+//!   planner of `order`) and `split` (the inner sums of nested sums, into temporaries). Each
 //!   is `fn run(&mut Context, &mut Assign, ..)`: it rewrites one assignment's value and adds the
 //!   assignments of the temporaries it creates to the assignment's `pre`, through the
 //!   lowering's one temporary-making function.
@@ -34,21 +34,21 @@ use crate::lower::{self, Assign, Context};
 use crate::{Error, Options};
 use teil::CheckedProgram;
 
-/// Which optimisations [`lower_tuned`] applies. [`crate::lower`] uses [`Tuning::default`]:
+/// Which optimisations [`lower_tuned`] applies. [`crate::lower()`] uses [`Tuning::default`]:
 /// all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
     /// Contractions of two operands become contraction steps ([`contract::run`]): a packed,
     /// register-blocked matrix-multiplication kernel or register-blocked dot products.
     pub contract: bool,
-    /// Contraction lifting ([`lift`], when [`Options::lift`] allows it) compares plans by counting
+    /// Contraction lifting (`lift`, when [`Options::lift`] allows it) compares plans by counting
     /// multiplications and additions instead of loop iterations, so that a fused nest that
     /// multiplies three or more factors per iteration loses to pairwise contractions of the
     /// same iteration count (the MTTKRP of PERFORMANCE.md). Changes which programs are lifted,
     /// so it only acts where reassociation is allowed anyway.
     pub order: bool,
     /// A sum whose body is a sum of products of two operands (`Σ_i Σ_j a * b`) computes the
-    /// inner sums into a temporary first ([`split`]), one cell per outer index: the same operations in
+    /// inner sums into a temporary first (`split`), one cell per outer index: the same operations in
     /// the same order, and the inner sums become a contraction nest (exact).
     pub split: bool,
     /// Reduction-free nests whose store and some load run through memory in different orders
@@ -86,7 +86,7 @@ impl Tuning {
 }
 
 /// Lowers with the given optimisations: the lowering's assignments, each scheduled
-/// ([`schedule`]) just before it is emitted as loop nests, then the kernel-form [`pipeline`].
+/// (`schedule`) just before it is emitted as loop nests, then the kernel-form [`pipeline`].
 pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Kernel, Error> {
     let mut k = lower::assignments(p, opts)?.emit(&mut |cx, a| schedule(cx, a, t))?;
     pipeline(&mut k, t);

@@ -9,8 +9,8 @@
 //! ```
 //!
 //! Exact: every cell of the temporary is the reduction with the same operations in the same
-//! order; it only runs fewer times (spec/padding.md, "Hoisting"). Not switchable: the plain
-//! lowering of issue 4 hoists too.
+//! order; it only runs fewer times (spec/padding.md, "Scheduling: hoisting and contraction
+//! lifting"). Not switchable: the plain lowering of issue 4 hoists too.
 
 use crate::lower::{Assign, Context, IExpr, Walk};
 use crate::Error;
