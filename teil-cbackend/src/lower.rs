@@ -1,5 +1,5 @@
-//! Lowering a checked program to the loop IR: the semantic lowering, in two stages with the
-//! scheduling passes of `crate::opt` between them.
+//! Lowering a checked program to the loop IR: the semantic lowering, in two stages (1 and 3
+//! below) with the scheduling passes of `crate::opt` between them.
 //!
 //! 1. **Assignments** ([`assignments`]). Each statement `x = e` ([St-Stmt]) becomes a
 //!    tensor-level [`Assign`]: `x[l_1, ..., l_r] = v` for every index, with one fresh [`Label`]
@@ -46,10 +46,6 @@ use teil::fmt::Style;
 use teil::CheckedProgram;
 
 /// A scalar expression evaluated at one point of an index space.
-///
-/// **Invariant:** every [`IExpr::Reduce`] binds a label of its own, which occurs only in its
-/// body (stage 1 makes a fresh label per reduction; the passes move subtrees, never duplicate
-/// a binder).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum IExpr {
     Load(BufId, Vec<Ix>),
