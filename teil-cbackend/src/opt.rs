@@ -1,37 +1,54 @@
-//! Performance optimisations of the C backend (issue 7, PERFORMANCE.md).
+//! Performance optimisations of the C backend (issue 7, PERFORMANCE.md), as passes in two
+//! groups, composed by [`lower_tuned`] as [`Tuning`] says:
 //!
-//! The passes that choose the kernel forms of the loop IR: [`contract::run`] (contraction
-//! steps with their strategy) and [`tile::run`] (tiled nests), each `fn run(&mut Kernel)`,
-//! composed by [`pipeline`] as [`Tuning`] says. The printer prints what they chose and the
-//! validator interprets it; neither recognises anything again.
+//! - **Scheduling passes** over the lowering's tensor-level assignments (`crate::lower`'s
+//!   intermediate form), composed by `schedule`: `hoist` (reductions that do not depend on
+//!   some enclosing loop variable, into temporaries), `lift` (contraction lifting, with the
+//!   planner of `order`) and `split` (the inner sums of nested sums, into temporaries). Each
+//!   is `fn run(&mut Context, &mut Assign, ..)`: it rewrites one assignment's value and adds the
+//!   assignments of the temporaries it creates to the assignment's `pre`, through the
+//!   lowering's one temporary-making function.
+//! - **Kernel-form passes** over the loop IR, composed by [`pipeline`]: [`contract::run`]
+//!   (contraction steps with their strategy) and [`tile::run`] (tiled nests), each
+//!   `fn run(&mut Kernel)`. The printer prints what they chose and the validator interprets
+//!   it; neither recognises anything again.
 //!
-//! Every optimisation here is *exact*: the generated C computes every cell with the same
-//! operations in the same order as the unoptimised loop nest (spec/padding.md, "Contraction
-//! kernels" and "Tiled nests"). [`Tuning`] switches them individually, so that the benchmark can
-//! show what each one gains and the tests can compare optimised and plain kernels bit for bit.
+//! Every optimisation here is *exact* — the generated C computes every cell with the same
+//! operations in the same order as the unoptimised loop nest (spec/padding.md, "Scheduling",
+//! "Contraction kernels" and "Tiled nests") — except contraction lifting, which reassociates
+//! within the laws of spec/values.md and is switched by [`Options::lift`]. [`Tuning`] switches
+//! the others individually, so that the benchmark can show what each one gains and the tests
+//! can compare optimised and plain kernels bit for bit.
 
 pub mod contract;
+pub(crate) mod hoist;
+pub(crate) mod lift;
+pub(crate) mod order;
+pub(crate) mod split;
+#[cfg(test)]
+mod testing;
 pub mod tile;
 
 use crate::ir::{Kernel, Step, Strategy};
+use crate::lower::{self, Assign, Context};
 use crate::{Error, Options};
 use teil::CheckedProgram;
 
-/// Which optimisations [`lower_tuned`] applies. [`crate::lower`] uses [`Tuning::default`]:
+/// Which optimisations [`lower_tuned`] applies. [`crate::lower()`] uses [`Tuning::default`]:
 /// all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
     /// Contractions of two operands become contraction steps ([`contract::run`]): a packed,
     /// register-blocked matrix-multiplication kernel or register-blocked dot products.
     pub contract: bool,
-    /// Contraction lifting (when [`Options::lift`] allows it) compares plans by counting
+    /// Contraction lifting (`lift`, when [`Options::lift`] allows it) compares plans by counting
     /// multiplications and additions instead of loop iterations, so that a fused nest that
     /// multiplies three or more factors per iteration loses to pairwise contractions of the
     /// same iteration count (the MTTKRP of PERFORMANCE.md). Changes which programs are lifted,
     /// so it only acts where reassociation is allowed anyway.
     pub order: bool,
     /// A sum whose body is a sum of products of two operands (`Σ_i Σ_j a * b`) computes the
-    /// inner sums into a temporary first, one cell per outer index: the same operations in
+    /// inner sums into a temporary first (`split`), one cell per outer index: the same operations in
     /// the same order, and the inner sums become a contraction nest (exact).
     pub split: bool,
     /// Reduction-free nests whose store and some load run through memory in different orders
@@ -68,15 +85,33 @@ impl Tuning {
     }
 }
 
-/// Lowers with the given optimisations.
+/// Lowers with the given optimisations: the lowering's assignments, each scheduled
+/// (`schedule`) just before it is emitted as loop nests, then the kernel-form [`pipeline`].
 pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Kernel, Error> {
-    let rewrites = crate::lower::Rewrites {
-        order: t.order,
-        split: t.split,
-    };
-    let mut k = crate::lower::lower_kernel(p, opts, rewrites)?;
+    let mut k = lower::assignments(p, opts)?.emit(&mut |cx, a| schedule(cx, a, t))?;
     pipeline(&mut k, t);
     Ok(k)
+}
+
+/// The scheduling passes on one assignment, as `t` switches them: hoisting; contraction
+/// lifting where the assignment allows it ([`Assign::lift`], from [`Options::lift`]), then
+/// hoisting again (lifting can leave reductions that no longer depend on every loop
+/// variable); splitting nested sums. Then the same for every temporary they created, in
+/// creation order, depth first, so that each temporary's assignment is rewritten like a
+/// statement's before any later one is made.
+fn schedule(cx: &mut Context, a: &mut Assign, t: &Tuning) -> Result<(), Error> {
+    hoist::run(cx, a)?;
+    if a.lift {
+        lift::run(cx, a, t.order)?;
+        hoist::run(cx, a)?;
+    }
+    if t.split {
+        split::run(cx, a)?;
+    }
+    for p in &mut a.pre {
+        schedule(cx, p, t)?;
+    }
+    Ok(())
 }
 
 /// Lowers without any optimisation of this module (the baseline of PERFORMANCE.md).
@@ -122,4 +157,41 @@ pub fn printing(k: &Kernel) -> Vec<Printing> {
             Step::Tiled { .. } => Printing::Tiled,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_are_named_in_the_order_scheduling_and_emission_make_them() {
+        // The hoisted sum (tmp0) is made while scheduling the statement; the alias temporary
+        // (tmp1) while emitting it, after the statement's own temporaries.
+        let (p, _) = teil::compile(
+            "inout var A : [2 2]\ninput var w : [3]\n\
+             A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))",
+        )
+        .expect("checks");
+        let k = lower_tuned(&p, &Options::default(), &Tuning::default()).expect("lowers");
+        assert_eq!(
+            k.to_string(),
+            concat!(
+                "kernel teil_kernel (M = 1, workspace 16, lifted 0)\n",
+                "  buffer A: inout, logical [2, 2], padded [2, 2]\n",
+                "  buffer w: input, logical [3], padded [3]\n",
+                "  buffer tmp0: temporary at 0, logical [], padded []\n",
+                "  buffer tmp1: temporary at 8, logical [2, 2], padded [2, 2]\n",
+                "nest // hoisted reduction for: A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))\n",
+                "  acc0 = identity of Sum\n",
+                "  for l2 in 0..3\n",
+                "    acc0 = Sum(acc0, w[l2])\n",
+                "  tmp0[] = acc0\n",
+                "nest // A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))  (into a temporary: the right-hand side reads `A` at other indices)\n",
+                "  for l0 in 0..2\n",
+                "    for l1 in 0..2\n",
+                "      tmp1[l0, l1] = (A[l1, l0] * tmp0[])\n",
+                "copy A <- tmp1 // A = A ^[1 2] * expa 1 2 (expa 1 2 (red+ 1 w))  (copy back)\n",
+            )
+        );
+    }
 }

@@ -1,0 +1,92 @@
+//! Splitting nested sums: a reduction whose body is a sum of products of two loads that
+//! depends on the outer label (`Σ_l Σ_k a * b`) computes the inner sums into a temporary
+//! indexed by their free labels, one cell per outer index.
+//!
+//! ```text
+//! s[] = (red+ l0 < m: (red+ l1 < n: (A[l0, l1] * B[l0, l1])))
+//!   becomes
+//! tmp0[l0] = (red+ l1 < n: (A[l0, l1] * B[l0, l1]))
+//! s[] = (red+ l0 < m: tmp0[l0])
+//! ```
+//!
+//! Exact: each inner sum is computed with the same operations in the same order, once, and the
+//! outer reduction folds the same values; the inner sums become a contraction nest
+//! ([`crate::opt::contract`]). `Tuning::split` switches it.
+
+use crate::lower::{Assign, Context, IExpr, Walk};
+use crate::Error;
+use teil::ast::{BinOp, RedOp};
+
+/// Largest temporary (in cells) that splitting a nested sum may create.
+const MAX_SPLIT_CELLS: u128 = 1 << 20;
+
+/// The pass: every qualifying reduction of `a`'s value (outermost first) gets its inner sums
+/// from a temporary of `a.pre`.
+pub(crate) fn run(cx: &mut Context, a: &mut Assign) -> Result<(), Error> {
+    let Assign {
+        value,
+        comment,
+        lift,
+        pre,
+        ..
+    } = a;
+    value.walk_mut(&mut Vec::new(), &mut |e, _| {
+        let IExpr::Reduce(_, l, body) = e else {
+            return Ok(Walk::Into);
+        };
+        if !is_pair_sum(body) {
+            return Ok(Walk::Into);
+        }
+        let labels: Vec<_> = body.free().into_iter().collect();
+        let cells = labels
+            .iter()
+            .map(|&l| u128::from(cx.extent(l)))
+            .fold(1u128, u128::saturating_mul);
+        if !labels.contains(l) || cells > MAX_SPLIT_CELLS {
+            return Ok(Walk::Into);
+        }
+        let inner = std::mem::replace(&mut **body, IExpr::Lit(0.0));
+        **body = cx.materialize(
+            pre,
+            &labels,
+            inner,
+            *lift,
+            format!("inner sums for: {comment}"),
+        )?;
+        Ok(Walk::Past)
+    })
+}
+
+/// `Σ_k a * b` with `a` and `b` loads: what a contraction nest computes.
+fn is_pair_sum(e: &IExpr) -> bool {
+    matches!(e, IExpr::Reduce(RedOp::Sum, _, body)
+        if matches!(&**body, IExpr::Bin(BinOp::Mul, a, b)
+            if matches!(**a, IExpr::Load(..)) && matches!(**b, IExpr::Load(..))))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::opt::testing::rewrite;
+
+    #[test]
+    fn the_inner_sums_of_a_trace_of_a_product_go_to_a_temporary() {
+        let r = rewrite(
+            "input var A : [3 4]\ninput var B : [4 3]\noutput var s : []\n\
+             s = (A # B) .[2 3] .[1 2]",
+            4,
+            &mut super::run,
+        );
+        assert_eq!(
+            r.before,
+            "s[] = (red+ l0 < 3: (red+ l1 < 4: (A[l0, l1] * B[l1, l0]))) // s = (A # B) .[2 3] .[1 2]\n"
+        );
+        assert_eq!(
+            r.after,
+            concat!(
+                "tmp0[l0] = (red+ l1 < 4: (A[l0, l1] * B[l1, l0])) // inner sums for: s = (A # B) .[2 3] .[1 2]\n",
+                "s[] = (red+ l0 < 3: tmp0[l0]) // s = (A # B) .[2 3] .[1 2]\n",
+            )
+        );
+        r.assert_same_values(false);
+    }
+}
