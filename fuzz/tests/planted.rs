@@ -23,6 +23,7 @@ fn budget(bug: Bug) -> u64 {
         Bug::RedmaxPadded => 100,
         Bug::WrongStride => 10,
         Bug::PanelEdge | Bug::KBound | Bug::TileEdge => 40,
+        Bug::FoldOverwrite => 40,
     }
 }
 

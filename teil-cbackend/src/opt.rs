@@ -11,6 +11,7 @@
 //! show what each one gains and the tests can compare optimised and plain kernels bit for bit.
 
 pub mod contract;
+pub mod interchange;
 pub mod tile;
 
 use crate::ir::{Kernel, Step, Strategy};
@@ -37,6 +38,10 @@ pub struct Tuning {
     /// Reduction-free nests whose store and some load run through memory in different orders
     /// (transpositions) become tiled steps ([`tile::run`]).
     pub tile: bool,
+    /// Nests with reductions that are not contraction steps get the loop order whose innermost
+    /// loop walks memory most closely ([`interchange::run`]): a reduction loop moves outside
+    /// target loops (partial results in the target's cells), or a target loop moves innermost.
+    pub interchange: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
     /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;
     /// the C must then be compiled with `-fopenmp` (spec/abi.md, "OpenMP").
@@ -50,6 +55,7 @@ impl Default for Tuning {
             order: true,
             split: true,
             tile: true,
+            interchange: true,
             openmp: false,
         }
     }
@@ -63,6 +69,7 @@ impl Tuning {
             order: false,
             split: false,
             tile: false,
+            interchange: false,
             openmp: false,
         }
     }
@@ -85,10 +92,14 @@ pub fn lower_plain(p: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> 
 }
 
 /// The kernel-form passes, in order, as `t` switches them (contraction steps first: a nest is
-/// never both).
+/// never two of them; interchange acts only on nests with reductions, tiling only on nests
+/// without).
 pub fn pipeline(k: &mut Kernel, t: &Tuning) {
     if t.contract {
         contract::run(k);
+    }
+    if t.interchange {
+        interchange::run(k);
     }
     if t.tile {
         tile::run(k);

@@ -18,12 +18,13 @@
 //! | [`Bug::PanelEdge`] | packed contraction steps compute one row fewer (`m - 1`): the last row panel's edge is wrong |
 //! | [`Bug::KBound`] | contraction steps (packed and dot) sum one term fewer: the micro-kernel's `k` loop stops at `K - 1` |
 //! | [`Bug::TileEdge`] | tiled steps stop their innermost tiled label one short of its logical extent: the edge tile is wrong |
+//! | [`Bug::FoldOverwrite`] | every [`Node::Fold`] (a reduction the interchange pass moved outward) stores its value instead of folding it into the cell: each cell keeps only the last term |
 //!
 //! The first five rewrite plain nests and, where the same mistake applies, the kernel forms the
 //! optimisation passes chose (a contraction step's `K` is its reduction loop); the last three
-//! rewrite only those kernel forms ([`Step::Contract`], [`Step::Tiled`]). With `M = 1` (no
-//! padding) only [`Bug::OffByOne`], [`Bug::AliasingIgnored`] and the last three change a
-//! kernel.
+//! rewrite only those kernel forms ([`Step::Contract`], [`Step::Tiled`]), and the last one only
+//! interchanged nests. With `M = 1` (no padding) only [`Bug::OffByOne`],
+//! [`Bug::AliasingIgnored`] and the last four change a kernel.
 
 use crate::ir::*;
 use teil::ast::RedOp;
@@ -39,10 +40,11 @@ pub enum Bug {
     PanelEdge,
     KBound,
     TileEdge,
+    FoldOverwrite,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 9] = [
         Bug::OffByOne,
         Bug::PaddingNotRezeroed,
         Bug::AliasingIgnored,
@@ -51,6 +53,7 @@ impl Bug {
         Bug::PanelEdge,
         Bug::KBound,
         Bug::TileEdge,
+        Bug::FoldOverwrite,
     ];
 
     /// The name used on the command line (`--plant NAME`).
@@ -64,6 +67,7 @@ impl Bug {
             Bug::PanelEdge => "panel-edge",
             Bug::KBound => "k-bound",
             Bug::TileEdge => "tile-edge",
+            Bug::FoldOverwrite => "fold-overwrite",
         }
     }
 
@@ -84,6 +88,7 @@ impl Bug {
             Bug::PanelEdge => "packed contraction kernels compute one row fewer",
             Bug::KBound => "contraction kernels sum one term fewer",
             Bug::TileEdge => "tiled nests stop one short along their innermost label",
+            Bug::FoldOverwrite => "interchanged reductions overwrite their partial results",
         }
     }
 }
@@ -107,6 +112,7 @@ pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
             })
         }
         Bug::PaddingNotRezeroed => no_rezero(k),
+        Bug::FoldOverwrite => fold_overwrite(k),
         Bug::AliasingIgnored => alias(k),
         Bug::WrongStride => wrong_stride(k),
         Bug::PanelEdge => kernel_forms(k, &mut |s| match s {
@@ -144,6 +150,35 @@ pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
             _ => false,
         }),
     }
+}
+
+/// Every fold `T[..] = T[..] op v` becomes the store `T[..] = v`.
+fn fold_overwrite(k: &mut Kernel) -> bool {
+    fn go(ns: &mut [Node], changed: &mut bool) {
+        for n in ns {
+            match n {
+                Node::Loop { body, .. } => go(body, changed),
+                Node::Fold {
+                    buf, index, value, ..
+                } => {
+                    *n = Node::Store {
+                        buf: *buf,
+                        index: std::mem::take(index),
+                        value: std::mem::replace(value, Val::Undefined),
+                    };
+                    *changed = true;
+                }
+                Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Store { .. } => {}
+            }
+        }
+    }
+    let mut changed = false;
+    for s in &mut k.steps {
+        if let Step::Nest { body, .. } = s {
+            go(body, &mut changed);
+        }
+    }
+    changed
 }
 
 /// Applies `f` to every step; whether it changed any.
@@ -227,7 +262,9 @@ fn stores_only_undefined(ns: &[Node]) -> bool {
     let mut only = true;
     walk_nodes(ns, &mut |v| match v {
         Visit::Node(Node::Store { value, .. }) => only &= *value == Val::Undefined,
-        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. }) => only = false,
+        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. }) => {
+            only = false
+        }
         _ => {}
     });
     only
@@ -240,7 +277,7 @@ fn is_rezero(s: &Step) -> bool {
         ns.iter().all(|n| match n {
             Node::Loop { start, body, .. } => go(body, padding_loop || *start > 0),
             Node::Store { value, .. } => padding_loop && *value == Val::Lit(0.0),
-            Node::AccInit { .. } | Node::AccUpdate { .. } => false,
+            Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. } => false,
         })
     }
     match s {

@@ -165,9 +165,18 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         .saturating_mul(u128::from(c.k.extent));
     // The target label with the smallest stride (the first of equals).
     let lane = c.free.iter().min_by_key(|f| st.get(f.var));
+    // Dot products run along rows: some operand that differs from lane to lane reads its
+    // terms with unit stride. Otherwise (`Σ_i x[i] A[i, j]` along `j`) every term of a block
+    // is a cache line (and a page) of its own, and the interchanged nest
+    // (`crate::opt::interchange`) walks the operand by rows instead.
+    let rows = lane.is_some_and(|l| {
+        [&sa, &sb]
+            .iter()
+            .any(|s| s.has(l.var) && s.get(c.k.var) == 1)
+    });
     if only_a && only_b && work >= PACKED_MIN_WORK {
         Some(packed(c, &sa, &sb, &st))
-    } else if lane.is_some_and(|l| l.extent >= LANES) && work >= DOT_MIN_WORK {
+    } else if rows && lane.is_some_and(|l| l.extent >= LANES) && work >= DOT_MIN_WORK {
         let lane = lane?;
         Some(Strategy::Dot {
             lane: lane.var,

@@ -1,0 +1,223 @@
+//! Loop interchange: the pass that reorders the loops of plain nests with reductions so that
+//! the innermost loop walks memory with unit stride where the nest's shape allows it
+//! (spec/padding.md, "Interchanged nests"). It acts on the nests the other kernel-form passes
+//! left as they are: the nest of one statement (or temporary),
+//!
+//! ```text
+//! for l_1 < n_1 ... for l_r < n_r {     (the target loops, start 0)
+//!     ...                               (accumulators and reduction loops)
+//!     T[..] = v                         (the only store; every target label exactly once)
+//! }
+//! ```
+//!
+//! where no load reads `T`. Every cell of `T` is then written by exactly one iteration of the
+//! target loops, from values no iteration writes, so two rewrites keep every cell's operations
+//! and their order:
+//!
+//! - **A reduction outward.** For a single reduction `acc = id; for k { acc = acc ⊙ v };
+//!   T[..] = acc`, the accumulator moves into its cell: a first nest stores the identity of `⊙`
+//!   in every cell the nest writes, and a second nest runs the loop `k` outside the innermost
+//!   target loops with `T[..] = T[..] ⊙ v` ([`Node::Fold`]) inside. For a fixed cell the
+//!   iterations of any loop order come in increasing `k` (every loop counts up), so the cell
+//!   folds `v` for `k = 0, 1, ..., K - 1` in turn into the identity, exactly as the
+//!   accumulator did; other cells' folds touch other cells. Chosen when the innermost target
+//!   loops walk memory (the loads and the target cell) more closely than `k` does (`Σ_j x_j
+//!   A[j, i]`: the partial sums of a row of `A` at a time).
+//! - **A target loop innermost.** Otherwise, the target loop whose loads walk memory most
+//!   closely becomes the innermost target loop (the order of the others stays), when that is
+//!   closer than the current innermost one: the iterations of the target loops compute
+//!   independent cells, so their order is free, and consecutive cells then share cache lines
+//!   (`C[d,f,c,e] = Σ_b Σ_a A[a,b,c,d] B[a,e,b,f]` runs `d` innermost).
+//!
+//! "Closely" is measured per loop label as the sum, over the accesses the innermost body
+//! makes, of the access's stride along the label in doubles, counted up to a cache line
+//! ([`LINE`]): a stride of 1 costs 1, a stride of a line or more costs a line.
+
+use crate::ir::{
+    identity, walk_nodes, walk_val, Affine, Bound, BufId, Ix, Kernel, Label, Node, Step, Val, Visit,
+};
+use teil::ast::RedOp;
+
+/// Doubles per 64-byte cache line: a stride at least this large touches a new line per step.
+pub const LINE: u64 = 8;
+
+/// The pass: every qualifying nest is rewritten in place (a reduction moved outward becomes two
+/// nests: the identities, then the folds).
+pub fn run(k: &mut Kernel) {
+    let steps = std::mem::take(&mut k.steps);
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        match s {
+            Step::Nest { comment, body } => match rewrite(k, &body) {
+                Some(Rewrite::Outward { init, folds }) => {
+                    out.push(Step::Nest {
+                        comment: format!("identities for: {comment}"),
+                        body: init,
+                    });
+                    out.push(Step::Nest {
+                        comment,
+                        body: folds,
+                    });
+                }
+                Some(Rewrite::Reordered(body)) => out.push(Step::Nest { comment, body }),
+                None => out.push(Step::Nest { comment, body }),
+            },
+            other => out.push(other),
+        }
+    }
+    k.steps = out;
+}
+
+enum Rewrite {
+    /// A reduction moved outward: the nest storing the identities, then the folding nest.
+    Outward { init: Vec<Node>, folds: Vec<Node> },
+    /// The same nest with another target loop innermost.
+    Reordered(Vec<Node>),
+}
+
+/// The rewrite of one nest, if it qualifies and gains (the module documentation).
+fn rewrite(k: &Kernel, body: &[Node]) -> Option<Rewrite> {
+    let (free, nodes) = crate::ir::perfect_nest(body);
+    let (Node::Store { buf, index, value }, inner) = nodes.split_last()? else {
+        return None;
+    };
+    if free.is_empty() || !inner.iter().any(|n| matches!(n, Node::Loop { .. })) {
+        return None;
+    }
+    // Every target label exactly once, so that each iteration of the target loops has its own
+    // cell.
+    let mut seen: Vec<Label> = Vec::new();
+    for ix in index {
+        match ix {
+            Ix::Var(l) if free.iter().any(|f| f.var == *l) && !seen.contains(l) => seen.push(*l),
+            Ix::Var(_) => return None,
+            Ix::Const(_) => {}
+        }
+    }
+    if seen.len() != free.len() {
+        return None;
+    }
+    // The store is the only write, and nothing reads the target.
+    let mut loads: Vec<(BufId, &[Ix])> = Vec::new();
+    let mut clean = true;
+    walk_nodes(inner, &mut |v| match v {
+        Visit::Load(b, idx) => loads.push((b, idx)),
+        Visit::Store(..) => clean = false,
+        Visit::Node(_) | Visit::Val(_) => {}
+    });
+    walk_val(value, &mut |v| {
+        if let Visit::Load(b, idx) = v {
+            loads.push((b, idx));
+        }
+    });
+    if !clean || loads.iter().any(|(b, _)| b == buf) {
+        return None;
+    }
+    let strides: Vec<Affine> = loads.iter().map(|(b, idx)| Affine::of(k, *b, idx)).collect();
+    let load_cost = |l: Label| -> u64 { strides.iter().map(|s| s.get(l).min(LINE)).sum() };
+    let target = Affine::of(k, *buf, index);
+    if let Some(r) = outward(&free, inner, value, *buf, index, &load_cost, &target) {
+        return Some(r);
+    }
+    // A target loop innermost.
+    let inner_cost = load_cost(free.last()?.var);
+    let (best, cost) = free
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i, load_cost(f.var)))
+        .min_by_key(|&(i, c)| (c, i))?;
+    if cost >= inner_cost {
+        return None;
+    }
+    let mut order = free.clone();
+    let moved = order.remove(best);
+    order.push(moved);
+    Some(Rewrite::Reordered(wrap(&order, nodes.to_vec())))
+}
+
+/// The reduction-outward rewrite of `acc = id; for k { acc = acc ⊙ v }; T[..] = acc`.
+fn outward(
+    free: &[Bound],
+    inner: &[Node],
+    value: &Val,
+    buf: BufId,
+    index: &[Ix],
+    load_cost: &dyn Fn(Label) -> u64,
+    target: &Affine,
+) -> Option<Rewrite> {
+    let [Node::AccInit { acc, op }, Node::Loop {
+        var: kv,
+        start: 0,
+        extent,
+        logical,
+        body,
+    }] = inner
+    else {
+        return None;
+    };
+    let [Node::AccUpdate {
+        acc: updated,
+        op: op2,
+        value: v,
+    }] = body.as_slice()
+    else {
+        return None;
+    };
+    if updated != acc || op2 != op || *value != Val::Acc(*acc) || reads_acc(v) {
+        return None;
+    }
+    // The identities stand in the cells between the two nests; in padding only `-0.0` (a
+    // zero) may (spec/padding.md, (P2)).
+    if *op != RedOp::Sum && free.iter().any(|f| f.extent != f.logical) {
+        return None;
+    }
+    // The target loops that walk memory more closely than `k`, innermost first: the cell is
+    // read and written once per iteration.
+    let k_cost = load_cost(*kv);
+    let cost = |f: &Bound| load_cost(f.var) + 2 * target.get(f.var).min(LINE);
+    let inside = free.iter().rev().take_while(|f| cost(f) < k_cost).count();
+    if inside == 0 {
+        return None;
+    }
+    let k = Bound {
+        var: *kv,
+        extent: *extent,
+        logical: *logical,
+    };
+    let split = free.len() - inside;
+    let mut order: Vec<Bound> = free[..split].to_vec();
+    order.push(k);
+    order.extend_from_slice(&free[split..]);
+    let init = wrap(
+        free,
+        vec![Node::Store {
+            buf,
+            index: index.to_vec(),
+            value: Val::Lit(identity(*op)),
+        }],
+    );
+    let folds = wrap(
+        &order,
+        vec![Node::Fold {
+            buf,
+            index: index.to_vec(),
+            op: *op,
+            value: v.clone(),
+        }],
+    );
+    Some(Rewrite::Outward { init, folds })
+}
+
+fn reads_acc(v: &Val) -> bool {
+    let mut any = false;
+    walk_val(v, &mut |x| any |= matches!(x, Visit::Val(Val::Acc(_))));
+    any
+}
+
+/// `loops` (outermost first) around `body`.
+fn wrap(loops: &[Bound], mut body: Vec<Node>) -> Vec<Node> {
+    for l in loops.iter().rev() {
+        body = vec![l.wrap(body)];
+    }
+    body
+}
