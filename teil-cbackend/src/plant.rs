@@ -10,7 +10,7 @@
 //!
 //! | bug | rewrite |
 //! |---|---|
-//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator) over an extent `n ≥ 2` stops at `n - 1` |
+//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator, or one around a fold of a cell it does not index) over an extent `n ≥ 2` stops at `n - 1` |
 //! | [`Bug::PaddingNotRezeroed`] | target loops over a broadcast dimension (one the stored value does not depend on: an `expa`) run over the padded extent, and the re-zeroing nest after a broadcast innermost loop is dropped |
 //! | [`Bug::AliasingIgnored`] | a statement that reads its target at other indices is computed in place: the alias temporary becomes the target, the copy-back is dropped |
 //! | [`Bug::RedmaxPadded`] | `redmax` loops run over the padded extent, folding padding zeros into the maximum |
@@ -191,16 +191,20 @@ fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> b
     fn go(ns: &mut [Node], new: &dyn Fn(RedOp, u64) -> Option<u64>, changed: &mut bool) {
         for n in ns {
             if let Node::Loop {
+                var,
                 start,
                 extent,
                 body,
                 ..
             } = n
             {
-                let op = body.iter().find_map(|b| match b {
-                    Node::AccUpdate { op, .. } => Some(*op),
-                    _ => None,
-                });
+                let op = body
+                    .iter()
+                    .find_map(|b| match b {
+                        Node::AccUpdate { op, .. } => Some(*op),
+                        _ => None,
+                    })
+                    .or_else(|| folded_over(body, *var));
                 if let Some(e) = op.and_then(|op| new(op, *extent)).filter(|_| *start == 0) {
                     *extent = e;
                     *changed = true;
@@ -224,6 +228,23 @@ fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> b
         }
     }
     changed
+}
+
+/// The operator of a fold in `ns` whose cell does not depend on `l`: `l` is then a reduction
+/// loop an interchanged nest runs outside target loops.
+fn folded_over(ns: &[Node], l: Label) -> Option<RedOp> {
+    let mut op = None;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Node(Node::Fold {
+            index, op: fold, ..
+        }) = v
+        {
+            if !index.contains(&Ix::Var(l)) {
+                op = Some(*fold);
+            }
+        }
+    });
+    op
 }
 
 fn val_uses(v: &Val, l: Label) -> bool {

@@ -221,3 +221,128 @@ fn wrap(loops: &[Bound], mut body: Vec<Node>) -> Vec<Node> {
     }
     body
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::opt::{lower_tuned, Tuning};
+    use crate::Options;
+
+    /// The IR's steps (the text after the buffer lines) with and without the pass.
+    fn steps(src: &str, pad: u64) -> (String, String) {
+        steps_with(src, pad, Tuning::default())
+    }
+
+    fn steps_with(src: &str, pad: u64, base: Tuning) -> (String, String) {
+        let (p, _) = teil::compile(src).expect("checks");
+        let opts = Options {
+            pad,
+            ..Options::default()
+        };
+        let text = |interchange: bool| {
+            let t = Tuning {
+                interchange,
+                ..base
+            };
+            let k = lower_tuned(&p, &opts, &t).expect("lowers");
+            let s = k.to_string();
+            let at = s.find("\nnest").or_else(|| s.find("\ncontract"));
+            s[at.map_or(0, |i| i + 1)..].to_string()
+        };
+        (text(false), text(true))
+    }
+
+    #[test]
+    fn a_reduction_along_a_long_stride_moves_outside_the_target_loop() {
+        // (Below the dot products' 512 multiplications; larger, the dot products would not
+        // take it either: its lanes read no rows and A spans more than 256 KB.)
+        let src = "input var x : [20]\ninput var A : [20 21]\noutput var y : [21]\n\
+                   y = (x # A) .[1 2]\n";
+        let (before, after) = steps(src, 1);
+        assert_eq!(
+            before,
+            "nest // y = (x # A) .[1 2]\n  for l0 in 0..21\n    acc0 = identity of Sum\n    \
+             for l1 in 0..20\n      acc0 = Sum(acc0, (x[l1] * A[l1, l0]))\n    y[l0] = acc0\n"
+        );
+        assert_eq!(
+            after,
+            "nest // identities for: y = (x # A) .[1 2]\n  for l0 in 0..21\n    y[l0] = -0.0\n\
+             nest // y = (x # A) .[1 2]\n  for l1 in 0..20\n    for l0 in 0..21\n      \
+             y[l0] = Sum(y[l0], (x[l1] * A[l1, l0]))\n"
+        );
+    }
+
+    #[test]
+    fn the_reduction_stays_inside_the_target_loops_that_walk_memory_farther() {
+        // Y[i, k] = max_j X[i, j, k]: `j` moves inside `i` (stride 9 · 24 in X) and outside
+        // `k` (stride 1).
+        let src = "input var X : [5 9 24]\noutput var Y : [5 24]\nY = redmax 2 X\n";
+        let (_, after) = steps(src, 1);
+        assert_eq!(
+            after,
+            "nest // identities for: Y = redmax 2 X\n  for l0 in 0..5\n    for l1 in 0..24\n      \
+             Y[l0, l1] = -inf\nnest // Y = redmax 2 X\n  for l0 in 0..5\n    for l2 in 0..9\n      \
+             for l1 in 0..24\n        Y[l0, l1] = Max(Y[l0, l1], X[l0, l2, l1])\n"
+        );
+    }
+
+    #[test]
+    fn a_maximum_over_padded_target_loops_keeps_its_accumulator() {
+        // At M = 4 the target loop of `redmax 1 A` runs over padding (the maximum of zeros is
+        // zero), where the identity -inf must never stand.
+        let src = "input var A : [5 9]\noutput var m : [9]\nm = redmax 1 A\n";
+        let (before, after) = steps(src, 4);
+        assert!(before.contains("(logical 9)"), "{before}");
+        assert_eq!(before, after);
+        // A sum may: its identity -0.0 is a zero.
+        let src = "input var A : [5 9]\noutput var s : [9]\ns = red+ 1 A\n";
+        let (before, after) = steps(src, 4);
+        assert!(before.contains("(logical 9)"), "{before}");
+        assert!(after.contains("s[l0] = Sum(s[l0], A[l1, l0])"), "{after}");
+    }
+
+    #[test]
+    fn reductions_along_unit_stride_are_left_alone() {
+        for src in [
+            "input var X : [5 9 24]\noutput var Y : [5 9]\nY = redmax 3 X\n",
+            "input var A : [21 40]\ninput var x : [40]\noutput var y : [21]\ny = (A # x) .[2 3]\n",
+            "input var A : [3 5]\noutput var t : []\nt = red+ 1 (red+ 1 A)\n",
+        ] {
+            let (before, after) = steps(src, 1);
+            assert_eq!(before, after, "{src}");
+        }
+    }
+
+    #[test]
+    fn nested_sums_get_the_target_loop_with_unit_stride_loads_innermost() {
+        // C[d,f,c,e] = Σ_b Σ_a A[a,b,c,d] B[a,e,b,f]: the target's innermost label `e` reads
+        // B with stride 32; `d` reads A with stride 1 and becomes the innermost target loop.
+        let src = "input var A : [3 4 5 6]\ninput var B : [3 7 4 8]\noutput var C : [6 8 5 7]\n\
+                   C = (A # B) .[1 5] .[1 5] ^[1 2] ^[2 4] ^[3 4]\n";
+        // (At these sizes splitting would compute the inner sums into a temporary first.)
+        let no_split = Tuning {
+            split: false,
+            ..Tuning::default()
+        };
+        let (before, after) = steps_with(src, 1, no_split);
+        let loops = |s: &str| -> Vec<String> {
+            s.lines()
+                .filter_map(|l| l.trim().strip_prefix("for "))
+                .map(|l| l.split(' ').next().unwrap_or("").to_string())
+                .collect()
+        };
+        assert_eq!(loops(&before), ["l0", "l1", "l2", "l3", "l4", "l5"], "{before}");
+        assert_eq!(loops(&after), ["l1", "l2", "l3", "l0", "l4", "l5"], "{after}");
+        // Only the order changed.
+        assert_eq!(before.lines().count(), after.lines().count());
+    }
+
+    #[test]
+    fn a_target_that_is_read_is_left_alone() {
+        // `s` is both the target and an operand (the alias temporary takes the store, so
+        // the nest's target is never read; the copy-back is a copy).
+        let src = "inout var s : [9]\ninput var A : [5 9]\ns = red+ 1 A + s\n";
+        let (p, _) = teil::compile(src).expect("checks");
+        let k = lower_tuned(&p, &Options::default(), &Tuning::default()).expect("lowers");
+        crate::validate::validate(&p, &k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+    }
+}
