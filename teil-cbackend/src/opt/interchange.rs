@@ -113,7 +113,10 @@ fn rewrite(k: &Kernel, body: &[Node]) -> Option<Rewrite> {
     if !clean || loads.iter().any(|(b, _)| b == buf) {
         return None;
     }
-    let strides: Vec<Affine> = loads.iter().map(|(b, idx)| Affine::of(k, *b, idx)).collect();
+    let strides: Vec<Affine> = loads
+        .iter()
+        .map(|(b, idx)| Affine::of(k, *b, idx))
+        .collect();
     let load_cost = |l: Label| -> u64 { strides.iter().map(|s| s.get(l).min(LINE)).sum() };
     let target = Affine::of(k, *buf, index);
     if let Some(r) = outward(&free, inner, value, *buf, index, &load_cost, &target) {
@@ -330,8 +333,16 @@ mod tests {
                 .map(|l| l.split(' ').next().unwrap_or("").to_string())
                 .collect()
         };
-        assert_eq!(loops(&before), ["l0", "l1", "l2", "l3", "l4", "l5"], "{before}");
-        assert_eq!(loops(&after), ["l1", "l2", "l3", "l0", "l4", "l5"], "{after}");
+        assert_eq!(
+            loops(&before),
+            ["l0", "l1", "l2", "l3", "l4", "l5"],
+            "{before}"
+        );
+        assert_eq!(
+            loops(&after),
+            ["l1", "l2", "l3", "l0", "l4", "l5"],
+            "{after}"
+        );
         // Only the order changed.
         assert_eq!(before.lines().count(), after.lines().count());
     }
