@@ -421,7 +421,8 @@ impl Kernel {
     }
 }
 
-fn work(nodes: &[Node]) -> u128 {
+/// [`Kernel::work`] of one loop nest.
+pub fn work(nodes: &[Node]) -> u128 {
     nodes
         .iter()
         .map(|n| match n {

@@ -350,7 +350,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "vector-matrix product",
             format!(
                 "{}y = contr 1 2 (prod x A)\n",
-                decls(&[("x", &[20]), ("A", &[20, 21])], ("y", &[21]))
+                decls(&[("x", &[80]), ("A", &[80, 7])], ("y", &[7]))
             ),
         ),
         (
@@ -366,7 +366,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "maximum along the first axis",
             format!(
                 "{}m = redmax 1 A\n",
-                decls(&[("A", &[5, 24])], ("m", &[24]))
+                decls(&[("A", &[24, 24])], ("m", &[24]))
             ),
         ),
         (

@@ -25,8 +25,8 @@ const PROGRAMS: &[&str] = &[
     "input var A : [3 5]\noutput var d : [3]\nd = redmax 2 A - redmin 2 A\n",
     // fold-overwrite: reductions along a row-major array's first axis, which the interchange
     // pass moves outside the target loop (the partial results live in the target's cells)
-    "input var A : [4 9]\noutput var s : [9]\ns = red+ 1 A\n",
-    "input var A : [4 9]\noutput var m : [9]\nm = redmax 1 A\n",
+    "input var A : [16 40]\noutput var s : [40]\ns = red+ 1 A\n",
+    "input var A : [16 40]\noutput var m : [40]\nm = redmax 1 A\n",
 ];
 
 const PADS: [u64; 3] = [1, 3, 4];

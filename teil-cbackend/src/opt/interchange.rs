@@ -40,6 +40,9 @@ use teil::ast::RedOp;
 
 /// Doubles per 64-byte cache line: a stride at least this large touches a new line per step.
 pub const LINE: u64 = 8;
+/// Smallest nest (in innermost operations, [`crate::ir::work`]) the pass reorders: smaller
+/// nests run in the cache whatever their order.
+pub const MIN_WORK: u128 = 512;
 
 /// The pass: every qualifying nest is rewritten in place (a reduction moved outward becomes two
 /// nests: the identities, then the folds).
@@ -81,7 +84,10 @@ fn rewrite(k: &Kernel, body: &[Node]) -> Option<Rewrite> {
     let (Node::Store { buf, index, value }, inner) = nodes.split_last()? else {
         return None;
     };
-    if free.is_empty() || !inner.iter().any(|n| matches!(n, Node::Loop { .. })) {
+    if free.is_empty()
+        || !inner.iter().any(|n| matches!(n, Node::Loop { .. }))
+        || crate::ir::work(body) < MIN_WORK
+    {
         return None;
     }
     // Every target label exactly once, so that each iteration of the target loops has its own
@@ -256,20 +262,20 @@ mod tests {
 
     #[test]
     fn a_reduction_along_a_long_stride_moves_outside_the_target_loop() {
-        // (Below the dot products' 512 multiplications; larger, the dot products would not
-        // take it either: its lanes read no rows and A spans more than 256 KB.)
-        let src = "input var x : [20]\ninput var A : [20 21]\noutput var y : [21]\n\
+        // (Seven cells: too few for the dot products' eight lanes; with more, and A larger
+        // than 256 KB, they would not take it either: their lanes would read no rows.)
+        let src = "input var x : [80]\ninput var A : [80 7]\noutput var y : [7]\n\
                    y = (x # A) .[1 2]\n";
         let (before, after) = steps(src, 1);
         assert_eq!(
             before,
-            "nest // y = (x # A) .[1 2]\n  for l0 in 0..21\n    acc0 = identity of Sum\n    \
-             for l1 in 0..20\n      acc0 = Sum(acc0, (x[l1] * A[l1, l0]))\n    y[l0] = acc0\n"
+            "nest // y = (x # A) .[1 2]\n  for l0 in 0..7\n    acc0 = identity of Sum\n    \
+             for l1 in 0..80\n      acc0 = Sum(acc0, (x[l1] * A[l1, l0]))\n    y[l0] = acc0\n"
         );
         assert_eq!(
             after,
-            "nest // identities for: y = (x # A) .[1 2]\n  for l0 in 0..21\n    y[l0] = -0.0\n\
-             nest // y = (x # A) .[1 2]\n  for l1 in 0..20\n    for l0 in 0..21\n      \
+            "nest // identities for: y = (x # A) .[1 2]\n  for l0 in 0..7\n    y[l0] = -0.0\n\
+             nest // y = (x # A) .[1 2]\n  for l1 in 0..80\n    for l0 in 0..7\n      \
              y[l0] = Sum(y[l0], (x[l1] * A[l1, l0]))\n"
         );
     }
@@ -292,12 +298,12 @@ mod tests {
     fn a_maximum_over_padded_target_loops_keeps_its_accumulator() {
         // At M = 4 the target loop of `redmax 1 A` runs over padding (the maximum of zeros is
         // zero), where the identity -inf must never stand.
-        let src = "input var A : [5 9]\noutput var m : [9]\nm = redmax 1 A\n";
+        let src = "input var A : [64 9]\noutput var m : [9]\nm = redmax 1 A\n";
         let (before, after) = steps(src, 4);
         assert!(before.contains("(logical 9)"), "{before}");
         assert_eq!(before, after);
         // A sum may: its identity -0.0 is a zero.
-        let src = "input var A : [5 9]\noutput var s : [9]\ns = red+ 1 A\n";
+        let src = "input var A : [64 9]\noutput var s : [9]\ns = red+ 1 A\n";
         let (before, after) = steps(src, 4);
         assert!(before.contains("(logical 9)"), "{before}");
         assert!(after.contains("s[l0] = Sum(s[l0], A[l1, l0])"), "{after}");
@@ -308,7 +314,9 @@ mod tests {
         for src in [
             "input var X : [5 9 24]\noutput var Y : [5 9]\nY = redmax 3 X\n",
             "input var A : [21 40]\ninput var x : [40]\noutput var y : [21]\ny = (A # x) .[2 3]\n",
-            "input var A : [3 5]\noutput var t : []\nt = red+ 1 (red+ 1 A)\n",
+            "input var A : [30 50]\noutput var t : []\nt = red+ 1 (red+ 1 A)\n",
+            // Below MIN_WORK.
+            "input var A : [3 5]\ninput var B : [5 7]\noutput var C : [3 7]\nC = (A # B) .[2 3]\n",
         ] {
             let (before, after) = steps(src, 1);
             assert_eq!(before, after, "{src}");
