@@ -40,7 +40,8 @@ pub struct Tuning {
     pub tile: bool,
     /// Nests with reductions that are not contraction steps get the loop order whose innermost
     /// loop walks memory most closely ([`interchange::run`]): a reduction loop moves outside
-    /// target loops (partial results in the target's cells), or a target loop moves innermost.
+    /// target loops (partial results in the target's cells), or a target loop moves into the
+    /// reductions (their accumulators in rows of a temporary).
     pub interchange: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
     /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;

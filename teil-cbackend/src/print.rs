@@ -386,7 +386,8 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
             // Each iteration of a nest's outermost target loop writes its own cells and reads
             // the target only at the cell it writes (spec/padding.md), so the iterations can
             // run in parallel; an interchanged nest's outermost loop may be a reduction loop,
-            // whose iterations fold into the same cells (not a target label of the store).
+            // whose iterations fold into the same cells, or its accumulators rows shared by
+            // every iteration: then the loop does not index every cell written.
             if k.openmp
                 && matches!(body.as_slice(), [Node::Loop { var, .. }] if stores_at(body, *var))
             {

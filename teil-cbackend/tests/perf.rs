@@ -371,7 +371,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
         ),
         (
             // Two reductions in one nest, transposed target: the target loop along which X
-            // has unit stride moves innermost.
+            // has unit stride moves into both reductions (rows of accumulators).
             "two reductions, transposed target",
             format!(
                 "{}D = transp 1 2 (redmax 2 X - redmin 2 X)\n",
@@ -379,14 +379,12 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
-            // Nested sums whose target loop with unit-stride loads moves innermost.
+            // Nested sums of one operand, transposed target: the target loop along which X has
+            // unit stride moves into both sums, whose accumulators become rows.
             "nested sums, transposed target",
             format!(
-                "{}C = transp 3 4 (transp 2 4 (transp 1 2 (contr 1 5 (contr 1 5 (prod A B)))))\n",
-                decls(
-                    &[("A", &[3, 4, 5, 6]), ("B", &[3, 7, 4, 8])],
-                    ("C", &[6, 8, 5, 7])
-                )
+                "{}Y = transp 1 2 (red+ 1 (red+ 1 X))\n",
+                decls(&[("X", &[3, 5, 7, 24])], ("Y", &[24, 7]))
             ),
         ),
         (

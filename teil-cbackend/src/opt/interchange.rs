@@ -23,19 +23,26 @@
 //!   accumulator did; other cells' folds touch other cells. Chosen when the innermost target
 //!   loops walk memory (the loads and the target cell) more closely than `k` does (`Σ_j x_j
 //!   A[j, i]`: the partial sums of a row of `A` at a time).
-//! - **A target loop innermost.** Otherwise, the target loop whose loads walk memory most
-//!   closely becomes the innermost target loop (the order of the others stays), when that is
-//!   closer than the current innermost one: the iterations of the target loops compute
-//!   independent cells, so their order is free, and consecutive cells then share cache lines
-//!   (`C[d,f,c,e] = Σ_b Σ_a A[a,b,c,d] B[a,e,b,f]` runs `d` innermost).
+//! - **A target loop into the reductions.** Otherwise, when some target loop `p` walks memory
+//!   more closely than every innermost reduction loop (nested sums with a transposed result,
+//!   `C[d,f,c,e] = Σ_b Σ_a A[a,b,c,d] B[a,e,b,f]`: `A` has unit stride along `d`, the sum over
+//!   `a` strides 16384), `p` moves inside every node of the body: each accumulator becomes a
+//!   row of cells indexed by `p` (a small temporary, `teil_rowN`), each accumulator node a loop
+//!   over `p` that initialises, folds ([`Node::Fold`]) or reads the row's cells, and the store
+//!   a loop over `p` that stores them. For a fixed `p` the row cells see exactly the operations
+//!   the accumulators saw, in the same order, and the cells of different `p` never meet; the
+//!   innermost loops now run along `p`.
 //!
-//! "Closely" is measured per loop label as the sum, over the accesses the innermost body
-//! makes, of the access's stride along the label in doubles, counted up to a cache line
-//! ([`LINE`]): a stride of 1 costs 1, a stride of a line or more costs a line.
+//! "Closely" is measured per loop label as the sum, over the body's loads (and, for a fold,
+//! the target cell, read and written), of the access's stride along the label in doubles,
+//! counted up to a cache line ([`LINE`]): a stride of 1 costs 1, a stride of a line or more
+//! costs a line. Nests below [`MIN_WORK`] operations are left alone.
 
 use crate::ir::{
-    identity, walk_nodes, walk_val, Affine, Bound, BufId, Ix, Kernel, Label, Node, Step, Val, Visit,
+    identity, walk_nodes, walk_val, Affine, Bound, BufId, Buffer, Ix, Kernel, Label, Node, Role,
+    Step, Val, Visit,
 };
+use std::collections::BTreeMap;
 use teil::ast::RedOp;
 
 /// Doubles per 64-byte cache line: a stride at least this large touches a new line per step.
@@ -62,7 +69,11 @@ pub fn run(k: &mut Kernel) {
                         body: folds,
                     });
                 }
-                Some(Rewrite::Reordered(body)) => out.push(Step::Nest { comment, body }),
+                Some(Rewrite::Jam { outer, p, nodes }) => {
+                    let rows = rows(k, &nodes, p);
+                    let body = wrap(&outer, jam(&nodes, p, &rows));
+                    out.push(Step::Nest { comment, body });
+                }
                 None => out.push(Step::Nest { comment, body }),
             },
             other => out.push(other),
@@ -74,8 +85,13 @@ pub fn run(k: &mut Kernel) {
 enum Rewrite {
     /// A reduction moved outward: the nest storing the identities, then the folding nest.
     Outward { init: Vec<Node>, folds: Vec<Node> },
-    /// The same nest with another target loop innermost.
-    Reordered(Vec<Node>),
+    /// The target loop `p` moved into `nodes` (the body inside the target loops, the store
+    /// last); `outer` are the other target loops.
+    Jam {
+        outer: Vec<Bound>,
+        p: Bound,
+        nodes: Vec<Node>,
+    },
 }
 
 /// The rewrite of one nest, if it qualifies and gains (the module documentation).
@@ -128,20 +144,138 @@ fn rewrite(k: &Kernel, body: &[Node]) -> Option<Rewrite> {
     if let Some(r) = outward(&free, inner, value, *buf, index, &load_cost, &target) {
         return Some(r);
     }
-    // A target loop innermost.
-    let inner_cost = load_cost(free.last()?.var);
-    let (best, cost) = free
+    // A target loop into the reductions: the closest one (the innermost of equals), if it
+    // walks memory more closely than every innermost reduction loop.
+    let (pi, p_cost) = free
         .iter()
         .enumerate()
         .map(|(i, f)| (i, load_cost(f.var)))
-        .min_by_key(|&(i, c)| (c, i))?;
-    if cost >= inner_cost {
+        .min_by_key(|&(i, c)| (c, std::cmp::Reverse(i)))?;
+    let mut innermost = Vec::new();
+    innermost_loops(inner, &mut innermost);
+    if innermost.iter().any(|&l| load_cost(l) <= p_cost) {
         return None;
     }
-    let mut order = free.clone();
-    let moved = order.remove(best);
-    order.push(moved);
-    Some(Rewrite::Reordered(wrap(&order, nodes.to_vec())))
+    let mut outer = free.clone();
+    let p = outer.remove(pi);
+    Some(Rewrite::Jam {
+        outer,
+        p,
+        nodes: nodes.to_vec(),
+    })
+}
+
+/// The labels of the loops in `ns` that contain no loop.
+fn innermost_loops(ns: &[Node], out: &mut Vec<Label>) {
+    for n in ns {
+        if let Node::Loop { var, body, .. } = n {
+            if body.iter().any(|b| matches!(b, Node::Loop { .. })) {
+                innermost_loops(body, out);
+            } else {
+                out.push(*var);
+            }
+        }
+    }
+}
+
+/// A row buffer (temporary, `extent(p)` cells, in the workspace) for every accumulator of
+/// `nodes`, by accumulator number.
+fn rows(k: &mut Kernel, nodes: &[Node], p: Bound) -> BTreeMap<u32, BufId> {
+    let mut accs = Vec::new();
+    walk_nodes(nodes, &mut |v| {
+        if let Visit::Node(Node::AccInit { acc, .. }) = v {
+            accs.push(*acc);
+        }
+    });
+    let mut rows = BTreeMap::new();
+    for acc in accs {
+        let n = k
+            .buffers
+            .iter()
+            .filter(|b| b.c_name.starts_with("teil_row"))
+            .count();
+        k.buffers.push(Buffer {
+            var: None,
+            c_name: format!("teil_row{n}"),
+            role: Role::Temp,
+            logical: vec![p.extent],
+            padded: vec![p.extent],
+            offset: k.workspace,
+        });
+        k.workspace += p.extent.next_multiple_of(8);
+        rows.insert(acc, BufId(k.buffers.len() - 1));
+    }
+    rows
+}
+
+/// `nodes` with the loop `p` inside every accumulator node and the store, and the accumulators
+/// in their rows.
+fn jam(nodes: &[Node], p: Bound, rows: &BTreeMap<u32, BufId>) -> Vec<Node> {
+    let cell = |acc: &u32| (rows[acc], vec![Ix::Var(p.var)]);
+    nodes
+        .iter()
+        .map(|n| match n {
+            Node::Loop {
+                var,
+                start,
+                extent,
+                logical,
+                body,
+            } => Node::Loop {
+                var: *var,
+                start: *start,
+                extent: *extent,
+                logical: *logical,
+                body: jam(body, p, rows),
+            },
+            Node::AccInit { acc, op } => {
+                let (buf, index) = cell(acc);
+                p.wrap(vec![Node::Store {
+                    buf,
+                    index,
+                    value: Val::Lit(identity(*op)),
+                }])
+            }
+            Node::AccUpdate { acc, op, value } => {
+                let (buf, index) = cell(acc);
+                p.wrap(vec![Node::Fold {
+                    buf,
+                    index,
+                    op: *op,
+                    value: in_rows(value, p.var, rows),
+                }])
+            }
+            Node::Store { buf, index, value } => p.wrap(vec![Node::Store {
+                buf: *buf,
+                index: index.clone(),
+                value: in_rows(value, p.var, rows),
+            }]),
+            Node::Fold {
+                buf,
+                index,
+                op,
+                value,
+            } => p.wrap(vec![Node::Fold {
+                buf: *buf,
+                index: index.clone(),
+                op: *op,
+                value: in_rows(value, p.var, rows),
+            }]),
+        })
+        .collect()
+}
+
+/// `v` with every accumulator read from its row at `p`.
+fn in_rows(v: &Val, p: Label, rows: &BTreeMap<u32, BufId>) -> Val {
+    match v {
+        Val::Acc(a) => Val::Load(rows[a], vec![Ix::Var(p)]),
+        Val::Bin(op, a, b) => Val::Bin(
+            *op,
+            Box::new(in_rows(a, p, rows)),
+            Box::new(in_rows(b, p, rows)),
+        ),
+        Val::Load(..) | Val::Lit(_) | Val::Undefined => v.clone(),
+    }
 }
 
 /// The reduction-outward rewrite of `acc = id; for k { acc = acc ⊙ v }; T[..] = acc`.
@@ -295,13 +429,19 @@ mod tests {
     }
 
     #[test]
-    fn a_maximum_over_padded_target_loops_keeps_its_accumulator() {
+    fn a_maximum_over_padded_target_loops_keeps_its_partial_results_out_of_the_target() {
         // At M = 4 the target loop of `redmax 1 A` runs over padding (the maximum of zeros is
-        // zero), where the identity -inf must never stand.
+        // zero), where the identity -inf must never stand: the partial maxima go to a row.
         let src = "input var A : [64 9]\noutput var m : [9]\nm = redmax 1 A\n";
         let (before, after) = steps(src, 4);
         assert!(before.contains("(logical 9)"), "{before}");
-        assert_eq!(before, after);
+        assert_eq!(
+            after,
+            "nest // m = redmax 1 A\n  for l0 in 0..12 (logical 9)\n    teil_row0[l0] = -inf\n  \
+             for l1 in 0..64\n    for l0 in 0..12 (logical 9)\n      \
+             teil_row0[l0] = Max(teil_row0[l0], A[l1, l0])\n  for l0 in 0..12 (logical 9)\n    \
+             m[l0] = teil_row0[l0]\n"
+        );
         // A sum may: its identity -0.0 is a zero.
         let src = "input var A : [64 9]\noutput var s : [9]\ns = red+ 1 A\n";
         let (before, after) = steps(src, 4);
@@ -324,9 +464,10 @@ mod tests {
     }
 
     #[test]
-    fn nested_sums_get_the_target_loop_with_unit_stride_loads_innermost() {
-        // C[d,f,c,e] = Σ_b Σ_a A[a,b,c,d] B[a,e,b,f]: the target's innermost label `e` reads
-        // B with stride 32; `d` reads A with stride 1 and becomes the innermost target loop.
+    fn nested_sums_get_the_target_loop_with_unit_stride_loads_inside_the_reductions() {
+        // C[d,f,c,e] = Σ_b Σ_a A[a,b,c,d] B[a,e,b,f]: the sum over `a` strides 4 · 5 · 6 in A;
+        // `f` (l1, unit stride in B; `d` too in A, `f` is the innermost of equals) moves inside
+        // every node, and both accumulators become rows of 8 cells.
         let src = "input var A : [3 4 5 6]\ninput var B : [3 7 4 8]\noutput var C : [6 8 5 7]\n\
                    C = (A # B) .[1 5] .[1 5] ^[1 2] ^[2 4] ^[3 4]\n";
         // (At these sizes splitting would compute the inner sums into a temporary first.)
@@ -335,24 +476,39 @@ mod tests {
             ..Tuning::default()
         };
         let (before, after) = steps_with(src, 1, no_split);
-        let loops = |s: &str| -> Vec<String> {
-            s.lines()
-                .filter_map(|l| l.trim().strip_prefix("for "))
-                .map(|l| l.split(' ').next().unwrap_or("").to_string())
-                .collect()
-        };
         assert_eq!(
-            loops(&before),
-            ["l0", "l1", "l2", "l3", "l4", "l5"],
-            "{before}"
+            before,
+            "nest // C = (A # B) .[1 5] .[1 5] ^[1 2] ^[2 4] ^[3 4]\n  for l0 in 0..6\n    \
+             for l1 in 0..8\n      for l2 in 0..5\n        for l3 in 0..7\n          \
+             acc0 = identity of Sum\n          for l4 in 0..4\n            \
+             acc1 = identity of Sum\n            for l5 in 0..3\n              \
+             acc1 = Sum(acc1, (A[l5, l4, l2, l0] * B[l5, l3, l4, l1]))\n            \
+             acc0 = Sum(acc0, acc1)\n          C[l0, l1, l2, l3] = acc0\n"
         );
         assert_eq!(
-            loops(&after),
-            ["l1", "l2", "l3", "l0", "l4", "l5"],
+            after,
+            "nest // C = (A # B) .[1 5] .[1 5] ^[1 2] ^[2 4] ^[3 4]\n  for l0 in 0..6\n    \
+             for l2 in 0..5\n      for l3 in 0..7\n        for l1 in 0..8\n          \
+             teil_row0[l1] = -0.0\n        for l4 in 0..4\n          for l1 in 0..8\n            \
+             teil_row1[l1] = -0.0\n          for l5 in 0..3\n            for l1 in 0..8\n              \
+             teil_row1[l1] = Sum(teil_row1[l1], (A[l5, l4, l2, l0] * B[l5, l3, l4, l1]))\n          \
+             for l1 in 0..8\n            teil_row0[l1] = Sum(teil_row0[l1], teil_row1[l1])\n        \
+             for l1 in 0..8\n          C[l0, l1, l2, l3] = teil_row0[l1]\n"
+        );
+    }
+
+    #[test]
+    fn a_maximum_over_padded_target_loops_is_jammed_instead() {
+        // Y[i, k] = max_j X[i, j, k] at M = 4: the target runs over padding, so the cells may
+        // not hold -inf; the row of `k` holds it instead, and the store writes the maxima of
+        // zeros (zeros) into the padding.
+        let src = "input var X : [5 9 22]\noutput var Y : [5 22]\nY = redmax 2 X\n";
+        let (_, after) = steps(src, 4);
+        assert!(
+            after.contains("for l1 in 0..24 (logical 22)\n      teil_row0[l1] = -inf"),
             "{after}"
         );
-        // Only the order changed.
-        assert_eq!(before.lines().count(), after.lines().count());
+        assert!(after.contains("Y[l0, l1] = teil_row0[l1]"), "{after}");
     }
 
     #[test]
