@@ -773,6 +773,7 @@ fn args() -> Result<Args, String> {
                         "order" => t.order = true,
                         "split" => t.split = true,
                         "tile" => t.tile = true,
+                        "interchange" => t.interchange = true,
                         "none" => {}
                         other => return Err(format!("--tuning: unknown optimisation `{other}`")),
                     }

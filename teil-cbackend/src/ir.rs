@@ -124,6 +124,18 @@ impl Val {
     }
 }
 
+/// The value an accumulator of `op` starts from ([`Node::AccInit`]; a [`Node::Fold`]'s cell
+/// is initialised with it): `-0.0`, `1.0`, `-∞` or `+∞`. Folding any `x` into it gives `x`
+/// exactly in binary64 (spec/padding.md).
+pub fn identity(op: RedOp) -> f64 {
+    match op {
+        RedOp::Sum => -0.0,
+        RedOp::Product => 1.0,
+        RedOp::Max => f64::NEG_INFINITY,
+        RedOp::Min => f64::INFINITY,
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     /// `for (var = start; var < extent; var++)`; `extent > logical` when the loop runs over
@@ -140,6 +152,18 @@ pub enum Node {
     AccInit { acc: u32, op: RedOp },
     /// `acc = acc op value`.
     AccUpdate { acc: u32, op: RedOp, value: Val },
+    /// `buf[index] = buf[index] op value`: an accumulator update whose accumulator lives in a
+    /// buffer cell instead of a scalar (`crate::opt::interchange` makes these when it moves a
+    /// reduction loop outside target loops; spec/padding.md, "Interchanged nests"). The cell
+    /// holds the partial fold between updates; a `Store` of the identity of `op` (the literal
+    /// [`RedOp`]'s `AccInit` starts from) initialises it, and folding into that literal gives
+    /// the folded value exactly, as for accumulators.
+    Fold {
+        buf: BufId,
+        index: Vec<Ix>,
+        op: RedOp,
+        value: Val,
+    },
     Store {
         buf: BufId,
         index: Vec<Ix>,
@@ -564,7 +588,8 @@ impl Kernel {
     }
 }
 
-fn work(nodes: &[Node]) -> u128 {
+/// [`Kernel::work`] of one loop nest.
+pub fn work(nodes: &[Node]) -> u128 {
     nodes
         .iter()
         .map(|n| match n {
@@ -574,7 +599,10 @@ fn work(nodes: &[Node]) -> u128 {
                 body,
                 ..
             } => u128::from(extent.saturating_sub(*start)).saturating_mul(work(body)),
-            Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Store { .. } => 1,
+            Node::AccInit { .. }
+            | Node::AccUpdate { .. }
+            | Node::Fold { .. }
+            | Node::Store { .. } => 1,
         })
         .fold(0u128, u128::saturating_add)
 }
@@ -659,6 +687,13 @@ pub fn walk_nodes<'a>(ns: &'a [Node], f: &mut dyn FnMut(Visit<'a>)) {
                 walk_val(value, f);
                 f(Visit::Store(*buf, index));
             }
+            Node::Fold {
+                buf, index, value, ..
+            } => {
+                f(Visit::Load(*buf, index));
+                walk_val(value, f);
+                f(Visit::Store(*buf, index));
+            }
         }
     }
 }
@@ -677,7 +712,8 @@ pub fn walk_val<'a>(v: &'a Val, f: &mut dyn FnMut(Visit<'a>)) {
 }
 
 /// Visits every buffer reference of a step mutably: the buffer of every load, store, operand,
-/// target and copy (the one mutable traversal, for rewrites that rename buffers).
+/// target and copy (the one mutable traversal, for rewrites that rename buffers). The flag says
+/// whether the reference is written; a fold's cell, read and written, counts as written.
 pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
     fn val(v: &mut Val, f: &mut dyn FnMut(&mut BufId, bool)) {
         match v {
@@ -696,6 +732,10 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
                 Node::AccInit { .. } => {}
                 Node::AccUpdate { value, .. } => val(value, f),
                 Node::Store { buf, value, .. } => {
+                    val(value, f);
+                    f(buf, true);
+                }
+                Node::Fold { buf, value, .. } => {
                     val(value, f);
                     f(buf, true);
                 }
@@ -947,6 +987,15 @@ impl Text<'_> {
                 }
                 Node::Store { buf, index, value } => {
                     writeln!(f, "{pad}{} = {}", self.access(*buf, index), self.val(value))?
+                }
+                Node::Fold {
+                    buf,
+                    index,
+                    op,
+                    value,
+                } => {
+                    let cell = self.access(*buf, index);
+                    writeln!(f, "{pad}{cell} = {op:?}({cell}, {})", self.val(value))?
                 }
             }
         }

@@ -22,6 +22,7 @@
 
 pub mod contract;
 pub(crate) mod hoist;
+pub mod interchange;
 pub(crate) mod lift;
 pub(crate) mod order;
 pub(crate) mod split;
@@ -54,6 +55,11 @@ pub struct Tuning {
     /// Reduction-free nests whose store and some load run through memory in different orders
     /// (transpositions) become tiled steps ([`tile::run`]).
     pub tile: bool,
+    /// Nests with reductions that are not contraction steps get the loop order whose innermost
+    /// loop walks memory most closely ([`interchange::run`]): a reduction loop moves outside
+    /// target loops (partial results in the target's cells), or a target loop moves into the
+    /// reductions (their accumulators in rows of a temporary).
+    pub interchange: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
     /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;
     /// the C must then be compiled with `-fopenmp` (spec/abi.md, "OpenMP").
@@ -67,6 +73,7 @@ impl Default for Tuning {
             order: true,
             split: true,
             tile: true,
+            interchange: true,
             openmp: false,
         }
     }
@@ -80,6 +87,7 @@ impl Tuning {
             order: false,
             split: false,
             tile: false,
+            interchange: false,
             openmp: false,
         }
     }
@@ -120,10 +128,14 @@ pub fn lower_plain(p: &CheckedProgram, opts: &Options) -> Result<Kernel, Error> 
 }
 
 /// The kernel-form passes, in order, as `t` switches them (contraction steps first: a nest is
-/// never both).
+/// never two of them; interchange acts only on nests with reductions, tiling only on nests
+/// without).
 pub fn pipeline(k: &mut Kernel, t: &Tuning) {
     if t.contract {
         contract::run(k);
+    }
+    if t.interchange {
+        interchange::run(k);
     }
     if t.tile {
         tile::run(k);

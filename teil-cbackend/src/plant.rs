@@ -10,7 +10,7 @@
 //!
 //! | bug | rewrite |
 //! |---|---|
-//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator) over an extent `n ≥ 2` stops at `n - 1` |
+//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator, or one around a fold of a cell it does not index) over an extent `n ≥ 2` stops at `n - 1` |
 //! | [`Bug::PaddingNotRezeroed`] | target loops over a broadcast dimension (one the stored value does not depend on: an `expa`) run over the padded extent, and the re-zeroing nest after a broadcast innermost loop is dropped |
 //! | [`Bug::AliasingIgnored`] | a statement that reads its target at other indices is computed in place: the alias temporary becomes the target, the copy-back is dropped |
 //! | [`Bug::RedmaxPadded`] | `redmax` loops run over the padded extent, folding padding zeros into the maximum |
@@ -18,12 +18,13 @@
 //! | [`Bug::PanelEdge`] | packed contraction steps compute one row fewer (`m - 1`): the last row panel's edge is wrong |
 //! | [`Bug::KBound`] | contraction steps (packed and dot) sum one term fewer: the micro-kernel's `k` loop stops at `K - 1` |
 //! | [`Bug::TileEdge`] | tiled steps stop their innermost tiled label one short of its logical extent: the edge tile is wrong |
+//! | [`Bug::FoldOverwrite`] | every [`Node::Fold`] (a reduction the interchange pass moved outward) stores its value instead of folding it into the cell: each cell keeps only the last term |
 //!
 //! The first five rewrite plain nests and, where the same mistake applies, the kernel forms the
 //! optimisation passes chose (a contraction step's `K` is its reduction loop); the last three
-//! rewrite only those kernel forms ([`Step::Contract`], [`Step::Tiled`]). With `M = 1` (no
-//! padding) only [`Bug::OffByOne`], [`Bug::AliasingIgnored`] and the last three change a
-//! kernel.
+//! rewrite only those kernel forms ([`Step::Contract`], [`Step::Tiled`]), and the last one only
+//! interchanged nests. With `M = 1` (no padding) only [`Bug::OffByOne`],
+//! [`Bug::AliasingIgnored`] and the last four change a kernel.
 
 use crate::ir::*;
 use teil::ast::RedOp;
@@ -39,10 +40,11 @@ pub enum Bug {
     PanelEdge,
     KBound,
     TileEdge,
+    FoldOverwrite,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 9] = [
         Bug::OffByOne,
         Bug::PaddingNotRezeroed,
         Bug::AliasingIgnored,
@@ -51,6 +53,7 @@ impl Bug {
         Bug::PanelEdge,
         Bug::KBound,
         Bug::TileEdge,
+        Bug::FoldOverwrite,
     ];
 
     /// The name used on the command line (`--plant NAME`).
@@ -64,6 +67,7 @@ impl Bug {
             Bug::PanelEdge => "panel-edge",
             Bug::KBound => "k-bound",
             Bug::TileEdge => "tile-edge",
+            Bug::FoldOverwrite => "fold-overwrite",
         }
     }
 
@@ -84,6 +88,7 @@ impl Bug {
             Bug::PanelEdge => "packed contraction kernels compute one row fewer",
             Bug::KBound => "contraction kernels sum one term fewer",
             Bug::TileEdge => "tiled nests stop one short along their innermost label",
+            Bug::FoldOverwrite => "interchanged reductions overwrite their partial results",
         }
     }
 }
@@ -107,6 +112,7 @@ pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
             })
         }
         Bug::PaddingNotRezeroed => no_rezero(k),
+        Bug::FoldOverwrite => fold_overwrite(k),
         Bug::AliasingIgnored => alias(k),
         Bug::WrongStride => wrong_stride(k),
         Bug::PanelEdge => kernel_forms(k, &mut |s| match s {
@@ -146,6 +152,35 @@ pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
     }
 }
 
+/// Every fold `T[..] = T[..] op v` becomes the store `T[..] = v`.
+fn fold_overwrite(k: &mut Kernel) -> bool {
+    fn go(ns: &mut [Node], changed: &mut bool) {
+        for n in ns {
+            match n {
+                Node::Loop { body, .. } => go(body, changed),
+                Node::Fold {
+                    buf, index, value, ..
+                } => {
+                    *n = Node::Store {
+                        buf: *buf,
+                        index: std::mem::take(index),
+                        value: std::mem::replace(value, Val::Undefined),
+                    };
+                    *changed = true;
+                }
+                Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Store { .. } => {}
+            }
+        }
+    }
+    let mut changed = false;
+    for s in &mut k.steps {
+        if let Step::Nest { body, .. } = s {
+            go(body, &mut changed);
+        }
+    }
+    changed
+}
+
 /// Applies `f` to every step; whether it changed any.
 fn kernel_forms(k: &mut Kernel, f: &mut dyn FnMut(&mut Step) -> bool) -> bool {
     k.steps.iter_mut().fold(false, |changed, s| f(s) | changed)
@@ -156,16 +191,20 @@ fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> b
     fn go(ns: &mut [Node], new: &dyn Fn(RedOp, u64) -> Option<u64>, changed: &mut bool) {
         for n in ns {
             if let Node::Loop {
+                var,
                 start,
                 extent,
                 body,
                 ..
             } = n
             {
-                let op = body.iter().find_map(|b| match b {
-                    Node::AccUpdate { op, .. } => Some(*op),
-                    _ => None,
-                });
+                let op = body
+                    .iter()
+                    .find_map(|b| match b {
+                        Node::AccUpdate { op, .. } => Some(*op),
+                        _ => None,
+                    })
+                    .or_else(|| folded_over(body, *var));
                 if let Some(e) = op.and_then(|op| new(op, *extent)).filter(|_| *start == 0) {
                     *extent = e;
                     *changed = true;
@@ -189,6 +228,23 @@ fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> b
         }
     }
     changed
+}
+
+/// The operator of a fold in `ns` whose cell does not depend on `l`: `l` is then a reduction
+/// loop an interchanged nest runs outside target loops.
+fn folded_over(ns: &[Node], l: Label) -> Option<RedOp> {
+    let mut op = None;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Node(Node::Fold {
+            index, op: fold, ..
+        }) = v
+        {
+            if !index.contains(&Ix::Var(l)) {
+                op = Some(*fold);
+            }
+        }
+    });
+    op
 }
 
 fn val_uses(v: &Val, l: Label) -> bool {
@@ -227,7 +283,9 @@ fn stores_only_undefined(ns: &[Node]) -> bool {
     let mut only = true;
     walk_nodes(ns, &mut |v| match v {
         Visit::Node(Node::Store { value, .. }) => only &= *value == Val::Undefined,
-        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. }) => only = false,
+        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. }) => {
+            only = false
+        }
         _ => {}
     });
     only
@@ -240,7 +298,7 @@ fn is_rezero(s: &Step) -> bool {
         ns.iter().all(|n| match n {
             Node::Loop { start, body, .. } => go(body, padding_loop || *start > 0),
             Node::Store { value, .. } => padding_loop && *value == Val::Lit(0.0),
-            Node::AccInit { .. } | Node::AccUpdate { .. } => false,
+            Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. } => false,
         })
     }
     match s {

@@ -61,7 +61,7 @@ fn helpers(k: &Kernel) -> Helpers {
             Visit::Node(Node::AccInit { op, .. }) => {
                 h.inf |= matches!(op, RedOp::Max | RedOp::Min);
             }
-            Visit::Node(Node::AccUpdate { op, .. }) => {
+            Visit::Node(Node::AccUpdate { op, .. } | Node::Fold { op, .. }) => {
                 h.max |= *op == RedOp::Max;
                 h.min |= *op == RedOp::Min;
             }
@@ -419,10 +419,14 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
             // A scalar target has no loop around its accumulators: give them a block of
             // their own so that the next nest can reuse their names.
             let block = body.iter().any(|n| matches!(n, Node::AccInit { .. }));
-            // Each iteration of a nest's outermost (target) loop writes its own cells and reads
+            // Each iteration of a nest's outermost target loop writes its own cells and reads
             // the target only at the cell it writes (spec/padding.md), so the iterations can
-            // run in parallel.
-            if k.openmp && matches!(body.as_slice(), [Node::Loop { .. }]) {
+            // run in parallel; an interchanged nest's outermost loop may be a reduction loop,
+            // whose iterations fold into the same cells, or its accumulators rows shared by
+            // every iteration: then the loop does not index every cell written.
+            if k.openmp
+                && matches!(body.as_slice(), [Node::Loop { var, .. }] if stores_at(body, *var))
+            {
                 p.out.push_str("#pragma omp parallel for\n");
             }
             if block {
@@ -569,6 +573,21 @@ impl Printer<'_> {
                 let v = self.val(value, true);
                 let _ = writeln!(self.out, "{target} = {v};");
             }
+            Node::Fold {
+                buf,
+                index,
+                op,
+                value,
+            } => {
+                let cell = self.access(*buf, index);
+                let v = self.val(value, true);
+                let _ = match op {
+                    RedOp::Sum => writeln!(self.out, "{cell} += {v};"),
+                    RedOp::Product => writeln!(self.out, "{cell} *= {v};"),
+                    RedOp::Max => writeln!(self.out, "{cell} = teil_max({cell}, {v});"),
+                    RedOp::Min => writeln!(self.out, "{cell} = teil_min({cell}, {v});"),
+                };
+            }
         }
     }
 
@@ -621,6 +640,17 @@ impl Printer<'_> {
             }
         }
     }
+}
+
+/// Whether every store and fold in `ns` is indexed by the loop variable `l`.
+fn stores_at(ns: &[Node], l: Label) -> bool {
+    let mut all = true;
+    walk_nodes(ns, &mut |v| {
+        if let Visit::Store(_, idx) = v {
+            all &= idx.contains(&Ix::Var(l));
+        }
+    });
+    all
 }
 
 /// A C double literal with exactly the value `x`.

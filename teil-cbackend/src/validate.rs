@@ -410,12 +410,7 @@ struct Layout<'c> {
 }
 
 fn identity(op: RedOp) -> Sym {
-    Sym::lit(match op {
-        RedOp::Sum => -0.0,
-        RedOp::Product => 1.0,
-        RedOp::Max => f64::NEG_INFINITY,
-        RedOp::Min => f64::INFINITY,
-    })
+    Sym::lit(crate::ir::identity(op))
 }
 
 /// Where a buffer's cells live.
@@ -978,6 +973,25 @@ impl<'k> Machine<'k> {
                 let v = self.val(value)?;
                 let idx = self.index(index)?;
                 self.write(*buf, &idx, v)
+            }
+            Node::Fold {
+                buf,
+                index,
+                op,
+                value,
+            } => {
+                let v = self.val(value)?;
+                let idx = self.index(index)?;
+                let cur = self.read(*buf, &idx)?;
+                // A cell holding exactly the identity literal of `op` folds to `v`, exactly as
+                // an accumulator's identity does (binary64: -0 + x = x, 1 · x = x, max(-∞, x)
+                // = x, min(∞, x) = x); any other content is an operand.
+                let next = if cur == identity(*op) {
+                    v
+                } else {
+                    Sym::fold_step(*op, &cur, &v)
+                };
+                self.write(*buf, &idx, next)
             }
         }
     }

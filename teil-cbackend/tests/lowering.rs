@@ -3,8 +3,12 @@
 //! shape of the loop IR that the spec (spec/padding.md) promises.
 
 use teil_cbackend::ir::{Kernel, Node, Role, Step};
+use teil_cbackend::opt::{self, Tuning};
 use teil_cbackend::Options;
 
+/// Lowers with every optimisation but loop interchange, which splits a small nest into the
+/// identities and the folds (its own tests: `opt::interchange`, tests/perf.rs): these tests
+/// count the lowering's nests.
 fn lower_with(src: &str, pad: u64, lift: bool) -> Kernel {
     let (p, _) = teil::compile(src).unwrap_or_else(|d| panic!("does not check: {d:?}"));
     let opts = Options {
@@ -12,7 +16,11 @@ fn lower_with(src: &str, pad: u64, lift: bool) -> Kernel {
         lift,
         ..Options::default()
     };
-    teil_cbackend::lower(&p, &opts).expect("lowers")
+    let t = Tuning {
+        interchange: false,
+        ..Tuning::default()
+    };
+    opt::lower_tuned(&p, &opts, &t).expect("lowers")
 }
 
 fn lower(src: &str, pad: u64) -> Kernel {

@@ -99,7 +99,7 @@ fn usage_errors_exit_2() {
         (&["fuzz", "--jobs", "0"], "`--jobs` must be at least 1"),
         (
             &["fuzz", "--plant", "typo"],
-            "`--plant typo` is not a planted bug; the bugs are off-by-one, no-rezero, alias, redmax-padding, wrong-stride, panel-edge, k-bound, tile-edge",
+            "`--plant typo` is not a planted bug; the bugs are off-by-one, no-rezero, alias, redmax-padding, wrong-stride, panel-edge, k-bound, tile-edge, fold-overwrite",
         ),
         (&["fuzz", "--time", "inf"], "`--time inf` is not a number of seconds"),
         (

@@ -109,6 +109,9 @@ pub const LANES: [Lanes; 4] = [
 fn min_lanes() -> u64 {
     LANES.iter().map(|l| l.lanes).min().unwrap_or(1)
 }
+/// Largest span (in doubles: stride in `k` times `K`) of the terms of a dot-product block whose
+/// operands read no rows: 256 KB, a level-2 cache.
+pub const DOT_MAX_SPAN: u64 = 1 << 15;
 
 /// The pass: every nest that is a contraction large enough to gain becomes a
 /// [`Step::Contract`] with its strategy.
@@ -232,9 +235,21 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         .saturating_mul(u128::from(c.k.extent));
     // The target label with the smallest stride (the first of equals).
     let lane = c.free.iter().min_by_key(|f| st.get(f.var));
+    // Dot products need the terms of a block close together: some operand that differs from
+    // lane to lane reads them along a row (unit stride in `k`), or the lane operands' terms
+    // span at most DOT_MAX_SPAN doubles. Otherwise (`Σ_i x[i] A[i, j]` along `j`, `A` large)
+    // every term of a block is a cache line and a page of its own, and the interchanged nest
+    // (`crate::opt::interchange`) walks the operand by rows instead.
+    let near = lane.is_some_and(|l| {
+        let lane_ops = || [&sa, &sb].into_iter().filter(|s| s.has(l.var));
+        lane_ops().any(|s| s.get(c.k.var) == 1)
+            || lane_ops().all(|s| {
+                u128::from(s.get(c.k.var)) * u128::from(c.k.extent) <= u128::from(DOT_MAX_SPAN)
+            })
+    });
     if only_a && only_b && work >= PACKED_MIN_WORK {
         Some(packed(c, &sa, &sb, &st))
-    } else if lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
+    } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
         let lane = lane?;
         Some(Strategy::Dot {
             lane: lane.var,
