@@ -79,7 +79,7 @@ pub const PACKED: [Panels; 4] = [
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
 /// Smallest number of multiplications for which the dot-product printer is used (it also needs
-/// at least [`min_lanes`] cells along the target's innermost label).
+/// at least `min_lanes()` cells along the target's innermost label).
 pub const DOT_MIN_WORK: u128 = 512;
 /// Cells computed together by the dot-product kernel on each target, in [`Target::ALL`] order:
 /// independent sums, enough to hide the latency of the additions (4 cycles, 2 per cycle) and,

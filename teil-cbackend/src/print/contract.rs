@@ -656,10 +656,13 @@ fn packed(
     ind(out, d, "}");
 }
 
+/// A register tile: `MR`, `NR`, and whether it fuses its multiply-adds (fma mode).
+type TileShape = (u64, u64, bool);
+
 /// The register tiles the packed steps of `kernels` call, for every target (one branch per
 /// group of targets with the same tiles and vector width; empty without packed steps).
 pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
-    let mut shapes: BTreeMap<Target, BTreeSet<(u64, u64, bool)>> = BTreeMap::new();
+    let mut shapes: BTreeMap<Target, BTreeSet<TileShape>> = BTreeMap::new();
     for k in kernels {
         for s in &k.steps {
             if let crate::ir::Step::Contract {
@@ -684,7 +687,7 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
         return String::new();
     }
     // Targets with the same vector width and tile shapes print the same tiles.
-    let mut keys: Vec<(u64, &BTreeSet<(u64, u64, bool)>)> = Vec::new();
+    let mut keys: Vec<(u64, &BTreeSet<TileShape>)> = Vec::new();
     let mut targets: Vec<Vec<Target>> = Vec::new();
     for (t, set) in &shapes {
         let key = (t.width(), set);
