@@ -56,7 +56,7 @@ def test_fma_is_off_by_default_and_shows_in_the_c():
     assert "fma" not in p.emit_c()
     assert p.emit_c(fma=False) == p.emit_c()
     c = p.emit_c(fma=True)
-    assert "static void teil_tile_fma(" in c and "teil_s0 = teil_fma(" in c
+    assert "static void teil_tile_6x8_fma(" in c and "teil_s0 = teil_fma(" in c
 
 
 def test_integer_inputs_give_the_exact_results(cache):
