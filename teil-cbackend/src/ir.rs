@@ -764,6 +764,19 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
 /// kernel, one line per buffer some step uses or that is a parameter, then the steps. Stable:
 /// it depends only on the kernel (buffers are named by their C names, labels by their
 /// numbers).
+/// An index list in the IR's text form: loop variables `l<n>`, constants as numbers, comma
+/// separated (`l0, 3, l2`); the one spelling of [`Kernel`]'s text and the lowering's.
+pub fn index_text(idx: &[Ix]) -> String {
+    let parts: Vec<String> = idx
+        .iter()
+        .map(|ix| match ix {
+            Ix::Var(l) => format!("l{}", l.0),
+            Ix::Const(c) => c.to_string(),
+        })
+        .collect();
+    parts.join(", ")
+}
+
 impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -939,14 +952,7 @@ impl Text<'_> {
     }
 
     fn access(&self, b: BufId, idx: &[Ix]) -> String {
-        let parts: Vec<String> = idx
-            .iter()
-            .map(|ix| match ix {
-                Ix::Var(l) => format!("l{}", l.0),
-                Ix::Const(c) => c.to_string(),
-            })
-            .collect();
-        format!("{}[{}]", self.buf(b), parts.join(", "))
+        format!("{}[{}]", self.buf(b), index_text(idx))
     }
 
     fn val(&self, v: &Val) -> String {

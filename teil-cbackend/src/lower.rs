@@ -744,14 +744,7 @@ impl Context {
     }
 
     fn access(&self, b: BufId, idx: &[Ix]) -> String {
-        let parts: Vec<String> = idx
-            .iter()
-            .map(|ix| match ix {
-                Ix::Var(l) => format!("l{}", l.0),
-                Ix::Const(c) => c.to_string(),
-            })
-            .collect();
-        format!("{}[{}]", self.name(b), parts.join(", "))
+        format!("{}[{}]", self.name(b), crate::ir::index_text(idx))
     }
 
     fn name(&self, b: BufId) -> String {
