@@ -1,26 +1,10 @@
 //! `teil emit-c FILE --validate` (spec/validation.md): the verdict on standard error, the C on
 //! standard output (or `-o`) only when the kernel validated; refusal for large shapes.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn teil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn write(dir: &Path, name: &str, src: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, src).expect("write");
-    p.to_string_lossy().into_owned()
-}
+use support::{teil, text, write};
 
 const MATMUL: &str = "input var A : [3 5]\ninput var B : [5 6]\ninput var s : []\n\
                       output var C : [3 6]\nC = (A # B) .[2 3]\nC = C / s\n";

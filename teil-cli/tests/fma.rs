@@ -2,26 +2,10 @@
 //! validates the fma-mode kernel, `teil run --backend c --fma` runs it, and both flags are in
 //! the help. Without the flag nothing changes.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod support;
 
-fn teil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn write(dir: &Path, name: &str, src: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, src).expect("write");
-    p.to_string_lossy().into_owned()
-}
+use std::process::Command;
+use support::{teil, text, write};
 
 /// A matrix product large enough for the packed kernel, a matrix-vector product (dot kernel)
 /// and an element-wise product-then-add.

@@ -1,9 +1,31 @@
-//! Helpers shared by the `teil fuzz` CLI tests (`fuzz_cli.rs`, `fuzz_target.rs`).
+//! Helpers shared by the CLI tests (`fuzz_cli.rs`, `fuzz_target.rs`, `emit_c_validate.rs`,
+//! `fma.rs`).
 
 #![allow(dead_code)] // each test file uses a subset
 
 use std::path::Path;
 use std::process::{Command, Output};
+
+/// `teil ARGS` in the current directory, without colour.
+pub fn teil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+/// Output bytes as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Writes `src` to `dir/name`; returns the path.
+pub fn write(dir: &Path, name: &str, src: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, src).expect("write");
+    p.to_string_lossy().into_owned()
+}
 
 pub fn teil_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_teil"))
