@@ -295,16 +295,25 @@ fn dot(
     }
 }
 
-/// C statements that turn the flat index `x` (a C expression, destroyed) of the labels `group`
-/// (row-major, first label outermost) into offsets: `dst_i = Σ stride_i(l) * l` for every
-/// `(dst_i, strides_i)` in `dsts`.
+/// C statements that set the variable `x` to the flat index `value` of the labels `group`
+/// (row-major, first label outermost) and turn it (destroying `x`) into offsets:
+/// `dst_i = Σ stride_i(l) * l` for every `(dst_i, strides_i)` in `dsts`. Declares the scratch
+/// digit `teil_q` where it needs one (more than one label); the caller declares `x` and `dst_i`.
 fn decompose(
     group: &[crate::ir::Bound],
     x: &str,
+    value: &str,
     dsts: &[(&str, &Affine)],
     out: &mut String,
     depth: usize,
 ) {
+    // `teil_q`, the digit of a label other than the outermost, exists only where there is one.
+    if group.len() > 1 {
+        indent(out, depth);
+        out.push_str("long long teil_q;\n");
+    }
+    indent(out, depth);
+    let _ = writeln!(out, "{x} = {value};");
     for (dst, _) in dsts {
         indent(out, depth);
         let _ = writeln!(out, "{dst} = 0;");
@@ -458,13 +467,10 @@ fn packed(
         "for (long long teil_j = 0; teil_j < teil_ncb; teil_j++) {",
     );
     ind(out, d + 1, "long long teil_ob, teil_oc, teil_x;");
-    if cols.len() > 1 {
-        ind(out, d + 1, "long long teil_q;");
-    }
-    ind(out, d + 1, "teil_x = teil_jc + teil_j;");
     decompose(
         cols,
         "teil_x",
+        "teil_jc + teil_j",
         &[("teil_ob", &sb), ("teil_oc", &st)],
         out,
         d + 1,
@@ -579,13 +585,10 @@ fn packed(
     );
     ind(out, d + 2, "if (teil_i0 + teil_i < teil_mcb) {");
     ind(out, d + 3, "long long teil_x, teil_oa, teil_ot;");
-    if rows.len() > 1 {
-        ind(out, d + 3, "long long teil_q;");
-    }
-    ind(out, d + 3, "teil_x = teil_ic + teil_i0 + teil_i;");
     decompose(
         rows,
         "teil_x",
+        "teil_ic + teil_i0 + teil_i",
         &[("teil_oa", &sa), ("teil_ot", &st)],
         out,
         d + 3,
