@@ -169,6 +169,10 @@ pub enum Node {
         index: Vec<Ix>,
         value: Val,
     },
+    /// No operation: the first node of a loop that folds through an inner loop, which the C
+    /// compiler must not unroll-and-jam (`crate::opt::interchange` decides; printed
+    /// `teil_no_jam();`, spec/padding.md, "Interchanged nests").
+    NoJam,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -603,6 +607,7 @@ pub fn work(nodes: &[Node]) -> u128 {
             | Node::AccUpdate { .. }
             | Node::Fold { .. }
             | Node::Store { .. } => 1,
+            Node::NoJam => 0,
         })
         .fold(0u128, u128::saturating_add)
 }
@@ -681,7 +686,7 @@ pub fn walk_nodes<'a>(ns: &'a [Node], f: &mut dyn FnMut(Visit<'a>)) {
         f(Visit::Node(n));
         match n {
             Node::Loop { body, .. } => walk_nodes(body, f),
-            Node::AccInit { .. } => {}
+            Node::AccInit { .. } | Node::NoJam => {}
             Node::AccUpdate { value, .. } => walk_val(value, f),
             Node::Store { buf, index, value } => {
                 walk_val(value, f);
@@ -729,7 +734,7 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
         for n in ns {
             match n {
                 Node::Loop { body, .. } => nodes(body, f),
-                Node::AccInit { .. } => {}
+                Node::AccInit { .. } | Node::NoJam => {}
                 Node::AccUpdate { value, .. } => val(value, f),
                 Node::Store { buf, value, .. } => {
                     val(value, f);
@@ -988,6 +993,7 @@ impl Text<'_> {
                     self.nodes(f, body, depth + 1)?;
                 }
                 Node::AccInit { acc, op } => writeln!(f, "{pad}acc{acc} = identity of {op:?}")?,
+                Node::NoJam => writeln!(f, "{pad}no jam")?,
                 Node::AccUpdate { acc, op, value } => {
                     writeln!(f, "{pad}acc{acc} = {op:?}(acc{acc}, {})", self.val(value))?
                 }

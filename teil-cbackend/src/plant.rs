@@ -168,7 +168,10 @@ fn fold_overwrite(k: &mut Kernel) -> bool {
                     };
                     *changed = true;
                 }
-                Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Store { .. } => {}
+                Node::AccInit { .. }
+                | Node::AccUpdate { .. }
+                | Node::Store { .. }
+                | Node::NoJam => {}
             }
         }
     }
@@ -299,6 +302,7 @@ fn is_rezero(s: &Step) -> bool {
             Node::Loop { start, body, .. } => go(body, padding_loop || *start > 0),
             Node::Store { value, .. } => padding_loop && *value == Val::Lit(0.0),
             Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. } => false,
+            Node::NoJam => true,
         })
     }
     match s {

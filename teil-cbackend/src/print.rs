@@ -31,6 +31,8 @@ struct Helpers {
     select: bool,
     /// Fused multiply-adds (fma mode): `teil_fma`.
     fma: bool,
+    /// Some loop starts with `teil_no_jam()` ([`Node::NoJam`]).
+    no_jam: bool,
 }
 
 impl Helpers {
@@ -44,6 +46,7 @@ impl Helpers {
             scratch: self.scratch || o.scratch,
             select: self.select || o.select,
             fma: self.fma || o.fma,
+            no_jam: self.no_jam || o.no_jam,
         }
     }
 }
@@ -65,6 +68,7 @@ fn helpers(k: &Kernel) -> Helpers {
                 h.max |= *op == RedOp::Max;
                 h.min |= *op == RedOp::Min;
             }
+            Visit::Node(Node::NoJam) => h.no_jam = true,
             _ => {}
         });
         if let Step::Contract { c, .. } = s {
@@ -131,18 +135,25 @@ pub fn module(kernels: &[&Kernel]) -> String {
         out.push_str(tiles.trim_start());
         out.push('\n');
     }
+    if h.no_jam {
+        out.push_str(NO_JAM_HELPER);
+    }
     if h.max {
         out.push_str(
-            "/* max that propagates NaN (the undefined value); fmax would drop it. */\n\
+            "/* max that propagates NaN (the undefined value), which fmax would drop: a NaN b is\n \
+             * returned, a NaN a kept (b > a is false). Otherwise a >= b ? a : b: a tie keeps a,\n \
+             * the earlier term. No dependent addition, so folds vectorise and chain quickly. */\n\
              static double teil_max(double a, double b)\n{\n    \
-             return (a != a || b != b) ? a + b : (a >= b ? a : b);\n}\n\n",
+             return b != b ? b : (b > a ? b : a);\n}\n\n",
         );
     }
     if h.min {
         out.push_str(
-            "/* min that propagates NaN (the undefined value); fmin would drop it. */\n\
+            "/* min that propagates NaN (the undefined value), which fmin would drop: a NaN b is\n \
+             * returned, a NaN a kept (b < a is false). Otherwise a <= b ? a : b: a tie keeps a,\n \
+             * the earlier term. No dependent addition, so folds vectorise and chain quickly. */\n\
              static double teil_min(double a, double b)\n{\n    \
-             return (a != a || b != b) ? a + b : (a <= b ? a : b);\n}\n\n",
+             return b != b ? b : (b < a ? b : a);\n}\n\n",
         );
     }
     for (i, k) in kernels.iter().enumerate() {
@@ -201,6 +212,23 @@ pub fn module(kernels: &[&Kernel]) -> String {
     }
     out
 }
+
+/// `teil_no_jam()`, printed for [`Node::NoJam`] (`crate::opt::interchange::no_jam` says
+/// when). An empty `volatile` asm is a statement with a side effect, which GCC's
+/// unroll-and-jam does not fuse across; it emits no instruction and orders no memory access,
+/// so it changes nothing else. Other compilers do not unroll-and-jam by default and get an
+/// empty statement.
+const NO_JAM_HELPER: &str = "\
+/* Keeps GCC from unroll-and-jamming the loop it starts (a fold through an inner loop
+ * over rows less than a page apart): an empty volatile asm has a side effect and no
+ * instruction. */
+#if defined(__GNUC__) && !defined(teil_portable)
+#define teil_no_jam() __asm__ __volatile__(\"\")
+#else
+#define teil_no_jam() ((void)0)
+#endif
+
+";
 
 /// `teil_fma(x, y, c)`: `x * y + c` rounded once where the compiler says the target has a fast
 /// fused multiply-add, else rounded twice (spec/abi.md, "Fused multiply-add"). `__builtin_fma`
@@ -573,6 +601,7 @@ impl Printer<'_> {
                 let v = self.val(value, true);
                 let _ = writeln!(self.out, "{target} = {v};");
             }
+            Node::NoJam => self.out.push_str("teil_no_jam();\n"),
             Node::Fold {
                 buf,
                 index,

@@ -947,6 +947,7 @@ impl<'k> Machine<'k> {
                 self.accs.insert(*acc, Acc::Identity(*op));
                 Ok(())
             }
+            Node::NoJam => Ok(()),
             Node::AccUpdate { acc, op, value } => {
                 let cur = self.accs.get(acc).cloned().ok_or_else(|| {
                     self.malformed(format!(

@@ -383,6 +383,22 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // Interchanged over a dense block: the reduction outside both target loops.
+            "maximum along the first axis of a rank-3 tensor",
+            format!(
+                "{}Y = redmax 1 X\n",
+                decls(&[("X", &[7, 5, 24])], ("Y", &[5, 24]))
+            ),
+        ),
+        (
+            // Interchanged, rows of A a page or more apart: the fold without `teil_no_jam()`.
+            "vector-matrix product, long rows",
+            format!(
+                "{}y = contr 1 2 (prod x A)\n",
+                decls(&[("x", &[64]), ("A", &[64, 600])], ("y", &[600]))
+            ),
+        ),
+        (
             // Two reductions in one nest, transposed target: the target loop along which X
             // has unit stride moves into both reductions (rows of accumulators).
             "two reductions, transposed target",
@@ -822,4 +838,77 @@ fn the_inputs_make_the_order_of_summation_visible() {
         })
     });
     assert!(differs);
+}
+
+/// `teil_max` and `teil_min` as printed, in an interchanged fold and in an accumulator's: a tie
+/// keeps the earlier term, which decides which zero `max(-0, +0)` is (spec/values.md; the value
+/// comparisons count the two zeros equal, so this test reads the sign bits), and a NaN anywhere
+/// gives NaN.
+#[test]
+fn max_and_min_keep_the_earlier_of_tied_zeros_and_propagate_nan() {
+    let n = 200;
+    // Columns: -0 first, then +0 (ties); +0 first; a NaN in the middle; a NaN last.
+    let column = |c: usize, i: usize| -> f64 {
+        match (c, i) {
+            (_, 0) => -1.0,
+            (0, 1) | (1, 2) => -0.0,
+            (0, _) | (1, _) => 0.0,
+            (2, i) if i == n / 2 => f64::NAN,
+            (3, i) if i == n - 1 => f64::NAN,
+            (_, i) => i as f64,
+        }
+    };
+    let data: Vec<f64> = (0..n)
+        .flat_map(|i| (0..4).map(move |c| column(c, i)))
+        .collect();
+    let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[n, 4]), data).expect("shape");
+    let negated = a.mapv(|x| -x);
+    let src = format!(
+        "{}m = redmax 1 A\nl = redmin 1 B\n",
+        decls(&[("A", &[n as u64, 4]), ("B", &[n as u64, 4])], ("m", &[4]))
+    )
+    .replace(
+        "output alloc m : [4]\n",
+        "output alloc m : [4]\noutput alloc l : [4]\n",
+    );
+    let p = compile(&src);
+    let kernels: Vec<Kernel> = [("plain", Tuning::none()), ("tuned", Tuning::default())]
+        .into_iter()
+        .map(|(name, t)| {
+            let mut k = opt::lower_tuned(&p, &Options::default(), &t).expect("lowers");
+            k.name = name.to_string();
+            k
+        })
+        .collect();
+    assert!(
+        teil_cbackend::print::module(&[&kernels[1]]).contains("teil_max(m["),
+        "the tuned kernel folds into the cells"
+    );
+    let inputs = BTreeMap::from([("A".to_string(), a), ("B".to_string(), negated)]);
+    let jobs: Vec<Job> = (0..kernels.len())
+        .map(|kernel| Job {
+            kernel,
+            inputs: inputs.clone(),
+        })
+        .collect();
+    let refs: Vec<&Kernel> = kernels.iter().collect();
+    let outcomes =
+        run_batch(&Toolchain::default().with_cflags(STRICT), &refs, &jobs).expect("runs");
+    for out in outcomes {
+        for name in ["m", "l"] {
+            let v = &out.values[name];
+            let sign = if name == "m" { 1.0 } else { -1.0 };
+            assert_eq!(
+                v[[0]].to_bits(),
+                (sign * -0.0f64).to_bits(),
+                "{name}[0]: {v}"
+            );
+            assert_eq!(
+                v[[1]].to_bits(),
+                (sign * 0.0f64).to_bits(),
+                "{name}[1]: {v}"
+            );
+            assert!(v[[2]].is_nan() && v[[3]].is_nan(), "{name}: {v}");
+        }
+    }
 }

@@ -50,6 +50,13 @@ pub const LINE: u64 = 8;
 /// Smallest nest (in innermost operations, [`crate::ir::work`]) the pass reorders: smaller
 /// nests run in the cache whatever their order.
 pub const MIN_WORK: u128 = 512;
+/// Doubles in a 4 KB page of memory ([`no_jam`]).
+pub const PAGE: u64 = 512;
+/// Most cells a reduction moved outward folds into between two of its terms when the target
+/// loops inside it form one dense block (`outward`): 512 KB, half a level-2 cache of the
+/// machines PERFORMANCE.md measures (`redmax_1`, the block a 256 x 256 plane: 4.6 ms against
+/// 6.9 ms with the reduction between the two target loops).
+pub const BLOCK: u64 = 1 << 16;
 
 /// The pass: every qualifying nest is rewritten in place (a reduction moved outward becomes two
 /// nests: the identities, then the folds).
@@ -59,7 +66,8 @@ pub fn run(k: &mut Kernel) {
     for s in steps {
         match s {
             Step::Nest { comment, body } => match rewrite(k, &body) {
-                Some(Rewrite::Outward { init, folds }) => {
+                Some(Rewrite::Outward { init, mut folds }) => {
+                    no_jam(k, &mut folds);
                     out.push(Step::Nest {
                         comment: format!("identities for: {comment}"),
                         body: init,
@@ -71,7 +79,8 @@ pub fn run(k: &mut Kernel) {
                 }
                 Some(Rewrite::Jam { outer, p, nodes }) => {
                     let rows = rows(k, &nodes, p);
-                    let body = wrap(&outer, jam(&nodes, p, &rows));
+                    let mut body = wrap(&outer, jam(&nodes, p, &rows));
+                    no_jam(k, &mut body);
                     out.push(Step::Nest { comment, body });
                 }
                 None => out.push(Step::Nest { comment, body }),
@@ -141,7 +150,9 @@ fn rewrite(k: &Kernel, body: &[Node]) -> Option<Rewrite> {
         .collect();
     let load_cost = |l: Label| -> u64 { strides.iter().map(|s| s.get(l).min(LINE)).sum() };
     let target = Affine::of(k, *buf, index);
-    if let Some(r) = outward(&free, inner, value, *buf, index, &load_cost, &target) {
+    let mut accesses = strides.clone();
+    accesses.push(target.clone());
+    if let Some(r) = outward(&free, inner, value, *buf, index, &load_cost, &accesses) {
         return Some(r);
     }
     // A target loop into the reductions: the closest one (the innermost of equals), if it
@@ -250,6 +261,7 @@ fn jam(nodes: &[Node], p: Bound, rows: &BTreeMap<u32, BufId>) -> Vec<Node> {
                 index: index.clone(),
                 value: in_rows(value, p.var, rows),
             }]),
+            Node::NoJam => Node::NoJam,
             Node::Fold {
                 buf,
                 index,
@@ -278,6 +290,47 @@ fn in_rows(v: &Val, p: Label, rows: &BTreeMap<u32, BufId>) -> Val {
     }
 }
 
+/// Starts with [`Node::NoJam`] every loop of `ns` whose body is one innermost loop that folds
+/// into cells not indexed by the outer loop's label (the reduction loop of either rewrite
+/// around the target loop it moved past, the loop pair GCC's unroll-and-jam acts on), where
+/// the terms it folds lie at most [`PAGE`] doubles apart from one iteration to the next. The
+/// jam (on at `-O3`) would fold two or more iterations in one pass over the cells, reading as
+/// many rows of one page at once, which the hardware prefetcher of the machine of
+/// PERFORMANCE.md streams at less than half the speed of one row after another (`redmax_2`:
+/// 8.0 ms jammed, 2.5 ms not). Rows a page or more apart are separate streams, and there the
+/// jam pays: it reads and writes the cells once per two terms (`vecmat`, rows of 4096
+/// doubles: 6.0 ms jammed, 13 ms not).
+fn no_jam(k: &Kernel, ns: &mut [Node]) {
+    for n in ns {
+        let Node::Loop { var, body, .. } = n else {
+            continue;
+        };
+        no_jam(k, body);
+        let [Node::Loop { body: inner, .. }] = body.as_slice() else {
+            continue;
+        };
+        let mut folds = false;
+        let mut near = true;
+        for n in inner {
+            match n {
+                Node::Loop { .. } => near = false,
+                Node::Fold { index, value, .. } if !index.contains(&Ix::Var(*var)) => {
+                    folds = true;
+                    walk_val(value, &mut |x| {
+                        if let Visit::Load(b, idx) = x {
+                            near &= Affine::of(k, b, idx).get(*var) <= PAGE;
+                        }
+                    });
+                }
+                _ => {}
+            }
+        }
+        if folds && near {
+            body.insert(0, Node::NoJam);
+        }
+    }
+}
+
 /// The reduction-outward rewrite of `acc = id; for k { acc = acc ⊙ v }; T[..] = acc`.
 fn outward(
     free: &[Bound],
@@ -286,8 +339,9 @@ fn outward(
     buf: BufId,
     index: &[Ix],
     load_cost: &dyn Fn(Label) -> u64,
-    target: &Affine,
+    accesses: &[Affine],
 ) -> Option<Rewrite> {
+    let target = accesses.last()?;
     let [Node::AccInit { acc, op }, Node::Loop {
         var: kv,
         start: 0,
@@ -318,9 +372,21 @@ fn outward(
     // read and written once per iteration.
     let k_cost = load_cost(*kv);
     let cost = |f: &Bound| load_cost(f.var) + 2 * target.get(f.var).min(LINE);
-    let inside = free.iter().rev().take_while(|f| cost(f) < k_cost).count();
+    let mut inside = free.iter().rev().take_while(|f| cost(f) < k_cost).count();
     if inside == 0 {
         return None;
+    }
+    // And the loops that continue them into one dense block of cells (`Y[i, j]` over rows
+    // `X[k, i, j]`: `i` strides a whole row of `j`): with them inside, each term walks every
+    // access as one run of memory from the block's first cell to its last, a single stream,
+    // while the block (at most BLOCK cells) waits in cache for the next term.
+    while inside < free.len() {
+        let block = &free[free.len() - inside - 1..];
+        let cells = block.iter().try_fold(1u64, |n, f| n.checked_mul(f.extent));
+        if !cells.is_some_and(|n| n <= BLOCK) || !accesses.iter().all(|s| dense(s, block)) {
+            break;
+        }
+        inside += 1;
     }
     let k = Bound {
         var: *kv,
@@ -349,6 +415,23 @@ fn outward(
         }],
     );
     Some(Rewrite::Outward { init, folds })
+}
+
+/// Whether the access `s` walks the loops `block` (outermost first) as one dense row-major
+/// run (each loop strides the whole extent of the loops inside it), or does not move with them
+/// at all.
+fn dense(s: &Affine, block: &[Bound]) -> bool {
+    if block.iter().all(|f| s.get(f.var) == 0) {
+        return true;
+    }
+    let mut stride = 1u64;
+    for f in block.iter().rev() {
+        if s.get(f.var) != stride {
+            return false;
+        }
+        stride = stride.saturating_mul(f.extent);
+    }
+    true
 }
 
 fn reads_acc(v: &Val) -> bool {
@@ -409,7 +492,7 @@ mod tests {
         assert_eq!(
             after,
             "nest // identities for: y = (x # A) .[1 2]\n  for l0 in 0..7\n    y[l0] = -0.0\n\
-             nest // y = (x # A) .[1 2]\n  for l1 in 0..80\n    for l0 in 0..7\n      \
+             nest // y = (x # A) .[1 2]\n  for l1 in 0..80\n    no jam\n    for l0 in 0..7\n      \
              y[l0] = Sum(y[l0], (x[l1] * A[l1, l0]))\n"
         );
     }
@@ -424,7 +507,29 @@ mod tests {
             after,
             "nest // identities for: Y = redmax 2 X\n  for l0 in 0..5\n    for l1 in 0..24\n      \
              Y[l0, l1] = -inf\nnest // Y = redmax 2 X\n  for l0 in 0..5\n    for l2 in 0..9\n      \
-             for l1 in 0..24\n        Y[l0, l1] = Max(Y[l0, l1], X[l0, l2, l1])\n"
+             no jam\n      for l1 in 0..24\n        Y[l0, l1] = Max(Y[l0, l1], X[l0, l2, l1])\n"
+        );
+    }
+
+    #[test]
+    fn a_reduction_over_a_dense_block_of_target_loops_moves_outside_all_of_them() {
+        // Y[i, j] = max_k X[k, i, j]: `i` strides a whole row of `j` in X and in Y, so `k`
+        // moves outside both and every term is one run through a plane of X.
+        let src = "input var X : [7 5 24]\noutput var Y : [5 24]\nY = redmax 1 X\n";
+        let (_, after) = steps(src, 1);
+        assert_eq!(
+            after,
+            "nest // identities for: Y = redmax 1 X\n  for l0 in 0..5\n    for l1 in 0..24\n      \
+             Y[l0, l1] = -inf\nnest // Y = redmax 1 X\n  for l2 in 0..7\n    for l0 in 0..5\n      \
+             for l1 in 0..24\n        Y[l0, l1] = Max(Y[l0, l1], X[l2, l0, l1])\n"
+        );
+        // A block over BLOCK cells keeps `k` between the target loops (a block that is not
+        // dense does too: the next test).
+        let src = "input var X : [3 300 256]\noutput var Y : [300 256]\nY = redmax 1 X\n";
+        let (_, after) = steps(src, 1);
+        assert!(
+            after.contains("nest // Y = redmax 1 X\n  for l0 in 0..300\n    for l2 in 0..3\n"),
+            "{after}"
         );
     }
 
@@ -438,7 +543,7 @@ mod tests {
         assert_eq!(
             after,
             "nest // m = redmax 1 A\n  for l0 in 0..12 (logical 9)\n    teil_row0[l0] = -inf\n  \
-             for l1 in 0..64\n    for l0 in 0..12 (logical 9)\n      \
+             for l1 in 0..64\n    no jam\n    for l0 in 0..12 (logical 9)\n      \
              teil_row0[l0] = Max(teil_row0[l0], A[l1, l0])\n  for l0 in 0..12 (logical 9)\n    \
              m[l0] = teil_row0[l0]\n"
         );
@@ -490,7 +595,7 @@ mod tests {
             "nest // C = (A # B) .[1 5] .[1 5] ^[1 2] ^[2 4] ^[3 4]\n  for l0 in 0..6\n    \
              for l2 in 0..5\n      for l3 in 0..7\n        for l1 in 0..8\n          \
              teil_row0[l1] = -0.0\n        for l4 in 0..4\n          for l1 in 0..8\n            \
-             teil_row1[l1] = -0.0\n          for l5 in 0..3\n            for l1 in 0..8\n              \
+             teil_row1[l1] = -0.0\n          for l5 in 0..3\n            no jam\n            for l1 in 0..8\n              \
              teil_row1[l1] = Sum(teil_row1[l1], (A[l5, l4, l2, l0] * B[l5, l3, l4, l1]))\n          \
              for l1 in 0..8\n            teil_row0[l1] = Sum(teil_row0[l1], teil_row1[l1])\n        \
              for l1 in 0..8\n          C[l0, l1, l2, l3] = teil_row0[l1]\n"
