@@ -383,7 +383,7 @@ fn outward(
     while inside < free.len() {
         let block = &free[free.len() - inside - 1..];
         let cells = block.iter().try_fold(1u64, |n, f| n.checked_mul(f.extent));
-        if !cells.is_some_and(|n| n <= BLOCK) || !accesses.iter().all(|s| dense(s, block)) {
+        if cells.is_none_or(|n| n > BLOCK) || !accesses.iter().all(|s| dense(s, block)) {
             break;
         }
         inside += 1;
