@@ -256,6 +256,25 @@ def fmt_ratio(r, goal=None):
     return f"{r:.2f} ✓" if r <= goal else f"**{r:.2f}** ✗"
 
 
+def thp_setting():
+    """The system's transparent huge page policy (the bracketed word), or `unknown`."""
+    try:
+        text = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        return "unknown"
+    chosen = [w.strip("[]") for w in text.split() if w.startswith("[")]
+    return chosen[0] if chosen else text.strip()
+
+
+def hugepage_policy():
+    """Whether NumPy madvises huge pages for large arrays (its `hugepage` policy)."""
+    try:
+        from numpy._core import multiarray
+        return "on" if multiarray._get_madvise_hugepage() else "off"
+    except (ImportError, AttributeError):
+        return "unknown"
+
+
 def cpu_info():
     cpu, flags = "unknown CPU", ""
     try:
@@ -503,6 +522,8 @@ def main():
                  + f"; optimisations: `{manifest.get('tuning', '?')}`.  ")
     lines.append(f"NumPy {np.__version__}, opt_einsum {opt_einsum.__version__}, Python {platform.python_version()}, "
                  f"BLAS: {'; '.join(blas) or 'none found'}.  ")
+    lines.append(f"Memory: transparent huge pages `{thp_setting()}`; NumPy's madvise(MADV_HUGEPAGE) for arrays of "
+                 f"4 MiB or more: {hugepage_policy()}; TeIL's timing driver asks the same for its buffers.  ")
     outer = os.environ.get("TEIL_BENCH_OUTER_ENV")
     lines.append("Environment of the NumPy process: " + ", ".join(f"{k}={'unset' if v is None else v}" for k, v in env.items())
                  + (f" (bench/run's own environment: {outer})" if outer else "") + ".  ")

@@ -501,8 +501,8 @@ const MIN_CALLS: u32 = 5;
 /// The timing harness for one kernel: its own translation unit.
 fn harness(k: &Kernel, b: &Bench) -> String {
     let mut out = String::from(
-        "#define _POSIX_C_SOURCE 200112L\n#include <stdio.h>\n#include <stdlib.h>\n\
-         #include <string.h>\n#include <time.h>\n\n",
+        "#define _POSIX_C_SOURCE 200112L\n#define _DEFAULT_SOURCE\n#include <stdio.h>\n\
+         #include <stdlib.h>\n#include <string.h>\n#include <time.h>\n#include <sys/mman.h>\n\n",
     );
     let params = vec!["double *restrict"; k.params.len()];
     let _ = writeln!(out, "void {}({});\n", k.name, params.join(", "));
@@ -514,14 +514,27 @@ fn harness(k: &Kernel, b: &Bench) -> String {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A 64-byte aligned buffer, given to the kernel the way NumPy gives its arrays: NumPy asks
+ * Linux for transparent huge pages for every array of 4 MiB or more (its default
+ * `hugepage` policy, madvise(MADV_HUGEPAGE) on the pages inside the array), so the kernels
+ * and the peers stream their operands through the same kind of pages. */
 static double *buffer(size_t n)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(double)) != 0) {
+    size_t bytes = (n ? n : 1) * sizeof(double);
+    if (posix_memalign(&p, 64, bytes) != 0) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
-    memset(p, 0, (n ? n : 1) * sizeof(double));
+#ifdef MADV_HUGEPAGE
+    if (bytes >= ((size_t)1 << 22)) {
+        size_t page = 4096;
+        char *first = (char *)(((size_t)p + page - 1) / page * page);
+        char *end = (char *)(((size_t)p + bytes) / page * page);
+        (void)madvise(first, (size_t)(end - first), MADV_HUGEPAGE);
+    }
+#endif
+    memset(p, 0, bytes);
     return p;
 }
 
