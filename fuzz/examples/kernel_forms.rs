@@ -1,16 +1,18 @@
 //! How often the campaign's programs reach each kernel form of the C backend (issue 15): over
 //! the first N programs of a campaign (default 1,000, seed 1), the share of programs whose
 //! kernel, at some padding multiple of the default campaign, has a packed contraction step, a
-//! dot contraction step, a tiled step (`teil_cbackend::opt::printing`).
+//! dot contraction step, a tiled step (`teil_cbackend::opt::printing`), an interchanged nest
+//! (one with a `Node::Fold`).
 //!
 //! ```text
 //! cargo run --release -p teil-fuzz --example kernel_forms -- [N] [SEED]
 //! ```
 //!
 //! Programs are generated exactly as `teil fuzz` generates them (`campaign::flavour`,
-//! `campaign::program_at`, `campaign::program_seed`; three of every twenty are the kernel-form
+//! `campaign::program_at`, `campaign::program_seed`; four of every twenty are the kernel-form
 //! templates of `teil_fuzz::forms`) and lowered with the default options.
 
+use teil_cbackend::ir::{walk_step, Node, Visit};
 use teil_cbackend::opt::Printing;
 use teil_fuzz::campaign::{self, Config};
 use teil_fuzz::gen;
@@ -21,7 +23,9 @@ fn main() {
     let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
     let pads = Config::default().pads;
     let kinds = [Printing::Packed, Printing::Dot, Printing::Tiled];
-    let mut reached = [0u64; 3];
+    let mut reached = [0u64; 4];
+    // The same counts over the generator's programs alone (indices that are not templates).
+    let mut generated = [0u64; 4];
     let mut checked = 0u64;
     for index in 0..n {
         let strategy = gen::program(campaign::flavour(index));
@@ -30,7 +34,7 @@ fn main() {
             continue;
         };
         checked += 1;
-        let mut seen = [false; 3];
+        let mut seen = [false; 4];
         for &pad in &pads {
             let opts = teil_cbackend::Options {
                 pad,
@@ -44,14 +48,28 @@ fn main() {
                     seen[i] = true;
                 }
             }
+            for s in &k.steps {
+                walk_step(s, &mut |v| {
+                    seen[3] |= matches!(v, Visit::Node(Node::Fold { .. }))
+                });
+            }
         }
         for (r, s) in reached.iter_mut().zip(seen) {
             *r += u64::from(s);
         }
+        if teil_fuzz::forms::program(index, 0).is_none() {
+            for (r, s) in generated.iter_mut().zip(seen) {
+                *r += u64::from(s);
+            }
+        }
     }
     println!("{checked} programs (seed {seed}, pads {pads:?})");
-    for (k, r) in kinds.iter().zip(reached) {
+    let names = kinds
+        .iter()
+        .map(|k| format!("{k:?}"))
+        .chain(["Interchanged".to_string()]);
+    for ((k, r), g) in names.zip(reached).zip(generated) {
         let share = 100.0 * r as f64 / checked.max(1) as f64;
-        println!("{k:?}: {r} programs ({share:.1} %)");
+        println!("{k}: {r} programs ({share:.1} %), {g} of them not templates");
     }
 }

@@ -337,7 +337,7 @@ pub fn generate(
 }
 
 /// Program `index` of a campaign, with program seed `seed`: a kernel-form template
-/// ([`crate::forms`]) for three indices of every twenty, otherwise drawn from `strategy` (the
+/// ([`crate::forms`]) for four indices of every twenty, otherwise drawn from `strategy` (the
 /// generator of the index's flavour) by [`generate`]. Returns whether the program was
 /// retargeted.
 pub fn program_at(

@@ -1,31 +1,43 @@
 //! Programs that reach the C backend's kernel forms (issue 15): the generator's extents (at
-//! most 3) almost never give a contraction of 512 or more multiplications or a transposition
-//! with extents above 8, so the packed and dot contraction steps and the tiled steps
-//! (`teil_cbackend::opt`) would go untested by the campaign. Program indices `17`, `18` and
-//! `19` modulo [`PERIOD`] (5 % of the programs each) are drawn from small templates instead,
-//! with extents from the program seed:
+//! most 3) almost never give a contraction of 512 or more multiplications, a transposition
+//! with extents above 8 or a reduction nest of 512 operations, so the packed and dot
+//! contraction steps, the tiled steps and the interchanged nests (`teil_cbackend::opt`) would
+//! go untested by the campaign. Program indices `16` to `19` modulo [`PERIOD`] (5 % of the
+//! programs each) are drawn from small templates instead, with extents from the program seed:
 //!
+//! - `16`: a reduction whose nest the interchange pass reorders (`ir::Node::Fold`): the
+//!   maximum along the first axis of a rank-3 tensor, extents 9-12 x 6-10 x 10-16 (the
+//!   reduction moves outside a dense block of target loops; at `M = 4` it folds into a row),
+//!   or a sum along the middle axis (the reduction between the target loops);
 //! - `17`: a matrix product `C = (A # B) .[2 3]` (or with `A` transposed), extents 16-24: a
 //!   packed contraction step;
 //! - `18`: a matrix-vector product `y = (A # x) .[2 3]`, 8-24 rows of 64-96 terms: a dot
 //!   contraction step;
 //! - `19`: a transposition `Y = X ^[1 2]` (or plus a matrix), extents 9-30: a tiled step.
 //!
-//! Indices below 17 are never replaced, so the first programs of every campaign (where the
+//! Indices below 16 are never replaced, so the first programs of every campaign (where the
 //! planted-bug budgets of spec/fuzzing.md were measured) are the generator's.
 
 use teil::ast::Program;
 
-/// Every `PERIOD` programs, three are drawn from the templates.
+/// Every `PERIOD` programs, four are drawn from the templates.
 pub const PERIOD: u64 = 20;
 
 /// The template program for index `index` with program seed `seed`, if the index is one of
-/// the three of each period.
+/// the four of each period.
 pub fn program(index: u64, seed: u64) -> Option<Program> {
     let pick =
         |lo: u64, hi: u64, salt: u64| lo + crate::campaign::mix_seed(seed ^ salt) % (hi - lo + 1);
     let variant = crate::campaign::mix_seed(seed ^ 0x7661_7269) % 2;
     let text = match index % PERIOD {
+        16 => {
+            let (k, m, n) = (pick(9, 12, 8), pick(6, 10, 9), pick(10, 16, 10));
+            if variant == 0 {
+                format!("input var X : [{k} {m} {n}]\noutput var Y : [{m} {n}]\nY = redmax 1 X\n")
+            } else {
+                format!("input var X : [{m} {k} {n}]\noutput var Y : [{m} {n}]\nY = red+ 2 X\n")
+            }
+        }
         17 => {
             let (m, k, n) = (pick(16, 24, 1), pick(16, 24, 2), pick(16, 24, 3));
             if variant == 0 {

@@ -12,9 +12,9 @@ use teil_fuzz::repro;
 /// rate `p` measured over 1,600 programs, a fresh seed misses a bug within its budget `N` with
 /// probability `(1 - p)^N < 10^-3`).
 ///
-/// The bugs planted in the kernel forms of the optimisation passes (`panel-edge`, `k-bound`,
-/// `tile-edge`) live in the template programs of `teil_fuzz::forms` (indices 17, 18, 19 of
-/// every 20), each of which reaches its form: two periods.
+/// The bugs planted in the kernel forms of the optimisation passes (`fold-overwrite`,
+/// `panel-edge`, `k-bound`, `tile-edge`) live in the template programs of `teil_fuzz::forms`
+/// (indices 16 to 19 of every 20), each of which reaches its form: two periods.
 fn budget(bug: Bug) -> u64 {
     match bug {
         Bug::OffByOne => 10,
@@ -22,11 +22,7 @@ fn budget(bug: Bug) -> u64 {
         Bug::AliasingIgnored => 150,
         Bug::RedmaxPadded => 100,
         Bug::WrongStride => 10,
-        Bug::PanelEdge | Bug::KBound | Bug::TileEdge => 40,
-        // The campaign's programs (extents of at most 3, and the templates) stay below the
-        // interchange pass's 512 operations, so they never reach a fold: no campaign test;
-        // teil-cbackend/tests/validate_plant.rs shows that the validator rejects it.
-        Bug::FoldOverwrite => 0,
+        Bug::FoldOverwrite | Bug::PanelEdge | Bug::KBound | Bug::TileEdge => 40,
     }
 }
 
@@ -114,6 +110,11 @@ fn a_wrong_k_bound_in_contraction_kernels_is_found() {
 #[test]
 fn a_wrong_tile_edge_is_found() {
     found_within_budget(Bug::TileEdge);
+}
+
+#[test]
+fn an_overwritten_fold_in_interchanged_nests_is_found() {
+    found_within_budget(Bug::FoldOverwrite);
 }
 
 #[test]
