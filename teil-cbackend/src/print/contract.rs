@@ -727,7 +727,11 @@ fn tile_name(mr: u64, nr: u64, fma: bool) -> String {
 /// current rounding mode, `_MM_FROUND_CUR_DIRECTION`; FMA3 on 4 and 2 doubles).
 const VECTOR_FMA: [(&str, u64, &str); 4] = [
     ("__builtin_elementwise_fma", 0, ""),
-    ("__builtin_ia32_vfmaddpd512_mask", 8, ", (unsigned char)-1, 4"),
+    (
+        "__builtin_ia32_vfmaddpd512_mask",
+        8,
+        ", (unsigned char)-1, 4",
+    ),
     ("__builtin_ia32_vfmaddpd256", 4, ""),
     ("__builtin_ia32_vfmaddpd", 2, ""),
 ];
@@ -979,11 +983,35 @@ mod tests {
             }
             assert_eq!(undone, exact);
         }
+        // The vector fused multiply-add: a builtin where the compiler has one for the width,
+        // else the lanes one by one.
         assert_eq!(
             fma_lanes(2),
-            "/* c + a * b on vectors of 2 doubles, fused lane by lane (fma mode, spec/values.md,\n \
-             * \"Fused multiply-add\"). */\n#define teil_fmav2(a, b, c) ((__typeof__(c)){teil_fma((a)[0], \
-             (b)[0], (c)[0]), teil_fma((a)[1], (b)[1], (c)[1])})\n"
+            "/* c + a * b on vectors of 2 doubles, every lane fused where teil_fma fuses (fma mode,\n \
+             * spec/values.md, \"Fused multiply-add\"): a vector fused multiply-add where the compiler\n \
+             * has one for these flags, else teil_fma lane by lane. */\n\
+             #if defined(__FP_FAST_FMA) && defined(__has_builtin)\n\
+             #if __has_builtin(__builtin_elementwise_fma)\n\
+             #define teil_fmav2(a, b, c) __builtin_elementwise_fma(a, b, c)\n\
+             #elif __has_builtin(__builtin_ia32_vfmaddpd)\n\
+             #define teil_fmav2(a, b, c) __builtin_ia32_vfmaddpd(a, b, c)\n\
+             #endif\n#endif\n#ifndef teil_fmav2\n\
+             #define teil_fmav2(a, b, c) ((__typeof__(c)){teil_fma((a)[0], (b)[0], (c)[0]), \
+             teil_fma((a)[1], (b)[1], (c)[1])})\n#endif\n"
         );
+        for (width, builtin) in [
+            (8, "__builtin_ia32_vfmaddpd512_mask"),
+            (4, "__builtin_ia32_vfmaddpd256"),
+        ] {
+            let m = fma_lanes(width);
+            assert_eq!(m.matches("#define teil_fmav").count(), 3, "{m}");
+            assert_eq!(m.matches("__builtin_ia32").count(), 2, "{m}");
+            assert!(
+                m.contains(&format!(
+                    "#define teil_fmav{width}(a, b, c) {builtin}(a, b, c"
+                )),
+                "{m}"
+            );
+        }
     }
 }
