@@ -232,10 +232,16 @@ const NO_JAM_HELPER: &str = "\
 
 /// `teil_fma(x, y, c)`: `x * y + c` rounded once where the compiler says the target has a fast
 /// fused multiply-add, else rounded twice (spec/abi.md, "Fused multiply-add"). `__builtin_fma`
-/// is expanded inline by GCC and Clang even at `-O0`, so it needs no libm.
+/// is expanded inline by GCC and Clang even at `-O0`, so it needs no libm. Marked unused for
+/// GCC and Clang: a kernel whose only fused pairs are in register tiles may call it nowhere
+/// ([`contract::fma_lanes`]).
 const FMA_HELPER: &str = "
 /* x * y + c, rounded once where the target has a fast fused multiply-add and twice elsewhere
- * (fma mode, spec/values.md, \"Fused multiply-add\"). */
+ * (fma mode, spec/values.md, \"Fused multiply-add\"). Unused where vector builtins stand in
+ * for every call (the register tiles' teil_fmavW). */
+#ifdef __GNUC__
+__attribute__((unused))
+#endif
 static double teil_fma(double x, double y, double c)
 {
 #if defined(__GNUC__) && defined(__FP_FAST_FMA)

@@ -7,15 +7,15 @@
 //!   term) is within the spec's bound `2 γ_D M` of the oracle in every cell, the bound computed
 //!   by the oracle over `teil_interp::rounding::Rounding`.
 //! - On crafted inputs where one product is not representable, fma mode gives a different
-//!   result from exact mode in every kernel form: the fusion really happens (where the C
-//!   compiler says the target has a fast FMA; the assertion is skipped, with a message, where
-//!   it does not).
+//!   result from exact mode in every kernel form and every target's variant: the fusion really
+//!   happens (where the C compiler says the target has a fast FMA; the assertion is skipped,
+//!   with a message, where it does not).
 //! - fma kernels validate, show the mode in their IR text, and exact mode's C has no trace of it.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 use teil::CheckedProgram;
-use teil_cbackend::ir::Kernel;
+use teil_cbackend::ir::{Kernel, Target};
 use teil_cbackend::opt::{self, Printing};
 use teil_cbackend::run::{self, Job, Toolchain};
 use teil_cbackend::{validate, Options};
@@ -310,11 +310,17 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
         ("elementwise", &ew, &ew_in, "E", &[0], Printing::Plain),
     ];
     let (tc, fast_fma) = toolchain();
-    let portable = Toolchain {
-        cflags: [tc.cflags.clone(), vec!["-Dteil_portable".to_string()]].concat(),
+    // The compiler's own choice of target, plain C, and every vector target's variant forced
+    // (each has its register tile and its vector fused multiply-add, spec/abi.md).
+    let with = |flag: String| Toolchain {
+        cflags: [tc.cflags.clone(), vec![flag]].concat(),
         ..tc.clone()
     };
-    for tc in [&tc, &portable] {
+    let mut toolchains = vec![tc.clone(), with("-Dteil_portable".to_string())];
+    for t in Target::ALL.into_iter().filter(|t| t.vector_bits() > 0) {
+        toolchains.push(with(format!("-Dteil_vector_bits={}", t.vector_bits())));
+    }
+    for tc in &toolchains {
         let mut kernels = Vec::new();
         for (name, p, inputs, _, _, form) in &cases {
             for fma in [false, true] {
@@ -360,15 +366,43 @@ fn fma_kernels_validate_and_say_so_and_exact_mode_is_untouched() {
                 let v = validate::validate(&p, &fma)
                     .unwrap_or_else(|e| panic!("{name}, M = {pad}, lift {lift}: {e}"));
                 assert_eq!(v, validate::validate(&p, &exact).expect("exact validates"));
-                // The IR text differs in its header only.
+                // The IR text differs in its header and in the AVX-512 tile of packed steps
+                // (fma mode's own, `opt::contract::PACKED_FMA_AVX512`) only.
                 let (ir_fma, ir_exact) = (fma.to_string(), exact.to_string());
                 let header = |s: &str| s.lines().next().unwrap_or("").to_string();
                 assert!(header(&ir_fma).ends_with(", fma)"), "{ir_fma}");
                 assert!(!header(&ir_exact).contains("fma"), "{ir_exact}");
-                assert_eq!(
-                    ir_fma.lines().skip(1).collect::<Vec<_>>(),
-                    ir_exact.lines().skip(1).collect::<Vec<_>>()
+                let tile = |p: &teil_cbackend::ir::Panels| format!("AVX-512: {}x{} ", p.mr, p.nr);
+                let (tile_fma, tile_exact) = (
+                    tile(&opt::contract::PACKED_FMA_AVX512),
+                    tile(
+                        opt::contract::PACKED
+                            .iter()
+                            .find(|p| p.target == Target::Avx512)
+                            .expect("an AVX-512 tile"),
+                    ),
                 );
+                assert_ne!(tile_fma, tile_exact);
+                // A packed step's line without its AVX-512 variant (up to the next `;`).
+                let other_targets = |l: &str| match l.split_once("AVX-512: ") {
+                    Some((head, rest)) => format!("{head}{}", &rest[rest.find(';').unwrap_or(0)..]),
+                    None => l.to_string(),
+                };
+                let (lines_fma, lines_exact): (Vec<&str>, Vec<&str>) = (
+                    ir_fma.lines().skip(1).collect(),
+                    ir_exact.lines().skip(1).collect(),
+                );
+                assert_eq!(lines_fma.len(), lines_exact.len(), "{ir_fma}");
+                for (f, e) in lines_fma.iter().zip(&lines_exact) {
+                    if f != e {
+                        assert!(
+                            f.starts_with("contract packed") && f.contains(&tile_fma),
+                            "{f}"
+                        );
+                        assert!(e.contains(&tile_exact), "{e}");
+                        assert_eq!(other_targets(f), other_targets(e));
+                    }
+                }
                 let c_exact = teil_cbackend::print::module(&[&exact]);
                 let c_fma = teil_cbackend::print::module(&[&fma]);
                 assert!(

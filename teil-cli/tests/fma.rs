@@ -29,12 +29,14 @@ fn emit_c_with_fma_validates_and_prints_fused_multiply_adds() {
     let c = text(&o.stdout);
     for fused in [
         "static double teil_fma(double x, double y, double c);",
-        "static void teil_tile_16x8_fma(",
+        "static void teil_tile_12x16_fma(",
         "static void teil_tile_6x8_fma(",
         "#define teil_fmav8(a, b, c)",
         "#define teil_fmav4(a, b, c)",
+        "#define teil_fmav8(a, b, c) __builtin_ia32_vfmaddpd512_mask(a, b, c, (unsigned char)-1, 4)",
+        "#define teil_fmav4(a, b, c) __builtin_ia32_vfmaddpd256(a, b, c)",
         "c0_0 = teil_fmav8(a, b0, c0_0);",
-        "teil_tile_16x8_fma(teil_kcb,",
+        "teil_tile_12x16_fma(teil_kcb,",
         "teil_tile_6x8_fma(teil_kcb,",
         "teil_s0 = teil_fma(",
         "#if defined(__GNUC__) && defined(__FP_FAST_FMA)",

@@ -75,6 +75,33 @@ pub const PACKED: [Panels; 4] = [
         nc: 4080,
     },
 ];
+/// fma mode's AVX-512 tile and panels, in place of [`PACKED`]'s AVX-512 entry (every other
+/// target keeps its tile): a fused multiply-add needs no register for the product, so 12 rows x
+/// 2 vectors (24 accumulators, 2 column vectors, the row value a memory broadcast: 26 of 32 zmm)
+/// fit, with 14 loads per 24 multiply-adds instead of 17 per 16; `nc` stays a multiple of `nr`
+/// and `mc` of `mr` (132 rows: 512 rows in 4 row panels, as with 128). PERFORMANCE.md has the
+/// measurements.
+pub const PACKED_FMA_AVX512: Panels = Panels {
+    target: Target::Avx512,
+    mr: 12,
+    nr: 16,
+    kc: 256,
+    mc: 132,
+    nc: 4080,
+};
+
+/// The tile and panels of every target, in [`Target::ALL`] order, for a kernel in fma mode
+/// (`fma`) or exact mode: [`PACKED`], with [`PACKED_FMA_AVX512`] for AVX-512 in fma mode.
+pub fn packed_panels(fma: bool) -> [Panels; 4] {
+    PACKED.map(|p| {
+        if fma && p.target == Target::Avx512 {
+            PACKED_FMA_AVX512
+        } else {
+            p
+        }
+    })
+}
+
 /// Smallest number of multiplications (cells times terms) for which the packed kernel is
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
@@ -248,7 +275,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
             })
     });
     if only_a && only_b && work >= PACKED_MIN_WORK {
-        Some(packed(c, &sa, &sb, &st))
+        Some(packed(c, &sa, &sb, &st, k.fma))
     } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
         let lane = lane?;
         Some(Strategy::Dot {
@@ -267,7 +294,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
 }
 
 /// The packed strategy's layout: which operand gives the rows, the label groups, the panels.
-fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine) -> Strategy {
+fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> Strategy {
     // The column side holds the target's smallest-stride label, so that tiles store whole
     // vectors where the target allows it.
     let innermost = c.free.iter().min_by_key(|f| st.get(f.var)).map(|f| f.var);
@@ -296,7 +323,7 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine) -> Strategy {
         cols,
         m,
         n,
-        variants: PACKED
+        variants: packed_panels(fma)
             .iter()
             .map(|p| Panels {
                 kc: p.kc.min(c.k.extent),

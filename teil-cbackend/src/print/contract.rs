@@ -720,18 +720,55 @@ fn tile_name(mr: u64, nr: u64, fma: bool) -> String {
     format!("teil_tile_{mr}x{nr}{}", if fma { "_fma" } else { "" })
 }
 
+/// The compilers' builtins for a fused multiply-add `a * b + c` on vectors of doubles, each
+/// with the vector width (in doubles) it takes (0: any) and the arguments after `a, b, c`, in the
+/// order [`fma_lanes`] tries them: Clang's generic one (newer Clang has it instead of the x86
+/// builtins), then GCC's and older Clang's x86 builtins (AVX-512F, with all lanes written and the
+/// current rounding mode, `_MM_FROUND_CUR_DIRECTION`; FMA3 on 4 and 2 doubles).
+const VECTOR_FMA: [(&str, u64, &str); 4] = [
+    ("__builtin_elementwise_fma", 0, ""),
+    (
+        "__builtin_ia32_vfmaddpd512_mask",
+        8,
+        ", (unsigned char)-1, 4",
+    ),
+    ("__builtin_ia32_vfmaddpd256", 4, ""),
+    ("__builtin_ia32_vfmaddpd", 2, ""),
+];
+
 /// Defines `teil_fmav<width>(a, b, c)`: `c + a * b` on GCC/Clang vectors of `width` doubles,
-/// lane by lane with `teil_fma` (the compilers inline it and turn the lanes into one vector
-/// instruction, a fused multiply-add where the target has one).
+/// every lane fused exactly when `teil_fma` fuses (where the compiler defines `__FP_FAST_FMA`).
+/// There it is one vector fused multiply-add, the first builtin of [`VECTOR_FMA`] for the width
+/// that the compiler has for its target flags (`__has_builtin`): the row value's broadcast
+/// becomes the instruction's memory operand. Otherwise (no builtin, or no fast fused
+/// multiply-add) it is `teil_fma` lane by lane, which GCC also turns into vector fused
+/// multiply-adds, but with the row values loaded as a vector and shuffled into every lane, one
+/// shuffle per multiply-add (PERFORMANCE.md).
 pub(crate) fn fma_lanes(width: u64) -> String {
     let lanes: Vec<String> = (0..width)
         .map(|l| format!("teil_fma((a)[{l}], (b)[{l}], (c)[{l}])"))
         .collect();
-    format!(
-        "/* c + a * b on vectors of {width} doubles, fused lane by lane (fma mode, spec/values.md,\n \
-         * \"Fused multiply-add\"). */\n#define teil_fmav{width}(a, b, c) ((__typeof__(c)){{{}}})\n",
+    let mut s = format!(
+        "/* c + a * b on vectors of {width} doubles, every lane fused where teil_fma fuses (fma mode,\n \
+         * spec/values.md, \"Fused multiply-add\"): a vector fused multiply-add where the compiler\n \
+         * has one for these flags, else teil_fma lane by lane. */\n\
+         #if defined(__FP_FAST_FMA) && defined(__has_builtin)\n"
+    );
+    let builtins = VECTOR_FMA.iter().filter(|(_, w, _)| *w == 0 || *w == width);
+    for (i, (name, _, extra)) in builtins.enumerate() {
+        let _ = writeln!(
+            s,
+            "#{} __has_builtin({name})\n#define teil_fmav{width}(a, b, c) {name}(a, b, c{extra})",
+            if i == 0 { "if" } else { "elif" }
+        );
+    }
+    let _ = write!(
+        s,
+        "#endif\n#endif\n#ifndef teil_fmav{width}\n\
+         #define teil_fmav{width}(a, b, c) ((__typeof__(c)){{{}}})\n#endif\n",
         lanes.join(", ")
-    )
+    );
+    s
 }
 
 /// The register tile `teil_tile_MRxNR` (`teil_tile_MRxNR_fma` in fma mode, every multiply-add
@@ -946,11 +983,35 @@ mod tests {
             }
             assert_eq!(undone, exact);
         }
+        // The vector fused multiply-add: a builtin where the compiler has one for the width,
+        // else the lanes one by one.
         assert_eq!(
             fma_lanes(2),
-            "/* c + a * b on vectors of 2 doubles, fused lane by lane (fma mode, spec/values.md,\n \
-             * \"Fused multiply-add\"). */\n#define teil_fmav2(a, b, c) ((__typeof__(c)){teil_fma((a)[0], \
-             (b)[0], (c)[0]), teil_fma((a)[1], (b)[1], (c)[1])})\n"
+            "/* c + a * b on vectors of 2 doubles, every lane fused where teil_fma fuses (fma mode,\n \
+             * spec/values.md, \"Fused multiply-add\"): a vector fused multiply-add where the compiler\n \
+             * has one for these flags, else teil_fma lane by lane. */\n\
+             #if defined(__FP_FAST_FMA) && defined(__has_builtin)\n\
+             #if __has_builtin(__builtin_elementwise_fma)\n\
+             #define teil_fmav2(a, b, c) __builtin_elementwise_fma(a, b, c)\n\
+             #elif __has_builtin(__builtin_ia32_vfmaddpd)\n\
+             #define teil_fmav2(a, b, c) __builtin_ia32_vfmaddpd(a, b, c)\n\
+             #endif\n#endif\n#ifndef teil_fmav2\n\
+             #define teil_fmav2(a, b, c) ((__typeof__(c)){teil_fma((a)[0], (b)[0], (c)[0]), \
+             teil_fma((a)[1], (b)[1], (c)[1])})\n#endif\n"
         );
+        for (width, builtin) in [
+            (8, "__builtin_ia32_vfmaddpd512_mask"),
+            (4, "__builtin_ia32_vfmaddpd256"),
+        ] {
+            let m = fma_lanes(width);
+            assert_eq!(m.matches("#define teil_fmav").count(), 3, "{m}");
+            assert_eq!(m.matches("__builtin_ia32").count(), 2, "{m}");
+            assert!(
+                m.contains(&format!(
+                    "#define teil_fmav{width}(a, b, c) {builtin}(a, b, c"
+                )),
+                "{m}"
+            );
+        }
     }
 }
