@@ -407,6 +407,9 @@ struct Printer<'k> {
     k: &'k Kernel,
     names: BTreeMap<Label, String>,
     out: String,
+    /// The loop printed with `#pragma omp for schedule(static) nowait` (inside a parallel
+    /// region the nest opens: [`shared_cells`]).
+    omp_for: Option<Label>,
 }
 
 fn step(k: &Kernel, s: &Step, out: &mut String) {
@@ -436,6 +439,7 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
                 k,
                 names: BTreeMap::new(),
                 out: String::new(),
+                omp_for: None,
             };
             if k.openmp {
                 p.out.push_str("#pragma omp parallel for\n");
@@ -449,6 +453,7 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
                 k,
                 names: BTreeMap::new(),
                 out: String::new(),
+                omp_for: None,
             };
             // A scalar target has no loop around its accumulators: give them a block of
             // their own so that the next nest can reuse their names.
@@ -462,6 +467,9 @@ fn step(k: &Kernel, s: &Step, out: &mut String) {
                 && matches!(body.as_slice(), [Node::Loop { var, .. }] if stores_at(body, *var))
             {
                 p.out.push_str("#pragma omp parallel for\n");
+            } else if let Some(l) = shared_cells(body).filter(|_| k.openmp) {
+                p.out.push_str("#pragma omp parallel\n");
+                p.omp_for = Some(l);
             }
             if block {
                 out.push_str("    {\n");
@@ -550,6 +558,10 @@ impl Printer<'_> {
     }
 
     fn node(&mut self, n: &Node, depth: usize) {
+        if matches!(n, Node::Loop { var, .. } if Some(*var) == self.omp_for) {
+            self.out
+                .push_str("#pragma omp for schedule(static) nowait\n");
+        }
         self.indent(depth);
         match n {
             Node::Loop {
@@ -678,6 +690,30 @@ impl Printer<'_> {
 }
 
 /// Whether every store and fold in `ns` is indexed by the loop variable `l`.
+/// For a nest whose outer loops fold into the same cells on every iteration (a reduction loop
+/// that `crate::opt::interchange` moved outermost, `for k { for i { T[i] = T[i] ⊙ v } }`): the
+/// first loop, down a chain of single loops (a [`Node::NoJam`] aside), that indexes every cell
+/// the nest writes. With OpenMP every thread runs the outer loops, and the iterations of that
+/// loop are shared among the threads with a static schedule, the same for every iteration of
+/// the outer loops (OpenMP guarantees it for loops of the same iteration space in one parallel
+/// region): each cell is folded by one thread, in the order of the outer loops, so no barrier
+/// is needed between their iterations (`nowait`).
+fn shared_cells(body: &[Node]) -> Option<Label> {
+    let mut ns = body;
+    let mut outermost = true;
+    loop {
+        let ([Node::NoJam, Node::Loop { var, body, .. }] | [Node::Loop { var, body, .. }]) = ns
+        else {
+            return None;
+        };
+        if stores_at(ns, *var) {
+            return (!outermost).then_some(*var);
+        }
+        outermost = false;
+        ns = body;
+    }
+}
+
 fn stores_at(ns: &[Node], l: Label) -> bool {
     let mut all = true;
     walk_nodes(ns, &mut |v| {
