@@ -339,6 +339,22 @@ impl Panels {
     pub fn order(&self) -> [u64; 5] {
         [self.mr, self.nr, self.kc, self.mc, self.nc]
     }
+
+    /// Whether a product of `m` rows has one row panel (every row packed once per column
+    /// block): then the column panel is sized for the level-2 cache
+    /// ([`crate::opt::contract::PANEL_L2`]) and, without OpenMP, the tiles run row sliver by
+    /// row sliver (all column slivers of one row sliver, then the next), so that a sliver's
+    /// tiles store along the same `mr` rows of the target instead of all `m` rows at once.
+    pub fn one_row_panel(&self, m: u64) -> bool {
+        m <= self.mc
+    }
+
+    /// Whether the tiles of a product of `m` rows run row sliver by row sliver (see
+    /// [`Panels::one_row_panel`]); with OpenMP the threads share out the column slivers, which
+    /// stay the outer loop.
+    pub fn rows_outer(&self, m: u64, openmp: bool) -> bool {
+        self.one_row_panel(m) && !openmp
+    }
 }
 
 /// The dot-product blocking on one [`Target`].
@@ -368,7 +384,8 @@ pub enum Strategy {
     /// `ncb = min(nc, n - jc)` columns, for term panels `pc = 0, kc, ... < K` of
     /// `kcb = min(kc, K - pc)` terms, for row panels `ic = 0, mc, ... < m` of
     /// `mcb = min(mc, m - ic)` rows, for column slivers `jr = 0, NR, ... < ncb`, for row slivers
-    /// `ir = 0, MR, ... < mcb`: the register tile updates every cell (row `ic + ir + i`,
+    /// `ir = 0, MR, ... < mcb` (the two sliver loops the other way round where
+    /// [`Panels::rows_outer`]): the register tile updates every cell (row `ic + ir + i`,
     /// column `jc + jr + j`, `i < min(MR, mcb - ir)`, `j < min(NR, ncb - jr)`) as
     /// `cell = (pc == 0 ? -0.0 : cell) + a·b (term pc) + ... + a·b (term pc + kcb - 1)`.
     /// The tile's cells are independent: a vector of `w` doubles holds `w` cells of one row, and

@@ -407,6 +407,8 @@ struct Layout<'c> {
     nc: u64,
     mr: u64,
     nr: u64,
+    /// The tiles run row sliver by row sliver ([`crate::ir::Panels::rows_outer`]).
+    rows_outer: bool,
 }
 
 fn identity(op: RedOp) -> Sym {
@@ -721,6 +723,7 @@ impl<'k> Machine<'k> {
                     nc: v.nc,
                     mr: v.mr,
                     nr: v.nr,
+                    rows_outer: v.rows_outer(*m, self.k.openmp),
                 };
                 self.batches(c, &p, batch)
             }
@@ -803,25 +806,32 @@ impl<'k> Machine<'k> {
                 let kcb = p.kc.min(kn - pc);
                 for ic in (0..p.m).step_by(p.mc as usize) {
                     let mcb = p.mc.min(p.m - ic);
-                    for jr in (0..ncb).step_by(p.nr as usize) {
-                        for ir in (0..mcb).step_by(p.mr as usize) {
-                            for i in 0..p.mr.min(mcb - ir) {
-                                for j in 0..p.nr.min(ncb - jr) {
-                                    self.decompose(p.rows, ic + ir + i);
-                                    self.decompose(p.cols, jc + jr + j);
-                                    let idx = self.index(&c.target.index)?;
-                                    let mut acc = if pc == 0 {
-                                        Acc::Identity(RedOp::Sum)
-                                    } else {
-                                        Acc::Value(self.read(c.target.buf, &idx)?)
-                                    };
-                                    for kv in pc..pc + kcb {
-                                        self.env.insert(c.k.var, kv);
-                                        let v = self.multiply_add(p.row_op, p.col_op, &acc)?;
-                                        acc = Acc::Value(v);
-                                    }
-                                    self.write(c.target.buf, &idx, acc_value(acc))?;
+                    let jrs = (0..ncb).step_by(p.nr as usize);
+                    let irs = (0..mcb).step_by(p.mr as usize);
+                    let tiles: Vec<(u64, u64)> = if p.rows_outer {
+                        irs.flat_map(|ir| jrs.clone().map(move |jr| (jr, ir)))
+                            .collect()
+                    } else {
+                        jrs.flat_map(|jr| irs.clone().map(move |ir| (jr, ir)))
+                            .collect()
+                    };
+                    for (jr, ir) in tiles {
+                        for i in 0..p.mr.min(mcb - ir) {
+                            for j in 0..p.nr.min(ncb - jr) {
+                                self.decompose(p.rows, ic + ir + i);
+                                self.decompose(p.cols, jc + jr + j);
+                                let idx = self.index(&c.target.index)?;
+                                let mut acc = if pc == 0 {
+                                    Acc::Identity(RedOp::Sum)
+                                } else {
+                                    Acc::Value(self.read(c.target.buf, &idx)?)
+                                };
+                                for kv in pc..pc + kcb {
+                                    self.env.insert(c.k.var, kv);
+                                    let v = self.multiply_add(p.row_op, p.col_op, &acc)?;
+                                    acc = Acc::Value(v);
                                 }
+                                self.write(c.target.buf, &idx, acc_value(acc))?;
                             }
                         }
                     }

@@ -102,6 +102,10 @@ pub fn packed_panels(fma: bool) -> [Panels; 4] {
     })
 }
 
+/// Largest column panel (`kc * nc` doubles, 256 KB) of a product with one row panel
+/// ([`Panels::one_row_panel`]): it stays in a level-2 cache while each row sliver's tiles
+/// walk it (the row sliver in L1).
+pub const PANEL_L2: u64 = 1 << 15;
 /// Smallest number of multiplications (cells times terms) for which the packed kernel is
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
@@ -325,11 +329,18 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> 
         n,
         variants: packed_panels(fma)
             .iter()
-            .map(|p| Panels {
-                kc: p.kc.min(c.k.extent),
-                mc: p.mc.min(m.next_multiple_of(p.mr)),
-                nc: p.nc.min(n.next_multiple_of(p.nr)),
-                ..*p
+            .map(|p| {
+                let mut v = Panels {
+                    kc: p.kc.min(c.k.extent),
+                    mc: p.mc.min(m.next_multiple_of(p.mr)),
+                    nc: p.nc.min(n.next_multiple_of(p.nr)),
+                    ..*p
+                };
+                if v.one_row_panel(m) {
+                    let fit = (PANEL_L2 / v.kc / v.nr * v.nr).max(v.nr);
+                    v.nc = v.nc.min(fit);
+                }
+                v
             })
             .collect(),
     }

@@ -37,7 +37,13 @@ pub(crate) fn run(cx: &mut Context, a: &mut Assign) -> Result<(), Error> {
         if !is_pair_sum(body) {
             return Ok(Walk::Into);
         }
-        let labels: Vec<_> = body.free().into_iter().collect();
+        // The outer label first: each outer index's inner sums are one block of the
+        // temporary, laid out as the other labels' cells (so that a packed product over the
+        // inner label, batched by the outer one, stores whole rows of its tiles).
+        let mut labels: Vec<_> = body.free().into_iter().collect();
+        if let Some(i) = labels.iter().position(|x| x == l) {
+            labels[..=i].rotate_right(1);
+        }
         let cells = labels
             .iter()
             .map(|&l| u128::from(cx.extent(l)))

@@ -395,26 +395,34 @@ fn packed(
     d += 1;
     // With OpenMP, threads share out the row panels (each packing its own) when there are
     // several, and otherwise the column slivers of the one row panel.
-    let by_rows = k.openmp && m > mc;
-    let by_cols = k.openmp && m <= mc;
+    let by_rows = k.openmp && !v.one_row_panel(m);
+    let by_cols = k.openmp && v.one_row_panel(m);
     let _ = writeln!(
         out,
         "{}double *teil_pb = teil_scratch({}, sizeof(double));",
         "    ".repeat(d),
         nc * kc
     );
+    // The column operand's terms are packed term by term unless adjacent (see below).
+    let by_terms = sb.get(kl) != 1;
+    let slivers = if by_terms { nc.div_ceil(nr) } else { 0 };
     let _ = writeln!(
         out,
         "{}long long *teil_ix = teil_scratch({}, sizeof(long long));",
         "    ".repeat(d),
-        2 * nc + 2 * kc
+        2 * nc + 2 * kc + slivers
     );
     ind(
         out,
         d,
         &format!(
             "long long *teil_nb = teil_ix, *teil_nt = teil_nb + {nc}, \
-             *teil_ka = teil_nt + {nc}, *teil_kb = teil_ka + {kc};"
+             *teil_ka = teil_nt + {nc}, *teil_kb = teil_ka + {kc}{};",
+            if by_terms {
+                format!(", *teil_nd = teil_kb + {kc}")
+            } else {
+                String::new()
+            }
         ),
     );
     // Batch labels: ordinary loops around the product.
@@ -478,6 +486,29 @@ fn packed(
     ind(out, d + 1, "teil_nb[teil_j] = teil_ob;");
     ind(out, d + 1, "teil_nt[teil_j] = teil_oc;");
     ind(out, d, "}");
+    if by_terms {
+        // Which slivers are NR adjacent cells of the column operand.
+        ind(
+            out,
+            d,
+            &format!("for (long long teil_j0 = 0; teil_j0 < teil_ncb; teil_j0 += {nr}) {{"),
+        );
+        ind(
+            out,
+            d + 1,
+            &format!("long long teil_e = teil_j0 + {nr} <= teil_ncb;"),
+        );
+        ind(
+            out,
+            d + 1,
+            &format!(
+                "for (int teil_j = 1; teil_e && teil_j < {nr}; teil_j++) \
+                 teil_e = teil_nb[teil_j0 + teil_j] == teil_nb[teil_j0] + teil_j;"
+            ),
+        );
+        ind(out, d + 1, &format!("teil_nd[teil_j0 / {nr}] = teil_e;"));
+        ind(out, d, "}");
+    }
     ind(
         out,
         d,
@@ -498,45 +529,104 @@ fn packed(
              teil_ka[teil_p] = (teil_pc + teil_p) * {ska}; teil_kb[teil_p] = (teil_pc + teil_p) * {skb}; }}"
         ),
     );
-    // Pack the column panel: slivers of NR columns, zero beyond the last column.
-    ind(
-        out,
-        d,
-        &format!("for (long long teil_j0 = 0; teil_j0 < teil_ncb; teil_j0 += {nr}) {{"),
-    );
-    ind(out, d + 1, "double *teil_d = teil_pb + teil_j0 * teil_kcb;");
-    ind(out, d + 1, &format!("if (teil_j0 + {nr} <= teil_ncb) {{"));
-    ind(
-        out,
-        d + 2,
-        "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {",
-    );
-    ind(
-        out,
-        d + 3,
-        &format!(
-            "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_p * {nr} + teil_j] = \
-             teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]];"
-        ),
-    );
-    ind(out, d + 2, "}");
-    ind(out, d + 1, "} else {");
-    ind(
-        out,
-        d + 2,
-        "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {",
-    );
-    ind(
-        out,
-        d + 3,
-        &format!(
-            "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_p * {nr} + teil_j] = \
-             teil_j0 + teil_j < teil_ncb ? teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]] : 0.0;"
-        ),
-    );
-    ind(out, d + 2, "}");
-    ind(out, d + 1, "}");
-    ind(out, d, "}");
+    // Pack the column panel: slivers of NR columns, zero beyond the last column. Where the
+    // terms are adjacent in the column operand, sliver by sliver (each sliver's terms read
+    // along a row of it); otherwise term by term, each term's columns read along the
+    // operand's rows, and a sliver of NR adjacent columns copied as one run.
+    if !by_terms {
+        ind(
+            out,
+            d,
+            &format!("for (long long teil_j0 = 0; teil_j0 < teil_ncb; teil_j0 += {nr}) {{"),
+        );
+        ind(out, d + 1, "double *teil_d = teil_pb + teil_j0 * teil_kcb;");
+        ind(out, d + 1, &format!("if (teil_j0 + {nr} <= teil_ncb) {{"));
+        ind(
+            out,
+            d + 2,
+            "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {",
+        );
+        ind(
+            out,
+            d + 3,
+            &format!(
+                "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_p * {nr} + teil_j] = \
+                 teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]];"
+            ),
+        );
+        ind(out, d + 2, "}");
+        ind(out, d + 1, "} else {");
+        ind(
+            out,
+            d + 2,
+            "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {",
+        );
+        ind(
+            out,
+            d + 3,
+            &format!(
+                "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_p * {nr} + teil_j] = \
+                 teil_j0 + teil_j < teil_ncb ? teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]] : 0.0;"
+            ),
+        );
+        ind(out, d + 2, "}");
+        ind(out, d + 1, "}");
+        ind(out, d, "}");
+    } else {
+        ind(
+            out,
+            d,
+            "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {",
+        );
+        ind(
+            out,
+            d + 1,
+            &format!("for (long long teil_j0 = 0; teil_j0 < teil_ncb; teil_j0 += {nr}) {{"),
+        );
+        ind(
+            out,
+            d + 2,
+            &format!("double *teil_d = teil_pb + teil_j0 * teil_kcb + teil_p * {nr};"),
+        );
+        ind(out, d + 2, &format!("if (teil_nd[teil_j0 / {nr}]) {{"));
+        ind(
+            out,
+            d + 3,
+            "const double *teil_s = teil_b + teil_kb[teil_p] + teil_nb[teil_j0];",
+        );
+        ind(
+            out,
+            d + 3,
+            &format!(
+                "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_j] = teil_s[teil_j];"
+            ),
+        );
+        ind(
+            out,
+            d + 2,
+            &format!("}} else if (teil_j0 + {nr} <= teil_ncb) {{"),
+        );
+        ind(
+            out,
+            d + 3,
+            &format!(
+                "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_j] = \
+                 teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]];"
+            ),
+        );
+        ind(out, d + 2, "} else {");
+        ind(
+            out,
+            d + 3,
+            &format!(
+                "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_j] = \
+                 teil_j0 + teil_j < teil_ncb ? teil_b[teil_kb[teil_p] + teil_nb[teil_j0 + teil_j]] : 0.0;"
+            ),
+        );
+        ind(out, d + 2, "}");
+        ind(out, d + 1, "}");
+        ind(out, d, "}");
+    }
     // The row panels: with OpenMP each thread packs its own (spec/abi.md, "OpenMP").
     if by_rows {
         out.push_str("#pragma omp parallel\n");
@@ -617,16 +707,15 @@ fn packed(
     if by_cols {
         out.push_str("#pragma omp parallel for\n");
     }
-    ind(
-        out,
-        d,
-        &format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr}) {{"),
-    );
-    ind(
-        out,
-        d + 1,
-        &format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr}) {{"),
-    );
+    let jr = format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr}) {{");
+    let ir = format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr}) {{");
+    let (outer, inner) = if v.rows_outer(m, k.openmp) {
+        (ir, jr)
+    } else {
+        (jr, ir)
+    };
+    ind(out, d, &outer);
+    ind(out, d + 1, &inner);
     ind(
         out,
         d + 2,
