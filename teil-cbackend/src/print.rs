@@ -131,6 +131,11 @@ pub fn module(kernels: &[&Kernel]) -> String {
         out.push_str(tiles.trim_start());
         out.push('\n');
     }
+    let dots = contract::dot_helpers(kernels);
+    if !dots.is_empty() {
+        out.push_str(&dots);
+        out.push('\n');
+    }
     if h.max {
         out.push_str(
             "/* max that propagates NaN (the undefined value); fmax would drop it. */\n\
