@@ -122,6 +122,9 @@ pub const LANES: [Lanes; 4] = [
 /// the dot kernel can keep its sums in vectors along the lane ([`dot`]): packing such thin
 /// operands costs about as much as the product (PERFORMANCE.md, `rows_k8`, `inner_16`).
 pub const DOT_THIN: u64 = 16;
+/// Smallest number of multiplications for which a thin product ([`DOT_THIN`]) leaves the
+/// packed kernel: below it either kernel takes microseconds.
+pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
 /// Largest stride in `k` (in doubles) of an operand read with unit stride along the lane for
 /// the dot kernel to replace a thin packed product: the next term's vector is at most eight
 /// cache lines on, a stride the hardware prefetchers follow.
@@ -285,7 +288,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
             Some(l) if sa.has(l.var) && !sb.has(l.var) => (only(&sb, &sa), only(&sa, &sb)),
             _ => (only(&sa, &sb), only(&sb, &sa)),
         };
-        let thin = n <= DOT_THIN || m.max(n) <= DOT_THIN;
+        let thin = (n <= DOT_THIN || m.max(n) <= DOT_THIN) && work >= DOT_THIN_MIN_WORK;
         let close = lane.is_some_and(|l| {
             [&sa, &sb]
                 .into_iter()

@@ -407,13 +407,22 @@ fn vector_dot(
         let _ = writeln!(out, "{ty} {};", inits.join(", "));
         // The C expression or variable of operand `x`'s terms for row `r`, vector `u`, term
         // `j` after `kv` (`gather`: read element by element).
+        // A vector literal; parenthesised in fma mode, where it is a macro's argument.
+        let literal = |cells: Vec<String>| {
+            let v = format!("({ty}){{{}}}", cells.join(", "));
+            if k.fma {
+                format!("({v})")
+            } else {
+                v
+            }
+        };
         let term = |x: usize, r: u64, u: u64, j: u64, gather: bool| -> String {
             let (buf, o, s, _) = &ops[x];
             let base = r * srow(s) + j * s.get(c.k.var);
             match kinds[x] {
                 Reads::Same => {
                     let one = format!("{buf}[{}]", plus(o, base));
-                    format!("({ty}){{{}}}", vec![one; w as usize].join(", "))
+                    literal(vec![one; w as usize])
                 }
                 Reads::Lane if !gather => {
                     format!("{}{}_{}", ops[x].3, r * nv + u, j)
@@ -422,7 +431,7 @@ fn vector_dot(
                     let cells: Vec<String> = (0..w)
                         .map(|e| format!("{buf}[{}]", plus(o, base + (u * w + e) * s.get(lane))))
                         .collect();
-                    format!("({ty}){{{}}}", cells.join(", "))
+                    literal(cells)
                 }
             }
         };
@@ -470,6 +479,24 @@ fn vector_dot(
         if transposed {
             indent(out, e);
             let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {whole}; {kv} += {w}) {{");
+            // As in [`dot`]: the next block's rows, one cache line per `lanes` terms, while
+            // this block runs (where they follow this block's rows), for rows of at most a
+            // page (512 doubles). Longer rows are streams the hardware prefetchers follow, and
+            // fetching the next block as well slowed the 4096 x 4096 matrix-vector product
+            // from 5.9 to 10.7 ms (PERFORMANCE.md); 128-double rows gained (2.4 to 2.0 ms).
+            for (x, (buf, o, s, _)) in ops.iter().enumerate() {
+                let sl = s.get(lane);
+                if kinds[x] == Reads::Rows && sl >= kn && sl <= 512 && full > lanes && nr == 1 {
+                    indent(out, e + 1);
+                    let _ = writeln!(
+                        out,
+                        "if ({lv} + {lanes} < {full}) for (int teil_e = 0; teil_e < {w}; teil_e++) \
+                         __builtin_prefetch(&{buf}[{} + {kv} * {} + teil_e * {lanes}]);",
+                        plus(o, lanes * s.get(lane)),
+                        lanes - 1
+                    );
+                }
+            }
             loads(out, e + 1, w);
             for (x, (buf, o, s, var)) in ops.iter().enumerate() {
                 if kinds[x] != Reads::Rows {
