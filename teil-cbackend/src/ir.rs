@@ -917,7 +917,8 @@ impl fmt::Display for Kernel {
                                 (1, Some(v)) => one(v),
                                 _ => lanes.join("; "),
                             };
-                            let rows = rows_of.map_or(String::new(), |r| format!(", rows l{}", r.0));
+                            let rows =
+                                rows_of.map_or(String::new(), |r| format!(", rows l{}", r.0));
                             writeln!(
                                 f,
                                 "contract dot (lane l{}{rows}, {lanes}) // {}",

@@ -699,7 +699,14 @@ impl<'k> Machine<'k> {
                     .copied()
                     .filter(|f| f.var != *lane && rows.is_none_or(|r| r.var != f.var))
                     .collect();
-                self.dot(c, &others, *lane, lane_n, rows.map(|r| (r, v.rows)), v.lanes)
+                self.dot(
+                    c,
+                    &others,
+                    *lane,
+                    lane_n,
+                    rows.map(|r| (r, v.rows)),
+                    v.lanes,
+                )
             }
             Strategy::Packed {
                 swap,

@@ -345,7 +345,10 @@ fn vector_dot(
     let mut names: BTreeMap<Label, String> = BTreeMap::new();
     let mut d = depth;
     let mut pragma = k.openmp;
-    for &Bound { var: l, extent: n, .. } in &c.free {
+    for &Bound {
+        var: l, extent: n, ..
+    } in &c.free
+    {
         if l == lane || Some(l) == rows {
             continue;
         }
@@ -459,7 +462,11 @@ fn vector_dot(
             }
         };
         let row_of = |x: usize, r: u64| if srow(&ops[x].2) == 0 { 0 } else { r };
-        let updates = |out: &mut String, depth: usize, j: u64, gather: bool, cols: &dyn Fn(usize, u64, u64) -> Option<String>| {
+        let updates = |out: &mut String,
+                       depth: usize,
+                       j: u64,
+                       gather: bool,
+                       cols: &dyn Fn(usize, u64, u64) -> Option<String>| {
             for r in 0..nr {
                 for u in 0..nv {
                     let operand = |x: usize| {
@@ -469,7 +476,13 @@ fn vector_dot(
                     let _ = writeln!(
                         out,
                         "{}",
-                        super::multiply_add(k.fma, w, &sums[(r * nv + u) as usize], &operand(0), &operand(1))
+                        super::multiply_add(
+                            k.fma,
+                            w,
+                            &sums[(r * nv + u) as usize],
+                            &operand(0),
+                            &operand(1)
+                        )
                     );
                 }
             }
@@ -478,7 +491,10 @@ fn vector_dot(
         let whole = if transposed { kn - kn % w } else { 0 };
         if transposed {
             indent(out, e);
-            let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {whole}; {kv} += {w}) {{");
+            let _ = writeln!(
+                out,
+                "for (long long {kv} = 0; {kv} < {whole}; {kv} += {w}) {{"
+            );
             // As in [`dot`]: the next block's rows, one cache line per `lanes` terms, while
             // this block runs (where they follow this block's rows), for rows of at most a
             // page (512 doubles). Longer rows are streams the hardware prefetchers follow, and
@@ -546,7 +562,10 @@ fn vector_dot(
         }
         if whole < kn {
             indent(out, e);
-            let _ = writeln!(out, "for (long long {kv} = {whole}; {kv} < {kn}; {kv}++) {{");
+            let _ = writeln!(
+                out,
+                "for (long long {kv} = {whole}; {kv} < {kn}; {kv}++) {{"
+            );
             loads(out, e + 1, 1);
             updates(out, e + 1, 0, transposed, &|_, _, _| None);
             indent(out, e);
@@ -565,7 +584,9 @@ fn vector_dot(
                     );
                 } else {
                     let cells: Vec<String> = (0..w)
-                        .map(|x| format!("{nt}[{}] = {s}[{x}];", plus(&ot, base + x * st.get(lane))))
+                        .map(|x| {
+                            format!("{nt}[{}] = {s}[{x}];", plus(&ot, base + x * st.get(lane)))
+                        })
                         .collect();
                     let _ = writeln!(out, "{}", cells.join(" "));
                 }
@@ -578,7 +599,10 @@ fn vector_dot(
             for r in 0..nr {
                 let o = |x: usize| plus(&ops[x].1, r * srow(&ops[x].2));
                 indent(out, d);
-                let _ = writeln!(out, "for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++) {{");
+                let _ = writeln!(
+                    out,
+                    "for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++) {{"
+                );
                 indent(out, d + 1);
                 out.push_str("double teil_s0 = -0.0;\n");
                 indent(out, d + 1);
@@ -612,7 +636,10 @@ fn vector_dot(
                 out.push_str("#pragma omp parallel for\n");
             }
             indent(out, d);
-            let _ = writeln!(out, "for (long long {rv} = 0; {rv} < {whole}; {rv} += {per}) {{");
+            let _ = writeln!(
+                out,
+                "for (long long {rv} = 0; {rv} < {whole}; {rv} += {per}) {{"
+            );
             block(out, d + 1, per, false);
             indent(out, d);
             out.push_str("}\n");
@@ -621,7 +648,10 @@ fn vector_dot(
                     out.push_str("#pragma omp parallel for\n");
                 }
                 indent(out, d);
-                let _ = writeln!(out, "for (long long {rv} = {whole}; {rv} < {rn}; {rv}++) {{");
+                let _ = writeln!(
+                    out,
+                    "for (long long {rv} = {whole}; {rv} < {rn}; {rv}++) {{"
+                );
                 block(out, d + 1, 1, false);
                 indent(out, d);
                 out.push_str("}\n");
