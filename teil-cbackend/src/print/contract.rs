@@ -499,7 +499,7 @@ fn vector_dot(
             // this block runs (where they follow this block's rows), for rows of at most a
             // page (512 doubles). Longer rows are streams the hardware prefetchers follow, and
             // fetching the next block as well slowed the 4096 x 4096 matrix-vector product
-            // from 5.9 to 10.7 ms (PERFORMANCE.md); 128-double rows gained (2.4 to 2.0 ms).
+            // from 5.9 to 10.7 ms on the Zen 4 machine; 128-double rows gained (2.4 to 2.0 ms).
             for (x, (buf, o, s, _)) in ops.iter().enumerate() {
                 let sl = s.get(lane);
                 if kinds[x] == Reads::Rows && sl >= kn && sl <= 512 && full > lanes && nr == 1 {
