@@ -361,8 +361,22 @@ impl Panels {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lanes {
     pub target: Target,
-    /// Cells summed side by side.
+    /// Cells along the lane label summed side by side.
     pub lanes: u64,
+    /// Cells along the row label summed side by side with them (1: the row label, if any, is
+    /// an ordinary loop).
+    pub rows: u64,
+    /// Doubles per vector the block's sums are held in (1: scalars); divides `lanes`. It does
+    /// not change any cell's operations (each vector operation is one binary64 operation per
+    /// cell), only how they are printed.
+    pub width: u64,
+}
+
+impl Lanes {
+    /// What the printed C depends on: the blocking and the vector width.
+    pub fn key(&self) -> [u64; 3] {
+        [self.lanes, self.rows, self.width]
+    }
 }
 
 /// The order in which a [`Contraction`]'s cells are computed. Each strategy lists one variant
@@ -403,11 +417,20 @@ pub enum Strategy {
         /// One per target, in [`Target::ALL`] order.
         variants: Vec<Panels>,
     },
-    /// Register-blocked dot products along `lane` (a free label): for the other free labels
-    /// (outermost first), for blocks of `lanes` (the target's [`Lanes`]) consecutive indices of
-    /// `lane` (while a whole block fits its extent), every cell of the block is summed over
-    /// `k = 0 .. K` side by side; then the remaining indices of `lane` one by one.
-    Dot { lane: Label, variants: Vec<Lanes> },
+    /// Register-blocked dot products along `lane` (a free label), with the target's [`Lanes`]
+    /// `lanes`, `rows`: for the other free labels (outermost first; `rows_of` too where `rows`
+    /// is 1), for blocks of `rows` consecutive indices of `rows_of` (while a whole block fits
+    /// its extent, then blocks of one), for blocks of `lanes` consecutive indices of `lane`
+    /// (while a whole block fits its extent), every cell of the block is summed over
+    /// `k = 0 .. K` side by side; then, for each row of the row block, the remaining indices
+    /// of `lane` one by one.
+    Dot {
+        lane: Label,
+        /// The free label blocked by `rows` (read by no operand that reads the lane with
+        /// unit stride), if any.
+        rows_of: Option<Label>,
+        variants: Vec<Lanes>,
+    },
 }
 
 impl Strategy {
@@ -420,9 +443,10 @@ impl Strategy {
                 .iter()
                 .map(|v| (v.target, v.order().to_vec()))
                 .collect(),
-            Strategy::Dot { variants, .. } => {
-                variants.iter().map(|v| (v.target, vec![v.lanes])).collect()
-            }
+            Strategy::Dot { variants, .. } => variants
+                .iter()
+                .map(|v| (v.target, v.key().to_vec()))
+                .collect(),
         };
         let mut groups: Vec<(Vec<u64>, Vec<Target>)> = Vec::new();
         for (t, key) in keys {
@@ -889,21 +913,37 @@ impl fmt::Display for Kernel {
                                 one_line(comment)
                             )?
                         }
-                        Strategy::Dot { lane, variants } => {
+                        Strategy::Dot {
+                            lane,
+                            rows_of,
+                            variants,
+                        } => {
+                            let one = |v: &Lanes| {
+                                let mut s = format!("{} lanes", v.lanes);
+                                if v.rows > 1 {
+                                    s.push_str(&format!(" x {} rows", v.rows));
+                                }
+                                if v.width > 1 {
+                                    s.push_str(&format!(" in vectors of {}", v.width));
+                                }
+                                s
+                            };
                             let lanes: Vec<String> = groups
                                 .iter()
                                 .filter_map(|ts| {
                                     let v = variants.iter().find(|v| v.target == ts[0])?;
-                                    Some(format!("{}: {}", group(ts), v.lanes))
+                                    Some(format!("{}: {}", group(ts), one(v)))
                                 })
                                 .collect();
                             let lanes = match (groups.len(), variants.first()) {
-                                (1, Some(v)) => format!("{} lanes", v.lanes),
-                                _ => format!("lanes {}", lanes.join("; ")),
+                                (1, Some(v)) => one(v),
+                                _ => lanes.join("; "),
                             };
+                            let rows =
+                                rows_of.map_or(String::new(), |r| format!(", rows l{}", r.0));
                             writeln!(
                                 f,
-                                "contract dot (lane l{}, {lanes}) // {}",
+                                "contract dot (lane l{}{rows}, {lanes}) // {}",
                                 lane.0,
                                 one_line(comment)
                             )?

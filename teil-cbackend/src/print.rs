@@ -135,6 +135,11 @@ pub fn module(kernels: &[&Kernel]) -> String {
         out.push_str(tiles.trim_start());
         out.push('\n');
     }
+    let dots = contract::dot_helpers(kernels);
+    if !dots.is_empty() {
+        out.push_str(&dots);
+        out.push('\n');
+    }
     if h.no_jam {
         out.push_str(NO_JAM_HELPER);
     }

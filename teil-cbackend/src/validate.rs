@@ -663,22 +663,52 @@ impl<'k> Machine<'k> {
         }
         let t = self.target;
         match &c.strategy {
-            Strategy::Dot { lane, variants } => {
+            Strategy::Dot {
+                lane,
+                rows_of,
+                variants,
+            } => {
                 let Some(lane_n) = c.free.iter().find(|f| f.var == *lane).map(|f| f.extent) else {
                     return Err(
                         self.malformed(format!("dot lane l{} is not a target label", lane.0))
                     );
                 };
-                let lanes = variants
-                    .iter()
-                    .find(|v| v.target == t)
-                    .map_or(0, |v| v.lanes);
-                if lanes == 0 {
-                    return Err(self.malformed(format!("dot products with 0 lanes for {t}")));
+                let Some(v) = variants.iter().find(|v| v.target == t) else {
+                    return Err(self.malformed(format!("no dot variant for {t}")));
+                };
+                if v.lanes == 0 || v.rows == 0 || v.width == 0 || v.lanes % v.width != 0 {
+                    return Err(self.malformed(format!(
+                        "dot products with {} lanes x {} rows in vectors of {} for {t}",
+                        v.lanes, v.rows, v.width
+                    )));
                 }
-                let others: Vec<Bound> =
-                    c.free.iter().copied().filter(|f| f.var != *lane).collect();
-                self.dot(c, &others, *lane, lane_n, lanes)
+                // The row label is blocked only where the variant has more than one row.
+                let rows = match rows_of.filter(|_| v.rows > 1) {
+                    None => None,
+                    Some(r) => match c.free.iter().find(|f| f.var == r && r != *lane) {
+                        Some(f) => Some(*f),
+                        None => {
+                            return Err(self.malformed(format!(
+                                "dot rows l{} are not a target label other than the lane",
+                                r.0
+                            )))
+                        }
+                    },
+                };
+                let others: Vec<Bound> = c
+                    .free
+                    .iter()
+                    .copied()
+                    .filter(|f| f.var != *lane && rows.is_none_or(|r| r.var != f.var))
+                    .collect();
+                self.dot(
+                    c,
+                    &others,
+                    *lane,
+                    lane_n,
+                    rows.map(|r| (r, v.rows)),
+                    v.lanes,
+                )
             }
             Strategy::Packed {
                 swap,
@@ -730,45 +760,83 @@ impl<'k> Machine<'k> {
         }
     }
 
-    /// The dot-product order: the other target loops, then blocks of `lanes` cells of the lane
-    /// summed side by side, then the remaining cells one by one.
+    /// The dot-product order: the other target loops, then blocks of rows (`rows`: the row
+    /// label and the rows per block, while a whole block fits, then one by one), in each
+    /// blocks of `lanes` cells of the lane summed side by side with every row of the block,
+    /// then each row's remaining cells one by one.
     fn dot(
         &mut self,
         c: &Contraction,
         others: &[Bound],
         lane: Label,
         lane_n: u64,
+        rows: Option<(Bound, u64)>,
         lanes: u64,
     ) -> Result<(), Failure> {
         if let [first, rest @ ..] = others {
             for v in 0..first.extent {
                 self.env.insert(first.var, v);
-                self.dot(c, rest, lane, lane_n, lanes)?;
+                self.dot(c, rest, lane, lane_n, rows, lanes)?;
             }
             return Ok(());
         }
         let full = lane_n - lane_n % lanes;
-        let block = |m: &mut Self, start: u64, width: u64| -> Result<(), Failure> {
-            let mut sums: Vec<Acc> = vec![Acc::Identity(RedOp::Sum); width as usize];
+        // The cells (row, lane start + u) for every row of `block` and `u < width`, summed side
+        // by side.
+        let block = |m: &mut Self, row: &[(Label, u64)], start: u64, width: u64| {
+            let cells: Vec<(Option<(Label, u64)>, u64)> = if row.is_empty() {
+                (0..width).map(|u| (None, start + u)).collect()
+            } else {
+                row.iter()
+                    .flat_map(|&r| (0..width).map(move |u| (Some(r), start + u)))
+                    .collect()
+            };
+            let mut sums: Vec<Acc> = vec![Acc::Identity(RedOp::Sum); cells.len()];
+            let bind = |m: &mut Self, cell: (Option<(Label, u64)>, u64)| {
+                if let Some((l, v)) = cell.0 {
+                    m.env.insert(l, v);
+                }
+                m.env.insert(lane, cell.1);
+            };
             for kv in 0..c.k.extent {
                 m.env.insert(c.k.var, kv);
-                for (u, s) in sums.iter_mut().enumerate() {
-                    m.env.insert(lane, start + u as u64);
+                for (&cell, s) in cells.iter().zip(sums.iter_mut()) {
+                    bind(m, cell);
                     *s = Acc::Value(m.multiply_add(&c.a, &c.b, s)?);
                 }
             }
-            for (u, s) in sums.into_iter().enumerate() {
-                m.env.insert(lane, start + u as u64);
+            for (&cell, s) in cells.iter().zip(sums) {
+                bind(m, cell);
                 let idx = m.index(&c.target.index)?;
                 m.write(c.target.buf, &idx, acc_value(s))?;
             }
-            Ok(())
+            Ok::<(), Failure>(())
         };
-        for start in (0..full).step_by(lanes as usize) {
-            block(self, start, lanes)?;
-        }
-        for start in full..lane_n {
-            block(self, start, 1)?;
+        let blocks: Vec<Vec<(Label, u64)>> = match rows {
+            None => vec![Vec::new()],
+            Some((r, per)) => {
+                let whole = r.extent - r.extent % per;
+                (0..whole)
+                    .step_by(per as usize)
+                    .map(|s| (s..s + per).map(|v| (r.var, v)).collect())
+                    .chain((whole..r.extent).map(|v| vec![(r.var, v)]))
+                    .collect()
+            }
+        };
+        for row in &blocks {
+            for start in (0..full).step_by(lanes as usize) {
+                block(self, row, start, lanes)?;
+            }
+            let each: Vec<&[(Label, u64)]> = if row.is_empty() {
+                vec![&[]]
+            } else {
+                row.chunks(1).collect()
+            };
+            for r in each {
+                for start in full..lane_n {
+                    block(self, r, start, 1)?;
+                }
+            }
         }
         Ok(())
     }

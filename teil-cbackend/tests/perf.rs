@@ -120,8 +120,9 @@ fn each_benchmark_kernel_gets_its_printer() {
     use Printing::*;
     let cases: [(&str, &[Printing]); 8] = [
         ("matmul", &[Packed]),
-        // Three pairwise contractions (lifting), each a matrix product over 57600 rows.
-        ("cfd", &[Packed, Packed, Packed]),
+        // Three pairwise contractions (lifting), each a matrix product over 57600 rows; the
+        // last has 12 columns, thin enough for vector dot products (`opt::contract::DOT_THIN`).
+        ("cfd", &[Packed, Packed, Dot]),
         ("abc", &[Packed, Packed, Packed]),
         ("ttm", &[Packed]),
         // Lifted by operation count: X times B as a matrix product, then eight cells of the
@@ -327,6 +328,33 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             format!(
                 "{}y = contr 2 3 (prod A x)\n",
                 decls(&[("A", &[21, 40]), ("x", &[40])], ("y", &[21]))
+            ),
+        ),
+        (
+            // Vector dot products whose operand rows are transposed in registers: 43 terms
+            // (groups of 8, 4, 2 and a remainder of 3, 3, 1), 29 rows (a remainder of 5).
+            "matrix-vector product, odd terms",
+            format!(
+                "{}y = contr 2 3 (prod A x)\n",
+                decls(&[("A", &[29, 43]), ("x", &[43])], ("y", &[29]))
+            ),
+        ),
+        (
+            // A thin product as vector dot products along the columns, blocks of rows: 13
+            // columns (8 and a remainder of 5), 1031 rows (remainders of 7 and 5), 37 terms.
+            "thin product, thirteen columns",
+            format!(
+                "{}C = contr 2 3 (prod A B)\n",
+                decls(&[("A", &[1031, 37]), ("B", &[37, 13])], ("C", &[1031, 13]))
+            ),
+        ),
+        (
+            // A thin product with many terms: 11 rows (blocks of 8 or 6 and remainders),
+            // 12 columns (8 and a remainder of 4).
+            "thin product, 3001 terms",
+            format!(
+                "{}C = contr 2 3 (prod A B)\n",
+                decls(&[("A", &[11, 3001]), ("B", &[3001, 12])], ("C", &[11, 12]))
             ),
         ),
         (

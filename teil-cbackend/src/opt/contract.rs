@@ -113,27 +113,53 @@ pub const PACKED_MIN_WORK: u128 = 4096;
 /// at least `min_lanes()` cells along the target's innermost label).
 pub const DOT_MIN_WORK: u128 = 512;
 /// Cells computed together by the dot-product kernel on each target, in [`Target::ALL`] order:
-/// independent sums, enough to hide the latency of the additions (4 cycles, 2 per cycle) and,
-/// where the cells are adjacent, to fill one AVX-512 vector or two AVX vectors. 16 lanes for
-/// AVX-512 measured slower (PERFORMANCE.md), so every target has 8 today.
+/// `lanes` along the lane label (independent sums, enough to hide the latency of the additions,
+/// 4 cycles, 2 per cycle, and one AVX-512 vector, two AVX vectors or four NEON vectors), times
+/// `rows` along a row label where the kernel keeps its sums in vectors along the lane (the
+/// accumulators then fill about half the target's vector registers: 8 zmm, 12 ymm of 16,
+/// 24 q registers of 32, as the packed tiles do). `width` is the target's vector width; a
+/// step's variants clip `lanes` and `rows` to its extents and fall back to scalars (width 1,
+/// one row) where vectors do not apply ([`dot`]). 16 lanes for AVX-512 measured slower
+/// (PERFORMANCE.md), so every target has 8.
 pub const LANES: [Lanes; 4] = [
     Lanes {
         target: Target::Avx512,
         lanes: 8,
+        rows: 8,
+        width: 8,
     },
     Lanes {
         target: Target::Neon,
         lanes: 8,
+        rows: 6,
+        width: 2,
     },
     Lanes {
         target: Target::Avx,
         lanes: 8,
+        rows: 6,
+        width: 4,
     },
     Lanes {
         target: Target::Portable,
         lanes: 8,
+        rows: 1,
+        width: 1,
     },
 ];
+/// A product that the packed kernel would compute (some target labels read by `a` only, some
+/// by `b` only) is computed by vector dot products instead when its columns (the side of the
+/// target's innermost label) number at most this many, or its rows and columns both do, and
+/// the dot kernel can keep its sums in vectors along the lane ([`dot`]): packing such thin
+/// operands costs about as much as the product (PERFORMANCE.md, `rows_k8`, `inner_16`).
+pub const DOT_THIN: u64 = 16;
+/// Smallest number of multiplications for which a thin product ([`DOT_THIN`]) leaves the
+/// packed kernel: below it either kernel takes microseconds.
+pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
+/// Largest stride in `k` (in doubles) of an operand read with unit stride along the lane for
+/// the dot kernel to replace a thin packed product: the next term's vector is at most eight
+/// cache lines on, a stride the hardware prefetchers follow.
+pub const DOT_MAX_STRIDE: u64 = 64;
 
 /// The fewest lanes of any target: the dot-product kernel needs at least this many cells
 /// along the lane.
@@ -245,6 +271,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
         },
         strategy: Strategy::Dot {
             lane: *k,
+            rows_of: None,
             variants: Vec::new(),
         },
     })
@@ -278,22 +305,116 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
                 u128::from(s.get(c.k.var)) * u128::from(c.k.extent) <= u128::from(DOT_MAX_SPAN)
             })
     });
+    // The product of the extents of the labels `x` reads and `y` does not.
+    let only = |x: &Affine, y: &Affine| -> u64 {
+        c.free
+            .iter()
+            .filter(|f| x.has(f.var) && !y.has(f.var))
+            .map(|f| f.extent)
+            .product()
+    };
     if only_a && only_b && work >= PACKED_MIN_WORK {
+        // The columns are the side of the target's innermost label (as `packed` chooses).
+        let (m, n) = match lane {
+            Some(l) if sa.has(l.var) && !sb.has(l.var) => (only(&sb, &sa), only(&sa, &sb)),
+            _ => (only(&sa, &sb), only(&sb, &sa)),
+        };
+        let thin = (n <= DOT_THIN || m.max(n) <= DOT_THIN) && work >= DOT_THIN_MIN_WORK;
+        let close = lane.is_some_and(|l| {
+            [&sa, &sb]
+                .into_iter()
+                .filter(|s| s.has(l.var))
+                .all(|s| s.get(c.k.var) <= DOT_MAX_STRIDE)
+        });
+        if thin && close {
+            let d = lane.map(|l| dot(c, l, &sa, &sb));
+            if matches!(&d, Some(Strategy::Dot { variants, .. }) if variants.iter().any(|v| v.width > 1))
+            {
+                return d;
+            }
+        }
         Some(packed(c, &sa, &sb, &st, k.fma))
     } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
-        let lane = lane?;
-        Some(Strategy::Dot {
-            lane: lane.var,
-            variants: LANES
-                .iter()
-                .map(|l| Lanes {
-                    lanes: l.lanes.min(lane.extent),
-                    ..*l
-                })
-                .collect(),
-        })
+        Some(dot(c, lane?, &sa, &sb))
     } else {
         None
+    }
+}
+
+/// Which way an operand of a dot-product block gives the terms of its cells (the lane label's
+/// consecutive cells `u < width`, term `k`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reads {
+    /// It does not read the lane label: one value for every cell (a broadcast).
+    Same,
+    /// Unit stride along the lane: the cells' terms are one vector in memory.
+    Lane,
+    /// Unit stride in `k` (and not along the lane): each cell's terms are a row; a block of
+    /// `width` terms is loaded row by row and transposed in registers.
+    Rows,
+    /// Anything else: the terms are gathered one by one.
+    Gather,
+}
+
+/// How the operand with strides `s` gives the cells' terms along `lane`.
+pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
+    match (s.get(lane), s.get(k)) {
+        (0, _) => Reads::Same,
+        (1, _) => Reads::Lane,
+        (_, 1) => Reads::Rows,
+        _ => Reads::Gather,
+    }
+}
+
+/// The dot-product strategy along `lane`: on each target, its [`LANES`] clipped to the
+/// extents; sums in vectors of the target's width where the lane has at least `lanes` cells
+/// and every operand that reads the lane reads it with unit stride ([`Reads::Lane`]) or its
+/// terms with unit stride ([`Reads::Rows`]); blocks of rows (`rows_of`, a label no
+/// [`Reads::Lane`] operand reads, so that their vectors serve every row) only where no operand
+/// is transposed.
+fn dot(c: &Contraction, lane: &Bound, sa: &Affine, sb: &Affine) -> Strategy {
+    let kinds = [reads(sa, lane.var, c.k.var), reads(sb, lane.var, c.k.var)];
+    let vectors = kinds.iter().all(|r| *r != Reads::Gather);
+    let transposed = kinds.contains(&Reads::Rows);
+    let rows_of = c
+        .free
+        .iter()
+        .rev()
+        .find(|f| {
+            f.var != lane.var
+                && f.extent > 1
+                && [(sa, kinds[0]), (sb, kinds[1])]
+                    .iter()
+                    .all(|(s, r)| *r != Reads::Lane || !s.has(f.var))
+        })
+        .filter(|_| vectors && !transposed);
+    let variants: Vec<Lanes> = LANES
+        .iter()
+        .map(|l| {
+            let lanes = l.lanes.min(lane.extent);
+            if vectors && l.width > 1 && lanes == l.lanes && lanes % l.width == 0 {
+                Lanes {
+                    lanes,
+                    rows: rows_of.map_or(1, |r| l.rows.min(r.extent)),
+                    ..*l
+                }
+            } else {
+                Lanes {
+                    lanes,
+                    rows: 1,
+                    width: 1,
+                    ..*l
+                }
+            }
+        })
+        .collect();
+    let rows_of = rows_of
+        .filter(|_| variants.iter().any(|v| v.rows > 1))
+        .map(|r| r.var);
+    Strategy::Dot {
+        lane: lane.var,
+        rows_of,
+        variants,
     }
 }
 

@@ -8,7 +8,10 @@
 //! register tiles ([`tiles`]) are chosen by the same macro.
 
 use super::multiply_add;
-use crate::ir::{Access, Affine, BufId, Contraction, Kernel, Label, Panels, Strategy, Target};
+use crate::ir::{
+    Access, Affine, Bound, BufId, Contraction, Kernel, Label, Lanes, Panels, Strategy, Target,
+};
+use crate::opt::contract::{reads, Reads};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -133,9 +136,17 @@ pub(crate) fn print(k: &Kernel, c: &Contraction, out: &mut String, depth: usize)
                     packed(k, c, v, out, depth, &mut fresh);
                 }
             }
-            Strategy::Dot { lane, variants } => {
+            Strategy::Dot {
+                lane,
+                rows_of,
+                variants,
+            } => {
                 if let Some(v) = variants.iter().find(|v| v.target == t) {
-                    dot(k, c, *lane, v.lanes, out, depth, &mut fresh);
+                    if v.width > 1 {
+                        vector_dot(k, c, *lane, *rows_of, v, out, depth, &mut fresh);
+                    } else {
+                        dot(k, c, *lane, v.lanes, out, depth, &mut fresh);
+                    }
                 }
             }
         }
@@ -287,6 +298,366 @@ fn dot(
         let _ = writeln!(out, "{nt}[{ot}] = teil_s0;");
         indent(out, d);
         out.push_str("}\n");
+    }
+    while d > depth {
+        d -= 1;
+        indent(out, d);
+        out.push_str("}\n");
+    }
+}
+
+/// `o + extra` as C.
+fn plus(o: &str, extra: u64) -> String {
+    if extra == 0 {
+        o.to_string()
+    } else {
+        format!("{o} + {extra}")
+    }
+}
+
+/// The dot products of the variant `v` with sums in vectors of `v.width` doubles (the order of
+/// [`Strategy::Dot`]; spec/padding.md, "Contraction kernels"): a block is `v.rows` rows of
+/// `rows_of` (one row where the variant has one) times `v.lanes / v.width` vectors of
+/// consecutive lane cells. Each operand gives a vector of the cells' terms by its [`Reads`]:
+/// a broadcast, a load, or (for [`Reads::Rows`]) `width` rows of `width` terms loaded and
+/// transposed in registers (`teil_shuffle`), the terms then added in order one column at a
+/// time; the terms beyond the last whole group of `width` are gathered one by one. The
+/// lane's remaining cells are summed one at a time with scalars, as [`dot`] does.
+#[allow(clippy::too_many_arguments)]
+fn vector_dot(
+    k: &Kernel,
+    c: &Contraction,
+    lane: Label,
+    rows_of: Option<Label>,
+    v: &Lanes,
+    out: &mut String,
+    depth: usize,
+    fresh: &mut dyn FnMut() -> String,
+) {
+    let st = affine(k, &c.target);
+    let sa = affine(k, &c.a);
+    let sb = affine(k, &c.b);
+    let (w, lanes) = (v.width, v.lanes);
+    let nv = lanes / w;
+    let rows = rows_of.filter(|_| v.rows > 1);
+    let extent = |l: Label| c.free.iter().find(|f| f.var == l).map_or(0, |f| f.extent);
+    let lane_n = extent(lane);
+    let mut names: BTreeMap<Label, String> = BTreeMap::new();
+    let mut d = depth;
+    let mut pragma = k.openmp;
+    for &Bound {
+        var: l, extent: n, ..
+    } in &c.free
+    {
+        if l == lane || Some(l) == rows {
+            continue;
+        }
+        if std::mem::take(&mut pragma) {
+            out.push_str("#pragma omp parallel for\n");
+        }
+        let name = fresh();
+        indent(out, d);
+        let _ = writeln!(out, "for (long long {name} = 0; {name} < {n}; {name}++) {{");
+        names.insert(l, name);
+        d += 1;
+    }
+    let rv = rows.map(|r| {
+        let name = fresh();
+        names.insert(r, name.clone());
+        name
+    });
+    let lv = fresh();
+    let kv = fresh();
+    names.insert(lane, lv.clone());
+    names.insert(c.k.var, kv.clone());
+    let off = |s: &Affine| {
+        let terms: Vec<(String, u64)> = names.iter().map(|(l, n)| (n.clone(), s.get(*l))).collect();
+        offset(&terms, s.constant)
+    };
+    let name = |b: BufId| k.buffer(b).c_name.clone();
+    let ops = [
+        (name(c.a.buf), off(&sa), sa.clone(), "teil_a"),
+        (name(c.b.buf), off(&sb), sb.clone(), "teil_b"),
+    ];
+    let (nt, ot) = (name(c.target.buf), off(&st));
+    let kinds: Vec<Reads> = ops.iter().map(|o| reads(&o.2, lane, c.k.var)).collect();
+    let ty = format!("teil_v{w}");
+    let bytes = 8 * w;
+    let kn = c.k.extent;
+    let full = lane_n - lane_n % lanes;
+    let srow = |s: &Affine| rows.map_or(0, |r| s.get(r));
+    // One row block of `nr` rows (at the row variable's value).
+    let block = |out: &mut String, d: usize, nr: u64, pragma: bool| {
+        if pragma {
+            out.push_str("#pragma omp parallel for\n");
+        }
+        indent(out, d);
+        let _ = writeln!(
+            out,
+            "for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes}) {{ /* {} cells at a time */",
+            nr * lanes
+        );
+        let e = d + 1;
+        indent(out, e);
+        let _ = writeln!(
+            out,
+            "typedef double {ty} __attribute__((vector_size({bytes})));"
+        );
+        let sums: Vec<String> = (0..nr * nv).map(|i| format!("teil_s{i}")).collect();
+        let zero = vec!["-0.0"; w as usize].join(", ");
+        indent(out, e);
+        let inits: Vec<String> = sums.iter().map(|s| format!("{s} = {{{zero}}}")).collect();
+        let _ = writeln!(out, "{ty} {};", inits.join(", "));
+        // The C expression or variable of operand `x`'s terms for row `r`, vector `u`, term
+        // `j` after `kv` (`gather`: read element by element).
+        // A vector literal; parenthesised in fma mode, where it is a macro's argument.
+        let literal = |cells: Vec<String>| {
+            let v = format!("({ty}){{{}}}", cells.join(", "));
+            if k.fma {
+                format!("({v})")
+            } else {
+                v
+            }
+        };
+        let term = |x: usize, r: u64, u: u64, j: u64, gather: bool| -> String {
+            let (buf, o, s, _) = &ops[x];
+            let base = r * srow(s) + j * s.get(c.k.var);
+            match kinds[x] {
+                Reads::Same => {
+                    let one = format!("{buf}[{}]", plus(o, base));
+                    literal(vec![one; w as usize])
+                }
+                Reads::Lane if !gather => {
+                    format!("{}{}_{}", ops[x].3, r * nv + u, j)
+                }
+                _ => {
+                    let cells: Vec<String> = (0..w)
+                        .map(|e| format!("{buf}[{}]", plus(o, base + (u * w + e) * s.get(lane))))
+                        .collect();
+                    literal(cells)
+                }
+            }
+        };
+        // Loads of the Lane operands' vectors for terms `j < terms` after `kv`.
+        let loads = |out: &mut String, depth: usize, terms: u64| {
+            for (x, (buf, o, s, var)) in ops.iter().enumerate() {
+                if kinds[x] != Reads::Lane {
+                    continue;
+                }
+                let rs = if srow(s) == 0 { 1 } else { nr };
+                for r in 0..rs {
+                    for u in 0..nv {
+                        for j in 0..terms {
+                            let at = plus(o, r * srow(s) + j * s.get(c.k.var) + u * w);
+                            indent(out, depth);
+                            let _ = writeln!(
+                                out,
+                                "{ty} {var}{}_{j}; __builtin_memcpy(&{var}{}_{j}, &{buf}[{at}], {bytes});",
+                                r * nv + u,
+                                r * nv + u
+                            );
+                        }
+                    }
+                }
+            }
+        };
+        let row_of = |x: usize, r: u64| if srow(&ops[x].2) == 0 { 0 } else { r };
+        let updates = |out: &mut String,
+                       depth: usize,
+                       j: u64,
+                       gather: bool,
+                       cols: &dyn Fn(usize, u64, u64) -> Option<String>| {
+            for r in 0..nr {
+                for u in 0..nv {
+                    let operand = |x: usize| {
+                        cols(x, u, j).unwrap_or_else(|| term(x, row_of(x, r), u, j, gather))
+                    };
+                    indent(out, depth);
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        super::multiply_add(
+                            k.fma,
+                            w,
+                            &sums[(r * nv + u) as usize],
+                            &operand(0),
+                            &operand(1)
+                        )
+                    );
+                }
+            }
+        };
+        let transposed = kinds.contains(&Reads::Rows);
+        let whole = if transposed { kn - kn % w } else { 0 };
+        if transposed {
+            indent(out, e);
+            let _ = writeln!(
+                out,
+                "for (long long {kv} = 0; {kv} < {whole}; {kv} += {w}) {{"
+            );
+            // As in [`dot`]: the next block's rows, one cache line per `lanes` terms, while
+            // this block runs (where they follow this block's rows), for rows of at most a
+            // page (512 doubles). Longer rows are streams the hardware prefetchers follow, and
+            // fetching the next block as well slowed the 4096 x 4096 matrix-vector product
+            // from 5.9 to 10.7 ms on the Zen 4 machine; 128-double rows gained (2.4 to 2.0 ms).
+            for (x, (buf, o, s, _)) in ops.iter().enumerate() {
+                let sl = s.get(lane);
+                if kinds[x] == Reads::Rows && sl >= kn && sl <= 512 && full > lanes && nr == 1 {
+                    indent(out, e + 1);
+                    let _ = writeln!(
+                        out,
+                        "if ({lv} + {lanes} < {full}) for (int teil_e = 0; teil_e < {w}; teil_e++) \
+                         __builtin_prefetch(&{buf}[{} + {kv} * {} + teil_e * {lanes}]);",
+                        plus(o, lanes * s.get(lane)),
+                        lanes - 1
+                    );
+                }
+            }
+            loads(out, e + 1, w);
+            for (x, (buf, o, s, var)) in ops.iter().enumerate() {
+                if kinds[x] != Reads::Rows {
+                    continue;
+                }
+                for u in 0..nv {
+                    let m = |i: u64| format!("{var}{u}_{i}");
+                    for i in 0..w {
+                        let at = plus(o, (u * w + i) * s.get(lane));
+                        indent(out, e + 1);
+                        let _ = writeln!(
+                            out,
+                            "{ty} {}; __builtin_memcpy(&{}, &{buf}[{at}], {bytes});",
+                            m(i),
+                            m(i)
+                        );
+                    }
+                    // Rows of terms into columns of cells: swap the off-diagonal blocks of
+                    // 1, 2, 4, ... elements.
+                    let mut b = 1;
+                    while b < w {
+                        for i in (0..w).filter(|i| i & b == 0) {
+                            let lo: Vec<String> = (0..w)
+                                .map(|x| if x & b != 0 { w + x - b } else { x }.to_string())
+                                .collect();
+                            let hi: Vec<String> = (0..w)
+                                .map(|x| if x & b != 0 { w + x } else { x + b }.to_string())
+                                .collect();
+                            indent(out, e + 1);
+                            let _ = writeln!(
+                                out,
+                                "{{ {ty} teil_x = teil_shuffle({w}, {}, {}, {}), teil_y = teil_shuffle({w}, {}, {}, {}); {} = teil_x; {} = teil_y; }}",
+                                m(i), m(i + b), lo.join(", "), m(i), m(i + b), hi.join(", "), m(i), m(i + b)
+                            );
+                        }
+                        b *= 2;
+                    }
+                }
+            }
+            for j in 0..w {
+                updates(out, e + 1, j, false, &|x, u, j| {
+                    (kinds[x] == Reads::Rows).then(|| format!("{}{u}_{j}", ops[x].3))
+                });
+            }
+            indent(out, e);
+            out.push_str("}\n");
+        }
+        if whole < kn {
+            indent(out, e);
+            let _ = writeln!(
+                out,
+                "for (long long {kv} = {whole}; {kv} < {kn}; {kv}++) {{"
+            );
+            loads(out, e + 1, 1);
+            updates(out, e + 1, 0, transposed, &|_, _, _| None);
+            indent(out, e);
+            out.push_str("}\n");
+        }
+        for r in 0..nr {
+            for u in 0..nv {
+                let s = &sums[(r * nv + u) as usize];
+                let base = r * srow(&st) + u * w * st.get(lane);
+                indent(out, e);
+                if st.get(lane) == 1 {
+                    let _ = writeln!(
+                        out,
+                        "__builtin_memcpy(&{nt}[{}], &{s}, {bytes});",
+                        plus(&ot, base)
+                    );
+                } else {
+                    let cells: Vec<String> = (0..w)
+                        .map(|x| {
+                            format!("{nt}[{}] = {s}[{x}];", plus(&ot, base + x * st.get(lane)))
+                        })
+                        .collect();
+                    let _ = writeln!(out, "{}", cells.join(" "));
+                }
+            }
+        }
+        indent(out, d);
+        out.push_str("}\n");
+        // The lane's remaining cells, one at a time, for each row of the block.
+        if full < lane_n {
+            for r in 0..nr {
+                let o = |x: usize| plus(&ops[x].1, r * srow(&ops[x].2));
+                indent(out, d);
+                let _ = writeln!(
+                    out,
+                    "for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++) {{"
+                );
+                indent(out, d + 1);
+                out.push_str("double teil_s0 = -0.0;\n");
+                indent(out, d + 1);
+                let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
+                indent(out, d + 2);
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    super::multiply_add(
+                        k.fma,
+                        1,
+                        "teil_s0",
+                        &format!("{}[{}]", ops[0].0, o(0)),
+                        &format!("{}[{}]", ops[1].0, o(1))
+                    )
+                );
+                indent(out, d + 1);
+                out.push_str("}\n");
+                indent(out, d + 1);
+                let _ = writeln!(out, "{nt}[{}] = teil_s0;", plus(&ot, r * srow(&st)));
+                indent(out, d);
+                out.push_str("}\n");
+            }
+        }
+    };
+    match (rows, &rv) {
+        (Some(r), Some(rv)) => {
+            let (rn, per) = (extent(r), v.rows);
+            let whole = rn - rn % per;
+            if pragma {
+                out.push_str("#pragma omp parallel for\n");
+            }
+            indent(out, d);
+            let _ = writeln!(
+                out,
+                "for (long long {rv} = 0; {rv} < {whole}; {rv} += {per}) {{"
+            );
+            block(out, d + 1, per, false);
+            indent(out, d);
+            out.push_str("}\n");
+            if whole < rn {
+                if pragma {
+                    out.push_str("#pragma omp parallel for\n");
+                }
+                indent(out, d);
+                let _ = writeln!(
+                    out,
+                    "for (long long {rv} = {whole}; {rv} < {rn}; {rv}++) {{"
+                );
+                block(out, d + 1, 1, false);
+                indent(out, d);
+                out.push_str("}\n");
+            }
+        }
+        _ => block(out, d, 1, pragma),
     }
     while d > depth {
         d -= 1;
@@ -801,6 +1172,56 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
             out.push_str(&tile(mr, nr, width, fma));
         }
     });
+    out
+}
+
+/// What the vector dot products of `kernels` use besides the vectors themselves: the macro
+/// `teil_shuffle(w, a, b, i, ...)` (the vector of elements `i, ...` of `a`'s elements followed
+/// by `b`'s, for `w` doubles: `__builtin_shufflevector` on Clang, `__builtin_shuffle` on GCC)
+/// where some operand is transposed, and in fma mode the vector multiply-add `teil_fmav<width>` of
+/// each vector width ([`fma_lanes`]; empty without vector dot products).
+pub(crate) fn dot_helpers(kernels: &[&Kernel]) -> String {
+    let mut shuffle = false;
+    let mut fused: BTreeSet<(u64, u64)> = BTreeSet::new();
+    for k in kernels {
+        for s in &k.steps {
+            let crate::ir::Step::Contract { c, .. } = s else {
+                continue;
+            };
+            let Strategy::Dot { lane, variants, .. } = &c.strategy else {
+                continue;
+            };
+            for v in variants.iter().filter(|v| v.width > 1) {
+                shuffle |= [&c.a, &c.b]
+                    .iter()
+                    .any(|a| reads(&affine(k, a), *lane, c.k.var) == Reads::Rows);
+                if k.fma {
+                    fused.insert((v.target.vector_bits(), v.width));
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    if shuffle {
+        out.push_str(
+            "/* Element shuffles of the dot-product kernels (spec/padding.md, \"Contraction kernels\"):\n \
+             * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's. */\n\
+             #if teil_vector_bits != 0\n#if defined(__clang__)\n\
+             #define teil_shuffle(w, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)\n#else\n\
+             typedef long long teil_mask2 __attribute__((vector_size(16)));\n\
+             typedef long long teil_mask4 __attribute__((vector_size(32)));\n\
+             typedef long long teil_mask8 __attribute__((vector_size(64)));\n\
+             #define teil_shuffle(w, a, b, ...) __builtin_shuffle(a, b, (teil_mask##w){__VA_ARGS__})\n\
+             #endif\n#endif\n",
+        );
+    }
+    for (bits, width) in fused {
+        let _ = write!(
+            out,
+            "#if teil_vector_bits == {bits} && !defined(teil_fmav{width})\n{}#endif\n",
+            fma_lanes(width)
+        );
+    }
     out
 }
 
