@@ -119,7 +119,7 @@ pub const DOT_MIN_WORK: u128 = 512;
 /// accumulators then fill about half the target's vector registers: 8 zmm, 12 ymm of 16,
 /// 24 q registers of 32, as the packed tiles do). `width` is the target's vector width; a
 /// step's variants clip `lanes` and `rows` to its extents and fall back to scalars (width 1,
-/// one row) where vectors do not apply ([`dot`]). 16 lanes for AVX-512 measured slower
+/// one row) where vectors do not apply (`dot`). 16 lanes for AVX-512 measured slower
 /// (PERFORMANCE.md), so every target has 8.
 pub const LANES: [Lanes; 4] = [
     Lanes {
@@ -150,7 +150,7 @@ pub const LANES: [Lanes; 4] = [
 /// A product that the packed kernel would compute (some target labels read by `a` only, some
 /// by `b` only) is computed by vector dot products instead when its columns (the side of the
 /// target's innermost label) number at most this many, or its rows and columns both do, and
-/// the dot kernel can keep its sums in vectors along the lane ([`dot`]): packing such thin
+/// the dot kernel can keep its sums in vectors along the lane (`dot`): packing such thin
 /// operands costs about as much as the product (PERFORMANCE.md, `rows_k8`, `inner_16`).
 pub const DOT_THIN: u64 = 16;
 /// Smallest number of multiplications for which a thin product ([`DOT_THIN`]) leaves the

@@ -50,7 +50,7 @@ pub const LINE: u64 = 8;
 /// Smallest nest (in innermost operations, [`crate::ir::work`]) the pass reorders: smaller
 /// nests run in the cache whatever their order.
 pub const MIN_WORK: u128 = 512;
-/// Doubles in a 4 KB page of memory ([`no_jam`]).
+/// Doubles in a 4 KB page of memory (`no_jam`).
 pub const PAGE: u64 = 512;
 /// Most cells a reduction moved outward folds into between two of its terms when the target
 /// loops inside it form one dense block (`outward`): 512 KB, half a level-2 cache of the
