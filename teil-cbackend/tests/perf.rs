@@ -142,6 +142,31 @@ fn each_benchmark_kernel_gets_its_printer() {
     }
 }
 
+/// Tiling is for transpositions: a load that walks the outer label with unit stride and moves
+/// along the innermost one too. A load that stays put along the innermost label (`c[i]` in
+/// `X[i, j] + c[i]`) reads one value per row, and the nest stays a plain row-by-row walk.
+#[test]
+fn broadcasting_along_the_rows_is_not_tiled() {
+    for (stmt, tiled) in [
+        ("Y = X + expa 2 40 c", false),
+        ("Y = X + expa 1 40 c", false),
+        ("Y = transp 1 2 X + expa 2 40 c", true),
+    ] {
+        let src = format!(
+            "{}{stmt}\n",
+            decls(&[("X", &[40, 40]), ("c", &[40])], ("Y", &[40, 40]))
+        );
+        for pad in [1, 8] {
+            let k = lower(&src, pad, true);
+            assert_eq!(
+                opt::printing(&k).contains(&Printing::Tiled),
+                tiled,
+                "{stmt} at M = {pad}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_plain_tuning_prints_every_nest_as_written() {
     for name in ["matmul", "cfd", "mttkrp", "transpose", "trace_prod"] {

@@ -5,7 +5,8 @@
 //! A nest qualifies when it is a perfect nest of loops starting at 0 whose body is one store
 //! `T[l_1, ..., l_r] = v` (every label once) where `v` reads no cell of `T` other than the one
 //! stored, and some load in `v` has unit stride along a loop label `q` other than the innermost
-//! label `p` while its stride along `p` is not 1. Every iteration then writes its own cell and
+//! label `p` while it walks `p` with a stride other than 1 (a load that does not move with `p`,
+//! `c[i]` in `X[i, j] + c[i]`, reads one value per row and needs no tiling). Every iteration then writes its own cell and
 //! reads nothing another iteration writes, so any order of the iterations computes the same
 //! values ([`Tiled`]'s meaning; spec/padding.md, "Tiled nests").
 
@@ -62,7 +63,7 @@ fn of(k: &Kernel, body: &[Node]) -> Option<Tiled> {
     let p = loops.last()?.var;
     let stride = |b: BufId, idx: &[Ix], l: Label| Affine::of(k, b, idx).get(l);
     let q = ls.iter().find_map(|(b, idx)| {
-        if stride(*b, idx, p) == 1 {
+        if stride(*b, idx, p) <= 1 {
             return None;
         }
         loops
