@@ -271,33 +271,18 @@ fn dot(
     indent(out, d);
     out.push_str("}\n");
     if full < lane_n {
-        indent(out, d);
-        let _ = writeln!(
+        let cells = Remainder {
+            lane: (&lv, full, lane_n),
+            k: (&kv, kn),
+            fma: k.fma,
+        };
+        cells.print(
             out,
-            "for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++) {{"
+            d,
+            &format!("{na}[{oa}]"),
+            &format!("{nb}[{ob}]"),
+            &format!("{nt}[{ot}]"),
         );
-        indent(out, d + 1);
-        out.push_str("double teil_s0 = -0.0;\n");
-        indent(out, d + 1);
-        let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
-        indent(out, d + 2);
-        let _ = writeln!(
-            out,
-            "{}",
-            multiply_add(
-                k.fma,
-                1,
-                "teil_s0",
-                &format!("{na}[{oa}]"),
-                &format!("{nb}[{ob}]")
-            )
-        );
-        indent(out, d + 1);
-        out.push_str("}\n");
-        indent(out, d + 1);
-        let _ = writeln!(out, "{nt}[{ot}] = teil_s0;");
-        indent(out, d);
-        out.push_str("}\n");
     }
     while d > depth {
         d -= 1;
@@ -312,6 +297,40 @@ fn plus(o: &str, extra: u64) -> String {
         o.to_string()
     } else {
         format!("{o} + {extra}")
+    }
+}
+
+/// The cells of a lane past the last whole group of lanes (`lane.1..lane.2` of the lane label
+/// `lane.0`), one at a time: each its own sum from `-0.0` over `k = 0..k.1` in order, the
+/// remainder of the scalar and the vector dot kernels.
+struct Remainder<'a> {
+    lane: (&'a str, u64, u64),
+    k: (&'a str, u64),
+    fma: bool,
+}
+
+impl Remainder<'_> {
+    /// The loop for one row of cells: `target` = Σ_k `a` * `b` (C expressions in the lane
+    /// and `k` variables).
+    fn print(&self, out: &mut String, d: usize, a: &str, b: &str, target: &str) {
+        let ((lv, full, lane_n), (kv, kn)) = (self.lane, self.k);
+        indent(out, d);
+        let _ = writeln!(
+            out,
+            "for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++) {{"
+        );
+        indent(out, d + 1);
+        out.push_str("double teil_s0 = -0.0;\n");
+        indent(out, d + 1);
+        let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
+        indent(out, d + 2);
+        let _ = writeln!(out, "{}", multiply_add(self.fma, 1, "teil_s0", a, b));
+        indent(out, d + 1);
+        out.push_str("}\n");
+        indent(out, d + 1);
+        let _ = writeln!(out, "{target} = teil_s0;");
+        indent(out, d);
+        out.push_str("}\n");
     }
 }
 
@@ -596,35 +615,20 @@ fn vector_dot(
         out.push_str("}\n");
         // The lane's remaining cells, one at a time, for each row of the block.
         if full < lane_n {
+            let cells = Remainder {
+                lane: (&lv, full, lane_n),
+                k: (&kv, kn),
+                fma: k.fma,
+            };
             for r in 0..nr {
                 let o = |x: usize| plus(&ops[x].1, r * srow(&ops[x].2));
-                indent(out, d);
-                let _ = writeln!(
+                cells.print(
                     out,
-                    "for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++) {{"
+                    d,
+                    &format!("{}[{}]", ops[0].0, o(0)),
+                    &format!("{}[{}]", ops[1].0, o(1)),
+                    &format!("{nt}[{}]", plus(&ot, r * srow(&st))),
                 );
-                indent(out, d + 1);
-                out.push_str("double teil_s0 = -0.0;\n");
-                indent(out, d + 1);
-                let _ = writeln!(out, "for (long long {kv} = 0; {kv} < {kn}; {kv}++) {{");
-                indent(out, d + 2);
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    super::multiply_add(
-                        k.fma,
-                        1,
-                        "teil_s0",
-                        &format!("{}[{}]", ops[0].0, o(0)),
-                        &format!("{}[{}]", ops[1].0, o(1))
-                    )
-                );
-                indent(out, d + 1);
-                out.push_str("}\n");
-                indent(out, d + 1);
-                let _ = writeln!(out, "{nt}[{}] = teil_s0;", plus(&ot, r * srow(&st)));
-                indent(out, d);
-                out.push_str("}\n");
             }
         }
     };
