@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import shutil
+import signal
 import threading
 import time
 
@@ -203,12 +204,20 @@ def test_ctrl_c_stops_a_long_oracle_run():
     for _ in range(4):
         e = f"red+ 1 (expa 1 1000 ({e}))"
     p = teil.Program(f"input alloc A : [10]\noutput alloc B : [10]\nB = {e}")
-    timer = threading.Timer(0.5, _thread.interrupt_main)
-    start = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        p.run(A=np.ones(10), backend="oracle", max_work=10**15)
-    assert time.monotonic() - start < 10
+    # `interrupt_main` does nothing where SIGINT is ignored (a job started in the background
+    # by a non-interactive shell inherits SIG_IGN, and Python then installs no handler), and
+    # the run would take hours: give the test Python's own handler, as an interactive session
+    # has, and put back what was there.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.5, _thread.interrupt_main)
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            p.run(A=np.ones(10), backend="oracle", max_work=10**15)
+        assert time.monotonic() - start < 10
+    finally:
+        signal.signal(signal.SIGINT, previous)
     # The process is usable afterwards, and the fast evaluator computes the result at once.
     assert p.run(A=np.ones(10))["B"].tolist() == [1e12] * 10
 
