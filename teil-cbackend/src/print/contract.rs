@@ -9,7 +9,7 @@
 
 use super::multiply_add;
 use crate::ir::{
-    Access, Affine, Bound, BufId, Contraction, Kernel, Label, Lanes, Panels, Strategy, Target,
+    Access, Affine, BufId, Contraction, Kernel, Label, Lanes, Panels, Strategy, Target,
 };
 use crate::opt::contract::{reads, Reads};
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,6 +153,43 @@ pub(crate) fn print(k: &Kernel, c: &Contraction, out: &mut String, depth: usize)
     });
 }
 
+/// Opens a loop over every target label of `c` but those in `skip`, outermost first, the
+/// first one parallel with OpenMP. Returns the loops' C names, the depth inside them, and
+/// whether the OpenMP pragma is still to be placed (every label was skipped).
+fn open_loops(
+    k: &Kernel,
+    c: &Contraction,
+    skip: &[Label],
+    out: &mut String,
+    depth: usize,
+    fresh: &mut dyn FnMut() -> String,
+) -> (BTreeMap<Label, String>, usize, bool) {
+    let mut names = BTreeMap::new();
+    let mut d = depth;
+    let mut pragma = k.openmp;
+    for f in c.free.iter().filter(|f| !skip.contains(&f.var)) {
+        if std::mem::take(&mut pragma) {
+            out.push_str("#pragma omp parallel for\n");
+        }
+        let name = fresh();
+        indent(out, d);
+        let n = f.extent;
+        let _ = writeln!(out, "for (long long {name} = 0; {name} < {n}; {name}++) {{");
+        names.insert(f.var, name);
+        d += 1;
+    }
+    (names, d, pragma)
+}
+
+/// Closes the loops opened from `depth` down to `d`.
+fn close_loops(out: &mut String, mut d: usize, depth: usize) {
+    while d > depth {
+        d -= 1;
+        indent(out, d);
+        out.push_str("}\n");
+    }
+}
+
 /// `lanes` cells at a time along the target label with the smallest stride in the target; the
 /// remaining labels are ordinary loops outside.
 fn dot(
@@ -172,25 +209,7 @@ fn dot(
         .iter()
         .find(|f| f.var == lane)
         .map_or(0, |f| f.extent);
-    let mut names: BTreeMap<Label, String> = BTreeMap::new();
-    let mut d = depth;
-    let mut pragma = k.openmp;
-    for &crate::ir::Bound {
-        var: l, extent: n, ..
-    } in &c.free
-    {
-        if l == lane {
-            continue;
-        }
-        if std::mem::take(&mut pragma) {
-            out.push_str("#pragma omp parallel for\n");
-        }
-        let name = fresh();
-        indent(out, d);
-        let _ = writeln!(out, "for (long long {name} = 0; {name} < {n}; {name}++) {{");
-        names.insert(l, name);
-        d += 1;
-    }
+    let (mut names, d, pragma) = open_loops(k, c, &[lane], out, depth, fresh);
     let lv = fresh();
     let kv = fresh();
     names.insert(lane, lv.clone());
@@ -284,11 +303,7 @@ fn dot(
             &format!("{nt}[{ot}]"),
         );
     }
-    while d > depth {
-        d -= 1;
-        indent(out, d);
-        out.push_str("}\n");
-    }
+    close_loops(out, d, depth);
 }
 
 /// `o + extra` as C.
@@ -361,25 +376,8 @@ fn vector_dot(
     let rows = rows_of.filter(|_| v.rows > 1);
     let extent = |l: Label| c.free.iter().find(|f| f.var == l).map_or(0, |f| f.extent);
     let lane_n = extent(lane);
-    let mut names: BTreeMap<Label, String> = BTreeMap::new();
-    let mut d = depth;
-    let mut pragma = k.openmp;
-    for &Bound {
-        var: l, extent: n, ..
-    } in &c.free
-    {
-        if l == lane || Some(l) == rows {
-            continue;
-        }
-        if std::mem::take(&mut pragma) {
-            out.push_str("#pragma omp parallel for\n");
-        }
-        let name = fresh();
-        indent(out, d);
-        let _ = writeln!(out, "for (long long {name} = 0; {name} < {n}; {name}++) {{");
-        names.insert(l, name);
-        d += 1;
-    }
+    let skip: Vec<Label> = std::iter::once(lane).chain(rows).collect();
+    let (mut names, d, pragma) = open_loops(k, c, &skip, out, depth, fresh);
     let rv = rows.map(|r| {
         let name = fresh();
         names.insert(r, name.clone());
@@ -663,11 +661,7 @@ fn vector_dot(
         }
         _ => block(out, d, 1, pragma),
     }
-    while d > depth {
-        d -= 1;
-        indent(out, d);
-        out.push_str("}\n");
-    }
+    close_loops(out, d, depth);
 }
 
 /// C statements that set the variable `x` to the flat index `value` of the labels `group`
