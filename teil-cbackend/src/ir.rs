@@ -341,20 +341,33 @@ impl Panels {
     }
 
     /// Whether a product of `m` rows has one row panel (every row packed once per column
-    /// block): then the column panel is sized for the level-2 cache
-    /// ([`crate::opt::contract::PANEL_L2`]) and, without OpenMP, the tiles run row sliver by
-    /// row sliver (all column slivers of one row sliver, then the next), so that a sliver's
-    /// tiles store along the same `mr` rows of the target instead of all `m` rows at once.
+    /// block). With OpenMP the threads then share out its column slivers
+    /// ([`Panels::rows_outer`]).
     pub fn one_row_panel(&self, m: u64) -> bool {
         m <= self.mc
     }
 
-    /// Whether the tiles of a product of `m` rows run row sliver by row sliver (see
-    /// [`Panels::one_row_panel`]); with OpenMP the threads share out the column slivers, which
-    /// stay the outer loop.
-    pub fn rows_outer(&self, m: u64, openmp: bool) -> bool {
-        self.one_row_panel(m) && !openmp
+    /// Whether the column panel (`kc · nc` doubles) fits [`Panels::L2_PANEL`], so that it can
+    /// stay in a level-2 cache while a row sliver's tiles walk all of it.
+    pub fn panel_in_l2(&self) -> bool {
+        self.kc * self.nc <= Self::L2_PANEL
     }
+
+    /// Whether the tiles of a product of `m` rows run row sliver by row sliver (all column
+    /// slivers of one row sliver, then the next) instead of column sliver by column sliver:
+    /// where the column panel fits L2 ([`Panels::panel_in_l2`]), so that consecutive tiles
+    /// store into the same `MR` rows of the target instead of into all `mc` rows of the row
+    /// panel at once, except where OpenMP threads share out the column slivers (one row
+    /// panel), which stay the outer loop.
+    pub fn rows_outer(&self, m: u64, openmp: bool) -> bool {
+        self.panel_in_l2() && !(openmp && self.one_row_panel(m))
+    }
+
+    /// Largest column panel (`kc * nc` doubles, 256 KB) walked row sliver by row sliver
+    /// ([`Panels::rows_outer`]): it stays in a level-2 cache (1 MB or more on the machines of
+    /// PERFORMANCE.md, 256 KB at least on the others) while each row sliver's tiles walk it,
+    /// the row sliver in L1.
+    pub const L2_PANEL: u64 = 1 << 15;
 }
 
 /// The dot-product blocking on one [`Target`].

@@ -208,6 +208,48 @@ fn a_malformed_variant_of_one_target_is_rejected() {
     assert!(matches!(e, Failure::Malformed { .. }), "{e}");
 }
 
+/// The packed product's panels on every target, for `C = A B` of `m x k` and `k x n`.
+fn panels(m: u64, k: u64, n: u64) -> (u64, Vec<teil_cbackend::ir::Panels>) {
+    let src = format!(
+        "input alloc A : [{m}, {k}]\ninput alloc B : [{k}, {n}]\noutput alloc C : [{m}, {n}]\n\
+         C = contr 2 3 (prod A B)\n"
+    );
+    let (p, _) = teil::compile(&src).expect("checks");
+    let k = lower(&p, 1);
+    match k.steps.first() {
+        Some(Step::Contract { c, .. }) => match &c.strategy {
+            Strategy::Packed { m, variants, .. } => (*m, variants.clone()),
+            other => panic!("packed: {other:?}"),
+        },
+        _ => panic!("a contraction step:\n{k}"),
+    }
+}
+
+#[test]
+fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
+    use teil_cbackend::ir::Panels;
+    // 16 terms: 2048 columns of 16 terms fill the L2 panel; several row panels.
+    let (m, vs) = panels(4096, 16, 4096);
+    for v in &vs {
+        assert_eq!((v.kc, v.nc), (16, 2048), "{v:?}");
+        assert!(v.kc * v.nc <= Panels::L2_PANEL && !v.one_row_panel(m));
+        assert!(v.rows_outer(m, false) && v.rows_outer(m, true), "{v:?}");
+    }
+    // 256 terms: the fit would be 128 columns; the panel stays as wide as the product and
+    // the tiles run column sliver by column sliver.
+    let (m, vs) = panels(512, 512, 512);
+    for v in &vs {
+        assert_eq!((v.kc, v.nc), (256, 512), "{v:?}");
+        assert!(!v.rows_outer(m, false) && !v.rows_outer(m, true), "{v:?}");
+    }
+    // One row panel: cut to fit whatever the fit; OpenMP threads share its column slivers.
+    let (m, vs) = panels(8, 256, 4096);
+    for v in &vs {
+        assert_eq!((v.kc, v.nc), (256, 128), "{v:?}");
+        assert!(v.rows_outer(m, false) && !v.rows_outer(m, true), "{v:?}");
+    }
+}
+
 #[test]
 fn a_wrong_panel_edge_loses_the_last_row() {
     let (_, p) = program("matmul");

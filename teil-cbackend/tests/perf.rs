@@ -303,6 +303,15 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // Few terms and more columns than fit L2 with them: column panels of 512 (64 terms:
+            // 2^15 doubles), two AVX-512 row panels, tiles row sliver by row sliver.
+            "matmul, few terms, column panels cut to fit L2",
+            format!(
+                "{}C = contr 2 3 (prod A B)\n",
+                decls(&[("A", &[136, 64]), ("B", &[64, 521])], ("C", &[136, 521]))
+            ),
+        ),
+        (
             // More columns than one panel (4080).
             "matmul, two panels of columns",
             format!(

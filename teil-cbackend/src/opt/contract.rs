@@ -102,10 +102,16 @@ pub fn packed_panels(fma: bool) -> [Panels; 4] {
     })
 }
 
-/// Largest column panel (`kc * nc` doubles, 256 KB) of a product with one row panel
-/// ([`Panels::one_row_panel`]): it stays in a level-2 cache while each row sliver's tiles
-/// walk it (the row sliver in L1).
-pub const PANEL_L2: u64 = 1 << 15;
+/// Fewest columns a column panel is cut down to so that it fits [`Panels::L2_PANEL`] and its
+/// tiles run row sliver by row sliver ([`Panels::rows_outer`]), for a product with several row
+/// panels (one with a single row panel is always cut to fit). Each row panel is packed once per
+/// column panel, so at 512 columns repacking costs at most 1/512 of the product; with 256
+/// terms per panel (every large matrix product) the fit would be 128 columns, and such
+/// products keep the column-sliver order, whose column sliver stays in L1. A product of few
+/// terms (`ij,jk->ik` with 16 terms: 2048 columns) is bound by its stores instead: column
+/// sliver by column sliver its tiles store into all `mc` rows of a row panel in turn, 128
+/// streams on AVX-512, which an Intel Xeon's prefetchers do not follow (PERFORMANCE.md, 5x).
+pub const L2_PANEL_MIN_COLUMNS: u64 = 512;
 /// Smallest number of multiplications (cells times terms) for which the packed kernel is
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
@@ -457,8 +463,8 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> 
                     nc: p.nc.min(n.next_multiple_of(p.nr)),
                     ..*p
                 };
-                if v.one_row_panel(m) {
-                    let fit = (PANEL_L2 / v.kc / v.nr * v.nr).max(v.nr);
+                let fit = (Panels::L2_PANEL / v.kc / v.nr * v.nr).max(v.nr);
+                if v.one_row_panel(m) || fit >= L2_PANEL_MIN_COLUMNS {
                     v.nc = v.nc.min(fit);
                 }
                 v
