@@ -341,8 +341,7 @@ impl Panels {
     }
 
     /// Whether a product of `m` rows has one row panel (every row packed once per column
-    /// block). With OpenMP the threads then share out its column slivers
-    /// ([`Panels::rows_outer`]).
+    /// block).
     pub fn one_row_panel(&self, m: u64) -> bool {
         m <= self.mc
     }
@@ -353,14 +352,12 @@ impl Panels {
         self.kc * self.nc <= Self::L2_PANEL
     }
 
-    /// Whether the tiles of a product of `m` rows run row sliver by row sliver (all column
-    /// slivers of one row sliver, then the next) instead of column sliver by column sliver:
-    /// where the column panel fits L2 ([`Panels::panel_in_l2`]), so that consecutive tiles
-    /// store into the same `MR` rows of the target instead of into all `mc` rows of the row
-    /// panel at once, except where OpenMP threads share out the column slivers (one row
-    /// panel), which stay the outer loop.
-    pub fn rows_outer(&self, m: u64, openmp: bool) -> bool {
-        self.panel_in_l2() && !(openmp && self.one_row_panel(m))
+    /// Whether the tiles run row sliver by row sliver (all column slivers of one row sliver,
+    /// then the next) instead of column sliver by column sliver: where the column panel fits
+    /// L2 ([`Panels::panel_in_l2`]), so that consecutive tiles store into the same `MR` rows of
+    /// the target instead of into all `mc` rows of the row panel at once.
+    pub fn rows_outer(&self) -> bool {
+        self.panel_in_l2()
     }
 
     /// Largest column panel (`kc * nc` doubles, 256 KB) walked row sliver by row sliver

@@ -753,7 +753,7 @@ impl<'k> Machine<'k> {
                     nc: v.nc,
                     mr: v.mr,
                     nr: v.nr,
-                    rows_outer: v.rows_outer(*m, self.k.openmp),
+                    rows_outer: v.rows_outer(),
                 };
                 self.batches(c, &p, batch)
             }

@@ -60,6 +60,13 @@ fn packed_dot_and_tiled_kernels_validate_as_printed() {
             }
             let v = validate::validate(&p, &k)
                 .unwrap_or_else(|e| panic!("{name} at M = {pad}: {e}\n{k}"));
+            // The OpenMP build's order (work items of row panels and groups of columns).
+            let parallel = Kernel {
+                openmp: true,
+                ..k.clone()
+            };
+            validate::validate(&p, &parallel)
+                .unwrap_or_else(|e| panic!("{name} at M = {pad} with OpenMP: {e}\n{k}"));
             let outputs: u64 = k
                 .params
                 .iter()
@@ -233,20 +240,20 @@ fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
     for v in &vs {
         assert_eq!((v.kc, v.nc), (16, 2048), "{v:?}");
         assert!(v.kc * v.nc <= Panels::L2_PANEL && !v.one_row_panel(m));
-        assert!(v.rows_outer(m, false) && v.rows_outer(m, true), "{v:?}");
+        assert!(v.rows_outer(), "{v:?}");
     }
     // 256 terms: the fit would be 128 columns; the panel stays as wide as the product and
     // the tiles run column sliver by column sliver.
     let (m, vs) = panels(512, 512, 512);
     for v in &vs {
         assert_eq!((v.kc, v.nc), (256, 512), "{v:?}");
-        assert!(!v.rows_outer(m, false) && !v.rows_outer(m, true), "{v:?}");
+        assert!(!v.rows_outer() && !v.one_row_panel(m), "{v:?}");
     }
-    // One row panel: cut to fit whatever the fit; OpenMP threads share its column slivers.
+    // One row panel: cut to fit whatever the fit.
     let (m, vs) = panels(8, 256, 4096);
     for v in &vs {
         assert_eq!((v.kc, v.nc), (256, 128), "{v:?}");
-        assert!(v.rows_outer(m, false) && !v.rows_outer(m, true), "{v:?}");
+        assert!(v.rows_outer() && v.one_row_panel(m), "{v:?}");
     }
 }
 

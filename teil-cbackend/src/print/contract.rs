@@ -762,10 +762,6 @@ fn packed(
     );
     ind(out, d, "{");
     d += 1;
-    // With OpenMP, threads share out the row panels (each packing its own) when there are
-    // several, and otherwise the column slivers of the one row panel.
-    let by_rows = k.openmp && !v.one_row_panel(m);
-    let by_cols = k.openmp && v.one_row_panel(m);
     let _ = writeln!(
         out,
         "{}double *teil_pb = teil_scratch({}, sizeof(double));",
@@ -996,10 +992,11 @@ fn packed(
         ind(out, d + 1, "}");
         ind(out, d, "}");
     }
-    // The row panels: with OpenMP each thread packs its own (spec/abi.md, "OpenMP").
-    if by_rows {
-        out.push_str("#pragma omp parallel\n");
-    }
+    // The row panels. With OpenMP (spec/abi.md, "OpenMP") one parallel region per column and
+    // term panel, in which every thread runs the row panel loop: the threads pack the row
+    // panel's slivers side by side into the one shared panel, then share out its tiles
+    // (the implicit barriers of the two `omp for` keep the packing before the tiles and the
+    // tiles before the next row panel's packing).
     ind(out, d, "{");
     d += 1;
     ind(
@@ -1015,8 +1012,10 @@ fn packed(
         d,
         &format!("long long *teil_mc = teil_scratch({mc}, sizeof(long long));"),
     );
-    if by_rows {
-        out.push_str("#pragma omp for\n");
+    if k.openmp {
+        out.push_str("#pragma omp parallel\n");
+        ind(out, d, "{");
+        d += 1;
     }
     ind(
         out,
@@ -1030,6 +1029,9 @@ fn packed(
         &format!("long long teil_mcb = {m} - teil_ic < {mc} ? {m} - teil_ic : {mc};"),
     );
     // Pack the row panel: slivers of MR rows, zero beyond the last row.
+    if k.openmp {
+        out.push_str("#pragma omp for\n");
+    }
     ind(
         out,
         d,
@@ -1073,16 +1075,12 @@ fn packed(
     );
     ind(out, d + 1, "}");
     ind(out, d, "}");
-    if by_cols {
-        out.push_str("#pragma omp parallel for\n");
+    if k.openmp {
+        out.push_str("#pragma omp for collapse(2)\n");
     }
     let jr = format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr}) {{");
     let ir = format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr}) {{");
-    let (outer, inner) = if v.rows_outer(m, k.openmp) {
-        (ir, jr)
-    } else {
-        (jr, ir)
-    };
+    let (outer, inner) = if v.rows_outer() { (ir, jr) } else { (jr, ir) };
     ind(out, d, &outer);
     ind(out, d + 1, &inner);
     ind(
@@ -1098,9 +1096,13 @@ fn packed(
     );
     ind(out, d + 1, "}");
     ind(out, d, "}");
-    // close ic, the row panels' block, pc, jc
+    // close ic, the parallel region, the row panels' block, pc, jc
     d -= 1;
     ind(out, d, "}");
+    if k.openmp {
+        d -= 1;
+        ind(out, d, "}");
+    }
     ind(out, d, "teil_scratch_free(teil_mc);");
     ind(out, d, "teil_scratch_free(teil_pa);");
     for _ in 0..3 {
