@@ -10,7 +10,9 @@
 //!   reduction moves outside a dense block of target loops; at `M = 4` it folds into a row),
 //!   or a sum along the middle axis (the reduction between the target loops);
 //! - `17`: a matrix product `C = (A # B) .[2 3]` (or with `A` transposed), extents 16-24: a
-//!   packed contraction step;
+//!   packed contraction step; in every second period (`37`, `77`, ...) instead a nested sum
+//!   `C[d, c] = Σ_b Σ_a A[a, b, c] B[b, d, a]` (the TCCG pattern abc,bda->dc), extents 10-16
+//!   for `c`, `d` and 7-10 for `a`, `b`: a packed two-level contraction step;
 //! - `18`: a matrix-vector product `y = (A # x) .[2 3]`, 8-24 rows of 64-96 terms: a dot
 //!   contraction step;
 //! - `19`: a transposition `Y = X ^[1 2]` (or plus a matrix), extents 9-30: a tiled step.
@@ -37,6 +39,14 @@ pub fn program(index: u64, seed: u64) -> Option<Program> {
             } else {
                 format!("input var X : [{m} {k} {n}]\noutput var Y : [{m} {n}]\nY = red+ 2 X\n")
             }
+        }
+        17 if (index / PERIOD) % 2 == 1 => {
+            let (a, b) = (pick(7, 10, 11), pick(7, 10, 12));
+            let (c, d) = (pick(10, 16, 13), pick(10, 16, 14));
+            format!(
+                "input var A : [{a} {b} {c}]\ninput var B : [{b} {d} {a}]\noutput var C : [{d} {c}]\n\
+                 C = transp 1 2 (contr 1 3 (contr 1 6 (prod A B)))\n"
+            )
         }
         17 => {
             let (m, k, n) = (pick(16, 24, 1), pick(16, 24, 2), pick(16, 24, 3));

@@ -13,8 +13,9 @@ use teil_fuzz::repro;
 /// probability `(1 - p)^N < 10^-3`).
 ///
 /// The bugs planted in the kernel forms of the optimisation passes (`fold-overwrite`,
-/// `panel-edge`, `k-bound`, `tile-edge`) live in the template programs of `teil_fuzz::forms`
-/// (indices 16 to 19 of every 20), each of which reaches its form: two periods.
+/// `panel-edge`, `k-bound`, `tile-edge`, `outer-bound`) live in the template programs of
+/// `teil_fuzz::forms` (indices 16 to 19 of every 20), each of which reaches its form: two
+/// periods (the two-level sum is index 37's template).
 fn budget(bug: Bug) -> u64 {
     match bug {
         Bug::OffByOne => 10,
@@ -22,7 +23,7 @@ fn budget(bug: Bug) -> u64 {
         Bug::AliasingIgnored => 150,
         Bug::RedmaxPadded => 100,
         Bug::WrongStride => 10,
-        Bug::FoldOverwrite | Bug::PanelEdge | Bug::KBound | Bug::TileEdge => 40,
+        Bug::FoldOverwrite | Bug::PanelEdge | Bug::KBound | Bug::TileEdge | Bug::OuterBound => 40,
     }
 }
 
@@ -115,6 +116,11 @@ fn a_wrong_tile_edge_is_found() {
 #[test]
 fn an_overwritten_fold_in_interchanged_nests_is_found() {
     found_within_budget(Bug::FoldOverwrite);
+}
+
+#[test]
+fn a_wrong_outer_bound_in_two_level_contractions_is_found() {
+    found_within_budget(Bug::OuterBound);
 }
 
 #[test]

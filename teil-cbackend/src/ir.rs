@@ -243,8 +243,14 @@ pub struct Bound {
 pub struct Contraction {
     /// The target loops, outermost first (extents may be padded).
     pub free: Vec<Bound>,
-    /// The summation loop; its extent `K` is the number of terms of every cell.
+    /// The summation loop; its extent `K` is the number of terms of every cell (of every
+    /// inner sum, in a two-level sum).
     pub k: Bound,
+    /// A two-level sum's outer summation loop (`None`: one sum). With `outer = o < O` every
+    /// cell is `Σ_o (Σ_k a · b)`: the outer sum starts from `-0.0` and adds, for `o = 0, 1,
+    /// ..., O-1` in turn, the inner sum over `k` (from `-0.0`, the products in `k` order), as
+    /// [`Contraction::nest`] says.
+    pub outer: Option<Bound>,
     pub target: Access,
     pub a: Access,
     pub b: Access,
@@ -499,25 +505,55 @@ pub struct Tiled {
 }
 
 impl Contraction {
-    /// The plain loop nest this contraction means (accumulator 0).
+    /// The plain loop nest this contraction means (accumulator 0; a two-level sum's inner
+    /// sums in accumulator 1):
+    ///
+    /// ```text
+    /// for free .. {
+    ///     acc0 = -0.0
+    ///     for o < O {                          (two-level sums only)
+    ///         acc1 = -0.0
+    ///         for k < K { acc1 = acc1 + a[..] * b[..] }
+    ///         acc0 = acc0 + acc1
+    ///     }
+    ///     target[..] = acc0
+    /// }
+    /// ```
     pub fn nest(&self) -> Vec<Node> {
         let load = |a: &Access| Box::new(Val::Load(a.buf, a.index.clone()));
+        let inner = u32::from(self.outer.is_some());
+        let sum = Node::Loop {
+            var: self.k.var,
+            start: 0,
+            extent: self.k.extent,
+            logical: self.k.logical,
+            body: vec![Node::AccUpdate {
+                acc: inner,
+                op: RedOp::Sum,
+                value: Val::Bin(BinOp::Mul, load(&self.a), load(&self.b)),
+            }],
+        };
+        let sum = match &self.outer {
+            None => sum,
+            Some(o) => o.wrap(vec![
+                Node::AccInit {
+                    acc: 1,
+                    op: RedOp::Sum,
+                },
+                sum,
+                Node::AccUpdate {
+                    acc: 0,
+                    op: RedOp::Sum,
+                    value: Val::Acc(1),
+                },
+            ]),
+        };
         let mut body = vec![
             Node::AccInit {
                 acc: 0,
                 op: RedOp::Sum,
             },
-            Node::Loop {
-                var: self.k.var,
-                start: 0,
-                extent: self.k.extent,
-                logical: self.k.logical,
-                body: vec![Node::AccUpdate {
-                    acc: 0,
-                    op: RedOp::Sum,
-                    value: Val::Bin(BinOp::Mul, load(&self.a), load(&self.b)),
-                }],
-            },
+            sum,
             Node::Store {
                 buf: self.target.buf,
                 index: self.target.index.clone(),
@@ -528,6 +564,26 @@ impl Contraction {
             body = vec![f.wrap(body)];
         }
         body
+    }
+
+    /// The number of terms of every cell: `K`, or `O * K` for a two-level sum, whose term
+    /// `t` is the product at `o = t / K`, `k = t % K`.
+    pub fn terms(&self) -> u64 {
+        self.outer
+            .map_or(self.k.extent, |o| o.extent.saturating_mul(self.k.extent))
+    }
+
+    /// The terms of a packed product's term panel for the panel size `kc` of its
+    /// [`Panels`]: `kc`, or for a two-level sum the largest multiple of `K` not above `kc`
+    /// (at least `K`), so that every panel holds whole inner sums.
+    pub fn panel_terms(&self, kc: u64) -> u64 {
+        match self.outer {
+            None => kc,
+            Some(_) => {
+                let k = self.k.extent.max(1);
+                (kc / k).max(1).saturating_mul(k)
+            }
+        }
     }
 }
 
@@ -961,9 +1017,11 @@ impl fmt::Display for Kernel {
                     }
                     writeln!(
                         f,
-                        "  for {}: {} = sum {}: a {} * b {}",
+                        "  for {}: {} = sum {}{}: a {} * b {}",
                         bounds(&c.free),
                         t.access(c.target.buf, &c.target.index),
+                        c.outer
+                            .map_or(String::new(), |o| format!("{}: sum ", bound(&o))),
                         bound(&c.k),
                         t.access(c.a.buf, &c.a.index),
                         t.access(c.b.buf, &c.b.index)

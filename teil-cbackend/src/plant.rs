@@ -19,12 +19,14 @@
 //! | [`Bug::KBound`] | contraction steps (packed and dot) sum one term fewer: the micro-kernel's `k` loop stops at `K - 1` |
 //! | [`Bug::TileEdge`] | tiled steps stop their innermost tiled label one short of its logical extent: the edge tile is wrong |
 //! | [`Bug::FoldOverwrite`] | every [`Node::Fold`] (a reduction the interchange pass moved outward) stores its value instead of folding it into the cell: each cell keeps only the last term |
+//! | [`Bug::OuterBound`] | contraction steps of two-level sums ([`Contraction::outer`]) add one inner sum fewer: the outer sum stops at `O - 1` |
 //!
 //! The first five rewrite plain nests and, where the same mistake applies, the kernel forms the
-//! optimisation passes chose (a contraction step's `K` is its reduction loop); the last three
-//! rewrite only those kernel forms ([`Step::Contract`], [`Step::Tiled`]), and the last one only
-//! interchanged nests. With `M = 1` (no padding) only [`Bug::OffByOne`],
-//! [`Bug::AliasingIgnored`] and the last four change a kernel.
+//! optimisation passes chose (a contraction step's `K` is its reduction loop); `PanelEdge`,
+//! `KBound` and `TileEdge` rewrite only those kernel forms ([`Step::Contract`],
+//! [`Step::Tiled`]), `FoldOverwrite` only interchanged nests, and `OuterBound` only two-level
+//! contraction steps. With `M = 1` (no padding) only [`Bug::OffByOne`],
+//! [`Bug::AliasingIgnored`] and the last five change a kernel.
 
 use crate::ir::*;
 use teil::ast::RedOp;
@@ -41,10 +43,11 @@ pub enum Bug {
     KBound,
     TileEdge,
     FoldOverwrite,
+    OuterBound,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 9] = [
+    pub const ALL: [Bug; 10] = [
         Bug::OffByOne,
         Bug::PaddingNotRezeroed,
         Bug::AliasingIgnored,
@@ -54,6 +57,7 @@ impl Bug {
         Bug::KBound,
         Bug::TileEdge,
         Bug::FoldOverwrite,
+        Bug::OuterBound,
     ];
 
     /// The name used on the command line (`--plant NAME`).
@@ -68,6 +72,7 @@ impl Bug {
             Bug::KBound => "k-bound",
             Bug::TileEdge => "tile-edge",
             Bug::FoldOverwrite => "fold-overwrite",
+            Bug::OuterBound => "outer-bound",
         }
     }
 
@@ -89,6 +94,7 @@ impl Bug {
             Bug::KBound => "contraction kernels sum one term fewer",
             Bug::TileEdge => "tiled nests stop one short along their innermost label",
             Bug::FoldOverwrite => "interchanged reductions overwrite their partial results",
+            Bug::OuterBound => "two-level contraction kernels add one inner sum fewer",
         }
     }
 }
@@ -132,6 +138,16 @@ pub fn apply(k: &mut Kernel, bug: Bug) -> bool {
         Bug::KBound => kernel_forms(k, &mut |s| match s {
             Step::Contract { c, .. } if c.k.extent >= 2 => {
                 c.k.extent -= 1;
+                true
+            }
+            _ => false,
+        }),
+        Bug::OuterBound => kernel_forms(k, &mut |s| match s {
+            Step::Contract {
+                c: Contraction { outer: Some(o), .. },
+                ..
+            } if o.extent >= 2 => {
+                o.extent -= 1;
                 true
             }
             _ => false,

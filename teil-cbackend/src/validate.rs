@@ -651,7 +651,7 @@ impl<'k> Machine<'k> {
                 self.buffer_name(c.target.buf)
             )));
         }
-        for f in c.free.iter().chain([&c.k]) {
+        for f in c.free.iter().chain([&c.k]).chain(&c.outer) {
             self.bind_new(f.var)?;
         }
         if c.strategy.targets() != Target::ALL {
@@ -668,6 +668,9 @@ impl<'k> Machine<'k> {
                 rows_of,
                 variants,
             } => {
+                if c.outer.is_some() {
+                    return Err(self.malformed("dot products of a two-level sum".to_string()));
+                }
                 let Some(lane_n) = c.free.iter().find(|f| f.var == *lane).map(|f| f.extent) else {
                     return Err(
                         self.malformed(format!("dot lane l{} is not a target label", lane.0))
@@ -748,7 +751,7 @@ impl<'k> Machine<'k> {
                     cols,
                     m: *m,
                     n: *n,
-                    kc: v.kc,
+                    kc: c.panel_terms(v.kc),
                     mc: v.mc,
                     nc: v.nc,
                     mr: v.mr,
@@ -867,7 +870,8 @@ impl<'k> Machine<'k> {
 
     /// The panel loops of the packed product (the order documented on [`Strategy::Packed`]).
     fn panels(&mut self, c: &Contraction, p: &Layout) -> Result<(), Failure> {
-        let kn = c.k.extent;
+        let kn = c.terms();
+        let inner = c.k.extent.max(1);
         for jc in (0..p.n).step_by(p.nc as usize) {
             let ncb = p.nc.min(p.n - jc);
             for pc in (0..kn).step_by(p.kc as usize) {
@@ -894,10 +898,29 @@ impl<'k> Machine<'k> {
                                 } else {
                                     Acc::Value(self.read(c.target.buf, &idx)?)
                                 };
-                                for kv in pc..pc + kcb {
-                                    self.env.insert(c.k.var, kv);
-                                    let v = self.multiply_add(p.row_op, p.col_op, &acc)?;
-                                    acc = Acc::Value(v);
+                                let Some(o) = c.outer else {
+                                    for kv in pc..pc + kcb {
+                                        self.env.insert(c.k.var, kv);
+                                        let v = self.multiply_add(p.row_op, p.col_op, &acc)?;
+                                        acc = Acc::Value(v);
+                                    }
+                                    self.write(c.target.buf, &idx, acc_value(acc))?;
+                                    continue;
+                                };
+                                // A two-level sum: the inner sum of each outer index from
+                                // `-0.0`, added to the cell's sum after its last term.
+                                let mut part = Acc::Identity(RedOp::Sum);
+                                for t in pc..pc + kcb {
+                                    self.env.insert(o.var, t / inner);
+                                    self.env.insert(c.k.var, t % inner);
+                                    if t % inner == 0 {
+                                        part = Acc::Identity(RedOp::Sum);
+                                    }
+                                    part =
+                                        Acc::Value(self.multiply_add(p.row_op, p.col_op, &part)?);
+                                    if t % inner == inner - 1 {
+                                        acc = Acc::Value(fold(&acc, acc_value(part.clone())));
+                                    }
                                 }
                                 self.write(c.target.buf, &idx, acc_value(acc))?;
                             }

@@ -1,7 +1,7 @@
 //! The kernel forms the passes of `teil_cbackend::opt` choose (`Step::Contract` with the packed
 //! or the dot strategy, `Step::Tiled`) are validated exactly as printed, every target's variant
 //! of a contraction step included (`ir::Target`), and a bug planted in each
-//! (`plant::Bug::{PanelEdge, KBound, TileEdge}`) is rejected by the translation validator in
+//! (`plant::Bug::{PanelEdge, KBound, TileEdge, OuterBound}`) is rejected by the translation validator in
 //! every target's variant and caught by the fuzzer's checks (the C backend's runs against the
 //! oracle) with every variant compiled.
 
@@ -32,9 +32,10 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
     teil_cbackend::lower(p, &opts).expect("lowers")
 }
 
-/// The eight PERFORMANCE.md kernels at small sizes and three more corpus programs, and the
-/// forms each must get.
-const KERNELS: [(&str, &[Printing]); 11] = [
+/// The eight PERFORMANCE.md kernels at small sizes and five more corpus programs, and the
+/// forms each must get (`tccg`: two matrix products and a two-level sum; `two_level`: a
+/// two-level sum).
+const KERNELS: [(&str, &[Printing]); 13] = [
     ("matmul", &[Printing::Packed]),
     ("matmul_edges", &[Printing::Packed]),
     ("cfd", &[Printing::Packed]),
@@ -46,6 +47,11 @@ const KERNELS: [(&str, &[Printing]); 11] = [
     ("trace_prod", &[Printing::Dot]),
     ("batched_matvec", &[Printing::Dot]),
     ("matvec", &[Printing::Dot]),
+    (
+        "tccg",
+        &[Printing::Packed, Printing::Packed, Printing::Packed],
+    ),
+    ("two_level", &[Printing::Packed]),
 ];
 
 #[test]
@@ -95,11 +101,12 @@ fn the_plain_tuning_chooses_no_kernel_form_and_computes_the_same_terms() {
 }
 
 /// The bugs planted in kernel forms, with the kind of step each rewrites.
-const BUGS: [(Bug, Printing); 4] = [
+const BUGS: [(Bug, Printing); 5] = [
     (Bug::PanelEdge, Printing::Packed),
     (Bug::KBound, Printing::Packed),
     (Bug::KBound, Printing::Dot),
     (Bug::TileEdge, Printing::Tiled),
+    (Bug::OuterBound, Printing::Packed),
 ];
 
 /// Whether `bug` touches a step of kind `kind` in `k` (planting it on a copy of `k` restricted
@@ -313,6 +320,7 @@ fn bugs_planted_in_kernel_forms_are_caught_by_the_fuzzers_checks() {
         (Bug::KBound, "matmul"),
         (Bug::KBound, "matvec"),
         (Bug::TileEdge, "transpose"),
+        (Bug::OuterBound, "tccg"),
     ] {
         let (_, p) = program(name);
         // The C compiled for each target's variant (forced, so on any machine).

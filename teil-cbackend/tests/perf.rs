@@ -479,6 +479,30 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // A two-level sum (the TCCG kernel abcd,aebf->dfce at odd extents): rows from A,
+            // columns from B, the target permuted; tiles cut by the extents.
+            "two-level sum, permuted target",
+            format!(
+                "{}C = transp 3 4 (transp 2 4 (transp 1 2 (contr 1 5 (contr 1 5 (prod A B)))))\n",
+                decls(
+                    &[("A", &[5, 3, 7, 6]), ("B", &[5, 9, 3, 4])],
+                    ("C", &[6, 4, 7, 9])
+                )
+            ),
+        ),
+        (
+            // A two-level sum of 40 sums of 7 terms: two panels of terms (252 = 36 sums, then
+            // 4), more rows than an AVX-512 panel (132).
+            "two-level sum, two panels of terms",
+            format!(
+                "{}C = transp 1 2 (contr 1 3 (contr 1 6 (prod A B)))\n",
+                decls(
+                    &[("A", &[7, 40, 11]), ("B", &[40, 140, 7])],
+                    ("C", &[140, 11])
+                )
+            ),
+        ),
+        (
             "MTTKRP",
             format!(
                 "{}Y = contr 2 4 (contr 2 4 (diag 5 7 (prod X (prod B C))))\n",

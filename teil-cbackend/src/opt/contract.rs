@@ -112,6 +112,53 @@ pub fn packed_panels(fma: bool) -> [Panels; 4] {
 /// sliver by column sliver its tiles store into all `mc` rows of a row panel in turn, 128
 /// streams on AVX-512, which an Intel Xeon's prefetchers do not follow (PERFORMANCE.md, 5x).
 pub const L2_PANEL_MIN_COLUMNS: u64 = 512;
+/// The register tile and panels of a two-level sum's packed product (`Contraction::outer`), in
+/// [`Target::ALL`] order, the same in exact and fma mode: the tile keeps two accumulators per
+/// cell, the inner sums (from `-0.0` at every outer index) and the outer sums they are added
+/// to, so it has about half [`PACKED`]'s cells; a term panel holds whole inner sums
+/// (`Contraction::panel_terms`). spec/padding.md ("Contraction kernels") and PERFORMANCE.md.
+pub const NESTED: [Panels; 4] = [
+    // 32 zmm: 24 accumulators (12 rows x 1 vector, twice), a column vector, a row value, a
+    // product.
+    Panels {
+        target: Target::Avx512,
+        mr: 12,
+        nr: 8,
+        kc: 256,
+        mc: 132,
+        nc: 4080,
+    },
+    // 32 q registers: 24 accumulators (3 rows x 4 vectors, twice), 4 column vectors, a row
+    // value.
+    Panels {
+        target: Target::Neon,
+        mr: 3,
+        nr: 8,
+        kc: 256,
+        mc: 72,
+        nc: 4080,
+    },
+    // 16 ymm: 12 accumulators (3 rows x 2 vectors, twice), 2 column vectors, a row value, a
+    // product.
+    Panels {
+        target: Target::Avx,
+        mr: 3,
+        nr: 8,
+        kc: 256,
+        mc: 72,
+        nc: 4080,
+    },
+    // Plain C: the 4-double vectors' tile.
+    Panels {
+        target: Target::Portable,
+        mr: 3,
+        nr: 8,
+        kc: 256,
+        mc: 72,
+        nc: 4080,
+    },
+];
+
 /// Smallest number of multiplications (cells times terms) for which the packed kernel is
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
@@ -204,17 +251,26 @@ fn of(body: &[Node]) -> Option<Contraction> {
     let [Node::AccInit {
         acc,
         op: RedOp::Sum,
-    }, Node::Loop {
+    }, sum, Node::Store {
+        buf: target,
+        index: tindex,
+        value: Val::Acc(stored),
+    }] = nodes
+    else {
+        return None;
+    };
+    // The sum: one loop of products into `acc`, or a two-level sum (module documentation).
+    let (outer, kloop, inner_acc) = match two_level(sum, *acc) {
+        Some((o, l, i)) => (Some(o), l, i),
+        None => (None, sum, *acc),
+    };
+    let Node::Loop {
         var: k,
         start: 0,
         extent: kn,
         logical: klogical,
         body: inner,
-    }, Node::Store {
-        buf: target,
-        index: tindex,
-        value: Val::Acc(stored),
-    }] = nodes
+    } = kloop
     else {
         return None;
     };
@@ -229,11 +285,15 @@ fn of(body: &[Node]) -> Option<Contraction> {
     let (Val::Load(ba, ia), Val::Load(bb, ib)) = (&**va, &**vb) else {
         return None;
     };
-    if updated != acc || stored != acc || ba == target || bb == target || *kn == 0 {
+    if *updated != inner_acc || stored != acc || ba == target || bb == target || *kn == 0 {
+        return None;
+    }
+    if outer.is_some_and(|o: Bound| o.var == *k || o.extent == 0) {
         return None;
     }
     // A scalar target is a single sum: the plain nest is already what a printer would do.
-    if free.is_empty() || free.iter().any(|f| f.var == *k || f.extent == 0) {
+    let sums = |l: Label| l == *k || outer.is_some_and(|o| o.var == l);
+    if free.is_empty() || free.iter().any(|f| sums(f.var) || f.extent == 0) {
         return None;
     }
     // The store writes each cell once: its index is the target labels, each exactly once.
@@ -249,7 +309,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
     }
     let known = |idx: &[Ix]| {
         idx.iter().all(|ix| match ix {
-            Ix::Var(l) => l == k || free.iter().any(|f| f.var == *l),
+            Ix::Var(l) => sums(*l) || free.iter().any(|f| f.var == *l),
             Ix::Const(_) => true,
         })
     };
@@ -263,6 +323,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
             extent: *kn,
             logical: *klogical,
         },
+        outer,
         target: Access {
             buf: *target,
             index: tindex.clone(),
@@ -283,6 +344,56 @@ fn of(body: &[Node]) -> Option<Contraction> {
     })
 }
 
+/// The outer loop of a two-level sum into `acc` (`for o { acc1 = -0.0; for k {..};
+/// acc = acc + acc1 }`): the outer bound, the inner loop and the inner accumulator.
+fn two_level(sum: &Node, acc: u32) -> Option<(Bound, &Node, u32)> {
+    let Node::Loop {
+        var,
+        start: 0,
+        extent,
+        logical,
+        body,
+    } = sum
+    else {
+        return None;
+    };
+    let [Node::AccInit {
+        acc: inner,
+        op: RedOp::Sum,
+    }, kloop @ Node::Loop { .. }, Node::AccUpdate {
+        acc: folded,
+        op: RedOp::Sum,
+        value: Val::Acc(added),
+    }] = body.as_slice()
+    else {
+        return None;
+    };
+    (*folded == acc && added == inner && inner != &acc).then_some((
+        Bound {
+            var: *var,
+            extent: *extent,
+            logical: *logical,
+        },
+        kloop,
+        *inner,
+    ))
+}
+
+/// Whether a two-level sum `T[free] = Σ_o Σ_k a * b` is computed as a packed two-level
+/// product: some target label is read by `a` only and some by `b` only (`a_reads` and
+/// `b_reads` say which labels an operand's index names). The one rule for nested sums: the
+/// split pass (`crate::opt::split`) leaves a statement's nested sum for which it holds as it
+/// is, and [`strategy`] packs it (when it has [`PACKED_MIN_WORK`] multiplications; smaller
+/// ones stay plain nests).
+pub(crate) fn two_sided(
+    free: &[Label],
+    a_reads: impl Fn(Label) -> bool,
+    b_reads: impl Fn(Label) -> bool,
+) -> bool {
+    free.iter().any(|&l| a_reads(l) && !b_reads(l))
+        && free.iter().any(|&l| b_reads(l) && !a_reads(l))
+}
+
 /// The strategy for `c`; `None` for contractions too small to gain from either (the plain
 /// nest stays).
 fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
@@ -296,7 +407,13 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         .iter()
         .map(|f| u128::from(f.extent))
         .product::<u128>()
-        .saturating_mul(u128::from(c.k.extent));
+        .saturating_mul(u128::from(c.terms()));
+    if c.outer.is_some() {
+        // Two-level sums: the packed product only.
+        let labels: Vec<Label> = c.free.iter().map(|f| f.var).collect();
+        return (two_sided(&labels, |l| sa.has(l), |l| sb.has(l)) && work >= PACKED_MIN_WORK)
+            .then(|| packed(c, &sa, &sb, &st, k.fma));
+    }
     // The target label with the smallest stride (the first of equals).
     let lane = c.free.iter().min_by_key(|f| st.get(f.var));
     // Dot products need the terms of a block close together: some operand that differs from
@@ -447,6 +564,11 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> 
     cols.sort_by_key(|f| std::cmp::Reverse(st.get(f.var)));
     let m: u64 = rows.iter().map(|r| r.extent).product();
     let n: u64 = cols.iter().map(|r| r.extent).product();
+    let tiles = if c.outer.is_some() {
+        NESTED
+    } else {
+        packed_panels(fma)
+    };
     Strategy::Packed {
         swap,
         batch,
@@ -454,11 +576,11 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> 
         cols,
         m,
         n,
-        variants: packed_panels(fma)
+        variants: tiles
             .iter()
             .map(|p| {
                 let mut v = Panels {
-                    kc: p.kc.min(c.k.extent),
+                    kc: c.panel_terms(p.kc).min(c.terms()),
                     mc: p.mc.min(m.next_multiple_of(p.mr)),
                     nc: p.nc.min(n.next_multiple_of(p.nr)),
                     ..*p

@@ -575,9 +575,11 @@ mod tests {
         // every node, and both accumulators become rows of 8 cells.
         let src = "input var A : [3 4 5 6]\ninput var B : [3 7 4 8]\noutput var C : [6 8 5 7]\n\
                    C = (A # B) .[1 5] .[1 5] ^[1 2] ^[2 4] ^[3 4]\n";
-        // (At these sizes splitting would compute the inner sums into a temporary first.)
+        // (At these sizes the contraction pass would take the nest as a packed two-level
+        // sum; below its threshold, or with splitting, the interchange pass sees this nest.)
         let no_split = Tuning {
             split: false,
+            contract: false,
             ..Tuning::default()
         };
         let (before, after) = steps_with(src, 1, no_split);

@@ -12,6 +12,11 @@
 //! Exact: each inner sum is computed with the same operations in the same order, once, and the
 //! outer reduction folds the same values; the inner sums become a contraction nest
 //! ([`crate::opt::contract`]). `Tuning::split` switches it.
+//!
+//! A statement whose whole value is such a nested sum over two operands that a packed product
+//! can take (a target label read by one operand only, and one by the other only) stays as it
+//! is: the contraction pass computes it as a two-level sum without a temporary
+//! ([`crate::opt::contract::two_sided`], the one rule).
 
 use crate::lower::{Assign, Context, IExpr, Walk};
 use crate::Error;
@@ -23,6 +28,9 @@ const MAX_SPLIT_CELLS: u128 = 1 << 20;
 /// The pass: every qualifying reduction of `a`'s value (outermost first) gets its inner sums
 /// from a temporary of `a.pre`.
 pub(crate) fn run(cx: &mut Context, a: &mut Assign) -> Result<(), Error> {
+    if packed_two_level(a) {
+        return Ok(());
+    }
     let Assign {
         value,
         comment,
@@ -63,6 +71,26 @@ pub(crate) fn run(cx: &mut Context, a: &mut Assign) -> Result<(), Error> {
     })
 }
 
+/// Whether `a`'s whole value is a nested sum `Σ_l Σ_k x * y` (`x`, `y` loads) that the
+/// contraction pass computes as a packed two-level product
+/// ([`crate::opt::contract::two_sided`]): then it stays as it is.
+fn packed_two_level(a: &Assign) -> bool {
+    let IExpr::Reduce(RedOp::Sum, _, body) = &a.value else {
+        return false;
+    };
+    if !is_pair_sum(body) {
+        return false;
+    }
+    let IExpr::Reduce(_, _, pair) = &**body else {
+        return false;
+    };
+    let IExpr::Bin(_, x, y) = &**pair else {
+        return false;
+    };
+    let (xs, ys) = (x.free(), y.free());
+    crate::opt::contract::two_sided(&a.index, |l| xs.contains(&l), |l| ys.contains(&l))
+}
+
 /// `Σ_k a * b` with `a` and `b` loads: what a contraction nest computes.
 fn is_pair_sum(e: &IExpr) -> bool {
     matches!(e, IExpr::Reduce(RedOp::Sum, _, body)
@@ -94,5 +122,29 @@ mod tests {
             )
         );
         r.assert_same_values(false);
+    }
+
+    #[test]
+    fn a_statement_that_is_a_nested_sum_with_rows_and_columns_stays_whole() {
+        // C[d, c] = Σ_b Σ_a F[a, b, c] G[b, d, a]: `c` is read by F only, `d` by G only, so
+        // the contraction pass packs it as a two-level sum; a nested sum inside a larger value,
+        // or one whose target labels all come from one operand, is still split.
+        let whole = rewrite(
+            "input var F : [3 4 5]\ninput var G : [4 6 3]\noutput var C : [6 5]\n\
+             C = (F # G) .[1 6] .[1 3] ^[1 2]",
+            4,
+            &mut super::run,
+        );
+        assert_eq!(whole.before, whole.after);
+        for src in [
+            "input var F : [3 4 5]\ninput var G : [4 6 3]\ninput var H : [6 5]\n\
+             output var C : [6 5]\nC = (F # G) .[1 6] .[1 3] ^[1 2] + H",
+            "input var F : [3 4 5]\ninput var G : [4 3]\noutput var c : [5]\n\
+             c = (F # G) .[1 5] .[1 3]",
+        ] {
+            let r = rewrite(src, 4, &mut super::run);
+            assert!(r.after.contains("inner sums for"), "{src}\n{}", r.after);
+            r.assert_same_values(false);
+        }
     }
 }

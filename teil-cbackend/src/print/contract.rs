@@ -736,13 +736,13 @@ fn packed(
     else {
         return;
     };
-    let (m, n, kc, mc, nc) = (*m, *n, v.kc, v.mc, v.nc);
+    let (m, n, kc, mc, nc) = (*m, *n, c.panel_terms(v.kc), v.mc, v.nc);
     let (mr, nr) = (v.mr, v.nr);
     let st = affine(k, &c.target);
     let (ra, rb) = if *swap { (&c.b, &c.a) } else { (&c.a, &c.b) };
     let (sa, sb) = (affine(k, ra), affine(k, rb));
     let (ba, bb): (BufId, BufId) = (ra.buf, rb.buf);
-    let kn = c.k.extent;
+    let kn = c.terms();
     let kl = c.k.var;
     let (na, nb, nt) = (
         k.buffer(ba).c_name.clone(),
@@ -755,9 +755,12 @@ fn packed(
         out.push('\n');
     };
     let mut d = depth;
+    let two_level = c.outer.map_or(String::new(), |o| {
+        format!(" ({} sums of {})", o.extent, c.k.extent)
+    });
     let _ = writeln!(
         out,
-        "{}/* packed contraction: {m} rows x {n} columns, {kn} terms each */",
+        "{}/* packed contraction: {m} rows x {n} columns, {kn} terms each{two_level} */",
         "    ".repeat(d)
     );
     ind(out, d, "{");
@@ -886,14 +889,41 @@ fn packed(
         &format!("long long teil_kcb = {kn} - teil_pc < {kc} ? {kn} - teil_pc : {kc};"),
     );
     let (ska, skb) = (sa.get(kl), sb.get(kl));
-    ind(
-        out,
-        d,
-        &format!(
-            "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {{ \
-             teil_ka[teil_p] = (teil_pc + teil_p) * {ska}; teil_kb[teil_p] = (teil_pc + teil_p) * {skb}; }}"
+    match c.outer {
+        None => ind(
+            out,
+            d,
+            &format!(
+                "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {{ \
+                 teil_ka[teil_p] = (teil_pc + teil_p) * {ska}; teil_kb[teil_p] = (teil_pc + teil_p) * {skb}; }}"
+            ),
         ),
-    );
+        // Term t of a two-level sum: outer index t / K, inner index t % K.
+        Some(o) => {
+            let (soa, sob, kin) = (sa.get(o.var), sb.get(o.var), c.k.extent);
+            ind(
+                out,
+                d,
+                "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {",
+            );
+            ind(
+                out,
+                d + 1,
+                &format!(
+                    "long long teil_o = (teil_pc + teil_p) / {kin}, teil_k = (teil_pc + teil_p) % {kin};"
+                ),
+            );
+            ind(
+                out,
+                d + 1,
+                &format!(
+                    "teil_ka[teil_p] = teil_o * {soa} + teil_k * {ska}; \
+                     teil_kb[teil_p] = teil_o * {sob} + teil_k * {skb};"
+                ),
+            );
+            ind(out, d, "}");
+        }
+    }
     // Pack the column panel: slivers of NR columns, zero beyond the last column. Where the
     // terms are adjacent in the column operand, sliver by sliver (each sliver's terms read
     // along a row of it); otherwise term by term, each term's columns read along the
@@ -1083,15 +1113,18 @@ fn packed(
     let (outer, inner) = if v.rows_outer() { (ir, jr) } else { (jr, ir) };
     ind(out, d, &outer);
     ind(out, d + 1, &inner);
+    let (name, kin) = match c.outer {
+        None => (tile_name(mr, nr, k.fma, false), String::new()),
+        Some(_) => (tile_name(mr, nr, k.fma, true), format!(", {}", c.k.extent)),
+    };
     ind(
         out,
         d + 2,
         &format!(
-            "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
+            "{name}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
              teil_t, teil_mc + teil_ir, teil_nt + teil_jr, \
              teil_mcb - teil_ir < {mr} ? (int)(teil_mcb - teil_ir) : {mr}, \
-             teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr}, teil_pc == 0);",
-            tile_name(mr, nr, k.fma)
+             teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr}, teil_pc == 0{kin});"
         ),
     );
     ind(out, d + 1, "}");
@@ -1119,8 +1152,9 @@ fn packed(
     ind(out, d, "}");
 }
 
-/// A register tile: `MR`, `NR`, and whether it fuses its multiply-adds (fma mode).
-type TileShape = (u64, u64, bool);
+/// A register tile: `MR`, `NR`, whether it fuses its multiply-adds (fma mode), and whether
+/// it computes two-level sums.
+type TileShape = (u64, u64, bool, bool);
 
 /// The register tiles the packed steps of `kernels` call, for every target (one branch per
 /// group of targets with the same tiles and vector width; empty without packed steps).
@@ -1130,7 +1164,7 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
         for s in &k.steps {
             if let crate::ir::Step::Contract {
                 c:
-                    Contraction {
+                    c @ Contraction {
                         strategy: Strategy::Packed { variants, .. },
                         ..
                     },
@@ -1138,10 +1172,12 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
             } = s
             {
                 for v in variants {
-                    shapes
-                        .entry(v.target)
-                        .or_default()
-                        .insert((v.mr, v.nr, k.fma));
+                    shapes.entry(v.target).or_default().insert((
+                        v.mr,
+                        v.nr,
+                        k.fma,
+                        c.outer.is_some(),
+                    ));
                 }
             }
         }
@@ -1165,11 +1201,15 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
     let mut out = String::new();
     branches(&targets, &mut out, |out, t| {
         let width = t.width();
-        if width > 1 && shapes[&t].iter().any(|&(_, _, fma)| fma) {
+        if width > 1 && shapes[&t].iter().any(|&(_, _, fma, _)| fma) {
             out.push_str(&fma_lanes(width));
         }
-        for &(mr, nr, fma) in &shapes[&t] {
-            out.push_str(&tile(mr, nr, width, fma));
+        for &(mr, nr, fma, two_level) in &shapes[&t] {
+            out.push_str(&if two_level {
+                nested_tile(mr, nr, width, fma)
+            } else {
+                tile(mr, nr, width, fma)
+            });
         }
     });
     out
@@ -1225,9 +1265,14 @@ pub(crate) fn dot_helpers(kernels: &[&Kernel]) -> String {
     out
 }
 
-/// The C name of the register tile of `mr` x `nr` cells (`_fma` in fma mode).
-fn tile_name(mr: u64, nr: u64, fma: bool) -> String {
-    format!("teil_tile_{mr}x{nr}{}", if fma { "_fma" } else { "" })
+/// The C name of the register tile of `mr` x `nr` cells (`_fma` in fma mode), `teil_tile2_..`
+/// for two-level sums.
+fn tile_name(mr: u64, nr: u64, fma: bool, two_level: bool) -> String {
+    format!(
+        "teil_tile{}_{mr}x{nr}{}",
+        if two_level { "2" } else { "" },
+        if fma { "_fma" } else { "" }
+    )
 }
 
 /// The compilers' builtins for a fused multiply-add `a * b + c` on vectors of doubles, each
@@ -1290,12 +1335,47 @@ pub(crate) fn fma_lanes(width: u64) -> String {
 /// operation per cell; with `width == 1` the same computation is plain C (the compiler may
 /// vectorise it).
 fn tile(mr: u64, nr: u64, width: u64, fma: bool) -> String {
-    let name = tile_name(mr, nr, fma);
+    tile_sums(mr, nr, width, fma, false)
+}
+
+/// The register tile `teil_tile2_MRxNR` (`_fma` in fma mode) of a two-level sum: [`tile`]'s,
+/// with the terms in groups of `kin` (an extra argument; `kc` is a multiple of it), each
+/// group's products added in order to an inner sum of its own from `-0.0`, which is then added
+/// to the cell's sum: `t[..] (+)= s_0 + s_1 + ...` with `s_g = -0.0 + pa[g kin][i] * pb[g
+/// kin][j] + ...` (spec/padding.md, "Contraction kernels"). In fma mode only the
+/// multiply-adds of the inner sums are fused. The tile keeps both sums of every cell in
+/// registers ([`crate::opt::contract::NESTED`] sizes it so).
+fn nested_tile(mr: u64, nr: u64, width: u64, fma: bool) -> String {
+    tile_sums(mr, nr, width, fma, true)
+}
+
+/// [`tile`] (`two_level` false) and [`nested_tile`] (true).
+fn tile_sums(mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) -> String {
+    let name = tile_name(mr, nr, fma, two_level);
     let cells = mr * nr;
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "
+    if two_level {
+        let _ = write!(
+            s,
+            "
+/* A register tile of the packed two-level contraction kernel (spec/padding.md, \"Contraction
+ * kernels\"): t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + s[0] + s[1] + ...
+ * with s[g] = -0.0 + pa[g * kin][i] * pb[g * kin][j] + ... (kin products), sums and products
+ * added in order, for i < mr, j < nr; kc is a multiple of kin. pa holds kc columns of {mr}
+ * rows, pb kc rows of {nr} columns (packed panels, zero beyond mr and nr). */
+static void {name}(long long kc, const double *pa, const double *pb, double *t,
+                      const long long *rows, const long long *cols, int mr, int nr, int first,
+                      long long kin)
+{{
+    double w[{cells}];
+    int i, j, dense = mr == {mr} && nr == {nr};
+    long long p, q;
+"
+        );
+    } else {
+        let _ = write!(
+            s,
+            "
 /* A register tile of the packed contraction kernel (spec/padding.md, \"Contraction kernels\"):
  * t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + pa[0][i] * pb[0][j] + ...,
  * products added in order, for i < mr, j < nr. pa holds kc columns of {mr} rows, pb kc rows of
@@ -1306,7 +1386,12 @@ static void {name}(long long kc, const double *pa, const double *pb, double *t,
     double w[{cells}];
     int i, j, dense = mr == {mr} && nr == {nr};
     long long p;
-    for (j = 1; dense && j < {nr}; j++)
+"
+        );
+    }
+    let _ = write!(
+        s,
+        "    for (j = 1; dense && j < {nr}; j++)
         dense = cols[j] == cols[0] + j;
     if (!dense) {{
         for (i = 0; i < {cells}; i++)
@@ -1363,29 +1448,65 @@ static void {name}(long long kc, const double *pa, const double *pb, double *t,
                 .collect();
             let _ = writeln!(s, "            {}", row.join(" "));
         }
-        s.push_str("        }\n        for (p = 0; p < kc; p++) {\n");
+        // A two-level sum's inner sums (`u..`) are one loop deeper: the products of the term
+        // loop go to them, and each group of `kin` terms ends by adding them to the cells'.
+        let (sum, pad) = if two_level {
+            let part = |i: u64, v: u64| format!("u{i}_{v}");
+            let parts: Vec<String> = (0..mr)
+                .flat_map(|i| (0..vecs).map(move |v| (i, v)))
+                .map(|(i, v)| part(i, v))
+                .collect();
+            let _ = writeln!(
+                s,
+                "        }}\n        for (p = 0; p < kc; p += kin) {{\n            {ty} {}, z = {{{}}};",
+                parts.join(", "),
+                splat("-0.0")
+            );
+            for i in 0..mr {
+                let row: Vec<String> = (0..vecs).map(|v| format!("{} = z;", part(i, v))).collect();
+                let _ = writeln!(s, "            {}", row.join(" "));
+            }
+            s.push_str("            for (q = 0; q < kin; q++) {\n");
+            (part as fn(u64, u64) -> String, "    ")
+        } else {
+            s.push_str("        }\n        for (p = 0; p < kc; p++) {\n");
+            (acc as fn(u64, u64) -> String, "")
+        };
         let bs: Vec<String> = (0..vecs).map(|v| format!("b{v}")).collect();
-        let _ = writeln!(s, "            {ty} {}, a;", bs.join(", "));
+        let _ = writeln!(s, "{pad}            {ty} {}, a;", bs.join(", "));
         for v in 0..vecs {
             let src = if v == 0 {
                 "pb".to_string()
             } else {
                 format!("pb + {}", v * width)
             };
-            let _ = writeln!(s, "            __builtin_memcpy(&b{v}, {src}, {bytes});");
+            let _ = writeln!(
+                s,
+                "{pad}            __builtin_memcpy(&b{v}, {src}, {bytes});"
+            );
         }
         for i in 0..mr {
             let mut line = format!("a = ({ty}){{{}}};", splat(&format!("pa[{i}]")));
             for v in 0..vecs {
                 line.push(' ');
-                line.push_str(&multiply_add(fma, width, &acc(i, v), "a", &format!("b{v}")));
+                line.push_str(&multiply_add(fma, width, &sum(i, v), "a", &format!("b{v}")));
             }
-            let _ = writeln!(s, "            {line}");
+            let _ = writeln!(s, "{pad}            {line}");
         }
         let _ = writeln!(
             s,
-            "            pa += {mr};\n            pb += {nr};\n        }}\n        if (dense) {{"
+            "{pad}            pa += {mr};\n{pad}            pb += {nr};"
         );
+        if two_level {
+            s.push_str("                }\n");
+            for i in 0..mr {
+                let row: Vec<String> = (0..vecs)
+                    .map(|v| format!("{} += {};", acc(i, v), sum(i, v)))
+                    .collect();
+                let _ = writeln!(s, "            {}", row.join(" "));
+            }
+        }
+        s.push_str("        }\n        if (dense) {\n");
         for i in 0..mr {
             let _ = writeln!(s, "            double *d{i} = t + rows[{i}] + cols[0];");
         }
@@ -1418,6 +1539,31 @@ static void {name}(long long kc, const double *pa, const double *pb, double *t,
             let _ = writeln!(s, "        {}", row.join(" "));
         }
         s.push_str("    }\n");
+    } else if two_level {
+        let _ = write!(
+            s,
+            "    if (dense) {{
+        for (i = 0; i < {mr}; i++)
+            for (j = 0; j < {nr}; j++)
+                w[i * {nr} + j] = first ? -0.0 : t[rows[i] + cols[j]];
+    }}
+    for (p = 0; p < kc; p += kin) {{
+        double u[{cells}];
+        for (i = 0; i < {cells}; i++)
+            u[i] = -0.0;
+        for (q = 0; q < kin; q++) {{
+            for (i = 0; i < {mr}; i++)
+                for (j = 0; j < {nr}; j++)
+                    {}
+            pa += {mr};
+            pb += {nr};
+        }}
+        for (i = 0; i < {cells}; i++)
+            w[i] += u[i];
+    }}
+",
+            multiply_add(fma, 1, &format!("u[i * {nr} + j]"), "pa[i]", "pb[j]")
+        );
     } else {
         let _ = write!(
             s,
@@ -1475,7 +1621,10 @@ mod tests {
             );
             assert!(!exact.contains("fma"), "{exact}");
             // Undoing the fusion gives the exact tile back, byte for byte.
-            let mut undone = fused.replace(&tile_name(mr, nr, true), &tile_name(mr, nr, false));
+            let mut undone = fused.replace(
+                &tile_name(mr, nr, true, false),
+                &tile_name(mr, nr, false, false),
+            );
             if width > 1 {
                 for i in 0..mr {
                     for v in 0..nr / width {
