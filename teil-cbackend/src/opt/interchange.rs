@@ -262,6 +262,8 @@ fn jam(nodes: &[Node], p: Bound, rows: &BTreeMap<u32, BufId>) -> Vec<Node> {
                 value: in_rows(value, p.var, rows),
             }]),
             Node::NoJam => Node::NoJam,
+            // Lane folds come after this pass; one would be jammed as the loop it means.
+            Node::LaneFold(l) => jam(&[l.nest()], p, rows).remove(0),
             Node::Fold {
                 buf,
                 index,
