@@ -173,6 +173,61 @@ pub enum Node {
     /// compiler must not unroll-and-jam (`crate::opt::interchange` decides; printed
     /// `teil_no_jam();`, spec/padding.md, "Interchanged nests").
     NoJam,
+    /// A `max`/`min` reduction loop along a unit-stride label, printed in lanes
+    /// (`crate::opt::lanes` chooses it; spec/padding.md, "Lane reductions"). Its meaning is
+    /// exactly the loop [`LaneFold::nest`].
+    LaneFold(LaneFold),
+}
+
+/// `for (var = 0; var < extent; var++) acc = acc op value` with `op` max or min, where every
+/// load of `value` that depends on `var` reads it with stride 1 and `value` does not read
+/// `acc`.
+///
+/// **Meaning.** Exactly the loop [`LaneFold::nest`]: `acc` folds the terms in order, one
+/// `teil_max`/`teil_min` at a time, bit for bit (tied zeros keep the earlier, a NaN term is
+/// the result until a later NaN term replaces it).
+///
+/// **Printed** (spec/padding.md, "Lane reductions"): [`LaneFold::LANES`] independent lanes, lane
+/// `j` folding the terms `i ≡ j (mod LANES)` of the whole blocks of `LANES` terms from the
+/// identity, as vectors of [`LaneFold::WIDTH`] doubles; the lanes then fold into `acc` in lane
+/// order and the remaining terms after them. The result `c` has the fold's value (max and min
+/// of numbers do not depend on the grouping) and, a nonzero number having one encoding, its
+/// bits, unless `c` is a NaN (some term or `acc` was one, and the payload is the last NaN's:
+/// the printed code folds the terms into `acc` again one by one, exactly as the meaning) or a
+/// zero (no operand exceeds zero, and the fold keeps the first zero: the printed code takes the
+/// first zero among `acc` and the terms). Plain C (`teil_vector_bits` 0) prints the meaning
+/// itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneFold {
+    pub acc: u32,
+    pub op: RedOp,
+    pub var: Label,
+    pub extent: u64,
+    pub value: Val,
+}
+
+impl LaneFold {
+    /// Doubles per vector of the printed lanes (a GCC/Clang vector of 32 bytes on every target
+    /// with vectors: two NEON registers, one AVX register, half an AVX-512 register).
+    pub const WIDTH: u64 = 4;
+    /// Independent lanes: four vectors, so that the dependent compare-and-select of each lane
+    /// overlaps with the others'.
+    pub const LANES: u64 = 16;
+
+    /// The loop this node means.
+    pub fn nest(&self) -> Node {
+        Node::Loop {
+            var: self.var,
+            start: 0,
+            extent: self.extent,
+            logical: self.extent,
+            body: vec![Node::AccUpdate {
+                acc: self.acc,
+                op: self.op,
+                value: self.value.clone(),
+            }],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -714,6 +769,7 @@ pub fn work(nodes: &[Node]) -> u128 {
             | Node::AccUpdate { .. }
             | Node::Fold { .. }
             | Node::Store { .. } => 1,
+            Node::LaneFold(l) => u128::from(l.extent),
             Node::NoJam => 0,
         })
         .fold(0u128, u128::saturating_add)
@@ -794,7 +850,9 @@ pub fn walk_nodes<'a>(ns: &'a [Node], f: &mut dyn FnMut(Visit<'a>)) {
         match n {
             Node::Loop { body, .. } => walk_nodes(body, f),
             Node::AccInit { .. } | Node::NoJam => {}
-            Node::AccUpdate { value, .. } => walk_val(value, f),
+            Node::AccUpdate { value, .. } | Node::LaneFold(LaneFold { value, .. }) => {
+                walk_val(value, f)
+            }
             Node::Store { buf, index, value } => {
                 walk_val(value, f);
                 f(Visit::Store(*buf, index));
@@ -842,7 +900,9 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
             match n {
                 Node::Loop { body, .. } => nodes(body, f),
                 Node::AccInit { .. } | Node::NoJam => {}
-                Node::AccUpdate { value, .. } => val(value, f),
+                Node::AccUpdate { value, .. } | Node::LaneFold(LaneFold { value, .. }) => {
+                    val(value, f)
+                }
                 Node::Store { buf, value, .. } => {
                     val(value, f);
                     f(buf, true);
@@ -1121,6 +1181,17 @@ impl Text<'_> {
                 Node::NoJam => writeln!(f, "{pad}no jam")?,
                 Node::AccUpdate { acc, op, value } => {
                     writeln!(f, "{pad}acc{acc} = {op:?}(acc{acc}, {})", self.val(value))?
+                }
+                Node::LaneFold(l) => {
+                    writeln!(f, "{pad}lanes for l{} in 0..{}", l.var.0, l.extent)?;
+                    writeln!(
+                        f,
+                        "{pad}  acc{} = {:?}(acc{}, {})",
+                        l.acc,
+                        l.op,
+                        l.acc,
+                        self.val(&l.value)
+                    )?
                 }
                 Node::Store { buf, index, value } => {
                     writeln!(f, "{pad}{} = {}", self.access(*buf, index), self.val(value))?

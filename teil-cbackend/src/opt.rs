@@ -9,7 +9,9 @@
 //!   assignments of the temporaries it creates to the assignment's `pre`, through the
 //!   lowering's one temporary-making function.
 //! - **Kernel-form passes** over the loop IR, composed by [`pipeline`]: [`contract::run`]
-//!   (contraction steps with their strategy) and [`tile::run`] (tiled nests), each
+//!   (contraction steps with their strategy), [`interchange::run`] (loop orders of nests
+//!   with reductions) with [`lanes::run`] (max/min reductions in lanes) and [`tile::run`]
+//!   (tiled nests), each
 //!   `fn run(&mut Kernel)`. The printer prints what they chose and the validator interprets
 //!   it; neither recognises anything again.
 //!
@@ -23,6 +25,7 @@
 pub mod contract;
 pub(crate) mod hoist;
 pub mod interchange;
+pub mod lanes;
 pub(crate) mod lift;
 pub(crate) mod order;
 pub(crate) mod split;
@@ -58,7 +61,8 @@ pub struct Tuning {
     /// Nests with reductions that are not contraction steps get the loop order whose innermost
     /// loop walks memory most closely ([`interchange::run`]): a reduction loop moves outside
     /// target loops (partial results in the target's cells), or a target loop moves into the
-    /// reductions (their accumulators in rows of a temporary).
+    /// reductions (their accumulators in rows of a temporary). The `max`/`min` reductions left
+    /// innermost along a unit-stride label are computed in lanes ([`lanes::run`]).
     pub interchange: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
     /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;
@@ -136,6 +140,7 @@ pub fn pipeline(k: &mut Kernel, t: &Tuning) {
     }
     if t.interchange {
         interchange::run(k);
+        lanes::run(k);
     }
     if t.tile {
         tile::run(k);

@@ -10,10 +10,10 @@
 //!
 //! | bug | rewrite |
 //! |---|---|
-//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator, or one around a fold of a cell it does not index) over an extent `n ≥ 2` stops at `n - 1` |
+//! | [`Bug::OffByOne`] | every reduction loop (a loop directly updating an accumulator, a [`Node::LaneFold`], or one around a fold of a cell it does not index) over an extent `n ≥ 2` stops at `n - 1` |
 //! | [`Bug::PaddingNotRezeroed`] | target loops over a broadcast dimension (one the stored value does not depend on: an `expa`) run over the padded extent, and the re-zeroing nest after a broadcast innermost loop is dropped |
 //! | [`Bug::AliasingIgnored`] | a statement that reads its target at other indices is computed in place: the alias temporary becomes the target, the copy-back is dropped |
-//! | [`Bug::RedmaxPadded`] | `redmax` loops run over the padded extent, folding padding zeros into the maximum |
+//! | [`Bug::RedmaxPadded`] | `redmax` loops (lane folds included) run over the padded extent, folding padding zeros into the maximum |
 //! | [`Bug::WrongStride`] | loads from input parameters of rank ≥ 2 use the row-major strides of the logical shape instead of the padded one (through an extra [`Buffer`] with the parameter's C name and `padded == logical`, which is not in [`Kernel::params`]) |
 //! | [`Bug::PanelEdge`] | packed contraction steps compute one row fewer (`m - 1`): the last row panel's edge is wrong |
 //! | [`Bug::KBound`] | contraction steps (packed and dot) sum one term fewer: the micro-kernel's `k` loop stops at `K - 1` |
@@ -186,6 +186,7 @@ fn fold_overwrite(k: &mut Kernel) -> bool {
                 }
                 Node::AccInit { .. }
                 | Node::AccUpdate { .. }
+                | Node::LaneFold(_)
                 | Node::Store { .. }
                 | Node::NoJam => {}
             }
@@ -209,6 +210,13 @@ fn kernel_forms(k: &mut Kernel, f: &mut dyn FnMut(&mut Step) -> bool) -> bool {
 fn reduction_loops(k: &mut Kernel, new: &dyn Fn(RedOp, u64) -> Option<u64>) -> bool {
     fn go(ns: &mut [Node], new: &dyn Fn(RedOp, u64) -> Option<u64>, changed: &mut bool) {
         for n in ns {
+            // A lane fold is a reduction loop printed in lanes: the same mistake applies.
+            if let Node::LaneFold(l) = n {
+                if let Some(e) = new(l.op, l.extent) {
+                    l.extent = e;
+                    *changed = true;
+                }
+            }
             if let Node::Loop {
                 var,
                 start,
@@ -302,9 +310,9 @@ fn stores_only_undefined(ns: &[Node]) -> bool {
     let mut only = true;
     walk_nodes(ns, &mut |v| match v {
         Visit::Node(Node::Store { value, .. }) => only &= *value == Val::Undefined,
-        Visit::Node(Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. }) => {
-            only = false
-        }
+        Visit::Node(
+            Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. } | Node::LaneFold(_),
+        ) => only = false,
         _ => {}
     });
     only
@@ -318,6 +326,7 @@ fn is_rezero(s: &Step) -> bool {
             Node::Loop { start, body, .. } => go(body, padding_loop || *start > 0),
             Node::Store { value, .. } => padding_loop && *value == Val::Lit(0.0),
             Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. } => false,
+            Node::LaneFold(_) => false,
             Node::NoJam => true,
         })
     }

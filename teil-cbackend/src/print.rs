@@ -11,6 +11,7 @@
 //! `-std=c99 -Wall -Wextra -Werror -pedantic`.
 
 mod contract;
+mod lanes;
 
 use crate::ir::*;
 use std::collections::BTreeMap;
@@ -33,6 +34,8 @@ struct Helpers {
     fma: bool,
     /// Some loop starts with `teil_no_jam()` ([`Node::NoJam`]).
     no_jam: bool,
+    /// Some reduction is printed in lanes ([`Node::LaneFold`]): the vector helpers.
+    lanes: bool,
 }
 
 impl Helpers {
@@ -47,6 +50,7 @@ impl Helpers {
             select: self.select || o.select,
             fma: self.fma || o.fma,
             no_jam: self.no_jam || o.no_jam,
+            lanes: self.lanes || o.lanes,
         }
     }
 }
@@ -69,6 +73,14 @@ fn helpers(k: &Kernel) -> Helpers {
                 h.min |= *op == RedOp::Min;
             }
             Visit::Node(Node::NoJam) => h.no_jam = true,
+            Visit::Node(Node::LaneFold(l)) => {
+                // The lanes start from the identity and fall back to the fold in order.
+                h.lanes = true;
+                h.select = true;
+                h.inf = true;
+                h.max |= l.op == RedOp::Max;
+                h.min |= l.op == RedOp::Min;
+            }
             _ => {}
         });
         if let Step::Contract { c, .. } = s {
@@ -139,6 +151,9 @@ pub fn module(kernels: &[&Kernel]) -> String {
     if !dots.is_empty() {
         out.push_str(&dots);
         out.push('\n');
+    }
+    if h.lanes {
+        out.push_str(lanes::HELPERS);
     }
     if h.no_jam {
         out.push_str(NO_JAM_HELPER);
@@ -625,6 +640,7 @@ impl Printer<'_> {
                 let _ = writeln!(self.out, "{target} = {v};");
             }
             Node::NoJam => self.out.push_str("teil_no_jam();\n"),
+            Node::LaneFold(l) => self.lane_fold(l, depth),
             Node::Fold {
                 buf,
                 index,

@@ -1049,6 +1049,9 @@ impl<'k> Machine<'k> {
                 Ok(())
             }
             Node::NoJam => Ok(()),
+            // Printed in lanes, which compute the loop's bits exactly (spec/padding.md, "Lane
+            // reductions"): executed as that loop.
+            Node::LaneFold(l) => self.node(&l.nest()),
             Node::AccUpdate { acc, op, value } => {
                 let cur = self.accs.get(acc).cloned().ok_or_else(|| {
                     self.malformed(format!(

@@ -998,3 +998,174 @@ fn max_and_min_keep_the_earlier_of_tied_zeros_and_propagate_nan() {
         }
     }
 }
+
+/// Lane folds (`ir::LaneFold`; spec/padding.md, "Lane reductions"): `redmax` and `redmin`
+/// along the unit-stride axis, of every length from 1 to 67 (below, at and across the lanes'
+/// blocks of 16, with the remaining terms after them), at M = 1, 3, 4, 8, give the bits of the
+/// fold in order: the value, the sign of the first of tied zeros, the payload of the last NaN.
+/// Rows plant tied zeros of both signs and NaNs with different payloads at random positions;
+/// the expected bits are `teil_max`/`teil_min` folded in order (the rule of spec/values.md,
+/// checked against the oracle: equal bits where the oracle is not NaN, NaN where it is), and
+/// the plain strict flags, `-mavx512f` (where the machine runs it) and `-Dteil_portable` must
+/// produce them.
+#[test]
+fn lane_folds_give_the_bits_of_the_fold_in_order() {
+    const ROWS: usize = 40;
+    let lengths = 1..=67usize;
+    let mut src = String::new();
+    for n in lengths.clone() {
+        src.push_str(&format!(
+            "input var A{n} : [{ROWS} {n}]\noutput var M{n} : [{ROWS}]\noutput var L{n} : [{ROWS}]\n"
+        ));
+    }
+    for n in lengths.clone() {
+        src.push_str(&format!("M{n} = redmax 2 A{n}\nL{n} = redmin 2 A{n}\n"));
+    }
+    let p = compile(&src);
+    // Distinct quiet NaNs (either sign), so that a wrong payload shows.
+    let nan = |payload: u64, negative: bool| {
+        f64::from_bits(0x7ff8_0000_0000_0000 | payload | if negative { 1 << 63 } else { 0 })
+    };
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    let mut inputs = BTreeMap::new();
+    for n in lengths.clone() {
+        let mut data = Vec::with_capacity(ROWS * n);
+        for r in 0..ROWS {
+            let kind = r % 8;
+            let mut row: Vec<f64> = (0..n)
+                .map(|i| {
+                    let x = (next(1000) + 1) as f64 / 7.0;
+                    match kind {
+                        // Numbers of both signs: the extremes are not zeros.
+                        0 => x - 71.0,
+                        // Below zero (max is a zero), above zero (min is a zero).
+                        1 | 3 | 5 => -x,
+                        2 | 4 => x,
+                        // Only zeros and infinities.
+                        6 => [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY][i % 4],
+                        _ => x * if i % 2 == 0 { 1.0 } else { -1.0 },
+                    }
+                })
+                .collect();
+            // Tied zeros of both signs.
+            if kind != 0 {
+                for _ in 0..=next(4) {
+                    let at = next(n as u64) as usize;
+                    row[at] = if next(2) == 0 { 0.0 } else { -0.0 };
+                }
+            }
+            // NaNs with different payloads.
+            if kind >= 3 && next(3) != 0 {
+                for j in 0..=next(3) {
+                    let at = next(n as u64) as usize;
+                    row[at] = nan((r * 100 + j as usize + 1) as u64, next(2) == 0);
+                }
+            }
+            data.extend(row);
+        }
+        let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[ROWS, n]), data).expect("shape");
+        inputs.insert(format!("A{n}"), a);
+    }
+    // The fold in order, as teil_max and teil_min compute it, from the identity.
+    let fold = |max: bool, terms: &[f64]| {
+        terms.iter().fold(
+            if max {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            },
+            |a, &b| {
+                if b.is_nan() || (max && b > a) || (!max && b < a) {
+                    b
+                } else {
+                    a
+                }
+            },
+        )
+    };
+    let oracle = teil_interp::run_oracle(&p, &inputs).expect("the oracle runs");
+    let mut expected: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let (mut zeros, mut nans) = (0, 0);
+    for n in lengths.clone() {
+        let a = &inputs[&format!("A{n}")];
+        for (name, max) in [(format!("M{n}"), true), (format!("L{n}"), false)] {
+            let bits: Vec<u64> = (0..ROWS)
+                .map(|r| {
+                    let row: Vec<f64> = a.index_axis(ndarray::Axis(0), r).iter().copied().collect();
+                    let v = fold(max, &row);
+                    let o = oracle[&name][[r]];
+                    assert!(
+                        if o.is_nan() {
+                            v.is_nan()
+                        } else {
+                            o.to_bits() == v.to_bits()
+                        },
+                        "{name}[{r}]: the oracle has {o:?}, the fold in order {v:?}"
+                    );
+                    zeros += usize::from(v == 0.0 && n >= 16);
+                    nans += usize::from(v.is_nan() && n >= 16);
+                    v.to_bits()
+                })
+                .collect();
+            expected.insert(name, bits);
+        }
+    }
+    assert!(zeros > 500 && nans > 500, "{zeros} zeros, {nans} NaNs");
+    let mut kernels = Vec::new();
+    for pad in [1u64, 3, 4, 8] {
+        let mut k = lower(&src, pad, false);
+        k.name = format!("m{pad}");
+        // Every fold of 16 terms or more is a lane fold.
+        let text = k.to_string();
+        assert_eq!(
+            text.matches("lanes for").count(),
+            2 * (67 - 15),
+            "M = {pad}:\n{text}"
+        );
+        kernels.push(k);
+    }
+    let refs: Vec<&Kernel> = kernels.iter().collect();
+    let jobs: Vec<Job> = (0..kernels.len())
+        .map(|kernel| Job {
+            kernel,
+            inputs: inputs.clone(),
+        })
+        .collect();
+    // Lane folds print one form for every target with vectors and the fold itself for plain C:
+    // the plain flags, AVX-512 and portable C cover them.
+    let mut flags = vec![STRICT.to_string()];
+    let cpu = cpu_features();
+    for path in paths().into_iter().filter(|p| {
+        p.target == Target::Portable || (p.target == Target::Avx512 && !p.needs.is_empty())
+    }) {
+        match path.runnable(&cpu) {
+            Ok(()) => flags.push(path.flags.clone()),
+            Err(why) => println!("skipping the {} path: {why}", path.name),
+        }
+    }
+    for f in &flags {
+        let outcomes = run_batch(&Toolchain::default().with_cflags(f), &refs, &jobs).expect("runs");
+        for (k, out) in kernels.iter().zip(outcomes) {
+            assert!(out.nonzero_padding.is_empty(), "{f}, {}", k.name);
+            for (name, bits) in &expected {
+                let got: Vec<u64> = out.values[name].iter().map(|x| x.to_bits()).collect();
+                for (r, (g, e)) in got.iter().zip(bits).enumerate() {
+                    assert_eq!(
+                        g,
+                        e,
+                        "{f}, {}: {name}[{r}] is {:?} ({g:#x}), the fold in order gives {:?} ({e:#x})",
+                        k.name,
+                        f64::from_bits(*g),
+                        f64::from_bits(*e)
+                    );
+                }
+            }
+        }
+    }
+}

@@ -27,6 +27,8 @@ const PROGRAMS: &[&str] = &[
     // pass moves outside the target loop (the partial results live in the target's cells)
     "input var A : [16 40]\noutput var s : [40]\ns = red+ 1 A\n",
     "input var A : [16 40]\noutput var m : [40]\nm = redmax 1 A\n",
+    // off-by-one, redmax-padding (M = 3) in lane folds: maxima and minima along unit stride
+    "input var A : [3 41]\noutput var d : [3]\nd = redmax 2 A - redmin 2 A\n",
 ];
 
 const PADS: [u64; 3] = [1, 3, 4];
@@ -102,4 +104,36 @@ fn a_planted_bug_is_reported_with_both_terms() {
          kernel: A[1,1]*B[1,1] + A[1,2]*B[2,1] + A[1,3]*B[3,1] + A[1,4]*B[4,1]\n  \
          oracle: A[1,1]*B[1,1] + A[1,2]*B[2,1] + A[1,3]*B[3,1] + A[1,4]*B[4,1] + A[1,5]*B[5,1]"
     );
+}
+
+#[test]
+fn bugs_planted_in_lane_folds_are_rejected() {
+    let src = PROGRAMS.last().expect("programs");
+    let (p, _) = teil::compile(src).expect("checks");
+    for (bug, pad) in [
+        (Bug::OffByOne, 1),
+        (Bug::OffByOne, 4),
+        (Bug::RedmaxPadded, 3),
+    ] {
+        let opts = Options {
+            pad,
+            ..Options::default()
+        };
+        let mut k = teil_cbackend::lower(&p, &opts).expect("lowers");
+        let folds = |k: &teil_cbackend::ir::Kernel| k.to_string().matches("lanes for").count();
+        assert_eq!(
+            folds(&k),
+            2,
+            "M = {pad}: the max and the min are lane folds\n{k}"
+        );
+        validate::validate(&p, &k).unwrap_or_else(|e| panic!("M = {pad}: {e}"));
+        assert!(plant::apply(&mut k, bug), "{bug} changes the kernel");
+        // The bug is in the lane folds, which stay lane folds.
+        assert_eq!(folds(&k), 2);
+        let e = validate::validate(&p, &k).expect_err("rejected");
+        assert!(
+            matches!(e, Failure::Differs { .. }),
+            "{bug}, M = {pad}: {e}"
+        );
+    }
 }

@@ -262,6 +262,8 @@ fn jam(nodes: &[Node], p: Bound, rows: &BTreeMap<u32, BufId>) -> Vec<Node> {
                 value: in_rows(value, p.var, rows),
             }]),
             Node::NoJam => Node::NoJam,
+            // Lane folds come after this pass; one would be jammed as the loop it means.
+            Node::LaneFold(l) => jam(&[l.nest()], p, rows).remove(0),
             Node::Fold {
                 buf,
                 index,
@@ -556,8 +558,19 @@ mod tests {
 
     #[test]
     fn reductions_along_unit_stride_are_left_alone() {
-        for src in [
+        // The loop order of a maximum along unit stride stays; its reduction loop becomes a
+        // lane fold (`opt::lanes`, which runs under the same tuning switch).
+        let (before, after) = steps(
             "input var X : [5 9 24]\noutput var Y : [5 9]\nY = redmax 3 X\n",
+            1,
+        );
+        assert_eq!(
+            after,
+            before.replace("for l2 in 0..24", "lanes for l2 in 0..24"),
+            "{before}"
+        );
+        assert_ne!(before, after);
+        for src in [
             "input var A : [21 40]\ninput var x : [40]\noutput var y : [21]\ny = (A # x) .[2 3]\n",
             "input var A : [30 50]\noutput var t : []\nt = red+ 1 (red+ 1 A)\n",
             // Below MIN_WORK.
