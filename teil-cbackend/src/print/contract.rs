@@ -1205,11 +1205,7 @@ pub(crate) fn tiles(kernels: &[&Kernel]) -> String {
             out.push_str(&fma_lanes(width));
         }
         for &(mr, nr, fma, two_level) in &shapes[&t] {
-            out.push_str(&if two_level {
-                nested_tile(mr, nr, width, fma)
-            } else {
-                tile(mr, nr, width, fma)
-            });
+            out.push_str(&tile(mr, nr, width, fma, two_level));
         }
     });
     out
@@ -1334,23 +1330,15 @@ pub(crate) fn fma_lanes(width: u64) -> String {
 /// vector extensions; `nr` is a multiple of `width`), each vector operation one binary64
 /// operation per cell; with `width == 1` the same computation is plain C (the compiler may
 /// vectorise it).
-fn tile(mr: u64, nr: u64, width: u64, fma: bool) -> String {
-    tile_sums(mr, nr, width, fma, false)
-}
-
-/// The register tile `teil_tile2_MRxNR` (`_fma` in fma mode) of a two-level sum: [`tile`]'s,
-/// with the terms in groups of `kin` (an extra argument; `kc` is a multiple of it), each
+///
+/// With `two_level`, the tile `teil_tile2_MRxNR` (`_fma` in fma mode) of a two-level sum: the
+/// same, with the terms in groups of `kin` (an extra argument; `kc` is a multiple of it), each
 /// group's products added in order to an inner sum of its own from `-0.0`, which is then added
 /// to the cell's sum: `t[..] (+)= s_0 + s_1 + ...` with `s_g = -0.0 + pa[g kin][i] * pb[g
 /// kin][j] + ...` (spec/padding.md, "Contraction kernels"). In fma mode only the
 /// multiply-adds of the inner sums are fused. The tile keeps both sums of every cell in
 /// registers ([`crate::opt::contract::NESTED`] sizes it so).
-fn nested_tile(mr: u64, nr: u64, width: u64, fma: bool) -> String {
-    tile_sums(mr, nr, width, fma, true)
-}
-
-/// [`tile`] (`two_level` false) and [`nested_tile`] (true).
-fn tile_sums(mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) -> String {
+fn tile(mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) -> String {
     let name = tile_name(mr, nr, fma, two_level);
     let cells = mr * nr;
     let mut s = String::new();
@@ -1604,8 +1592,8 @@ mod tests {
     #[test]
     fn the_fma_tiles_fuse_exactly_the_multiply_adds() {
         for (mr, nr, width) in [(6, 8, 4), (16, 8, 8), (6, 8, 2), (6, 8, 1)] {
-            let exact = tile(mr, nr, width, false);
-            let fused = tile(mr, nr, width, true);
+            let exact = tile(mr, nr, width, false, false);
+            let fused = tile(mr, nr, width, true, false);
             let updates = if width > 1 { mr * (nr / width) } else { 1 };
             let call = if width > 1 {
                 format!("teil_fmav{width}(")

@@ -142,17 +142,14 @@ impl Printer<'_> {
             }
         });
         match v {
-            _ if !uses => format!("teil_lanes_of({})", self.val(v, true)),
-            Val::Load(b, idx) => format!("teil_lanes_load(&{})", self.access(*b, idx)),
-            Val::Bin(op, a, b) => format!(
+            Val::Load(b, idx) if uses => format!("teil_lanes_load(&{})", self.access(*b, idx)),
+            Val::Bin(op, a, b) if uses => format!(
                 "({} {} {})",
                 self.lanes_val(a, l),
                 op.symbol(),
                 self.lanes_val(b, l)
             ),
-            Val::Lit(_) | Val::Acc(_) | Val::Undefined => {
-                format!("teil_lanes_of({})", self.val(v, true))
-            }
+            _ => format!("teil_lanes_of({})", self.val(v, true)),
         }
     }
 }
