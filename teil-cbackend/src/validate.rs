@@ -30,7 +30,7 @@
 //! shapes.
 
 use crate::ir::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use teil::ast::{BinOp, Expr, ExprKind, RedOp, ShapeDisplay};
 use teil::CheckedProgram;
@@ -438,6 +438,11 @@ struct Machine<'k> {
     /// Loop variables bound in the current nest.
     env: BTreeMap<Label, u64>,
     accs: BTreeMap<u32, Acc>,
+    /// The cells (by [`Machine::locate`]) whose content is an operator's identity *as the
+    /// start of a fold*: stored as an identity literal and not written since. Only into such
+    /// a cell does a [`Node::Fold`] give its value itself; a cell that holds `−0` because the
+    /// data is `−0` folds as an operand, as the oracle's fold does.
+    fresh: HashSet<(Option<usize>, usize)>,
     /// Where the current step is, for error messages.
     step: usize,
 }
@@ -499,6 +504,7 @@ impl<'k> Machine<'k> {
             strides,
             env: BTreeMap::new(),
             accs: BTreeMap::new(),
+            fresh: HashSet::new(),
             step: 0,
         }
     }
@@ -583,7 +589,9 @@ impl<'k> Machine<'k> {
     }
 
     fn write(&mut self, b: BufId, index: &[u64], v: Sym) -> Result<(), Failure> {
-        match self.locate(b, index)? {
+        let at = self.locate(b, index)?;
+        self.fresh.remove(&at);
+        match at {
             (Some(p), off) => self.params[p][off] = v,
             (None, off) => self.workspace[off] = v,
         }
@@ -1077,7 +1085,19 @@ impl<'k> Machine<'k> {
             Node::Store { buf, index, value } => {
                 let v = self.val(value)?;
                 let idx = self.index(index)?;
-                self.write(*buf, &idx, v)
+                self.write(*buf, &idx, v)?;
+                // An identity literal starts the folds into the cell (interchanged nests,
+                // `opt::interchange`).
+                if let Val::Lit(x) = value {
+                    if RedOp::ALL
+                        .iter()
+                        .any(|&op| crate::ir::identity(op).to_bits() == x.to_bits())
+                    {
+                        let at = self.locate(*buf, &idx)?;
+                        self.fresh.insert(at);
+                    }
+                }
+                Ok(())
             }
             Node::Fold {
                 buf,
@@ -1088,10 +1108,12 @@ impl<'k> Machine<'k> {
                 let v = self.val(value)?;
                 let idx = self.index(index)?;
                 let cur = self.read(*buf, &idx)?;
-                // A cell holding exactly the identity literal of `op` folds to `v`, exactly as
-                // an accumulator's identity does (binary64: -0 + x = x, 1 · x = x, max(-∞, x)
-                // = x, min(∞, x) = x); any other content is an operand.
-                let next = if cur == identity(*op) {
+                // A cell that a store filled with the identity literal of `op` to start this
+                // fold folds to `v`, exactly as an accumulator's identity does (binary64:
+                // -0 + x = x, 1 · x = x, max(-∞, x) = x, min(∞, x) = x); any other content —
+                // an identity-valued datum included — is an operand, as in the oracle's fold.
+                let fresh = self.fresh.contains(&self.locate(*buf, &idx)?);
+                let next = if fresh && cur == identity(*op) {
                     v
                 } else {
                     Sym::fold_step(*op, &cur, &v)

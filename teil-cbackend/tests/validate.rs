@@ -487,3 +487,135 @@ fn large_unused_variables_are_refused_before_anything_is_allocated() {
          cells, more than the limit of 2097152; validation is for small shapes"
     );
 }
+
+/// Data equal to an operator's identity, or next to one: the literals `-0`, `0`, `1` and the
+/// infinities (TeIL has no infinite literal; `1 / 0` is one, as a term).
+const IDENTITY_DATA: [&str; 5] = ["(-0)", "0", "1", "(1 / 0)", "(-1 / 0)"];
+
+/// Whether some loop nest of `k` folds into a cell (`Node::Fold`, an interchanged reduction)
+/// or is a lane fold: the nests whose start from the identity the validator must tell apart
+/// from identity-valued data.
+fn has_fold(k: &Kernel) -> bool {
+    let mut found = false;
+    let mut k = k.clone();
+    each_node(&mut k, &mut |n| {
+        found |= matches!(n, Node::Fold { .. } | Node::LaneFold(_));
+    });
+    found
+}
+
+/// `src` validates at M = 1 and 4, with and without lifting, or (`quick`, for the largest
+/// shapes) at M = 1 with lifting; returns the kernels.
+fn validates_large(src: &str, quick: bool) -> Vec<Kernel> {
+    let p = compile(src);
+    let mut kernels = Vec::new();
+    let (pads, lifts): (&[u64], &[bool]) = if quick {
+        (&[1], &[true])
+    } else {
+        (&[1, 4], &[true, false])
+    };
+    for &pad in pads {
+        for &lift in lifts {
+            let k = lower(&p, pad, lift);
+            let v = validate::validate(&p, &k)
+                .unwrap_or_else(|e| panic!("M = {pad}, lift = {lift}: {e}\n{src}"));
+            assert_eq!(
+                (v.output_cells, v.padding_cells),
+                expected_counts(&k),
+                "{src}"
+            );
+            kernels.push(k);
+        }
+    }
+    kernels
+}
+
+#[test]
+fn reductions_of_identity_valued_data_validate() {
+    // Issue 23: a cell holding `-0` because the data is `-0` is an operand of the fold, not
+    // the fold's start; the kernel computes `-0 + -0 + ...` exactly as the oracle's term.
+    let mut folds = 0;
+    for n in [24, 64] {
+        for op in ["red+", "red*", "redmax", "redmin"] {
+            for lit in IDENTITY_DATA {
+                for axis in [1, 2] {
+                    let src = format!(
+                        "output var r : [{n}]\nvar A : [{n} {n}]\n\
+                         A = expa 1 {n} (expa 1 {n} {lit})\nr = {op} {axis} A\n"
+                    );
+                    folds += validates_large(&src, false)
+                        .iter()
+                        .filter(|k| has_fold(k))
+                        .count();
+                }
+            }
+        }
+    }
+    // Along the first axis every reduction is interchanged into a fold (2 extents x 4
+    // operators x 5 data x 4 kernels), along the second max and min are lane folds.
+    assert!(folds >= 2 * 4 * 5 * 4, "{folds} kernels with folds");
+}
+
+#[test]
+fn contractions_of_identity_valued_data_validate() {
+    // Every kernel form with a sum: packed products, dot products (matrix-vector,
+    // vector-matrix), sums of products, a tiled transposition followed by an in-place product.
+    for n in [24, 64] {
+        for lit in IDENTITY_DATA {
+            let forms = [
+                "C = (A # B) .[2 3]",
+                "C = (B # A) .[2 3]",
+                "y = (A # x) .[2 3]",
+                "y = (x # A) .[1 2]",
+                "s = red+ 1 (red+ 1 (A * B))",
+                "C = (A # A) .[2 3]",
+                "C = transp 1 2 A\nC = C + (A # B) .[2 3]",
+            ];
+            for stmt in forms {
+                // At 64 a product is 262,144 symbolic multiply-adds: there only the data equal
+                // to a sum's identity (`-0`) and a product's (`1`).
+                let cubic = stmt.contains('#') && !stmt.contains('x');
+                if n > 24 && cubic && !matches!(lit, "(-0)" | "1") {
+                    continue;
+                }
+                let src = format!(
+                    "input var B : [{n} {n}]\ninput var x : [{n}]\nvar A : [{n} {n}]\n\
+                     output var C : [{n} {n}]\noutput var y : [{n}]\noutput var s : []\n\
+                     A = expa 1 {n} (expa 1 {n} {lit})\n{stmt}\n"
+                );
+                validates_large(&src, n > 24);
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Reductions and contractions over data mixing identity-valued literals with inputs, at
+    /// extents on both sides of the interchange threshold.
+    #[test]
+    fn identity_valued_data_validates(
+        n in 18u64..=40,
+        m in 1u64..=6,
+        op in proptest::sample::select(vec!["red+", "red*", "redmax", "redmin"]),
+        lit in proptest::sample::select(IDENTITY_DATA.to_vec()),
+        axis in 1u64..=2,
+        mixed in proptest::bool::ANY,
+    ) {
+        // `A` is the literal everywhere (mixed: the literal plus an input cell, a control; not
+        // for `red*`, whose product of n sums has 2^n monomials, over the symbolic limits).
+        let mixed = mixed && op != "red*";
+        let fill = if mixed {
+            format!("A = expa 1 {n} (expa 1 {m} {lit})\nA = A + Z\n")
+        } else {
+            format!("A = expa 1 {n} (expa 1 {m} {lit})\n")
+        };
+        let out = if axis == 1 { m } else { n };
+        let src = format!(
+            "input var Z : [{n} {m}]\nvar A : [{n} {m}]\noutput var r : [{out}]\n\
+             output var C : [{m} {m}]\n{fill}r = {op} {axis} A\nC = (A # A) .[1 3]\n"
+        );
+        validates_large(&src, false);
+    }
+}
