@@ -119,6 +119,71 @@ impl Toolchain {
         self.cflags = flags.split_whitespace().map(str::to_string).collect();
         self
     }
+
+    /// Refuses flags that would make the compiled kernels compute other values than the spec
+    /// defines (spec/abi.md, "Floating point"): every compilation checks them first
+    /// ([`compile`]), and so does [`crate::shared`] before it looks in its cache. The flags of
+    /// [`EXTRA_CFLAGS_VAR`] are checked too.
+    pub fn check_flags(&self) -> Result<(), RunError> {
+        match self
+            .cflags
+            .iter()
+            .chain(&extra_cflags())
+            .find_map(|f| value_changing(f).map(|why| (f, why)))
+        {
+            Some((flag, why)) => Err(RunError::UnsafeFlag {
+                flag: flag.clone(),
+                why,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Passed after every other flag of every compilation: no compiler contracts `a * b + c`
+/// into a fused multiply-add that the generated C does not spell (`teil_fma`). The generated
+/// C says the same with pragmas ([`crate::print`]); the flag also covers Clang's
+/// `-ffp-contract=fast`, under which Clang ignores them. GCC and Clang take the last
+/// `-ffp-contract` given.
+pub const CONTRACTION_OFF: &str = "-ffp-contract=off";
+
+/// Why a C compiler flag would change the kernels' values, or `None` for a flag that does not.
+/// The list is of GCC's and Clang's spellings; the generated C also refuses `-ffast-math` and
+/// `-ffinite-math-only` itself, at compile time.
+fn value_changing(flag: &str) -> Option<&'static str> {
+    const REASSOCIATES: &str = "it lets the compiler reassociate or simplify floating-point \
+                                arithmetic, which changes results";
+    Some(match flag {
+        "-ffast-math"
+        | "-Ofast"
+        | "-funsafe-math-optimizations"
+        | "-fassociative-math"
+        | "-freciprocal-math"
+        | "-fapprox-func" => REASSOCIATES,
+        "-ffinite-math-only" | "-fno-honor-infinities" | "-fno-honor-nans" => {
+            "it lets the compiler assume there are no infinities or NaNs, which TeIL's values \
+             include (the undefined value is a NaN)"
+        }
+        "-fno-signed-zeros" => "it lets the compiler drop the sign of zero, which TeIL keeps",
+        "-fsingle-precision-constant" => "it rounds literals to single precision",
+        "-mdaz-ftz" | "-menable-unsafe-fp-math" => {
+            "it flushes subnormal numbers to zero, in the whole process"
+        }
+        "-mfpmath=387" => "x87 arithmetic rounds to extended precision first",
+        _ if flag.starts_with("-ffp-contract=") && flag != CONTRACTION_OFF => {
+            "TeIL decides contraction itself: none in exact mode, the pairs spec/values.md \
+             lists in fma mode (`--fma`)"
+        }
+        _ if flag.starts_with("-ffp-model=")
+            && !matches!(flag, "-ffp-model=precise" | "-ffp-model=strict") =>
+        {
+            "a floating-point model other than `precise` or `strict` changes results"
+        }
+        _ if flag.starts_with('@') => {
+            "a response file could hold any flag; give the flags themselves"
+        }
+        _ => return None,
+    })
 }
 
 /// One call of one kernel of a batch.
@@ -184,6 +249,8 @@ pub enum RunError {
     Interrupted,
     #[error("{what}: {error}")]
     Io { what: String, error: std::io::Error },
+    #[error("the C compiler flag `{flag}` is refused: {why} (spec/abi.md, \"Floating point\")")]
+    UnsafeFlag { flag: String, why: &'static str },
 }
 
 impl RunError {
@@ -292,8 +359,9 @@ pub fn extra_cflags() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Runs the compiler of `tc` as `CC FLAGS EXTRA ARGS...` (no shell; `EXTRA` from
-/// [`EXTRA_CFLAGS_VAR`]) through [`supervise`], with its
+/// Runs the compiler of `tc` as `CC FLAGS EXTRA -ffp-contract=off ARGS...` (no shell; `EXTRA`
+/// from [`EXTRA_CFLAGS_VAR`]; flags that change values refused, [`Toolchain::check_flags`])
+/// through [`supervise`], with its
 /// messages and its own temporaries (`TMPDIR`) in `scratch`, so that they are removed with it
 /// even when the compiler is killed. Errors name `source`, which the caller keeps when the
 /// compiler could not be run or failed. Every compilation of the backend goes through here
@@ -304,10 +372,12 @@ pub(crate) fn compile(
     scratch: &Path,
     source: &Path,
 ) -> Result<(), RunError> {
+    tc.check_flags()?;
     let cc_stderr = scratch.join("cc.stderr");
     let mut cc = Command::new(&tc.cc);
     cc.args(&tc.cflags)
         .args(extra_cflags())
+        .arg(CONTRACTION_OFF)
         .args(args)
         .env("TMPDIR", scratch)
         .stdin(Stdio::null())

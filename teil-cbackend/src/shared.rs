@@ -241,6 +241,8 @@ impl SharedKernel {
             tc.cflags.push("-fopenmp".to_string());
         }
 
+        // Before the cache: an object compiled with such flags is never loaded.
+        tc.check_flags()?;
         let dir = match &opts.cache_dir {
             Some(d) => d.clone(),
             None => default_cache_dir().ok_or(KernelError::NoCacheDir)?,

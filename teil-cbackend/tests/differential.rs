@@ -20,6 +20,15 @@
 //! ([`Schedule::Alternating`], half the compile time): every kernel is still checked, and every
 //! program and every M runs under both flag sets, but not every pair (README, *Tests*).
 //! Programs are batched: one translation unit and one driver process per flag set and test.
+//!
+//! Every test then runs its programs once more under the flags that make compilers contract
+//! `a * b + c` into fused multiply-adds (`compilers::contracting`: `-O3 -march=native` in
+//! GCC's GNU mode, `-O2 -mfma`, Clang `-O3 -march=native`): the unlifted kernels at M = 1 and
+//! 4, on uniform(-1, 1) inputs whose products and sums round (the small integers above never
+//! do, so they cannot see a fused multiply-add), bit for bit against the oracle on the same
+//! inputs ([`contracting`]; spec/abi.md, "Floating point").
+
+mod compilers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -547,6 +556,7 @@ fn corpus_agrees_with_the_oracle_at_every_padding() {
     );
     let stats = differential(&cases, &PADS, Schedule::from_env());
     assert_clean(&format!("corpus ({} programs)", cases.len()), &stats, &PADS);
+    contracting("corpus", &cases);
 }
 
 fn random_set(k: usize) {
@@ -560,6 +570,7 @@ fn random_set(k: usize) {
     );
     let stats = differential(&cases, pads, Schedule::from_env());
     assert_clean(&format!("random program set {k}"), &stats, pads);
+    contracting(&format!("random program set {k}"), &cases);
     // Lifting is exercised, and most lifted runs are still compared bit for bit.
     assert!(stats.lifted >= 20, "only {} lifted runs", stats.lifted);
 }
@@ -587,4 +598,76 @@ fn random_contraction_chains_agree() {
     let stats = differential(&cases, &PADS, Schedule::from_env());
     assert_clean("contraction chains", &stats, &PADS);
     assert!(stats.lifted >= 300, "only {} lifted runs", stats.lifted);
+    contracting("contraction chains", &cases);
+}
+
+/// The padding multiples of the contracting flag sets' runs.
+const CONTRACTING_PADS: [u64; 2] = [1, 4];
+
+/// Every case's unlifted exact-mode kernel at [`CONTRACTING_PADS`] under every contracting flag
+/// set, on uniform(-1, 1) inputs, bit for bit against the oracle (module documentation).
+fn contracting(what: &str, cases: &[Case]) {
+    let uniform: Vec<Case> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let inputs = teil_interp::uniform_inputs(&c.program, i as u64);
+            let expected = teil_interp::run_oracle(&c.program, &inputs).ok()?;
+            Some(Case {
+                label: c.label.clone(),
+                program: c.program.clone(),
+                inputs,
+                expected,
+                division: c.division,
+            })
+        })
+        .collect();
+    assert_eq!(
+        uniform.len(),
+        cases.len(),
+        "{what}: the oracle refused some programs"
+    );
+    let mut runs = Vec::new();
+    for (i, c) in uniform.iter().enumerate() {
+        for pad in CONTRACTING_PADS {
+            let opts = Options {
+                pad,
+                name: format!("kernel_{i}_m{pad}"),
+                lift: false,
+                ..Options::default()
+            };
+            let kernel = teil_cbackend::lower(&c.program, &opts)
+                .unwrap_or_else(|e| panic!("{}: cannot lower at M = {pad}: {e}", c.label));
+            runs.push(Run {
+                case: c,
+                kernel,
+                exact: true,
+            });
+        }
+    }
+    let sets = compilers::contracting();
+    let failures: Vec<String> = sets
+        .iter()
+        .flat_map(|(flags, tc)| {
+            check_batch(&runs, tc)
+                .into_iter()
+                .map(move |f| format!("[{flags}] {f}"))
+        })
+        .collect();
+    eprintln!(
+        "{what}: {} unlifted kernel runs on uniform inputs under each of {:?}",
+        runs.len(),
+        sets.iter().map(|(f, _)| f).collect::<Vec<_>>()
+    );
+    assert!(
+        failures.is_empty(),
+        "{what}: {} runs differ from the oracle under contracting flags; first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    );
 }

@@ -110,3 +110,36 @@ fn the_example_of_the_validation_chapter_validates_at_every_padding() {
         );
     }
 }
+
+#[test]
+fn kernels_over_identity_valued_data_validate_at_24_and_64() {
+    // Issue 23: the data `-0` (a sum's identity) and `1` (a product's) folded into a target
+    // whose folds start from that identity.
+    let dir = tempfile::tempdir().expect("temp dir");
+    for n in [24, 64] {
+        for (lit, op) in [("(-0)", "red+"), ("1", "red*")] {
+            let file = write(
+                dir.path(),
+                "id.teil",
+                &format!(
+                    "output var r : [{n}]\nvar A : [{n} {n}]\n\
+                     A = expa 1 {n} (expa 1 {n} {lit})\nr = {op} 1 A\n"
+                ),
+            );
+            let o = teil(&["emit-c", &file, "--validate"]);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{lit} {op} {n}: {}",
+                text(&o.stderr)
+            );
+            assert!(
+                text(&o.stderr).starts_with(&format!(
+                    "validated for these shapes: r [{n}] with M = 1: {n} output cells equal"
+                )),
+                "{}",
+                text(&o.stderr)
+            );
+        }
+    }
+}

@@ -39,7 +39,7 @@ fn emit_c_with_fma_validates_and_prints_fused_multiply_adds() {
         "teil_tile_12x16_fma(teil_kcb,",
         "teil_tile_6x8_fma(teil_kcb,",
         "teil_s0 = teil_fma(",
-        "#if defined(__GNUC__) && defined(__FP_FAST_FMA)",
+        "#if defined(teil_fast_fma)\n    return __builtin_fma(x, y, c);",
     ] {
         assert!(c.contains(fused), "missing `{fused}`:\n{c}");
     }

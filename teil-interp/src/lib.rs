@@ -225,6 +225,26 @@ pub fn try_random_inputs(
     Ok(out)
 }
 
+/// Reproducible inputs uniform in `[-1, 1)` (multiples of 2^-52): values whose products and
+/// sums round, for tests that must tell evaluation orders and fused multiply-adds apart (the
+/// small integers of [`random_inputs`] never round). Streams as in [`random_inputs`]; panics
+/// where a variable cannot be allocated (tests only use it on small programs).
+pub fn uniform_inputs(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor> {
+    p.program()
+        .decls
+        .iter()
+        .filter(|d| p.is_input(d))
+        .map(|d| {
+            let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
+            let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
+            let t = Tensor::from_shape_simple_fn(shape, || {
+                (rng.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            });
+            (d.name.name.clone(), t)
+        })
+        .collect()
+}
+
 /// The random values of one declared variable (see [`random_inputs`]).
 fn random_tensor(d: &teil::ast::Decl, seed: u64) -> Result<Tensor, RunError> {
     let extents = d.shape();

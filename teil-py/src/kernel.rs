@@ -35,7 +35,8 @@ pub struct Kernel {
 /// Compiling or calling failed: the caller's arguments (`ValueError`) or the run (`RunError`).
 fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
     match e {
-        KernelError::Lower(teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..)) => {
+        KernelError::Lower(teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..))
+        | KernelError::Compile(teil_cbackend::run::RunError::UnsafeFlag { .. }) => {
             PyValueError::new_err(e.to_string())
         }
         _ => diag::run_error(py, e.to_string()),

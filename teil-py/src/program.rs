@@ -283,6 +283,9 @@ fn run_c(
     }
     teil_cbackend::run_program(p, &opts, c.openmp, &toolchain, inputs).map_err(|e| match e {
         teil_cbackend::ProgramError::Lower(e) => lower_failure(e),
+        e @ teil_cbackend::ProgramError::Run(teil_cbackend::run::RunError::UnsafeFlag {
+            ..
+        }) => Failure::Usage(e.to_string()),
         e => Failure::run(e),
     })
 }
@@ -508,7 +511,10 @@ impl Program {
 
     /// Compiles the program's C once into a shared object (cached by content hash in the
     /// per-user cache directory, or ``cache_dir``) and loads it: a ``teil.Kernel`` to call many
-    /// times without recompiling. ``cflags`` replaces the default ``-O2``.
+    /// times without recompiling. ``cflags`` replaces the default ``-O2``; whatever they
+    /// say, the kernel computes exactly (contraction of multiply-adds stays off), and flags
+    /// that change values (``-ffast-math``, ``-Ofast``, ``-ffinite-math-only``, ...) raise
+    /// ``ValueError`` (spec/abi.md, "Compiling the C").
     ///
     /// ``fma=False`` (the default) keeps results bit for bit those of ``backend="oracle"``
     /// (without contraction lifting's reassociation, spec/padding.md). ``fma=True`` is the

@@ -1288,7 +1288,7 @@ const VECTOR_FMA: [(&str, u64, &str); 4] = [
 ];
 
 /// Defines `teil_fmav<width>(a, b, c)`: `c + a * b` on GCC/Clang vectors of `width` doubles,
-/// every lane fused exactly when `teil_fma` fuses (where the compiler defines `__FP_FAST_FMA`).
+/// every lane fused exactly when `teil_fma` fuses (where the preamble defines `teil_fast_fma`).
 /// There it is one vector fused multiply-add, the first builtin of [`VECTOR_FMA`] for the width
 /// that the compiler has for its target flags (`__has_builtin`): the row value's broadcast
 /// becomes the instruction's memory operand. Otherwise (no builtin, or no fast fused
@@ -1303,7 +1303,7 @@ pub(crate) fn fma_lanes(width: u64) -> String {
         "/* c + a * b on vectors of {width} doubles, every lane fused where teil_fma fuses (fma mode,\n \
          * spec/values.md, \"Fused multiply-add\"): a vector fused multiply-add where the compiler\n \
          * has one for these flags, else teil_fma lane by lane. */\n\
-         #if defined(__FP_FAST_FMA) && defined(__has_builtin)\n"
+         #if defined(teil_fast_fma) && defined(__has_builtin)\n"
     );
     let builtins = VECTOR_FMA.iter().filter(|(_, w, _)| *w == 0 || *w == width);
     for (i, (name, _, extra)) in builtins.enumerate() {
@@ -1637,7 +1637,7 @@ mod tests {
             "/* c + a * b on vectors of 2 doubles, every lane fused where teil_fma fuses (fma mode,\n \
              * spec/values.md, \"Fused multiply-add\"): a vector fused multiply-add where the compiler\n \
              * has one for these flags, else teil_fma lane by lane. */\n\
-             #if defined(__FP_FAST_FMA) && defined(__has_builtin)\n\
+             #if defined(teil_fast_fma) && defined(__has_builtin)\n\
              #if __has_builtin(__builtin_elementwise_fma)\n\
              #define teil_fmav2(a, b, c) __builtin_elementwise_fma(a, b, c)\n\
              #elif __has_builtin(__builtin_ia32_vfmaddpd)\n\
