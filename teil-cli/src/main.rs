@@ -2,7 +2,9 @@
 //!
 //! Exit codes, for every subcommand: 0 success (warnings allowed), 1 the input was rejected
 //! (a diagnostic with a code was printed), 2 usage or I/O problems, 130 interrupted by SIGINT
-//! or SIGTERM (`teil fuzz`, `teil run --backend c`: [`interrupt`]).
+//! or SIGTERM (`teil fuzz`, `teil run --backend c`: [`interrupt`]). A closed standard output (a
+//! reader such as `head` that has gone) is not an error: the rest of the output is dropped and
+//! the status is the one the command would have had; other failures to write it are 2 ([`out`]).
 //!
 //! Each subcommand lives in its own module; this file only declares the interface and
 //! dispatches.
@@ -16,6 +18,7 @@ mod input;
 mod interrupt;
 mod lower;
 mod ops_target;
+mod out;
 mod run;
 mod trace;
 
@@ -371,5 +374,5 @@ fn main() -> ExitCode {
             }
         },
     };
-    ExitCode::from(code)
+    ExitCode::from(out::status(code))
 }

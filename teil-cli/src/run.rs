@@ -233,7 +233,7 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let outputs = output_names(&p);
     for w in undefined_warnings(&p, &inputs, &results, &outputs) {
-        eprintln!("warning: {w}");
+        crate::out::eprint(&format!("warning: {w}\n"));
     }
     if let Some(dir) = &args.out {
         if let Err(e) = teil_interp::files::write_outputs(dir, &outputs, &results) {
@@ -241,7 +241,7 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     }
     if args.print || args.out.is_none() {
-        print!("{}", print_results(&outputs, &results));
+        crate::out::print(&print_results(&outputs, &results));
     }
     0
 }
