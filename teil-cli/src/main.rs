@@ -188,7 +188,8 @@ enum Command {
         syntax: Option<FmtSyntax>,
         #[command(flatten)]
         budget: run::BudgetArgs,
-        /// Refuse a trace that would print more than BYTES (default 16M; suffixes K, M, G).
+        /// Refuse a trace that would print more than BYTES (suffixes K, M, G, T: binary
+        /// multiples; default 16M).
         #[arg(long, value_name = "BYTES", value_parser = run::parse_bytes)]
         max_output: Option<u64>,
         #[arg(long, value_enum, default_value_t)]

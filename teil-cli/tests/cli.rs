@@ -695,3 +695,58 @@ fn a_full_device_is_an_io_error() {
         "{err}"
     );
 }
+
+/// Issue 23: `--max-output` counts the bytes `teil trace` prints, and the size flags accept
+/// exactly the suffixes their help lists (K, M, G, T), with one parser.
+#[test]
+fn size_flags_and_the_trace_output_budget() {
+    let (_d, good) = file("good.teil", GOOD);
+    let printed = teil(&["trace", &good, "C[1,2]", "--random-inputs", "1"]);
+    assert_eq!(printed.status.code(), Some(0));
+    let n = printed.stdout.len();
+    let at = teil(&[
+        "trace",
+        &good,
+        "C[1,2]",
+        "--random-inputs",
+        "1",
+        "--max-output",
+        &n.to_string(),
+    ]);
+    assert_eq!(at.status.code(), Some(0), "{}", stderr(&at));
+    assert_eq!(at.stdout, printed.stdout);
+    let under = teil(&[
+        "trace",
+        &good,
+        "C[1,2]",
+        "--random-inputs",
+        "1",
+        "--max-output",
+        &(n - 1).to_string(),
+    ]);
+    assert_eq!(under.status.code(), Some(1));
+    assert!(under.stdout.is_empty());
+    assert!(
+        stderr(&under).starts_with(&format!(
+            "error: [E0705] the trace would print more than the output budget of {} bytes ({n} bytes by its line",
+            n - 1
+        )),
+        "{}",
+        stderr(&under)
+    );
+    for flag in ["--max-output", "--max-memory"] {
+        let ok = teil(&["trace", &good, "C[1,2]", flag, "1T"]);
+        assert_eq!(ok.status.code(), Some(0), "{flag}: {}", stderr(&ok));
+        for bad in ["1P", "2GiB", "8MB", "1k"] {
+            let o = teil(&["trace", &good, "C[1,2]", flag, bad]);
+            assert_eq!(o.status.code(), Some(2), "{flag} {bad}");
+            assert!(
+                stderr(&o).contains(&format!(
+                    "`{bad}` is not a size: write bytes, or a whole number followed by K, M, G or T"
+                )),
+                "{flag} {bad}: {}",
+                stderr(&o)
+            );
+        }
+    }
+}
