@@ -11,8 +11,8 @@
 //! the last (`a + b + ⋯ (6 more) ⋯ + z`).
 //!
 //! The output is bounded (spec/limits.md): the symbolic lines are one per expression node, and
-//! their total size (the bytes [`render`] prints, every line padded to the widest) is checked against the budget's
-//! `max_output` as they are built; an expansion that would show more than
+//! their total size (the bytes [`render`] prints, every line padded to the widest) is checked
+//! against the budget's `max_output` as they are built; an expansion that would show more than
 //! [`MAX_EXPANDED_TERMS`] terms (nested folds multiply) is not printed, only the value; the
 //! oracle's work for the value is checked against `max_work` before it starts.
 
