@@ -560,9 +560,11 @@ Raise it with `--max-output BYTES`, or trace a smaller statement. (Expanded sums
 than 1,000 store reads are never printed; only their value is shown.)";
 
     CTooLarge = "E0706", Error, "tensor too large for the C backend",
-"The C backend addresses every buffer (a variable or a temporary, padded to the `--pad`
-multiple) and its workspace with 64-bit byte offsets, so each may have at most 2^62 elements.
-The checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emit-c` and
+"Every buffer of the C backend (a variable or a temporary, padded to the `--pad` multiple) and
+its workspace is one C object of doubles, 8 bytes each, and a C object's size in bytes must fit
+`ptrdiff_t`, a signed 64-bit type (at most 2^63 - 1 bytes): pointer arithmetic within it is
+defined only then, and `malloc` refuses more. So each may have at most 2^60 - 1 elements. The
+checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emit-c` and
 `teil run --backend c` refuse larger buffers with this error. (`teil run` refuses a program
 whose memory estimate is over the budget first, with E0701.)";
 

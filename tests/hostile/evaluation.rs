@@ -345,7 +345,7 @@ fn an_empty_index_in_a_cell_is_a_usage_error() {
 }
 
 /// A declaration the checker accepts (under 2^63 - 1 cells) but whose buffer the C backend
-/// cannot address (over 2^62): a coded refusal from `emit-c` and `run --backend c`.
+/// cannot address (over 2^60 - 1 doubles): a coded refusal from `emit-c` and `run --backend c`.
 #[test]
 fn the_c_backend_refuses_buffers_it_cannot_address() {
     let dir = tempfile::tempdir().unwrap();
@@ -360,4 +360,28 @@ fn the_c_backend_refuses_buffers_it_cannot_address() {
     assert!(o.stdout.is_empty());
     let o = Case::new(["run", &file, "--backend", "c"]).run();
     o.exits(1).reports("E0701");
+    // Issue 23: the limit is what C needs, a buffer's size in bytes within `ptrdiff_t`
+    // (2^63 - 1): at most 2^60 - 1 doubles, counted after padding.
+    let program = |n: u64| format!("alloc A : [{n}]\nalloc s : []\ns = red+ 1 A\n");
+    let largest = (1u64 << 60) - 1;
+    let file = write(dir.path(), "largest.teil", &program(largest));
+    let o = Case::new(["emit-c", &file]).run();
+    o.exits(0);
+    assert!(
+        o.stdout.contains(&format!("i0 < {largest}")),
+        "{}",
+        o.stdout
+    );
+    let o = Case::new(["emit-c", &file, "--pad", "2"]).run();
+    o.exits(2).reports("E0706");
+    assert!(
+        o.stderr.contains(
+            "`A` is too large for the C backend once padded (more than 2^60 - 1 elements: \
+             its size in bytes would not fit a signed 64-bit `ptrdiff_t`)"
+        ),
+        "{}",
+        o.stderr
+    );
+    let file = write(dir.path(), "over.teil", &program(largest + 1));
+    Case::new(["emit-c", &file]).run().exits(2).reports("E0706");
 }
