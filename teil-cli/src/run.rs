@@ -26,7 +26,7 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub max_memory: Option<u64>,
     /// Refuse an oracle run (`--backend oracle`, the values of `trace`) of more than STEPS evaluation
-    /// steps (default 1e9).
+    /// steps (default 1e8, a few seconds).
     #[arg(long, value_name = "STEPS", value_parser = parse_count)]
     pub max_work: Option<u64>,
 }

@@ -539,8 +539,8 @@ at most half of the process's address-space limit); raise it with `--max-memory 
 "The reference interpreter (`teil run --backend oracle`, the values of `teil trace`, `teil fuzz
 --replay`) evaluates every cell pointwise without sharing, so nested reductions multiply its
 work: `red+ 1 (expa 1 1000 e)` evaluates `e` 1000 times per cell. Its number of evaluation
-steps is computed from the shapes before it starts; above the work budget (default 10^9
-steps, about a minute of work) the run is refused. Use the fast evaluator (`teil run` without
+steps is computed from the shapes before it starts; above the work budget (default 10^8
+steps, a few seconds of work) the run is refused. Use the fast evaluator (`teil run` without
 `--backend oracle`), which shares sub-results, or raise the budget with `--max-work STEPS`.";
 
     OutOfMemory = "E0703", Error, "out of memory",
