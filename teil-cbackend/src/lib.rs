@@ -102,8 +102,8 @@ pub enum Error {
     #[error("`{0}` cannot be the kernel's C name: {1}")]
     BadName(String, &'static str),
     #[error(
-        "[E0706] {what} is too large for the C backend once padded (more than 2^62 elements, \
-         whose byte offsets would overflow 64 bits)"
+        "[E0706] {what} is too large for the C backend once padded (more than 2^60 - 1 \
+         elements: its size in bytes would not fit a signed 64-bit `ptrdiff_t`)"
     )]
     TooLarge { what: String },
     #[error("the program needs too many temporaries")]

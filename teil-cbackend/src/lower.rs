@@ -231,8 +231,13 @@ pub(crate) struct Assignments {
 /// Temporaries one program may create before lowering gives up (a guard, not a real limit).
 const MAX_TEMPS: usize = 100_000;
 
-/// Buffers larger than this many doubles are rejected (index arithmetic uses `long long`).
-const MAX_ELEMENTS: u64 = 1 << 62;
+/// The most doubles one buffer (padded), and the workspace, may hold: 2^60 - 1, so that its
+/// size in bytes fits `ptrdiff_t` (at most 2^63 - 1 on the 64-bit targets of spec/abi.md). C
+/// defines pointer arithmetic and differences only within one object, and compilers and
+/// `malloc` (glibc refuses larger requests) assume an object is smaller than `PTRDIFF_MAX`
+/// bytes; the `long long` element indices of the loops are then far from overflowing. (The
+/// element count alone, 2^63 - 1 at the checker, would put the byte size at 2^66.)
+const MAX_ELEMENTS: u64 = i64::MAX as u64 / 8;
 
 /// Longest statement comment kept in the C source.
 const MAX_COMMENT: usize = 240;

@@ -34,7 +34,7 @@ pub fn check(files: &[String], format: Format, color: Color) -> u8 {
         report(&diags, &src, format, color);
     }
     if status == 0 && format == Format::Text {
-        println!("{}", summary(&counts));
+        crate::out::println(&summary(&counts));
     }
     status
 }
@@ -101,7 +101,7 @@ pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
     };
     match text {
         Ok(text) => {
-            print!("{text}");
+            crate::out::print(&text);
             0
         }
         Err(diags) => {
@@ -114,7 +114,12 @@ pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
 pub fn explain(code: &str) -> u8 {
     match Code::parse(code) {
         Some(c) => {
-            println!("{}: {}\n\n{}", c.as_str(), c.title(), c.explanation());
+            crate::out::println(&format!(
+                "{}: {}\n\n{}",
+                c.as_str(),
+                c.title(),
+                c.explanation()
+            ));
             0
         }
         None => {

@@ -6,7 +6,7 @@
 
 use crate::input::{fail, report, Source};
 use crate::{Color, FmtSyntax, Format};
-use std::io::Write;
+
 use std::path::Path;
 use teil::fmt;
 
@@ -75,10 +75,9 @@ pub(crate) fn write_output(path: Option<&str>, text: &str) -> Result<(), String>
         Some(path) => teil_interp::files::write_atomically(Path::new(path), text.as_bytes())
             .map_err(|e| e.to_string()),
         None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())
-                .and_then(|()| out.flush())
-                .map_err(|e| format!("cannot write to standard output: {e}"))
+            // A closed pipe or a full disk is handled where all standard output is (`out`).
+            crate::out::print(text);
+            Ok(())
         }
     }
 }

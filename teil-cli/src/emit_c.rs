@@ -83,7 +83,7 @@ pub fn emit_c(
     kernel.openmp = openmp;
     if validate {
         match teil_cbackend::validate::validate(&checked, &kernel) {
-            Ok(v) => eprintln!("{v}"),
+            Ok(v) => crate::out::eprint(&format!("{v}\n")),
             Err(e) if e.is_rejection() => {
                 fail(&format!("the generated kernel does not validate: {e}"));
                 return 1;

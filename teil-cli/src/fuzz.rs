@@ -141,12 +141,12 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
         },
     };
     for m in &report.mismatches {
-        eprint!("{}", describe(m, &cfg));
+        crate::out::eprint(&describe(m, &cfg));
     }
     if let Some(Stop::Environment { code, message }) = &report.stopped {
         fail_coded(*code, message);
     }
-    println!("{}", report.summary());
+    crate::out::println(&report.summary());
     match report.stopped {
         Some(Stop::Interrupted) => EXIT_INTERRUPTED,
         Some(Stop::Environment { .. }) => 2,

@@ -32,12 +32,16 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         let n = args.programs.unwrap_or(1000);
         let done = teil_fuzz::export::export(dir, n, args.seed, args.skip, profile)?;
         if done.skipped > 0 {
-            eprintln!(
-                "{} programs skipped (too large for the oracle, or no einsum-only program)",
+            crate::out::eprint(&format!(
+                "{} programs skipped (too large for the oracle, or no einsum-only program)\n",
                 done.skipped
-            );
+            ));
         }
-        println!("{} cases written to {}", done.cases, dir.display());
+        crate::out::println(&format!(
+            "{} cases written to {}",
+            done.cases,
+            dir.display()
+        ));
         return Ok(0);
     }
     let text = args.target.as_deref().unwrap_or_default();
@@ -80,10 +84,10 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         None => target_campaign::run(&cfg, &|_| {})?,
     };
     for f in &report.findings {
-        eprint!("{}", describe(f, &cfg));
+        crate::out::eprint(&describe(f, &cfg));
     }
-    eprintln!("{}", counters(&report));
-    println!("{}", report.summary());
+    crate::out::eprint(&format!("{}\n", counters(&report)));
+    crate::out::println(&report.summary());
     Ok(u8::from(!report.findings.is_empty()))
 }
 

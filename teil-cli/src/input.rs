@@ -76,31 +76,26 @@ pub fn report(diags: &[Diagnostic], src: &Source, format: Format, color: Color) 
         return;
     }
     let renderer = render::Renderer::new(&src.name, &src.text);
-    // A closed pipe or a full disk leaves nothing useful to do with the rest of the output.
-    let _ = match format {
+    match format {
         Format::Text => {
+            // A closed pipe or a full disk leaves nowhere to report the failure.
             let color = use_color(color);
-            renderer.write_text(&mut std::io::stderr().lock(), diags, color)
+            let _ = renderer.write_text(&mut std::io::stderr().lock(), diags, color);
         }
-        Format::Json => {
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            renderer
-                .write_json(&mut out, diags)
-                .and_then(|()| std::io::Write::flush(&mut out))
-        }
-    };
+        Format::Json => crate::out::write_with(|mut out| renderer.write_json(&mut out, diags)),
+    }
 }
 
 /// Prints an operational error (I/O, usage) on stderr.
 pub fn fail(msg: &str) {
-    eprintln!("error: {msg}");
+    crate::out::eprint(&format!("error: {msg}\n"));
 }
 
 /// Prints an operational error with its diagnostic code, if it has one (`error[E0801]: ...`;
 /// `teil explain E0801` describes it).
 pub fn fail_coded(code: Option<teil::Code>, msg: &str) {
     match code {
-        Some(c) => eprintln!("error[{}]: {msg}", c.as_str()),
+        Some(c) => crate::out::eprint(&format!("error[{}]: {msg}\n", c.as_str())),
         None => fail(msg),
     }
 }

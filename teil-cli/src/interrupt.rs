@@ -29,7 +29,7 @@ pub fn cancel_on_signal() -> Cancel {
                 flag.cancel();
             });
             if let Err(e) = installed {
-                eprintln!("warning: cannot handle interruptions: {e}");
+                crate::out::eprint(&format!("warning: cannot handle interruptions: {e}\n"));
             }
             cancel
         })

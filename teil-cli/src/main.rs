@@ -2,7 +2,9 @@
 //!
 //! Exit codes, for every subcommand: 0 success (warnings allowed), 1 the input was rejected
 //! (a diagnostic with a code was printed), 2 usage or I/O problems, 130 interrupted by SIGINT
-//! or SIGTERM (`teil fuzz`, `teil run --backend c`: [`interrupt`]).
+//! or SIGTERM (`teil fuzz`, `teil run --backend c`: [`interrupt`]). A closed standard output (a
+//! reader such as `head` that has gone) is not an error: the rest of the output is dropped and
+//! the status is the one the command would have had; other failures to write it are 2 ([`out`]).
 //!
 //! Each subcommand lives in its own module; this file only declares the interface and
 //! dispatches.
@@ -16,6 +18,7 @@ mod input;
 mod interrupt;
 mod lower;
 mod ops_target;
+mod out;
 mod run;
 mod trace;
 
@@ -185,7 +188,8 @@ enum Command {
         syntax: Option<FmtSyntax>,
         #[command(flatten)]
         budget: run::BudgetArgs,
-        /// Refuse a trace that would print more than BYTES (default 16M; suffixes K, M, G).
+        /// Refuse a trace that would print more than BYTES (suffixes K, M, G, T: binary
+        /// multiples; default 16M).
         #[arg(long, value_name = "BYTES", value_parser = run::parse_bytes)]
         max_output: Option<u64>,
         #[arg(long, value_enum, default_value_t)]
@@ -371,5 +375,5 @@ fn main() -> ExitCode {
             }
         },
     };
-    ExitCode::from(code)
+    ExitCode::from(out::status(code))
 }

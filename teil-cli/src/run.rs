@@ -21,12 +21,12 @@ use teil_interp::{npy, RunError, Tensor};
 /// The budget flags of `teil run` and `teil trace` (spec/limits.md, "Evaluation budgets").
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct BudgetArgs {
-    /// Refuse a run whose estimated memory is over BYTES (suffixes K, M, G, T; default: half
-    /// of the machine's memory).
+    /// Refuse a run whose estimated memory is over BYTES (suffixes K, M, G, T: binary
+    /// multiples; default: half of the machine's memory).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub max_memory: Option<u64>,
     /// Refuse an oracle run (`--backend oracle`, the values of `trace`) of more than STEPS evaluation
-    /// steps (default 1e9).
+    /// steps (default 1e8, a few seconds).
     #[arg(long, value_name = "STEPS", value_parser = parse_count)]
     pub max_work: Option<u64>,
 }
@@ -48,29 +48,33 @@ impl BudgetArgs {
     }
 }
 
-/// `4096`, `512K`, `16M`, `2G`, `1T` (binary multiples; `KiB`, `MB`, ... also accepted).
+/// The suffixes a size may end with, as the flags' help lists them: binary multiples.
+const SIZE_SUFFIXES: [(char, u32); 4] = [('K', 10), ('M', 20), ('G', 30), ('T', 40)];
+
+/// A size in bytes, the one parser of `--max-memory` and `--max-output`: digits, optionally
+/// followed by exactly one of the suffixes their help lists, K, M, G or T (binary multiples:
+/// `512K` is 524288). Anything else (`1P`, `8 MB`, `2GiB`, `1k`, `1.5G`) is a usage error.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits);
-    let shift = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        _ => {
-            return Err(format!(
-                "`{text}` is not a size: write bytes, or a number with K, M, G or T"
-            ))
-        }
+    let bad = || {
+        format!("`{text}` is not a size: write bytes, or a whole number followed by K, M, G or T")
     };
+    let (num, shift) = match text.chars().last() {
+        Some(c) if !c.is_ascii_digit() => {
+            let (_, shift) = SIZE_SUFFIXES
+                .iter()
+                .find(|(s, _)| *s == c)
+                .ok_or_else(bad)?;
+            (&text[..text.len() - c.len_utf8()], *shift)
+        }
+        _ => (text, 0),
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
     num.parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(1u64 << shift))
-        .ok_or_else(|| {
-            format!("`{text}` is not a size: write bytes, or a number with K, M, G or T")
-        })
+        .ok_or_else(bad)
 }
 
 /// A count: `1000000`, or `1e9` (a power of ten, written as such).
@@ -233,7 +237,7 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let outputs = output_names(&p);
     for w in undefined_warnings(&p, &inputs, &results, &outputs) {
-        eprintln!("warning: {w}");
+        crate::out::eprint(&format!("warning: {w}\n"));
     }
     if let Some(dir) = &args.out {
         if let Err(e) = teil_interp::files::write_outputs(dir, &outputs, &results) {
@@ -241,7 +245,7 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     }
     if args.print || args.out.is_none() {
-        print!("{}", print_results(&outputs, &results));
+        crate::out::print(&print_results(&outputs, &results));
     }
     0
 }
@@ -486,13 +490,44 @@ mod budget_flag_tests {
     #[test]
     fn sizes_and_counts() {
         assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("0"), Ok(0));
         assert_eq!(parse_bytes("512K"), Ok(512 << 10));
         assert_eq!(parse_bytes("16M"), Ok(16 << 20));
-        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
-        assert_eq!(parse_bytes("1t"), Ok(1 << 40));
-        assert_eq!(parse_bytes("8 MB"), Ok(8 << 20));
-        for bad in ["", "G", "1.5G", "-1", "1P", "99999999999T", "1e9"] {
-            assert!(parse_bytes(bad).is_err(), "{bad}");
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        assert_eq!(parse_bytes("1T"), Ok(1 << 40));
+        assert_eq!(parse_bytes("16777215T"), Ok(16_777_215 << 40));
+        // Issue 23: exactly the help's suffixes, K, M, G and T; nothing else.
+        for bad in [
+            "",
+            "G",
+            "1.5G",
+            "-1",
+            "+1",
+            "1P",
+            "1E",
+            "99999999999T",
+            "16777216T",
+            "1e9",
+            "2GiB",
+            "8 MB",
+            "1KB",
+            "1B",
+            "1t",
+            "1k",
+            " 1K",
+            "1K ",
+            "1KK",
+            "K1",
+            "1\u{0}",
+            "1é",
+        ] {
+            assert_eq!(
+                parse_bytes(bad),
+                Err(format!(
+                    "`{bad}` is not a size: write bytes, or a whole number followed by K, M, G or T"
+                )),
+                "{bad}"
+            );
         }
         assert_eq!(parse_count("1000000"), Ok(1_000_000));
         assert_eq!(parse_count("1e9"), Ok(1_000_000_000));

@@ -56,7 +56,7 @@ pub fn trace(args: &TraceArgs) -> u8 {
     };
     match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style, &args.budget) {
         Ok(lines) => {
-            print!("{}", teil_interp::trace::render(&lines));
+            crate::out::print(&teil_interp::trace::render(&lines));
             0
         }
         Err(TraceError::Run(e)) => {

@@ -595,3 +595,158 @@ fn trace_speaks_the_source_syntax() {
         "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]                      [St-Stmt]"
     );
 }
+
+/// A pipe whose read end is already closed: every write to the other end fails with `EPIPE`
+/// (Rust ignores `SIGPIPE`), whatever the timing, as when `head -1` has gone.
+#[cfg(unix)]
+fn closed_pipe() -> Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: `pipe` writes two new descriptors into `fds`, which are then owned here once each.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    Stdio::from(write)
+}
+
+/// Runs `teil` with standard output (`on_stdout`) or standard error a closed pipe.
+#[cfg(unix)]
+fn teil_closed(args: &[&str], on_stdout: bool) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_teil"));
+    cmd.args(args).env("NO_COLOR", "1").stdin(Stdio::null());
+    if on_stdout {
+        cmd.stdout(closed_pipe()).stderr(Stdio::piped());
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(closed_pipe());
+    }
+    cmd.output().expect("teil runs")
+}
+
+/// Issue 23: `teil explain E0103 | head -1` panicked in `print!`. A closed standard output is
+/// not an error: every subcommand stops writing and exits with the status it would have had,
+/// saying nothing (spec/limits.md, "Robustness").
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let (_d, good) = file("good.teil", GOOD);
+    let (_e, bad) = file("bad.teil", BAD);
+    let tin = root().join("tests/tin/matmul.tin");
+    let tin = tin.to_str().unwrap();
+    let cases: &[(&[&str], i32)] = &[
+        (&["explain", "E0103"], 0),
+        (&["check", &good], 0),
+        (&["check", "--format", "json", &bad], 1),
+        (&["fmt", &good], 0),
+        (&["fmt", "--core", "--syntax", "infix", &good], 0),
+        (&["emit-c", &good], 0),
+        (&["emit-c", "--ir", &good], 0),
+        (&["lower", tin], 0),
+        (&["lower", "--ops", &good], 0),
+        (&["einsum", "ij,jk->ik", "--shapes", "[[2,3],[3,4]]"], 0),
+        (&["trace", &good, "C[1,2]"], 0),
+        (&["trace", &good, "C[1,2]", "--random-inputs", "1"], 0),
+        (&["run", &good, "--random-inputs", "1"], 0),
+        (
+            &["run", &good, "--random-inputs", "1", "--backend", "oracle"],
+            0,
+        ),
+    ];
+    for (args, status) in cases {
+        let o = teil_closed(args, true);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(*status), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("error"), "{args:?}: {err}");
+        // The same command with a reader prints something: the pipe was the only difference.
+        let full = teil(args);
+        assert_eq!(full.status.code(), Some(*status), "{args:?}");
+        assert!(!full.stdout.is_empty(), "{args:?}");
+    }
+    // A closed standard error: the report is lost, the status is kept.
+    for (args, status) in [
+        (&["explain", "E9999"][..], 2),
+        (&["check", &bad][..], 1),
+        (&["trace", &good, "X[1]"][..], 1),
+    ] {
+        let o = teil_closed(args, false);
+        assert_eq!(o.status.code(), Some(status), "{args:?}");
+    }
+}
+
+/// Another failure to write standard output (a full device) is reported, with status 2.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_device_is_an_io_error() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let o = Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(["explain", "E0103"])
+        .stdout(full)
+        .output()
+        .expect("teil runs");
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: cannot write to standard output:")
+            && err.contains("No space left on device")
+            && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+/// Issue 23: `--max-output` counts the bytes `teil trace` prints, and the size flags accept
+/// exactly the suffixes their help lists (K, M, G, T), with one parser.
+#[test]
+fn size_flags_and_the_trace_output_budget() {
+    let (_d, good) = file("good.teil", GOOD);
+    let printed = teil(&["trace", &good, "C[1,2]", "--random-inputs", "1"]);
+    assert_eq!(printed.status.code(), Some(0));
+    let n = printed.stdout.len();
+    let at = teil(&[
+        "trace",
+        &good,
+        "C[1,2]",
+        "--random-inputs",
+        "1",
+        "--max-output",
+        &n.to_string(),
+    ]);
+    assert_eq!(at.status.code(), Some(0), "{}", stderr(&at));
+    assert_eq!(at.stdout, printed.stdout);
+    let under = teil(&[
+        "trace",
+        &good,
+        "C[1,2]",
+        "--random-inputs",
+        "1",
+        "--max-output",
+        &(n - 1).to_string(),
+    ]);
+    assert_eq!(under.status.code(), Some(1));
+    assert!(under.stdout.is_empty());
+    assert!(
+        stderr(&under).starts_with(&format!(
+            "error: [E0705] the trace would print more than the output budget of {} bytes ({n} bytes by its line",
+            n - 1
+        )),
+        "{}",
+        stderr(&under)
+    );
+    for flag in ["--max-output", "--max-memory"] {
+        let ok = teil(&["trace", &good, "C[1,2]", flag, "1T"]);
+        assert_eq!(ok.status.code(), Some(0), "{flag}: {}", stderr(&ok));
+        for bad in ["1P", "2GiB", "8MB", "1k"] {
+            let o = teil(&["trace", &good, "C[1,2]", flag, bad]);
+            assert_eq!(o.status.code(), Some(2), "{flag} {bad}");
+            assert!(
+                stderr(&o).contains(&format!(
+                    "`{bad}` is not a size: write bytes, or a whole number followed by K, M, G or T"
+                )),
+                "{flag} {bad}: {}",
+                stderr(&o)
+            );
+        }
+    }
+}

@@ -28,11 +28,14 @@ use std::sync::{Arc, OnceLock};
 use teil::ast::{BinOp, Expr, ExprKind};
 use teil::CheckedProgram;
 
-/// The default work budget: 10^9 oracle steps. The oracle makes about 2·10^7 steps a second
-/// (one `eval` call each, which allocates its multi-index; measured with the test profile's
-/// build on the 2-core development machine, spec/limits.md), so the default admits runs of up
-/// to about a minute and refuses at once a program whose pointwise evaluation would take hours.
-pub const DEFAULT_MAX_WORK: u64 = 1_000_000_000;
+/// The default work budget: 10^8 oracle steps, a few seconds. A release build of the oracle
+/// makes about 6.5·10^7 steps a second under `teil run --backend oracle` and 1.1·10^8 for the
+/// values of `teil trace` (one `eval` call each, which allocates its multi-index; CPU time on
+/// the 2-core development machine, spec/limits.md), so the default admits up to about 1.5 s of
+/// CPU (a few seconds of wall-clock time on a loaded machine, or in the test profile's build)
+/// and refuses at once anything larger: a default must not let a 270-byte program keep `teil
+/// trace` busy for a minute (issue 23). `--max-work` raises it.
+pub const DEFAULT_MAX_WORK: u64 = 100_000_000;
 
 /// The default output budget of `teil trace`: 16 MiB of text.
 pub const DEFAULT_MAX_OUTPUT: u64 = 16 << 20;

@@ -90,11 +90,11 @@ pub enum RunError {
     Interrupted,
     /// `teil trace` would print more than the output budget (E0705).
     #[error(
-        "the trace would print more than the output budget of {} (by its line {lines}, lines \
-         padded to {width} bytes)",
-        Bytes(*budget)
+        "the trace would print more than the output budget of {} ({} by its line {lines})",
+        Bytes(*budget),
+        Bytes(*bytes)
     )]
-    OverOutput { budget: u64, lines: u64, width: u64 },
+    OverOutput { budget: u64, lines: u64, bytes: u64 },
     /// An expression nested deeper than `teil::limits::MAX_EXPR_DEPTH`.
     #[error("a right-hand side is nested {depth} levels deep; the limit is {limit}")]
     TooDeep { depth: usize, limit: usize },

@@ -11,8 +11,8 @@
 //! the last (`a + b + ⋯ (6 more) ⋯ + z`).
 //!
 //! The output is bounded (spec/limits.md): the symbolic lines are one per expression node, and
-//! their total size (every line padded to the widest) is checked against the budget's
-//! `max_output` as they are built; an expansion that would show more than
+//! their total size (the bytes [`render`] prints, every line padded to the widest) is checked
+//! against the budget's `max_output` as they are built; an expansion that would show more than
 //! [`MAX_EXPANDED_TERMS`] terms (nested folds multiply) is not printed, only the value; the
 //! oracle's work for the value is checked against `max_work` before it starts.
 
@@ -89,7 +89,8 @@ enum G {
 }
 
 /// The text of a trace as `teil trace` prints it: formulas on the left, the equations aligned
-/// in a column to their right, one line each.
+/// in a column to their right, one line each. Its length in bytes is what [`Output`] counts
+/// against the output budget.
 pub fn render(lines: &[Line]) -> String {
     let width = lines
         .iter()
@@ -227,11 +228,16 @@ pub fn trace(
     Ok(out.lines)
 }
 
-/// The lines of a trace, with their printed size (every line padded to the widest, as `teil
-/// trace` prints them) checked against the output budget as they come.
+/// The lines of a trace, with their printed size checked against the output budget as they
+/// come: exactly the bytes [`render`] prints, every line padded to the widest formula so far.
 struct Output<'b> {
     lines: Vec<Line>,
+    /// The widest formula, in characters (the padding is in characters).
     width: u64,
+    /// The bytes of every line but the padding up to `width`.
+    fixed: u64,
+    /// The lines that are padded (those with a rule; [`render`] trims the others' padding).
+    padded: u64,
     budget: &'b Budget,
 }
 
@@ -240,23 +246,39 @@ impl<'b> Output<'b> {
         Output {
             lines: Vec::new(),
             width: 0,
+            fixed: 0,
+            padded: 0,
             budget,
         }
     }
 
     fn push(&mut self, line: Line) -> Result<(), TraceError> {
-        // Text, two spaces, the rule, a newline (in bytes; the padding is in characters, so
-        // this is the printed size to within the multi-byte symbols of the narrower lines).
-        let w = (line.text.len() + line.rule.len() + 3) as u64;
-        self.width = self.width.max(w);
+        // [`render`] prints `text`, spaces up to `width` characters, two spaces, the rule and a
+        // newline, trimmed at the end: a line with a rule has `text.len() - chars(text)` bytes
+        // over its share of `width` (the multi-byte symbols), 2 + `rule` + 1 more; a line
+        // without one is its trimmed text and the newline.
+        let chars = line.text.chars().count() as u64;
+        let rule = line.rule.trim_end();
+        let (fixed, padded) = if rule.is_empty() {
+            (line.text.trim_end().len() as u64 + 1, 0)
+        } else {
+            (
+                line.text.len() as u64 - chars + 2 + rule.len() as u64 + 1,
+                1,
+            )
+        };
+        let width = self.width.max(chars);
+        let (fixed, padded) = (self.fixed + fixed, self.padded + padded);
+        let size = padded.saturating_mul(width).saturating_add(fixed);
         let lines = self.lines.len() as u64 + 1;
-        if lines.saturating_mul(self.width) > self.budget.max_output {
+        if size > self.budget.max_output {
             return Err(TraceError::Run(RunError::OverOutput {
                 budget: self.budget.max_output,
                 lines,
-                width: self.width,
+                bytes: size,
             }));
         }
+        (self.width, self.fixed, self.padded) = (width, fixed, padded);
         self.lines.push(line);
         Ok(())
     }

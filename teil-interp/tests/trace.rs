@@ -206,31 +206,88 @@ fn deep_towers_are_refused_by_the_work_budget_before_running() {
     assert_eq!(lines.len(), 1 + 4 * 60 + 2 + 1);
 }
 
+/// Issue 23: the output budget counts the bytes `teil trace` prints (`trace::render`), exactly:
+/// a trace of N bytes passes a budget of N and is refused by one of N - 1. (It used to count the
+/// widest line's bytes times the lines, under the printed size when a narrow formula has a long
+/// rule: a 506-byte trace passed `--max-output 500`.)
 #[test]
-fn the_output_budget_bounds_the_printed_size() {
-    let p = tower(12);
-    let symbolic = trace(&p, "s", &[], None, Style::Prefix, &Budget::default()).unwrap();
-    let width = symbolic
-        .iter()
-        .map(|l| l.text.len() + l.rule.len() + 3)
-        .max()
-        .unwrap() as u64;
-    let size = width * symbolic.len() as u64;
-    let tight = Budget {
-        max_output: size - 1,
-        ..Budget::default()
-    };
-    let err = trace(&p, "s", &[], None, Style::Prefix, &tight).unwrap_err();
-    assert!(
-        matches!(&err, TraceError::Run(e) if e.code() == Some(teil::Code::OutputBudget)),
-        "{err}"
+fn the_output_budget_counts_the_printed_bytes() {
+    let every_form = compile(
+        "var A : [2 2]\nvar v : [2]\nvar s : []\n\
+         v = redmax 1 (A ^[1 2]) - proj 1 2 A / 2\n\
+         s = red* 1 (expa 1 2 (-1) * v)\n\
+         v = v + (A # v) .[2 3] / s",
     );
-    let exact = Budget {
-        max_output: size,
-        ..Budget::default()
-    };
-    assert_eq!(
-        trace(&p, "s", &[], None, Style::Prefix, &exact).unwrap(),
-        symbolic
+    let a = [("A".to_string(), arr2(&[[1.0, -2.0], [3.0, 4.0]]).into_dyn())].into();
+    let fig7 = compile(
+        "alloc A : [2, 3]\nalloc B : [3, 2]\nalloc C : [2, 2]\nC = red+ 2 (diag 2 3 (prod A B))",
     );
+    let deep = tower(12);
+    let (small, elided) = (tower(1), tower(6));
+    let (ten, none) = (ones(10), None);
+    let cases: [(&str, &teil::CheckedProgram, &str, &[u64], _, Style); 6] = [
+        ("fig7", &fig7, "C", &[1, 2], &none, Style::Prefix),
+        ("tower(12)", &deep, "s", &[], &none, Style::Prefix),
+        (
+            "tower(1), values",
+            &small,
+            "s",
+            &[],
+            &Some(ten.clone()),
+            Style::Prefix,
+        ),
+        (
+            "tower(6), elided",
+            &elided,
+            "s",
+            &[],
+            &Some(ten),
+            Style::Prefix,
+        ),
+        ("every form", &every_form, "v", &[2], &Some(a), Style::Infix),
+        (
+            "every form, prefix",
+            &every_form,
+            "v",
+            &[2],
+            &none,
+            Style::Prefix,
+        ),
+    ];
+    let mut underestimated = 0;
+    for (name, p, var, idx, inputs, style) in cases {
+        let run = |max_output| {
+            let budget = Budget {
+                max_output,
+                ..Budget::default()
+            };
+            trace(p, var, idx, inputs.as_ref(), style, &budget)
+        };
+        let lines = run(u64::MAX).unwrap();
+        let size = teil_interp::trace::render(&lines).len() as u64;
+        assert_eq!(run(size).as_ref(), Ok(&lines), "{name}");
+        match run(size - 1) {
+            Err(TraceError::Run(e)) => {
+                assert_eq!(e.code(), Some(teil::Code::OutputBudget), "{name}");
+                assert!(
+                    e.to_string().contains(&format!(
+                        "({} by its line {})",
+                        teil_interp::error::Bytes(size),
+                        lines.len()
+                    )),
+                    "{name}: {e}"
+                );
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        let old_estimate = lines
+            .iter()
+            .map(|l| l.text.len() + l.rule.len() + 3)
+            .max()
+            .unwrap() as u64
+            * lines.len() as u64;
+        underestimated += usize::from(old_estimate < size);
+    }
+    // The old count was below the printed size for some of these (so it let them through).
+    assert!(underestimated > 0);
 }

@@ -375,7 +375,7 @@ impl Program {
     /// round each product-then-add once, see ``Program.compile``). The evaluation
     /// runs with the GIL released. ``max_memory`` and ``max_work`` are the
     /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
-    /// memory), ``max_work`` in oracle steps (default 10**9); a run over either raises
+    /// memory), ``max_work`` in oracle steps (default 10**8, a few seconds); a run over either raises
     /// ``RunError`` (E0701, E0702) before anything is allocated. Ctrl-C stops a long evaluation
     /// with ``KeyboardInterrupt``.
     ///

@@ -145,12 +145,13 @@ fn analyze(req: &Map<String, Value>) -> Answer {
 }
 
 /// The budget of the playground's runs and traces (spec/limits.md, "Evaluation budgets"): a
-/// browser tab has far less memory than a machine, and the page stops a request after 20 s,
-/// so runs over these are refused up front with the evaluators' codes (E0701, E0702).
+/// browser tab has far less memory than a machine, so its memory budget is smaller; the work
+/// budget is the default (10^8 steps, a few seconds, well within the 20 s after which the page
+/// stops a request). Runs over these are refused up front with the evaluators' codes (E0701,
+/// E0702).
 fn budget() -> teil_interp::Budget {
     teil_interp::Budget {
         max_memory: 256 << 20,
-        max_work: 100_000_000,
         ..teil_interp::Budget::default()
     }
 }

@@ -539,8 +539,8 @@ at most half of the process's address-space limit); raise it with `--max-memory 
 "The reference interpreter (`teil run --backend oracle`, the values of `teil trace`, `teil fuzz
 --replay`) evaluates every cell pointwise without sharing, so nested reductions multiply its
 work: `red+ 1 (expa 1 1000 e)` evaluates `e` 1000 times per cell. Its number of evaluation
-steps is computed from the shapes before it starts; above the work budget (default 10^9
-steps, about a minute of work) the run is refused. Use the fast evaluator (`teil run` without
+steps is computed from the shapes before it starts; above the work budget (default 10^8
+steps, a few seconds of work) the run is refused. Use the fast evaluator (`teil run` without
 `--backend oracle`), which shares sub-results, or raise the budget with `--max-work STEPS`.";
 
     OutOfMemory = "E0703", Error, "out of memory",
@@ -560,9 +560,11 @@ Raise it with `--max-output BYTES`, or trace a smaller statement. (Expanded sums
 than 1,000 store reads are never printed; only their value is shown.)";
 
     CTooLarge = "E0706", Error, "tensor too large for the C backend",
-"The C backend addresses every buffer (a variable or a temporary, padded to the `--pad`
-multiple) and its workspace with 64-bit byte offsets, so each may have at most 2^62 elements.
-The checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emit-c` and
+"Every buffer of the C backend (a variable or a temporary, padded to the `--pad` multiple) and
+its workspace is one C object of doubles, 8 bytes each, and a C object's size in bytes must fit
+`ptrdiff_t`, a signed 64-bit type (at most 2^63 - 1 bytes): pointer arithmetic within it is
+defined only then, and `malloc` refuses more. So each may have at most 2^60 - 1 elements. The
+checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emit-c` and
 `teil run --backend c` refuse larger buffers with this error. (`teil run` refuses a program
 whose memory estimate is over the budget first, with E0701.)";
 

@@ -40,6 +40,87 @@ fn lines_of(s: &str) -> Vec<&str> {
     s.lines().collect()
 }
 
+/// Issue 23: `(red+ 1 (expa 1 5 ...A))` nested `depth` deep on `A : [10]`, a vector of 10.
+fn issue_tower(depth: usize) -> String {
+    let mut e = "A".to_string();
+    for _ in 0..depth {
+        e = format!("(red+ 1 (expa 1 5 {e}))");
+    }
+    format!("alloc A : [10]\nalloc s : [10]\ns = {e}\n")
+}
+
+/// Issue 23: the default work budget (10^8 steps, a few seconds) refuses at once a 270-byte
+/// program whose trace kept the oracle busy for 95 s under the old default (10^9); the flag
+/// raises it, to the exact step.
+#[test]
+fn the_default_work_budget_is_a_few_seconds() {
+    assert_eq!(teil_interp::budget::DEFAULT_MAX_WORK, 100_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "p12.teil", &issue_tower(12));
+    assert!(std::fs::metadata(&file).unwrap().len() < 300);
+    // One cell for the trace, the ten of `s` for the run.
+    for (args, steps) in [
+        (
+            &["trace", &file, "s[1]", "--random-inputs", "1"][..],
+            976_562_497u64,
+        ),
+        (
+            &["run", &file, "--backend", "oracle", "--random-inputs", "1"][..],
+            9_765_624_970,
+        ),
+    ] {
+        let o = Case::new(args.iter().copied()).run();
+        o.exits(1)
+            .reports("E0702")
+            .within_cpu(Duration::from_secs(2));
+        assert!(
+            o.stderr.contains(&format!(
+                "needs {steps} evaluation steps, over the work budget of 100000000"
+            )),
+            "{args:?}: {}",
+            o.stderr
+        );
+        assert!(o.stdout.is_empty());
+    }
+    // A smaller tower, 12497 steps for one cell: the flag raises the budget, inclusively.
+    let file = write(dir.path(), "p5.teil", &issue_tower(5));
+    let trace = |budget: &str| {
+        Case::new([
+            "trace",
+            &file,
+            "s[1]",
+            "--random-inputs",
+            "1",
+            "--max-work",
+            budget,
+        ])
+        .run()
+    };
+    let o = trace("12496");
+    o.exits(1).reports("E0702");
+    assert!(
+        o.stderr
+            .contains("needs 12497 evaluation steps, over the work budget of 12496"),
+        "{}",
+        o.stderr
+    );
+    let o = trace("12497");
+    o.exits(0);
+    // 5^5 times A[1] = 2 (`--random-inputs 1`), as `teil run` computes it.
+    let last = lines_of(&o.stdout).last().unwrap().trim_start().to_string();
+    assert!(
+        last.starts_with("= 6250 ") && last.ends_with("[arithmetic]"),
+        "{last}"
+    );
+    let o = Case::new(["run", &file, "--random-inputs", "1"]).run();
+    o.exits(0);
+    assert!(
+        o.stdout.contains("s : [10] =\n[ 6250, -3125,"),
+        "{}",
+        o.stdout
+    );
+}
+
 #[test]
 fn trace_of_a_deep_tower_is_linear_without_values_and_refused_with_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -345,7 +426,7 @@ fn an_empty_index_in_a_cell_is_a_usage_error() {
 }
 
 /// A declaration the checker accepts (under 2^63 - 1 cells) but whose buffer the C backend
-/// cannot address (over 2^62): a coded refusal from `emit-c` and `run --backend c`.
+/// cannot address (over 2^60 - 1 doubles): a coded refusal from `emit-c` and `run --backend c`.
 #[test]
 fn the_c_backend_refuses_buffers_it_cannot_address() {
     let dir = tempfile::tempdir().unwrap();
@@ -360,4 +441,28 @@ fn the_c_backend_refuses_buffers_it_cannot_address() {
     assert!(o.stdout.is_empty());
     let o = Case::new(["run", &file, "--backend", "c"]).run();
     o.exits(1).reports("E0701");
+    // Issue 23: the limit is what C needs, a buffer's size in bytes within `ptrdiff_t`
+    // (2^63 - 1): at most 2^60 - 1 doubles, counted after padding.
+    let program = |n: u64| format!("alloc A : [{n}]\nalloc s : []\ns = red+ 1 A\n");
+    let largest = (1u64 << 60) - 1;
+    let file = write(dir.path(), "largest.teil", &program(largest));
+    let o = Case::new(["emit-c", &file]).run();
+    o.exits(0);
+    assert!(
+        o.stdout.contains(&format!("i0 < {largest}")),
+        "{}",
+        o.stdout
+    );
+    let o = Case::new(["emit-c", &file, "--pad", "2"]).run();
+    o.exits(2).reports("E0706");
+    assert!(
+        o.stderr.contains(
+            "`A` is too large for the C backend once padded (more than 2^60 - 1 elements: \
+             its size in bytes would not fit a signed 64-bit `ptrdiff_t`)"
+        ),
+        "{}",
+        o.stderr
+    );
+    let file = write(dir.path(), "over.teil", &program(largest + 1));
+    Case::new(["emit-c", &file]).run().exits(2).reports("E0706");
 }
