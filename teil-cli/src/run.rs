@@ -310,7 +310,7 @@ pub fn load_inputs(
         None => BTreeMap::new(),
     };
     for (name, path) in &given {
-        let Some(d) = p.program().decl(name) else {
+        let Some(d) = p.decl(name) else {
             errors.push(format!("`{name}` is not a variable of the program"));
             continue;
         };

@@ -18,17 +18,26 @@ use crate::fast::{self, FastStore, Mode};
 use crate::Tensor;
 use ndarray::{ArrayD, IxDyn};
 use std::collections::BTreeMap;
+use teil::check::VarInit;
 use teil::CheckedProgram;
 
-/// Most source variables attributed one by one; beyond this, sources are listed without the
-/// per-variable runs (each costs one evaluation of the program).
+/// Most source variables attributed one by one; beyond this, sources are attributed by the
+/// statements' data flow ([`flow`]) without the per-variable runs (each costs one evaluation
+/// of the program).
 pub const MAX_ATTRIBUTED_SOURCES: usize = 16;
+
+/// Most sources named in one warning; the rest are counted (`and from 12 more variables`), so
+/// that a warning's length does not grow with the program.
+pub const MAX_LISTED_SOURCES: usize = 8;
 
 /// Why a variable's cells start undefined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SourceKind {
-    /// The caller did not supply it (not an input, or an input left out).
+    /// The caller did not supply it (not an input, or an input left out), and a statement
+    /// reads it before any statement assigns it.
     NotSupplied,
+    /// An output no statement assigns, which the caller did not supply: its own initial value.
+    NeverAssigned,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,15 +75,24 @@ impl Report {
                 index(first)
             );
             if !self.sources.is_empty() {
-                let list: Vec<String> = self
+                let mut list: Vec<String> = self
                     .sources
                     .iter()
+                    .take(MAX_LISTED_SOURCES)
                     .map(|s| match s.kind {
                         SourceKind::NotSupplied => {
                             format!("`{}`, which was read before it was assigned", s.name)
                         }
+                        SourceKind::NeverAssigned => {
+                            format!("`{}` itself, which no statement assigns", s.name)
+                        }
                     })
                     .collect();
+                let more = self.sources.len().saturating_sub(MAX_LISTED_SOURCES);
+                if more > 0 {
+                    let vars = if more == 1 { "variable" } else { "variables" };
+                    list.push(format!("{more} more {vars}"));
+                }
                 m.push_str(&format!("; they come from {}", list.join(" and from ")));
             }
             out.push(m);
@@ -135,10 +153,22 @@ pub fn analyse(
             .map_err(|e| RunError::Internal(e.to_string()))?,
             None => {
                 let len = crate::budget::checked_len(&d.name.name, &d.shape())?;
-                sources.push(Source {
-                    name: d.name.name.clone(),
-                    kind: SourceKind::NotSupplied,
-                });
+                // Only a variable whose initial value some statement (or, for an output never
+                // assigned, the caller) observes can be where an undefined cell comes from.
+                let init = p.var_init(&d.name.name);
+                let kind = if init.is_some_and(VarInit::read_before_written) {
+                    Some(SourceKind::NotSupplied)
+                } else if !init.is_some_and(VarInit::written) {
+                    Some(SourceKind::NeverAssigned)
+                } else {
+                    None
+                };
+                if let Some(kind) = kind {
+                    sources.push(Source {
+                        name: d.name.name.clone(),
+                        kind,
+                    });
+                }
                 ArrayD::from_shape_vec(
                     IxDyn(&shape),
                     crate::store::filled(&d.name.name, len, f64::NAN)?,
@@ -163,6 +193,11 @@ pub fn analyse(
             per_source.push((s.clone(), out));
         }
     }
+    let flowing = if per_source.is_empty() {
+        flow(p, &sources)
+    } else {
+        BTreeMap::new()
+    };
     let mut reports = Vec::new();
     for name in outputs.iter().filter(|n| has_nan(n)) {
         let (Some(res), Some(mask)) = (results.get(name), all.get(name)) else {
@@ -190,7 +225,7 @@ pub fn analyse(
         }
         if r.undefined > 0 {
             if per_source.is_empty() {
-                r.sources = sources.clone();
+                r.sources = flowing.get(name).cloned().unwrap_or_default();
             }
             for (s, out) in &per_source {
                 // The source contributed if one of the output's undefined cells is undefined
@@ -209,4 +244,34 @@ pub fn analyse(
         reports.push(r);
     }
     Ok(reports)
+}
+
+/// The sources each variable's final value may depend on, by the statements' data flow: a
+/// statement's target depends on what every variable its value reads depends on at that point
+/// (a source, before it is assigned, on itself; an output never assigned, on itself). An
+/// over-approximation of the per-source runs, cell by cell, in time linear in the program's
+/// reads times the sources that reach them.
+fn flow(p: &CheckedProgram, sources: &[Source]) -> BTreeMap<String, Vec<Source>> {
+    let mut deps: BTreeMap<&str, std::collections::BTreeSet<usize>> = sources
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (s.name.as_str(), std::collections::BTreeSet::from([k])))
+        .collect();
+    for stmt in &p.program().stmts {
+        let mut reached = std::collections::BTreeSet::new();
+        stmt.value.walk(&mut |e| {
+            if let teil::ast::ExprKind::Var(v) = &e.kind {
+                if let Some(d) = deps.get(v.name.as_str()) {
+                    reached.extend(d.iter().copied());
+                }
+            }
+        });
+        deps.insert(stmt.target.name.as_str(), reached);
+    }
+    deps.into_iter()
+        .map(|(name, set)| {
+            let list = set.into_iter().map(|k| sources[k].clone()).collect();
+            (name.to_string(), list)
+        })
+        .collect()
 }

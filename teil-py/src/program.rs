@@ -175,7 +175,7 @@ impl Program {
         let p = &self.checked;
         let mut errors = Vec::new();
         for name in given.keys() {
-            match p.program().decl(name) {
+            match p.decl(name) {
                 None => errors.push(format!("`{name}` is not a variable of the program")),
                 Some(d) if !p.is_input(d) => errors.push(format!(
                     "`{name}` is not an input of the program (only `input` and `inout` variables take a value)"

@@ -31,6 +31,12 @@ pub struct CheckedProgram {
     /// Parallel to `program.decls`.
     decl_shapes: Vec<Shape>,
     init: Initialization,
+    /// Each variable's position in `program.decls` (names are unique in a checked program), so
+    /// that looking a variable up, or asking whether it is an input, takes constant time: a
+    /// caller that asks for every declaration stays linear in their number.
+    index: HashMap<String, usize>,
+    /// [`Program::uses_qualifiers`], computed once.
+    qualified: bool,
 }
 
 /// Where a declared variable is first read and first assigned (report §5): the initialisation
@@ -123,30 +129,27 @@ impl CheckedProgram {
         &self.init
     }
 
+    /// The declaration of the variable `name`, in constant time.
+    pub fn decl(&self, name: &str) -> Option<&Decl> {
+        self.index.get(name).map(|&k| &self.program.decls[k])
+    }
+
     /// [`VarInit`] of the variable `name`, if declared.
     pub fn var_init(&self, name: &str) -> Option<&VarInit> {
-        let k = self
-            .program
-            .decls
-            .iter()
-            .position(|d| d.name.name == name)?;
-        Some(self.init.decl(k))
+        self.index.get(name).map(|&k| self.init.decl(k))
     }
 
     /// The declared shape of a variable.
     pub fn var_shape(&self, name: &str) -> Option<&[u64]> {
-        let i = self
-            .program
-            .decls
-            .iter()
-            .position(|d| d.name.name == name)?;
-        Some(&self.decl_shapes[i])
+        self.index
+            .get(name)
+            .map(|&k| self.decl_shapes[k].as_slice())
     }
 
     /// The variables the caller passes in or receives, in declaration order: every qualified
     /// variable, or every variable when the program uses no qualifiers (report §5).
     pub fn interface(&self) -> impl Iterator<Item = &Decl> {
-        let all = !self.program.uses_qualifiers();
+        let all = !self.qualified;
         self.program
             .decls
             .iter()
@@ -157,7 +160,7 @@ impl CheckedProgram {
     pub fn is_input(&self, d: &Decl) -> bool {
         match d.qualifier {
             Some(q) => q.is_read(),
-            None => !self.program.uses_qualifiers(),
+            None => !self.qualified,
         }
     }
 
@@ -165,7 +168,7 @@ impl CheckedProgram {
     pub fn is_output(&self, d: &Decl) -> bool {
         match d.qualifier {
             Some(q) => q.is_written(),
-            None => !self.program.uses_qualifiers(),
+            None => !self.qualified,
         }
     }
 
@@ -201,8 +204,14 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
         return Err(diags);
     }
     let decl_shapes = program.decls.iter().map(Decl::shape).collect();
+    let index = (program.decls.iter().enumerate())
+        .map(|(k, d)| (d.name.name.clone(), k))
+        .collect();
+    let qualified = program.uses_qualifiers();
     Ok((
         CheckedProgram {
+            index,
+            qualified,
             program,
             // Every node of a program without errors has a shape, except `Error` nodes, which
             // only a program with syntax errors has (and which nobody evaluates).
