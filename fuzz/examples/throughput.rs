@@ -57,7 +57,7 @@ fn main() -> ExitCode {
         let report = campaign::run(&cfg, &|_| {});
         let s = &report.stats;
         println!(
-            "run {}: {} ({:.2} s; {} kernels in {} compiler runs, {} lifted, {} compared with the bound; {} validated, {} too large to validate; {} variants, {} mutants, {} discarded)",
+            "run {}: {} ({:.2} s; {} kernels in {} compiler runs, {} lifted, {} compared within rounding, {} judged permitted, {} undecided; {} validated, {} too large to validate; {} variants, {} mutants, {} discarded)",
             r + 1,
             report.summary(),
             report.elapsed.as_secs_f64(),
@@ -65,6 +65,8 @@ fn main() -> ExitCode {
             s.compiles,
             s.lifted,
             s.bounded,
+            s.permitted,
+            s.undecided,
             s.validated,
             s.not_validated,
             s.variants,

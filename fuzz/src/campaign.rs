@@ -489,10 +489,17 @@ pub struct Stats {
     pub kernels: u64,
     /// Kernel runs in which contraction lifting fired.
     pub lifted: u64,
-    /// Kernel runs compared with the bound rather than exactly.
+    /// Lifted kernel runs compared within rounding ([`Tolerance::Rounding`]) rather than
+    /// exactly.
     pub bounded: u64,
     /// Kernel runs in fma mode (compared within the bound of spec/values.md).
     pub fma: u64,
+    /// Lifted kernel runs that differ from the oracle by a permitted result (spec/fuzzing.md,
+    /// *Lifted kernels*: the kernel's values are its IR's, and the validator proves its terms).
+    pub permitted: u64,
+    /// Lifted kernel runs that differ from the oracle, too large to judge, whose values are
+    /// their IR's and within the bound rule of the oracle's (spec/fuzzing.md, *Lifted kernels*).
+    pub undecided: u64,
     /// Kernels the planted bug changed.
     pub planted: u64,
     /// C compiler runs.
@@ -523,6 +530,8 @@ impl Stats {
         self.lifted += o.lifted;
         self.bounded += o.bounded;
         self.fma += o.fma;
+        self.permitted += o.permitted;
+        self.undecided += o.undecided;
         self.planted += o.planted;
         self.compiles += o.compiles;
         self.validated += o.validated;
@@ -1276,11 +1285,96 @@ fn compare_c(
     let tol = if exact {
         Tolerance::Exact
     } else {
-        Tolerance::Bound
+        Tolerance::Rounding
     };
-    let cells = compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label))?;
-    stats.cells.add(cells);
+    match compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label)) {
+        Ok(cells) => stats.cells.add(cells),
+        // Lifting may give another permitted result than the oracle's canonical one.
+        Err(detail) if k.lifted > 0 => {
+            let fallback = (!exact).then_some(Tolerance::Bound);
+            judge_lifted(checked, inputs, expected, k, o, detail, fallback, stats)?
+        }
+        Err(detail) => return Err(detail),
+    }
     compare_inputs(checked, inputs, o)
+}
+
+/// Largest symbolic work of a kernel judged after its comparison with the oracle failed. Only
+/// those few kernels are validated, so the bound is far above the campaign's sampling bound
+/// ([`VALIDATION_OPERATIONS`]): a second or so of symbolic evaluation at most.
+pub const JUDGE_OPERATIONS: u128 = 1_000_000;
+
+/// Largest number of cells of a kernel judged after its comparison with the oracle failed.
+pub const JUDGE_CELLS: u64 = 1 << 18;
+
+/// The judgement of spec/fuzzing.md (*Lifted kernels*) on a lifted kernel whose outputs differ
+/// from the oracle's (`detail`): permitted when the compiled kernel returned its IR's binary64
+/// values and the validator proves every output cell `eval(T′)` for a `T′ ≡ T`
+/// (`teil_cbackend::validate::judge`); otherwise a mismatch, saying which law, if any, is
+/// behind the difference. A kernel too large to validate whose values are its IR's is compared
+/// with the oracle again under `fallback` (the bound rule; `None`: the difference stands).
+#[allow(clippy::too_many_arguments)]
+fn judge_lifted(
+    checked: &CheckedProgram,
+    inputs: &Inputs,
+    expected: &Store,
+    k: &Kernel,
+    o: &Outcome,
+    detail: String,
+    fallback: Option<Tolerance>,
+    stats: &mut Stats,
+) -> Result<(), String> {
+    let limits = validate::Limits {
+        max_operations: JUDGE_OPERATIONS,
+        max_cells: JUDGE_CELLS,
+        ..validate::Limits::default()
+    };
+    let verdict = guarded(|| validate::judge(checked, k, inputs, &o.values, &limits))?;
+    Err(match verdict {
+        validate::Judgement::Permitted(_) => {
+            stats.permitted += 1;
+            return Ok(());
+        }
+        validate::Judgement::NotTheIr {
+            target,
+            var,
+            index,
+            ir,
+            kernel,
+        } => {
+            let at: Vec<String> = index.iter().map(u64::to_string).collect();
+            format!(
+                "{detail}\n    judgement: not permitted (law: none): the compiled kernel does not compute \
+                 its loop IR: `{var}`[{}]: the IR in binary64 ({target}) {}, the C backend {}",
+                at.join(", "),
+                compare::show(ir),
+                compare::show(kernel)
+            )
+        }
+        validate::Judgement::Rejected(f) => format!(
+            "{detail}\n    judgement: not permitted (law: none): the kernel's term is not the spec's up to \
+             the laws of spec/values.md: {f}"
+        ),
+        validate::Judgement::Undecided(f) => {
+            let outputs: Vec<String> = checked
+                .interface()
+                .filter(|d| checked.is_output(d))
+                .map(|d| d.name.name.clone())
+                .collect();
+            let label = format!("C backend at M = {}", k.pad);
+            let again = fallback
+                .map(|tol| compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label)));
+            if let Some(Ok(cells)) = again {
+                stats.undecided += 1;
+                stats.cells.add(cells);
+                return Ok(());
+            }
+            format!(
+                "{detail}\n    judgement: not shown permitted (law: undecided; lifting reassociates, \
+                 commutes and distributes, but the kernel's terms are unknown): {f}"
+            )
+        }
+    })
 }
 
 /// Input-only parameters are left as the caller gave them.

@@ -5,9 +5,13 @@
 //! other two apply only where an evaluator reassociates sums and products and the program
 //! rounds (division, or values too large to be exact):
 //!
-//! - [`Tolerance::Bound`] is the C backend's bound for lifted kernels (spec/padding.md,
-//!   *Exactness*): finite cells within `1e-9 · (1 + max(|x|, |y|))`; where one cell is not
-//!   finite the other must not be finite either.
+//! - [`Tolerance::Rounding`] is the first comparison of a lifted C kernel (spec/fuzzing.md,
+//!   *Lifted kernels*): finite cells within `1e-9 · (1 + max(|x|, |y|))`, every other cell
+//!   equal. A kernel that fails it is judged (`teil_cbackend::validate::judge`), not reported
+//!   at once.
+//! - [`Tolerance::Bound`] is the rule for results that may differ in kind (other
+//!   implementations, and lifted kernels too large to judge): finite cells within the same
+//!   bound; where one cell is not finite the other must not be finite either.
 //! - [`Tolerance::Loose`] is the fast evaluator's with division (spec/interpreter.md): finite
 //!   cells within the same bound; a cell that is not finite on one side may be anything on the
 //!   other (`inf·(2 + -1) = inf` but `inf·2 + inf·(-1) = NaN`). Such cells are counted.
@@ -24,6 +28,8 @@ use teil_interp::{ulps_apart, Tensor};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tolerance {
     Exact,
+    /// Finite cells within [`RELATIVE`]; every other cell equal (NaN to NaN, `∞` to `∞`).
+    Rounding,
     Bound,
     Loose,
 }
@@ -77,6 +83,7 @@ pub fn tensors(
         let ok = match tol {
             _ if ulps_apart(x, y) == 0 => true,
             Tolerance::Exact => false,
+            Tolerance::Rounding => x.is_finite() && y.is_finite() && within(x, y),
             Tolerance::Bound => {
                 if x.is_finite() && y.is_finite() {
                     within(x, y)

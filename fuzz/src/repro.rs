@@ -74,7 +74,14 @@ pub fn write(
         _ => cfg.pads.clone(),
     };
     let mut text = format!("// teil fuzz reproducer: {}\n", failure.check.describe());
-    for line in failure.detail.lines().take(1) {
+    // The first line says what differs; a judged lifted kernel's line says which law, if any,
+    // is behind it (spec/fuzzing.md, *Lifted kernels*).
+    let judgement = failure
+        .detail
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("judgement:"));
+    for line in failure.detail.lines().take(1).chain(judgement) {
         text.push_str(&format!("// {line}\n"));
     }
     if let Some(k) = index {

@@ -36,7 +36,7 @@ use teil::ast::{BinOp, Expr, ExprKind, RedOp, ShapeDisplay};
 use teil::CheckedProgram;
 use teil_interp::oracle::Oracle;
 use teil_interp::symbolic::{self, Sym};
-use teil_interp::{multi_indices, Domain, RunError, Store};
+use teil_interp::{multi_indices, Domain, RunError, Store, Tensor, Val as Number};
 
 /// Bounds on one validation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,6 +273,145 @@ pub fn validate_target(
     result
 }
 
+/// The kernel's values on `inputs` in binary64 with `•` ([`Number`], the oracle's domain),
+/// computed by the same machine that validates it, with the contraction steps' variants of
+/// `target`: every parameter's logical cells after the last step, by variable, row-major.
+/// Input cells hold the caller's numbers (a name missing from `inputs` holds `•`), the logical
+/// cells of output-only parameters `•` on entry, padding and workspace `0`.
+///
+/// In exact mode these are the compiled C's values bit for bit (NaN payloads aside): every step
+/// kind computes each cell with the operations the machine runs, in its order, on every target
+/// (spec/padding.md, *Contraction kernels*), and folding into an identity is exact. In fma mode
+/// the machine rounds a fused pair twice, as a target without a fast fma does.
+pub fn evaluate(
+    kernel: &Kernel,
+    target: Target,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<BTreeMap<String, Tensor>, Failure> {
+    if let Some(&b) = kernel.params.iter().find(|b| b.0 >= kernel.buffers.len()) {
+        return Err(Failure::Malformed {
+            step: 0,
+            comment: "parameters".to_string(),
+            what: format!("parameter buffer #{} does not exist", b.0),
+        });
+    }
+    let mut m = Machine::new(kernel, target, |var, idx, input| {
+        let cell: Vec<usize> = idx.iter().map(|&i| i as usize - 1).collect();
+        match inputs.get(var).and_then(|t| t.get(ndarray::IxDyn(&cell))) {
+            Some(&x) if input => Number::from_f64(x),
+            _ => Number::undefined(),
+        }
+    });
+    for (i, s) in kernel.steps.iter().enumerate() {
+        m.step(i, s)?;
+    }
+    let mut out = BTreeMap::new();
+    for (i, &p) in kernel.params.iter().enumerate() {
+        let b = kernel.buffer(p);
+        let var = b.var.clone().unwrap_or_else(|| b.c_name.clone());
+        // Padded offsets in increasing order visit the logical cells row-major.
+        let data: Vec<f64> = (0..b.padded_len())
+            .filter(|&off| logical_index(b, &m.strides[p.0], off).1)
+            .map(|off| m.params[i][off as usize].to_f64())
+            .collect();
+        let shape: Vec<usize> = b.logical.iter().map(|&n| n as usize).collect();
+        let t = Tensor::from_shape_vec(ndarray::IxDyn(&shape), data).map_err(|e| {
+            Failure::Malformed {
+                step: 0,
+                comment: "parameters".to_string(),
+                what: format!("parameter {var}: {e}"),
+            }
+        })?;
+        out.insert(var, t);
+    }
+    Ok(out)
+}
+
+/// Whether a lifted kernel's result, where it differs from the oracle's canonical result, is
+/// one that spec/values.md ("Reassociation") permits (spec/fuzzing.md, *Lifted kernels*).
+#[derive(Clone, Debug)]
+pub enum Judgement {
+    /// Permitted: the compiled kernel returned its IR's binary64 values ([`evaluate`]) in every
+    /// output cell, and the validator proved every output cell's term `T′ ≡ T`; so every
+    /// output cell is `eval(T′)` for a `T′ ≡ T`.
+    Permitted(Validated),
+    /// The compiled kernel's value of an output cell is not its IR's binary64 value on
+    /// `target` (1-based `index`): the C does not compute its loop IR, whatever the laws say.
+    NotTheIr {
+        target: Target,
+        var: String,
+        index: Vec<u64>,
+        ir: f64,
+        kernel: f64,
+    },
+    /// The validator shows the kernel wrong: some output cell's term is not `≡` the spec's (or
+    /// the IR is ill-formed, or padding or an input is wrong), so no law explains a difference.
+    Rejected(Failure),
+    /// The kernel is beyond the validator's limits (or its IR could not be evaluated): nothing
+    /// is known about its terms, so the difference is not shown to be permitted.
+    Undecided(Failure),
+}
+
+/// Judges a lifted exact-mode kernel whose outputs `got` (from the compiled C, on `inputs`)
+/// differ from the oracle's canonical result: first its IR is evaluated in binary64
+/// ([`evaluate`], once per distinct order of its variants) and must equal `got` in every output
+/// cell (NaN equals NaN, `-0` equals `+0`); then it is validated with `limits`.
+pub fn judge(
+    p: &CheckedProgram,
+    kernel: &Kernel,
+    inputs: &BTreeMap<String, Tensor>,
+    got: &BTreeMap<String, Tensor>,
+    limits: &Limits,
+) -> Judgement {
+    let outputs: Vec<String> = kernel
+        .params
+        .iter()
+        .filter_map(|&b| kernel.buffers.get(b.0))
+        .filter(|b| matches!(b.role, Role::Param { output: true, .. }))
+        .map(|b| b.var.clone().unwrap_or_else(|| b.c_name.clone()))
+        .collect();
+    for group in orders(kernel) {
+        let target = group[0];
+        let ir = match evaluate(kernel, target, inputs) {
+            Ok(ir) => ir,
+            Err(f) if f.is_rejection() => return Judgement::Rejected(f),
+            Err(f) => return Judgement::Undecided(f),
+        };
+        for var in &outputs {
+            let (Some(want), Some(have)) = (ir.get(var), got.get(var)) else {
+                continue;
+            };
+            // The first cell (1-based) where the kernel is not its IR; a shape that differs
+            // shows at a cell the kernel lacks (NaN), or at the kernel's first cell.
+            let first = want
+                .indexed_iter()
+                .map(|(at, &x)| (at.clone(), x, have.get(at).copied().unwrap_or(f64::NAN)))
+                .find(|&(_, x, y)| teil_interp::ulps_apart(x, y) != 0)
+                .map(|(at, x, y)| (ndarray::Dimension::slice(&at).to_vec(), x, y))
+                .or_else(|| {
+                    (want.shape() != have.shape())
+                        .then(|| (vec![0; want.ndim()], f64::NAN, f64::NAN))
+                });
+            let Some((at, ir, kernel)) = first else {
+                continue;
+            };
+            let index = at.iter().map(|&i| i as u64 + 1).collect();
+            return Judgement::NotTheIr {
+                target,
+                var: var.clone(),
+                index,
+                ir,
+                kernel,
+            };
+        }
+    }
+    match validate_with(p, kernel, limits) {
+        Ok(v) => Judgement::Permitted(v),
+        Err(f) if f.is_rejection() => Judgement::Rejected(f),
+        Err(f) => Judgement::Undecided(f),
+    }
+}
+
 /// [`Target::ALL`] grouped by the order of operations of their variants in `kernel`: two
 /// targets share a group when every contraction step gives them the same order
 /// ([`Strategy::groups`]). One group for a kernel without contraction steps.
@@ -302,7 +441,13 @@ pub fn orders(kernel: &Kernel) -> Vec<Vec<Target>> {
 
 /// Runs `kernel` with the variants of `target` and compares it with the oracle.
 fn interpret(kernel: &Kernel, target: Target, oracle: &Store<Sym>) -> Result<Validated, Failure> {
-    let mut m = Machine::new(kernel, target);
+    let mut m = Machine::new(kernel, target, |var, idx, input| {
+        if input {
+            Sym::input(var, idx)
+        } else {
+            Sym::unspecified(var, idx)
+        }
+    });
     for (i, s) in kernel.steps.iter().enumerate() {
         m.step(i, s)?;
     }
@@ -363,19 +508,44 @@ pub fn oracle_operations(p: &CheckedProgram) -> u128 {
         .fold(0u128, u128::saturating_add)
 }
 
+/// What the machine needs of a value domain beyond the oracle's operations
+/// ([`teil_interp::Domain`]): recognising a literal, for a cell folded into while it holds its
+/// operator's identity ([`Node::Fold`]).
+///
+/// Two domains run the machine: [`Sym`] (translation validation: terms, compared with the
+/// oracle's in normal form) and [`Number`] (binary64 with `•`, the oracle's own domain:
+/// [`evaluate`], the kernel's values on given inputs).
+pub trait MachineDomain: Domain {
+    /// Whether the value is exactly the literal `x`: the same term, or the same bits.
+    fn is_literal(&self, x: f64) -> bool;
+}
+
+impl MachineDomain for Sym {
+    fn is_literal(&self, x: f64) -> bool {
+        *self == Sym::lit(x)
+    }
+}
+
+impl MachineDomain for Number {
+    /// Bit for bit: `-0` is the identity of `+`, `+0` is not (`+0 + -0 = +0`).
+    fn is_literal(&self, x: f64) -> bool {
+        matches!(self, Number::Num(y) if y.to_bits() == x.to_bits())
+    }
+}
+
 /// An accumulator: its operator's identity until the first fold.
 #[derive(Clone)]
-enum Acc {
+enum Acc<D> {
     Identity(RedOp),
-    Value(Sym),
+    Value(D),
 }
 
 /// `acc + v` for a sum accumulator (`-0.0 + v` is `v` exactly).
-fn fold(acc: &Acc, v: Sym) -> Sym {
+fn fold<D: Domain>(acc: &Acc<D>, v: D) -> D {
     match acc {
         Acc::Identity(RedOp::Sum) => v,
-        Acc::Identity(op) => Sym::fold_step(RedOp::Sum, &identity(*op), &v),
-        Acc::Value(a) => Sym::fold_step(RedOp::Sum, a, &v),
+        Acc::Identity(op) => D::fold_step(RedOp::Sum, &identity(*op), &v),
+        Acc::Value(a) => D::fold_step(RedOp::Sum, a, &v),
     }
 }
 
@@ -383,11 +553,11 @@ fn fold(acc: &Acc, v: Sym) -> Sym {
 /// multiply-add"), with `c` an accumulator (`fma(x, y, -0.0)` is `x * y`, as `-0.0 + x * y`
 /// is). Terms record operations, not roundings, so it is the term of the unfused `c + x * y`:
 /// the rounding fma saves is bounded by spec/values.md, not seen here.
-fn fma(x: &Sym, y: &Sym, c: &Acc) -> Sym {
-    fold(c, Sym::binary(BinOp::Mul, x, y))
+fn fma<D: Domain>(x: &D, y: &D, c: &Acc<D>) -> D {
+    fold(c, D::binary(BinOp::Mul, x, y))
 }
 
-fn acc_value(a: Acc) -> Sym {
+fn acc_value<D: Domain>(a: Acc<D>) -> D {
     match a {
         Acc::Identity(op) => identity(op),
         Acc::Value(s) => s,
@@ -411,8 +581,8 @@ struct Layout<'c> {
     rows_outer: bool,
 }
 
-fn identity(op: RedOp) -> Sym {
-    Sym::lit(crate::ir::identity(op))
+fn identity<D: Domain>(op: RedOp) -> D {
+    D::lit(crate::ir::identity(op))
 }
 
 /// Where a buffer's cells live.
@@ -427,17 +597,17 @@ enum Home {
 }
 
 /// The symbolic machine: the kernel's memory and the state of the nest being run.
-struct Machine<'k> {
+struct Machine<'k, D> {
     k: &'k Kernel,
     /// Whose variants the contraction steps run.
     target: Target,
-    params: Vec<Vec<Sym>>,
-    workspace: Vec<Sym>,
+    params: Vec<Vec<D>>,
+    workspace: Vec<D>,
     homes: Vec<Home>,
     strides: Vec<Vec<u64>>,
     /// Loop variables bound in the current nest.
     env: BTreeMap<Label, u64>,
-    accs: BTreeMap<u32, Acc>,
+    accs: BTreeMap<u32, Acc<D>>,
     /// The cells (by [`Machine::locate`]) whose content is an operator's identity *as the
     /// start of a fold*: stored as an identity literal and not written since. Only into such
     /// a cell does a [`Node::Fold`] give its value itself; a cell that holds `−0` because the
@@ -459,8 +629,10 @@ fn logical_index(b: &Buffer, strides: &[u64], offset: u64) -> (Vec<u64>, bool) {
     (idx, logical)
 }
 
-impl<'k> Machine<'k> {
-    fn new(k: &'k Kernel, target: Target) -> Self {
+impl<'k, D: MachineDomain> Machine<'k, D> {
+    /// The machine before the first step: the logical cells of each parameter hold
+    /// `leaf(variable, 1-based index, is input)`, padding cells `0`, the workspace `0`.
+    fn new(k: &'k Kernel, target: Target, leaf: impl Fn(&str, Vec<u64>, bool) -> D) -> Self {
         let strides: Vec<Vec<u64>> = k.buffers.iter().map(Buffer::strides).collect();
         // In the C, a buffer is its name: a parameter-role buffer that is not itself a parameter
         // but has a parameter's C name reads that parameter's memory (with its own strides).
@@ -488,9 +660,8 @@ impl<'k> Machine<'k> {
             let input = matches!(b.role, Role::Param { input: true, .. });
             let cells = (0..b.padded_len())
                 .map(|off| match logical_index(b, &strides[p.0], off) {
-                    (idx, true) if input => Sym::input(&var, idx),
-                    (idx, true) => Sym::unspecified(&var, idx),
-                    (_, false) => Sym::lit(0.0),
+                    (idx, true) => leaf(&var, idx, input),
+                    (_, false) => D::lit(0.0),
                 })
                 .collect();
             params.push(cells);
@@ -499,7 +670,7 @@ impl<'k> Machine<'k> {
             k,
             target,
             params,
-            workspace: vec![Sym::lit(0.0); k.workspace as usize],
+            workspace: vec![D::lit(0.0); k.workspace as usize],
             homes,
             strides,
             env: BTreeMap::new(),
@@ -581,14 +752,14 @@ impl<'k> Machine<'k> {
         }
     }
 
-    fn read(&self, b: BufId, index: &[u64]) -> Result<Sym, Failure> {
+    fn read(&self, b: BufId, index: &[u64]) -> Result<D, Failure> {
         Ok(match self.locate(b, index)? {
             (Some(p), off) => self.params[p][off].clone(),
             (None, off) => self.workspace[off].clone(),
         })
     }
 
-    fn write(&mut self, b: BufId, index: &[u64], v: Sym) -> Result<(), Failure> {
+    fn write(&mut self, b: BufId, index: &[u64], v: D) -> Result<(), Failure> {
         let at = self.locate(b, index)?;
         self.fresh.remove(&at);
         match at {
@@ -802,7 +973,7 @@ impl<'k> Machine<'k> {
                     .flat_map(|&r| (0..width).map(move |u| (Some(r), start + u)))
                     .collect()
             };
-            let mut sums: Vec<Acc> = vec![Acc::Identity(RedOp::Sum); cells.len()];
+            let mut sums: Vec<Acc<D>> = vec![Acc::Identity(RedOp::Sum); cells.len()];
             let bind = |m: &mut Self, cell: (Option<(Label, u64)>, u64)| {
                 if let Some((l, v)) = cell.0 {
                     m.env.insert(l, v);
@@ -854,13 +1025,13 @@ impl<'k> Machine<'k> {
 
     /// `acc + x * y` for the operands at the current labels, as a contraction step computes
     /// it: `fma(x, y, acc)` in fma mode.
-    fn multiply_add(&self, x: &Access, y: &Access, acc: &Acc) -> Result<Sym, Failure> {
+    fn multiply_add(&self, x: &Access, y: &Access, acc: &Acc<D>) -> Result<D, Failure> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let b = self.read(y.buf, &self.index(&y.index)?)?;
         Ok(if self.k.fma {
             fma(&a, &b, acc)
         } else {
-            fold(acc, Sym::binary(BinOp::Mul, &a, &b))
+            fold(acc, D::binary(BinOp::Mul, &a, &b))
         })
     }
 
@@ -1014,11 +1185,11 @@ impl<'k> Machine<'k> {
             .collect()
     }
 
-    fn read_flat(&self, b: BufId, off: u64) -> Result<Sym, Failure> {
+    fn read_flat(&self, b: BufId, off: u64) -> Result<D, Failure> {
         self.read(b, &self.flat_index(b, off))
     }
 
-    fn write_flat(&mut self, b: BufId, off: u64, v: Sym) -> Result<(), Failure> {
+    fn write_flat(&mut self, b: BufId, off: u64, v: D) -> Result<(), Failure> {
         let idx = self.flat_index(b, off);
         self.write(b, &idx, v)
     }
@@ -1076,8 +1247,8 @@ impl<'k> Machine<'k> {
                 let next = match cur {
                     // identity ⊙ x = x, exactly (spec/padding.md).
                     Acc::Identity(init) if init == *op => v,
-                    Acc::Identity(init) => Sym::fold_step(*op, &identity(init), &v),
-                    Acc::Value(a) => Sym::fold_step(*op, &a, &v),
+                    Acc::Identity(init) => D::fold_step(*op, &identity(init), &v),
+                    Acc::Value(a) => D::fold_step(*op, &a, &v),
                 };
                 self.accs.insert(*acc, Acc::Value(next));
                 Ok(())
@@ -1113,21 +1284,21 @@ impl<'k> Machine<'k> {
                 // -0 + x = x, 1 · x = x, max(-∞, x) = x, min(∞, x) = x); any other content —
                 // an identity-valued datum included — is an operand, as in the oracle's fold.
                 let fresh = self.fresh.contains(&self.locate(*buf, &idx)?);
-                let next = if fresh && cur == identity(*op) {
+                let next = if fresh && cur.is_literal(crate::ir::identity(*op)) {
                     v
                 } else {
-                    Sym::fold_step(*op, &cur, &v)
+                    D::fold_step(*op, &cur, &v)
                 };
                 self.write(*buf, &idx, next)
             }
         }
     }
 
-    fn val(&self, v: &Val) -> Result<Sym, Failure> {
+    fn val(&self, v: &Val) -> Result<D, Failure> {
         Ok(match v {
             Val::Load(b, idx) => self.read(*b, &self.index(idx)?)?,
-            Val::Lit(x) => Sym::lit(*x),
-            Val::Undefined => Sym::undefined(),
+            Val::Lit(x) => D::lit(*x),
+            Val::Undefined => D::undefined(),
             Val::Acc(a) => match self.accs.get(a) {
                 Some(Acc::Identity(op)) => identity(*op),
                 Some(Acc::Value(s)) => s.clone(),
@@ -1140,11 +1311,13 @@ impl<'k> Machine<'k> {
             Val::Bin(op, a, b) => match v.fused().filter(|_| self.k.fma) {
                 // `x * y + c` as the printer fuses it (spec/validation.md).
                 Some((x, y, c)) => fma(&self.val(x)?, &self.val(y)?, &Acc::Value(self.val(c)?)),
-                None => Sym::binary(*op, &self.val(a)?, &self.val(b)?),
+                None => D::binary(*op, &self.val(a)?, &self.val(b)?),
             },
         })
     }
+}
 
+impl Machine<'_, Sym> {
     /// Outputs against the oracle, input-only parameters unchanged, then every padding cell.
     fn compare(&self, oracle: &Store<Sym>) -> Result<Validated, Failure> {
         let too_large = |what: String| {
