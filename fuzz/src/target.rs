@@ -17,12 +17,24 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use teil_cbackend::run::Cancel;
 
 /// How long a target may take for one case unless `--target-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How much of a target's standard error is kept for reports (the end of it).
 const STDERR_TAIL: usize = 2000;
+
+/// The longest answer line read from a target (an answer is one short JSON object): a longer
+/// one is a [`Fault::Garbage`] as soon as this many bytes arrived, whatever the target sends.
+pub const MAX_ANSWER: usize = 1 << 20;
+
+/// The longest `message` or `reason` of an answer that is kept (its head, then how much was
+/// left out), so that a report stays readable whatever the target says.
+pub const MAX_MESSAGE: usize = 2000;
+
+/// How often a wait for an answer looks at the cancellation flag.
+const POLL: Duration = Duration::from_millis(50);
 
 /// A target's answer to one case.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +58,8 @@ pub enum Fault {
     Garbage(String),
     /// No answer within the timeout.
     Timeout(Duration),
+    /// The harness was asked to stop (its [`Cancel`] flag) while waiting: not a finding.
+    Interrupted,
 }
 
 impl std::fmt::Display for Fault {
@@ -57,6 +71,7 @@ impl std::fmt::Display for Fault {
             Fault::Timeout(t) => {
                 write!(f, "the target did not answer within {} s", t.as_secs_f64())
             }
+            Fault::Interrupted => f.write_str("interrupted"),
         }
     }
 }
@@ -85,11 +100,21 @@ impl TargetCommand {
     }
 }
 
+/// What the reader thread makes of the target's standard output, line by line.
+enum Line {
+    Text(String),
+    /// More than [`MAX_ANSWER`] bytes without a newline.
+    TooLong,
+    /// A line that is not UTF-8 (its first bytes, lossily, for the report).
+    NotUtf8(String),
+    Failed(std::io::Error),
+}
+
 struct Running {
     child: Child,
     /// Request lines for the writer thread.
     requests: mpsc::Sender<String>,
-    lines: Receiver<std::io::Result<String>>,
+    lines: Receiver<Line>,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -97,9 +122,56 @@ struct Running {
 pub struct Target {
     pub command: TargetCommand,
     pub timeout: Duration,
+    /// Set to stop waiting for an answer ([`Fault::Interrupted`]).
+    pub cancel: Cancel,
     running: Option<Running>,
     /// How many times the command was started.
     pub starts: u64,
+}
+
+/// Reads `r` line by line into `tx`, each line at most [`MAX_ANSWER`] bytes: the reader never
+/// holds more than that, whatever the target writes.
+fn read_lines(r: impl Read, tx: mpsc::Sender<Line>) {
+    let mut r = BufReader::new(r);
+    let mut line = Vec::new();
+    loop {
+        let (done, used) = match r.fill_buf() {
+            Ok([]) => return,
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    line.extend_from_slice(&buf[..=i]);
+                    (true, i + 1)
+                }
+                None => {
+                    line.extend_from_slice(buf);
+                    (false, buf.len())
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.send(Line::Failed(e));
+                return;
+            }
+        };
+        r.consume(used);
+        if line.len() > MAX_ANSWER {
+            let _ = tx.send(Line::TooLong);
+            return;
+        }
+        if done {
+            let sent = match String::from_utf8(std::mem::take(&mut line)) {
+                Ok(text) => tx.send(Line::Text(text)),
+                Err(e) => {
+                    let head =
+                        String::from_utf8_lossy(&e.as_bytes()[..e.as_bytes().len().min(200)]);
+                    tx.send(Line::NotUtf8(head.into_owned()))
+                }
+            };
+            if sent.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 impl Target {
@@ -107,6 +179,7 @@ impl Target {
         Target {
             command,
             timeout,
+            cancel: Cancel::default(),
             running: None,
             starts: 0,
         }
@@ -148,24 +221,7 @@ impl Target {
             }
         });
         let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            loop {
-                let mut line = String::new();
-                match r.read_line(&mut line) {
-                    Ok(0) => break,
-                    Ok(_) => {
-                        if tx.send(Ok(line)).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        break;
-                    }
-                }
-            }
-        });
+        std::thread::spawn(move || read_lines(stdout, tx));
         let tail = Arc::new(Mutex::new(String::new()));
         let t = tail.clone();
         std::thread::spawn(move || {
@@ -212,13 +268,33 @@ impl Target {
         // A writer that has stopped means the pipe broke: the target is gone, which the end of
         // its standard output reports below.
         let _ = r.requests.send(format!("{request}\n"));
-        match r.lines.recv_timeout(timeout) {
-            Ok(Ok(line)) => parse_answer(id, &line).map_err(Fault::Garbage),
-            Ok(Err(e)) => Err(Fault::Exited(exit_report(r, &format!("reading: {e}")))),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(Fault::Exited(exit_report(r, "end of its standard output")))
+        // Waits in slices, so that a cancellation is seen within [`POLL`].
+        let deadline = std::time::Instant::now() + timeout;
+        let line = loop {
+            if self.cancel.is_cancelled() {
+                return Err(Fault::Interrupted);
             }
-            Err(RecvTimeoutError::Timeout) => Err(Fault::Timeout(timeout)),
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match r.lines.recv_timeout(left.min(POLL)) {
+                Ok(line) => break line,
+                Err(RecvTimeoutError::Timeout) if left > POLL => continue,
+                Err(RecvTimeoutError::Timeout) => return Err(Fault::Timeout(timeout)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Fault::Exited(exit_report(r, "end of its standard output")))
+                }
+            }
+        };
+        match line {
+            Line::Text(line) => parse_answer(id, &line).map_err(Fault::Garbage),
+            Line::TooLong => Err(Fault::Garbage(format!(
+                "the answer is longer than {MAX_ANSWER} bytes (a line of teil-target/1 is one \
+                 short JSON object)"
+            ))),
+            Line::NotUtf8(head) => Err(Fault::Garbage(format!(
+                "the answer is not UTF-8: `{}`",
+                head.trim_end()
+            ))),
+            Line::Failed(e) => Err(Fault::Exited(exit_report(r, &format!("reading: {e}")))),
         }
     }
 
@@ -288,7 +364,7 @@ pub fn parse_answer(id: u64, line: &str) -> Result<Answer, String> {
     if v.get("id").and_then(Value::as_u64) != Some(id) {
         return Err(format!("`{shown}` does not answer request {id}"));
     }
-    let text = |f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+    let text = |f: &str| shorten(v.get(f).and_then(Value::as_str).unwrap_or(""));
     match v.get("status").and_then(Value::as_str) {
         Some("ok") => Ok(Answer::Ok),
         Some("unsupported") => Ok(Answer::Unsupported(text("reason"))),
@@ -297,6 +373,19 @@ pub fn parse_answer(id: u64, line: &str) -> Result<Answer, String> {
             "`{shown}` has no `status` of `ok`, `unsupported` or `error`"
         )),
     }
+}
+
+/// `text`, or its first [`MAX_MESSAGE`] bytes (at a character boundary) and how many were
+/// left out.
+fn shorten(text: &str) -> String {
+    if text.len() <= MAX_MESSAGE {
+        return text.to_string();
+    }
+    let end = (0..=MAX_MESSAGE)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{} ... ({} more bytes)", &text[..end], text.len() - end)
 }
 
 #[cfg(test)]

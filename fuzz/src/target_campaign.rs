@@ -82,6 +82,9 @@ pub struct Config {
     pub shrink: usize,
     /// Where reproducers are written (`None`: nowhere).
     pub out: Option<PathBuf>,
+    /// Stops the campaign between cases and any wait for an answer once set (a signal
+    /// handler sets it): the report then says so ([`Report::interrupted`]).
+    pub cancel: teil_cbackend::run::Cancel,
 }
 
 /// One program ready to be sent: the checked program, its inputs, the oracle's value of every
@@ -269,6 +272,9 @@ pub struct Report {
     pub stats: Stats,
     pub findings: Vec<Finding>,
     pub elapsed: Duration,
+    /// The campaign was stopped by [`Config::cancel`]: the figures are of the cases that
+    /// completed, and no finding was shrunk.
+    pub interrupted: bool,
 }
 
 impl Report {
@@ -280,22 +286,35 @@ impl Report {
         } else {
             0.0
         };
-        campaign::summary_line(self.stats.programs, self.findings.len(), rate)
+        let line = campaign::summary_line(self.stats.programs, self.findings.len(), rate);
+        if self.interrupted {
+            format!("{line}, interrupted")
+        } else {
+            line
+        }
     }
 }
 
-/// A scratch directory for case directories, removed when dropped.
-struct WorkDir(PathBuf);
+/// A scratch directory for case directories (mode 0700, an unpredictable name), removed when
+/// dropped.
+struct WorkDir(tempfile::TempDir);
 
 impl WorkDir {
     fn new() -> Result<WorkDir, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = scratch_root().join(format!("teil-target-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
-        Ok(WorkDir(dir))
+        let root = scratch_root();
+        tempfile::Builder::new()
+            .prefix("teil-target-")
+            .tempdir_in(&root)
+            .map(WorkDir)
+            .map_err(|e| format!("cannot create a directory in `{}`: {e}", root.display()))
+    }
+
+    /// A fresh case directory for case `id`, under a name the target cannot predict: a target
+    /// that plants a symbolic link where it expects the next case finds nothing to follow.
+    fn case(&self, id: u64) -> std::io::Result<tempfile::TempDir> {
+        tempfile::Builder::new()
+            .prefix(&format!("case_{id}_"))
+            .tempdir_in(self.0.path())
     }
 }
 
@@ -312,12 +331,6 @@ fn scratch_root() -> PathBuf {
     }
 }
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Sends cases to a target, each in a fresh case directory.
 pub struct Runner {
     target: Target,
@@ -331,8 +344,13 @@ fn json_str(s: &str) -> String {
 
 impl Runner {
     /// Starts the target; `Err` when its command cannot be started.
-    pub fn new(command: TargetCommand, timeout: Duration) -> Result<Runner, String> {
+    pub fn new(
+        command: TargetCommand,
+        timeout: Duration,
+        cancel: teil_cbackend::run::Cancel,
+    ) -> Result<Runner, String> {
         let mut target = Target::new(command, timeout);
+        target.cancel = cancel;
         target.start().map_err(|f| f.to_string())?;
         Ok(Runner {
             target,
@@ -349,10 +367,17 @@ impl Runner {
     pub fn check(&mut self, case: &Case) -> Verdict {
         let id = self.next_id;
         self.next_id += 1;
-        let dir = self.work.0.join(format!("case_{id}"));
-        let verdict = self.check_in(id, &dir, case);
-        let _ = std::fs::remove_dir_all(&dir);
-        verdict
+        let dir = match self.work.case(id) {
+            Ok(dir) => dir,
+            Err(e) => {
+                return Verdict::Found {
+                    kind: Kind::Fault,
+                    detail: format!("the harness could not create a case directory: {e}"),
+                    actual: Store::new(),
+                }
+            }
+        };
+        self.check_in(id, dir.path(), case)
     }
 
     fn check_in(&mut self, id: u64, dir: &Path, case: &Case) -> Verdict {
@@ -389,12 +414,13 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     let io = |p: &Path, e: std::io::Error| format!("`{}`: {e}", p.display());
     let (ins, outs) = (dir.join("inputs"), dir.join("outputs"));
     for d in [&ins, &outs] {
-        std::fs::create_dir_all(d).map_err(|e| io(d, e))?;
+        // Not `create_dir_all`: an entry already there (planted) is an error, not followed.
+        std::fs::create_dir(d).map_err(|e| io(d, e))?;
     }
     let program = dir.join("program.teil");
-    std::fs::write(
+    write_new(
         &program,
-        teil::fmt::program(case.checked.program(), teil::fmt::Style::Infix),
+        teil::fmt::program(case.checked.program(), teil::fmt::Style::Infix).as_bytes(),
     )
     .map_err(|e| io(&program, e))?;
     let entry = |path: &Path, shape: &[u64]| {
@@ -408,7 +434,7 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     for (name, shape) in &case.ops.inputs {
         let path = ins.join(format!("{name}.npy"));
         if let Some(t) = case.inputs.get(name) {
-            std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+            write_new(&path, &teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
         }
         inputs.push(format!("{}: {}", json_str(name), entry(&path, shape)));
     }
@@ -442,7 +468,13 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
     let mut problems = Vec::new();
     for (name, _) in &case.ops.outputs {
         let path = dir.join("outputs").join(format!("{name}.npy"));
-        let got = match teil_interp::npy::read(&path) {
+        // The shape the oracle gives the output: a file with another, or whose size is not
+        // what its header says, is refused before its data is read.
+        let shape: Option<Vec<u64>> = case
+            .expected
+            .get(name)
+            .map(|t| t.shape().iter().map(|&n| n as u64).collect());
+        let got = match teil_interp::npy::read_as(&path, shape.as_deref()) {
             Ok(t) => t,
             Err(e) => {
                 problems.push(format!("the output `{name}` cannot be read: {e}"));
@@ -467,13 +499,25 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
     }
 }
 
+/// Writes a file that must not exist yet (`O_EXCL`, so a symbolic link in its place is not
+/// followed).
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(bytes)
+}
+
 /// Runs a campaign against the target. `Err` when the target cannot be started at all.
 pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> {
     let start = Instant::now();
-    let mut runner = Runner::new(cfg.command.clone(), cfg.timeout)?;
+    let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats::default();
     let mut findings = Vec::new();
-    let out_of_time = || cfg.time.is_some_and(|t| start.elapsed() >= t);
+    let out_of_time =
+        || cfg.time.is_some_and(|t| start.elapsed() >= t) || cfg.cancel.is_cancelled();
     // Generating a program and running the oracle cost more CPU than a NumPy target's
     // answer, so `jobs` threads prepare cases while this one talks to the target. Cases are
     // judged in index order, so the findings (and which are shrunk) do not depend on
@@ -517,8 +561,13 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> 
                     stats.skipped += 1;
                     continue;
                 };
+                let verdict = runner.check(&case);
+                if cfg.cancel.is_cancelled() {
+                    // The case was cut short: it counts for nothing.
+                    break 'cases;
+                }
                 stats.programs += 1;
-                match runner.check(&case) {
+                match verdict {
                     Verdict::Pass => stats.exact += u64::from(case.exact),
                     Verdict::Unsupported(_) => stats.unsupported += 1,
                     Verdict::Found { kind, detail, .. } => findings.push(Finding {
@@ -542,7 +591,11 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> 
         stop.store(true, Ordering::SeqCst);
         drop(rx);
     });
-    for f in findings.iter_mut().take(cfg.shrink) {
+    let interrupted = cfg.cancel.is_cancelled();
+    for f in findings
+        .iter_mut()
+        .take(if interrupted { 0 } else { cfg.shrink })
+    {
         f.shrunk = Some(shrink_finding(cfg, &mut runner, f));
     }
     stats.starts = runner.starts();
@@ -550,6 +603,7 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> 
         stats,
         findings,
         elapsed: start.elapsed(),
+        interrupted,
     })
 }
 
@@ -653,7 +707,7 @@ pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, String> {
     let inputs = export::read_inputs(dir)?;
     let case = Case::new(0, parsed.program, Some(inputs))
         .map_err(|e| format!("`{}`: {e}", path.display()))?;
-    let mut runner = Runner::new(cfg.command.clone(), cfg.timeout)?;
+    let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats {
         programs: 1,
         ..Stats::default()
@@ -675,5 +729,6 @@ pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, String> {
         stats,
         findings,
         elapsed: start.elapsed(),
+        interrupted: cfg.cancel.is_cancelled(),
     })
 }

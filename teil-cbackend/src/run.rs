@@ -121,8 +121,8 @@ impl Toolchain {
     }
 
     /// Refuses flags that would make the compiled kernels compute other values than the spec
-    /// defines (spec/abi.md, "Floating point"): every compilation checks them first
-    /// ([`compile`]), and so does [`crate::shared`] before it looks in its cache. The flags of
+    /// defines (spec/abi.md, "Compiling the C"): every compilation the backend runs checks them
+    /// first, and so does [`crate::shared`] before it looks in its cache. The flags of
     /// [`EXTRA_CFLAGS_VAR`] are checked too.
     pub fn check_flags(&self) -> Result<(), RunError> {
         match self

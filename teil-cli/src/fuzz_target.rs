@@ -78,6 +78,7 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         },
         shrink: args.shrink,
         out: Some(args.out.clone()),
+        cancel: crate::interrupt::cancel_on_signal(),
     };
     let report = match &args.replay {
         Some(dir) => target_campaign::replay(&cfg, dir)?,
@@ -88,6 +89,9 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
     }
     crate::out::eprint(&format!("{}\n", counters(&report)));
     crate::out::println(&report.summary());
+    if report.interrupted {
+        return Ok(crate::interrupt::EXIT_INTERRUPTED);
+    }
     Ok(u8::from(!report.findings.is_empty()))
 }
 

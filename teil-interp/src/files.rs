@@ -411,13 +411,15 @@ pub fn check_regular(path: &Path) -> Result<(), ReadError> {
     }
 }
 
-/// The contents of the regular file at `path`; anything else is refused without blocking.
-pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
+/// The regular file at `path`, opened for reading, and its length; anything else is refused
+/// without blocking. For readers that look at a file's head before deciding to read the rest
+/// (`crate::npy::read_as`).
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, u64), ReadError> {
     // A stat first, so that a device is not even opened (opening some has side effects).
     check_regular(path)?;
     // O_NONBLOCK: should `path` have become a FIFO since, opening it does not wait for a
     // writer; the check below then refuses it.
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
@@ -425,7 +427,12 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
     if let Some(kind) = special_kind(&m) {
         return Err(ReadError::NotRegular(kind));
     }
-    let len = m.len();
+    Ok((f, m.len()))
+}
+
+/// The contents of the regular file at `path`; anything else is refused without blocking.
+pub fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
+    let (mut f, len) = open_regular(path)?;
     let mut bytes = Vec::new();
     usize::try_from(len)
         .ok()

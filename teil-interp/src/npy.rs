@@ -39,7 +39,18 @@ pub enum NpyError {
     /// Memory for the file or its values could not be reserved (E0703).
     #[error("out of memory: cannot allocate {} to read the file", crate::error::Bytes(*bytes))]
     OutOfMemory { bytes: u64 },
+    /// [`read_as`] was told the shape to expect, and the header says another.
+    #[error("the array has shape {found:?}, expected {expected:?}")]
+    Shape {
+        expected: Vec<u64>,
+        found: Vec<usize>,
+    },
+    #[error("the header has {0} bytes, more than the {MAX_HEADER} a .npy file of this toolchain may have")]
+    HeaderTooLarge(u64),
 }
+
+/// The longest header read (NumPy writes a few dozen bytes; format 2.0 allows 4 GiB).
+pub const MAX_HEADER: u64 = 1 << 20;
 
 /// Element types we read.
 #[derive(Clone, Copy)]
@@ -48,8 +59,19 @@ enum Dtype {
     F32 { big: bool },
 }
 
-/// Parses the bytes of a `.npy` file.
-pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
+/// What a `.npy` header says: the element type, the shape, where the data starts and how many
+/// bytes it has.
+struct Layout {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data_start: usize,
+    data_len: u64,
+    count: u64,
+}
+
+/// The length of the header (from the fixed prefix of at least 12 bytes, or fewer for a file
+/// that short) and where it starts.
+fn header_span(bytes: &[u8]) -> Result<(usize, usize, bool), NpyError> {
     if bytes.len() < MAGIC.len() + 2 || &bytes[..MAGIC.len()] != MAGIC {
         return Err(
             if bytes.len() < MAGIC.len() + 2 && MAGIC.starts_with(bytes) && !bytes.is_empty() {
@@ -72,6 +94,12 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
         .iter()
         .rev()
         .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    Ok((start, header_len, utf8))
+}
+
+/// Reads the header at the start of `bytes` (which holds at least the whole header).
+fn layout(bytes: &[u8]) -> Result<Layout, NpyError> {
+    let (start, header_len, utf8) = header_span(bytes)?;
     let header = bytes
         .get(start..start.saturating_add(header_len))
         .ok_or(NpyError::TruncatedHeader)?;
@@ -98,21 +126,45 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
         Dtype::F64 { .. } => 8,
         Dtype::F32 { .. } => 4,
     };
-    let data = &bytes[start + header_len..];
     let count = shape
         .iter()
         .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
         .ok_or_else(|| NpyError::Header("the shape has too many elements".into()))?;
-    let expected = count
+    let data_len = count
         .checked_mul(width)
         .ok_or_else(|| NpyError::Header("the shape has too many elements".into()))?;
-    let found = data.len() as u64;
+    Ok(Layout {
+        dtype,
+        shape,
+        data_start: start + header_len,
+        data_len,
+        count,
+    })
+}
+
+/// The data's length against the layout: truncated or trailing bytes are errors.
+fn check_data_len(l: &Layout, found: u64) -> Result<(), NpyError> {
+    let expected = l.data_len;
     if found < expected {
         return Err(NpyError::Truncated { expected, found });
     }
     if found > expected {
         return Err(NpyError::TrailingData(found - expected));
     }
+    Ok(())
+}
+
+/// Parses the bytes of a `.npy` file.
+pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
+    let l = layout(bytes)?;
+    let data = &bytes[l.data_start..];
+    check_data_len(&l, data.len() as u64)?;
+    decode(&l, data)
+}
+
+/// The values of `data`, exactly the layout's data bytes.
+fn decode(l: &Layout, data: &[u8]) -> Result<Tensor, NpyError> {
+    let (count, dtype, shape) = (l.count, l.dtype, l.shape.clone());
     let len = usize::try_from(count).map_err(|_| NpyError::OutOfMemory {
         bytes: count.saturating_mul(8),
     })?;
@@ -147,14 +199,65 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor, NpyError> {
 }
 
 /// Reads a `.npy` file; a FIFO, directory or device is refused without blocking
-/// ([`crate::files::read_regular`]).
+/// ([`crate::files::open_regular`]).
 #[cfg(unix)]
 pub fn read(path: &std::path::Path) -> Result<Tensor, NpyError> {
-    let bytes = crate::files::read_regular(path).map_err(|e| match e {
-        crate::files::ReadError::TooLarge(bytes) => NpyError::OutOfMemory { bytes },
-        e => NpyError::Io(e.to_string()),
-    })?;
-    from_bytes(&bytes)
+    read_as(path, None)
+}
+
+/// Reads a `.npy` file, header first: its dtype, its shape (against `shape`, where given) and
+/// the file's size against the header are checked before any data is read, so that a file
+/// that cannot be right costs nothing whatever size it claims or has (a 3 GB sparse file
+/// whose header says 10 cells is refused at once).
+#[cfg(unix)]
+pub fn read_as(path: &std::path::Path, shape: Option<&[u64]>) -> Result<Tensor, NpyError> {
+    use std::io::Read;
+    let io = |e: std::io::Error| NpyError::Io(e.to_string());
+    let (f, file_len) =
+        crate::files::open_regular(path).map_err(|e| NpyError::Io(e.to_string()))?;
+    let mut f = f.take(file_len);
+    // The fixed prefix: magic, version, header length.
+    let mut head = Vec::new();
+    Read::by_ref(&mut f)
+        .take(12)
+        .read_to_end(&mut head)
+        .map_err(io)?;
+    let (start, header_len, _) = header_span(&head)?;
+    if header_len as u64 > MAX_HEADER {
+        return Err(NpyError::HeaderTooLarge(header_len as u64));
+    }
+    let need = (start + header_len).saturating_sub(head.len()) as u64;
+    Read::by_ref(&mut f)
+        .take(need)
+        .read_to_end(&mut head)
+        .map_err(io)?;
+    let l = layout(&head)?;
+    if let Some(expected) = shape {
+        if !expected
+            .iter()
+            .copied()
+            .eq(l.shape.iter().map(|&n| n as u64))
+        {
+            return Err(NpyError::Shape {
+                expected: expected.to_vec(),
+                found: l.shape.clone(),
+            });
+        }
+    }
+    check_data_len(&l, file_len.saturating_sub(l.data_start as u64))?;
+    // The prefix may hold the first data bytes (a header shorter than 12 bytes).
+    let mut data = head.split_off(l.data_start.min(head.len()));
+    let want =
+        usize::try_from(l.data_len).map_err(|_| NpyError::OutOfMemory { bytes: l.data_len })?;
+    data.try_reserve_exact(want.saturating_sub(data.len()))
+        .map_err(|_| NpyError::OutOfMemory { bytes: l.data_len })?;
+    Read::by_ref(&mut f).read_to_end(&mut data).map_err(io)?;
+    if data.len() as u64 != l.data_len {
+        return Err(NpyError::Io(
+            "the file changed size while it was read".into(),
+        ));
+    }
+    decode(&l, &data)
 }
 
 /// The bytes of a `.npy` file holding `t` as little-endian float64 in C order.

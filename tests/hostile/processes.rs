@@ -456,3 +456,220 @@ fn impossible_campaign_options_are_usage_errors() {
     o.exits(0);
     assert_eq!(summary(&o.stdout, None).0, 2);
 }
+
+/// A `teil-target/1` target in Python: `body` runs for each request `req` (a dict) with `out`
+/// (standard output, bytes) and `pids` (the file collecting process ids) in scope.
+fn python_target(sb: &Sandbox, name: &str, body: &str) -> String {
+    let script = sb.path(&format!("{name}.py"));
+    let pids = sb.path("pids").display().to_string();
+    let body: String = body.lines().map(|l| format!("    {l}\n")).collect();
+    std::fs::write(
+        &script,
+        format!(
+            "import json, os, sys\nout = sys.stdout.buffer\npids = {pids:?}\n\
+             with open(pids, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\n\
+             for line in sys.stdin:\n    req = json.loads(line)\n{body}"
+        ),
+    )
+    .expect("target script");
+    format!("python3 {}", script.display())
+}
+
+/// Answers every request as unsupported after `delay` seconds.
+fn slow_target(sb: &Sandbox, delay: f64) -> String {
+    python_target(
+        sb,
+        "slow",
+        &format!(
+            "import time\ntime.sleep({delay})\n\
+             out.write(json.dumps({{'id': req['id'], 'status': 'unsupported', 'reason': 'slow'}}).encode() + b'\\n')\nout.flush()"
+        ),
+    )
+}
+
+fn interrupt_a_target_campaign(signal: libc::c_int) {
+    // Issue 24, item 8: the harness died by the signal, printed nothing, left its work
+    // directory and the target running.
+    let sb = Sandbox::new();
+    let target = slow_target(&sb, 0.2);
+    let after = Duration::from_millis(1500);
+    let o = sb
+        .case(&["fuzz", "--target", &target, "--programs", "1000"])
+        .signal_after(after, signal)
+        .run();
+    o.exits(130);
+    assert!(
+        o.elapsed < after + Duration::from_secs(2),
+        "stopped {:?} after the signal",
+        o.elapsed - after
+    );
+    let (programs, mismatches) = summary(&o.stdout, Some("interrupted"));
+    assert!((1..1000).contains(&programs), "{}", o.stdout);
+    assert_eq!(mismatches, 0, "{}", o.stderr);
+    sb.assert_clean();
+}
+
+#[test]
+fn sigint_stops_a_target_campaign_with_its_summary() {
+    interrupt_a_target_campaign(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_stops_a_target_campaign_with_its_summary() {
+    interrupt_a_target_campaign(libc::SIGTERM);
+}
+
+#[test]
+fn an_endless_answer_is_a_fault_within_a_bounded_memory() {
+    // Issue 24, item 4: a 4 GB line aborted the harness. Under the harness's 2 GiB address
+    // space, a target writing without end is a finding as soon as 1 MiB arrived.
+    let sb = Sandbox::new();
+    let target = python_target(
+        &sb,
+        "endless",
+        "chunk = b'x' * (1 << 20)\nwhile True:\n    out.write(chunk)",
+    );
+    let o = sb
+        .case(&[
+            "fuzz",
+            "--target",
+            &target,
+            "--programs",
+            "2",
+            "--shrink",
+            "0",
+        ])
+        .run();
+    o.exits(1);
+    assert_eq!(summary(&o.stdout, None), (2, 2), "{}", o.stderr);
+    assert_eq!(
+        o.stderr
+            .matches("the answer is longer than 1048576 bytes")
+            .count(),
+        2,
+        "{}",
+        o.stderr
+    );
+    sb.assert_clean();
+}
+
+#[test]
+fn long_messages_are_shortened_and_other_bytes_named() {
+    // Issue 24, item 22: a 50 MB error message was printed in full; a non-UTF-8 answer was
+    // reported as a target that exited without answering.
+    let sb = Sandbox::new();
+    let long = python_target(
+        &sb,
+        "long",
+        "out.write(json.dumps({'id': req['id'], 'status': 'error', 'message': 'e' * 100000}).encode() + b'\\n')\nout.flush()",
+    );
+    let o = sb
+        .case(&[
+            "fuzz",
+            "--target",
+            &long,
+            "--programs",
+            "1",
+            "--shrink",
+            "0",
+        ])
+        .run();
+    o.exits(1);
+    assert!(o.stderr.contains(" ... (98000 more bytes)"), "{}", o.stderr);
+    assert!(
+        o.stderr.len() < 20_000,
+        "{} bytes of report",
+        o.stderr.len()
+    );
+    let bytes = python_target(&sb, "bytes", "out.write(b'\\xff\\xfe{}\\n')\nout.flush()");
+    let o = sb
+        .case(&[
+            "fuzz",
+            "--target",
+            &bytes,
+            "--programs",
+            "1",
+            "--shrink",
+            "0",
+        ])
+        .run();
+    o.exits(1);
+    assert!(o.stderr.contains("the answer is not UTF-8"), "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("exited without answering"),
+        "{}",
+        o.stderr
+    );
+    sb.assert_clean();
+}
+
+#[test]
+fn a_link_planted_where_the_next_case_would_go_is_not_followed() {
+    // Issue 24, item 18: case directories had predictable names (`case_N`), and the harness
+    // wrote the next case's files through a symbolic link the target planted there.
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let target = python_target(
+        &sb,
+        "planter",
+        &format!(
+            "parent = os.path.dirname(req['dir'])\n\
+             for k in range(req['id'] + 1, req['id'] + 4):\n    \
+                 for name in (f'case_{{k}}', f'case_{{k}}_'):\n        \
+                     try:\n            os.symlink({outside:?}, os.path.join(parent, name))\n        \
+                     except OSError:\n            pass\n\
+             out.write(json.dumps({{'id': req['id'], 'status': 'unsupported', 'reason': 'x'}}).encode() + b'\\n')\nout.flush()",
+            outside = outside.display().to_string()
+        ),
+    );
+    let o = sb
+        .case(&["fuzz", "--target", &target, "--programs", "5"])
+        .run();
+    o.exits(0);
+    let written: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+    assert!(written.is_empty(), "written through the link: {written:?}");
+    // The links the target planted are removed with the work directory.
+    sb.assert_clean();
+}
+
+#[test]
+fn an_output_file_larger_than_its_header_says_is_refused_unread() {
+    // Issue 24, item 9: target output files were read in full before their header was
+    // checked (a 3 GB sparse file: 3 GB and 28 s). Its header is right; its size is not.
+    let sb = Sandbox::new();
+    let target = python_target(
+        &sb,
+        "sparse",
+        "for name, o in req['outputs'].items():\n    \
+             n = 1\n    \
+             for e in o['shape']:\n        n *= e\n    \
+             dims = [str(e) for e in o['shape']]\n    \
+             shape = '(' + ', '.join(dims) + (',)' if len(dims) == 1 else ')')\n    \
+             h = \"{'descr': '<f8', 'fortran_order': False, 'shape': %s, }\" % shape\n    \
+             h += ' ' * (63 - (10 + len(h)) % 64) + '\\n'\n    \
+             with open(o['path'], 'wb') as f:\n        \
+                 f.write(b'\\x93NUMPY\\x01\\x00' + len(h).to_bytes(2, 'little') + h.encode() + b'\\0' * (8 * n))\n        \
+                 f.truncate(3 << 30)\n\
+             out.write(json.dumps({'id': req['id'], 'status': 'ok'}).encode() + b'\\n')\nout.flush()",
+    );
+    let o = sb
+        .case(&[
+            "fuzz",
+            "--target",
+            &target,
+            "--programs",
+            "3",
+            "--shrink",
+            "0",
+        ])
+        .run();
+    o.exits(1);
+    assert!(
+        o.stderr.contains("bytes after the array data"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.cpu < Duration::from_secs(3), "{:?} of CPU", o.cpu);
+    sb.assert_clean();
+}
