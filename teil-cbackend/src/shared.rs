@@ -487,6 +487,27 @@ impl SharedKernel {
         &self.outputs
     }
 
+    /// The bytes one call may allocate: every parameter's padded buffer (an upper bound: an
+    /// input passed in place needs none) plus the workspace of the C function.
+    pub fn call_bytes(&self) -> u64 {
+        self.params
+            .iter()
+            .map(|q| q.padded.iter().fold(8u64, |a, &n| a.saturating_mul(n)))
+            .fold(self.workspace_bytes, u64::saturating_add)
+    }
+
+    /// The largest buffer of a call: its variable and its padded cells.
+    pub fn largest_buffer(&self) -> (String, u64) {
+        self.params
+            .iter()
+            .map(|q| {
+                let cells = q.padded.iter().fold(1u64, |a, &n| a.saturating_mul(n));
+                (q.var.clone(), cells)
+            })
+            .max_by_key(|(_, cells)| *cells)
+            .unwrap_or_default()
+    }
+
     /// The loaded shared object, in the cache directory; its C source is beside it (`.c`).
     pub fn path(&self) -> &Path {
         &self.path
