@@ -10,11 +10,33 @@
 //! **Cache.** Objects live in a per-user cache directory ([`default_cache_dir`]; `TEIL_CACHE_DIR`
 //! overrides) under the SHA-256 of everything that determines them: the C source, the compiler
 //! command and the identity of the executable it resolves to (path, size, modification time: a
-//! compiler upgrade is a new key), the flags and the target. The compiler writes to a temporary
-//! file in the cache directory, which is then renamed onto the final name, so processes
-//! compiling the same kernel at once never see a half-written object, and a second `compile` of
-//! the same program loads the object without running the compiler. The C source is kept beside
-//! the object (`KEY.c`); compiler errors point to it.
+//! compiler upgrade is a new key), the flags and the target. The compiler writes into a private
+//! scratch directory inside the cache directory, and the object is then renamed onto the final
+//! name, so processes compiling the same kernel at once never see a half-written object, and a
+//! second `compile` of the same program loads the object without running the compiler. The C
+//! source is kept beside the object (`KEY.c`); compiler errors point to it.
+//!
+//! **Trust.** Anyone can compute a key, so nothing in the cache is loaded on its name alone
+//! (loading an object runs its constructors in the caller's process). The directory must be a
+//! real directory owned by the user and writable by nobody else ([`trusted_dir`], which creates
+//! a missing one with mode 0700), otherwise compiling refuses it
+//! ([`KernelError::UntrustedCacheDir`]). Each object is recorded beside it (`KEY.mac`) with an
+//! HMAC-SHA256, over the key and the object's bytes, under a per-user secret of 32 random bytes
+//! kept in the directory (`teil-cache-secret`, mode 0600). An object is loaded only if it is
+//! opened without following a symbolic link, is a regular file of the user that nobody else
+//! may write, and its bytes carry the recorded HMAC; anything else at its name is compiled
+//! again and replaced. The file checked is the file loaded: on Linux it is loaded through
+//! `/proc/self/fd/N` of the verified descriptor (elsewhere by its path, in the directory
+//! nobody else can write). The directories above the cache directory are trusted.
+//! Temporary entries (`.tmp-PID-*`) that killed compilations left are removed by the next
+//! compilation ([`STALE_AFTER`]).
+//!
+//! **In-process limits.** Sanitizer flags (`-fsanitize=...`) are refused
+//! ([`KernelError::Sanitizer`]): a sanitizer's runtime must be the first thing loaded in a
+//! process, so such a kernel runs only in a separate process (`teil run --backend c`). An
+//! OpenMP kernel refuses to run in a process forked after OpenMP code ran in the parent
+//! ([`KernelError::OpenMpAfterFork`]): `libgomp`'s threads do not survive `fork`, and the call
+//! would hang.
 //!
 //! **Threads.** A [`SharedKernel`] is `Send + Sync`: the generated function keeps no state
 //! between calls and allocates its workspace per call (spec/abi.md, *Internal storage*), and
@@ -36,15 +58,19 @@
 //! process (the test `openmp_kernels_load_and_agree` did, before this rule).
 
 use crate::ir::{Kernel, Role};
-use crate::run::{compile, padded_rows, RunError, Toolchain};
+use crate::run::{compile, padded_rows, Cancel, RunError, Toolchain};
 use crate::Options;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
-use std::mem::ManuallyDrop;
+use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 use teil::CheckedProgram;
 use teil_interp::Tensor;
@@ -67,6 +93,9 @@ pub struct SharedOptions {
     pub cache_dir: Option<PathBuf>,
     /// The longest the compiler may run before it is stopped; `None`: no limit.
     pub timeout: Option<Duration>,
+    /// Stops the compiler when set (for example from a Ctrl-C handler); the compilation then
+    /// returns [`RunError::Interrupted`].
+    pub cancel: Cancel,
 }
 
 impl Default for SharedOptions {
@@ -79,6 +108,7 @@ impl Default for SharedOptions {
             fma: false,
             cache_dir: default_cache_dir(),
             timeout: Some(Duration::from_secs(300)),
+            cancel: Cancel::default(),
         }
     }
 }
@@ -120,6 +150,33 @@ pub enum KernelError {
     Compile(#[from] RunError),
     #[error("no cache directory for compiled kernels: set TEIL_CACHE_DIR or HOME")]
     NoCacheDir,
+    /// The cache directory given is the empty path (which would be the current directory).
+    #[error("the cache directory must not be empty: name a directory, or leave it unset for the per-user default")]
+    EmptyCacheDir,
+    /// The cache directory is not this user's alone ([`trusted_dir`]).
+    #[error(
+        "refusing the kernel cache directory `{}`: {reason}; other users could make this \
+         process load their code. Use a directory that only you own and can write (for \
+         example `chmod go-w` it, or set TEIL_CACHE_DIR)",
+        path.display()
+    )]
+    UntrustedCacheDir { path: PathBuf, reason: String },
+    /// A sanitizer flag (`-fsanitize=...`) for a kernel loaded into this process.
+    #[error(
+        "`{flag}` cannot be used for a kernel loaded into this process: a sanitizer's runtime \
+         must be loaded before everything else in the process, which would abort; run the \
+         program in a separate process instead (`teil run --backend c --cflags ...`, in Python \
+         `Program.run(backend=\"c\", cflags=...)`), which supports sanitizers"
+    )]
+    Sanitizer { flag: String },
+    /// An OpenMP kernel called in a process forked after OpenMP code ran in its parent.
+    #[error(
+        "an OpenMP kernel cannot run in a process forked from one that had already run OpenMP \
+         code (process {parent}): the OpenMP runtime's threads do not survive `fork` and the \
+         call would hang. Start worker processes with the \"spawn\" or \"forkserver\" method \
+         of multiprocessing, or compile the kernel with openmp=False"
+    )]
+    OpenMpAfterFork { parent: u32 },
     #[error("{what} `{}`: {error}", path.display())]
     Io {
         what: &'static str,
@@ -187,20 +244,16 @@ pub struct SharedKernel {
     /// Bytes of the workspace the C function allocates per call.
     workspace_bytes: u64,
     path: PathBuf,
-    /// Keeps the object mapped while `entry` may be called.
-    library: ManuallyDrop<libloading::Library>,
-    /// Whether dropping the kernel may unload the object: not for OpenMP kernels, whose
-    /// loading brought in `libgomp`, because its worker threads outlive the call and would
-    /// crash the process if the library under them were unmapped.
-    unload: bool,
+    /// The loaded object in [`LOADED`], which keeps it mapped while `entry` may be called.
+    object: ObjectId,
+    /// Compiled with OpenMP: never unloaded ([`Loaded::pinned`]), and refused in a process
+    /// forked after OpenMP code ran ([`OPENMP_PROCESS`]).
+    openmp: bool,
 }
 
 impl Drop for SharedKernel {
     fn drop(&mut self) {
-        if self.unload {
-            // SAFETY: `library` is dropped exactly once, here; nothing calls `entry` after.
-            unsafe { ManuallyDrop::drop(&mut self.library) }
-        }
+        release(self.object);
     }
 }
 
@@ -243,45 +296,50 @@ impl SharedKernel {
 
         // Before the cache: an object compiled with such flags is never loaded.
         tc.check_flags()?;
+        if let Some(flag) = tc
+            .cflags
+            .iter()
+            .chain(&crate::run::extra_cflags())
+            .find(|f| f.starts_with("-fsanitize="))
+        {
+            return Err(KernelError::Sanitizer { flag: flag.clone() });
+        }
+        tc.cancel = opts.cancel.clone();
         let dir = match &opts.cache_dir {
             Some(d) => d.clone(),
             None => default_cache_dir().ok_or(KernelError::NoCacheDir)?,
         };
+        trusted_dir(&dir)?;
+        remove_stale(&dir);
+        let secret = secret(&dir)?;
         let key = cache_key(&source, &tc);
         let path = dir.join(format!("{key}.{}", std::env::consts::DLL_EXTENSION));
-        let library = if path.is_file() {
-            // An object that does not load (a file damaged outside TeIL's control) is built
-            // again rather than reported.
-            match load(&path) {
-                Ok(lib) => lib,
-                Err(_) => {
-                    build(&tc, &dir, &key, &source, &path)?;
-                    load(&path)?
-                }
+        // Only an object this user wrote and authenticated is loaded; anything else at its
+        // name (another user's file, a symbolic link, a damaged or stale object) is built
+        // again and replaced.
+        let cached = match open_private(&path) {
+            Ok(Some((file, bytes))) if authentic(&secret, &dir, &key, &bytes) => {
+                load(file, &path, opts.openmp).ok()
             }
-        } else {
-            build(&tc, &dir, &key, &source, &path)?;
-            load(&path)?
+            _ => None,
         };
-        // SAFETY: `teil_entry` is defined by `source` with exactly this signature.
-        let entry: EntryFn = unsafe {
-            *library
-                .get::<EntryFn>(ENTRY.as_bytes())
-                .map_err(|error| KernelError::Load {
-                    path: path.clone(),
-                    error,
-                })?
+        let (entry, object) = match cached {
+            Some(loaded) => loaded,
+            None => {
+                let file = build(&tc, &dir, &key, &source, &path, &secret)?;
+                load(file, &path, opts.openmp)?
+            }
         };
-        Ok(Self::new(p, &kernel, entry, library, path, !opts.openmp))
+        Ok(Self::new(p, &kernel, entry, object, path, opts.openmp))
     }
 
     fn new(
         p: &CheckedProgram,
         kernel: &Kernel,
         entry: EntryFn,
-        library: libloading::Library,
+        object: ObjectId,
         path: PathBuf,
-        unload: bool,
+        openmp: bool,
     ) -> SharedKernel {
         let decls = &p.program().decls;
         let params: Vec<Param> = kernel
@@ -329,8 +387,8 @@ impl SharedKernel {
             declared,
             workspace_bytes: kernel.workspace.saturating_mul(8),
             path,
-            library: ManuallyDrop::new(library),
-            unload,
+            object,
+            openmp,
         }
     }
 
@@ -396,6 +454,9 @@ impl SharedKernel {
             owned.push(Some(buf));
         }
         self.reserve_workspace()?;
+        if self.openmp {
+            openmp_process()?;
+        }
         // SAFETY: `entry` calls the generated function with `pointers`, one per parameter in
         // order, each to a buffer of that parameter's padded length whose padding is zero (our
         // zeroed buffers, or a caller's array whose padded and logical layouts coincide); the
@@ -424,6 +485,27 @@ impl SharedKernel {
     /// order.
     pub fn outputs(&self) -> &[String] {
         &self.outputs
+    }
+
+    /// The bytes one call may allocate: every parameter's padded buffer (an upper bound: an
+    /// input passed in place needs none) plus the workspace of the C function.
+    pub fn call_bytes(&self) -> u64 {
+        self.params
+            .iter()
+            .map(|q| q.padded.iter().fold(8u64, |a, &n| a.saturating_mul(n)))
+            .fold(self.workspace_bytes, u64::saturating_add)
+    }
+
+    /// The largest buffer of a call: its variable and its padded cells.
+    pub fn largest_buffer(&self) -> (String, u64) {
+        self.params
+            .iter()
+            .map(|q| {
+                let cells = q.padded.iter().fold(1u64, |a, &n| a.saturating_mul(n));
+                (q.var.clone(), cells)
+            })
+            .max_by_key(|(_, cells)| *cells)
+            .unwrap_or_default()
     }
 
     /// The loaded shared object, in the cache directory; its C source is beside it (`.c`).
@@ -526,23 +608,275 @@ fn compiler_identity(cc: &str) -> String {
     String::new()
 }
 
+/// Refuses a cache directory that is not this user's alone: it must be a real directory (not
+/// a symbolic link), owned by the effective user, and writable by nobody else. It is created
+/// (mode 0700, with any missing parents) when it does not exist. Anyone who could write it
+/// could swap the generated C before it is compiled, or an object before it is loaded.
+pub fn trusted_dir(dir: &Path) -> Result<(), KernelError> {
+    if dir.as_os_str().is_empty() {
+        return Err(KernelError::EmptyCacheDir);
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|error| KernelError::Io {
+            what: "cannot create the cache directory",
+            path: dir.to_path_buf(),
+            error,
+        })?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|error| KernelError::Io {
+        what: "cannot examine the cache directory",
+        path: dir.to_path_buf(),
+        error,
+    })?;
+    let untrusted = |reason: String| KernelError::UntrustedCacheDir {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(untrusted("it is a symbolic link".to_string()));
+    }
+    if !meta.is_dir() {
+        return Err(untrusted("it is not a directory".to_string()));
+    }
+    let me = euid();
+    if meta.uid() != me {
+        return Err(untrusted(format!(
+            "it is owned by user {}, not by this process's user {me}",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(untrusted(format!(
+            "its mode {:o} lets the group or others write it",
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The name of the per-user secret in the cache directory.
+const SECRET: &str = "teil-cache-secret";
+
+/// The cache directory's secret: 32 random bytes in [`SECRET`] (mode 0600), created once.
+/// Every object in the cache is recorded with an HMAC-SHA256 under it ([`authentic`]), which
+/// nobody without read access to the secret can compute.
+fn secret(dir: &Path) -> Result<[u8; 32], KernelError> {
+    let path = dir.join(SECRET);
+    let io = |what: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |error| KernelError::Io { what, path, error }
+    };
+    if let Ok(Some((_, bytes))) = open_owned(&path, 0o077) {
+        if let Ok(s) = <[u8; 32]>::try_from(bytes.as_slice()) {
+            return Ok(s);
+        }
+    }
+    let mut fresh = [0u8; 32];
+    getrandom::fill(&mut fresh).map_err(|e| KernelError::Io {
+        what: "cannot draw a secret for the cache directory",
+        path: path.clone(),
+        error: std::io::Error::other(e.to_string()),
+    })?;
+    // `tempfile` creates the file with mode 0600; `persist` replaces a secret that failed the
+    // checks above (not this user's, readable by others, damaged): the objects it
+    // authenticated are then rebuilt.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temp_prefix())
+        .tempfile_in(dir)
+        .map_err(io("cannot create a file in the cache directory", dir))?;
+    std::io::Write::write_all(&mut tmp, &fresh).map_err(io("cannot write", &path))?;
+    match tmp.persist_noclobber(&path) {
+        Ok(_) => Ok(fresh),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Another process created it first (or a bad one is in the way): use theirs if it
+            // passes, replace it otherwise.
+            match open_owned(&path, 0o077) {
+                Ok(Some((_, bytes))) if bytes.len() == 32 => {
+                    Ok(<[u8; 32]>::try_from(bytes.as_slice()).expect("32 bytes"))
+                }
+                _ => {
+                    e.file.persist(&path).map_err(|e| KernelError::Io {
+                        what: "cannot write",
+                        path: path.clone(),
+                        error: e.error,
+                    })?;
+                    Ok(fresh)
+                }
+            }
+        }
+        Err(e) => Err(KernelError::Io {
+            what: "cannot write",
+            path,
+            error: e.error,
+        }),
+    }
+}
+
+/// The largest file the cache reads (a kernel's object is a few hundred KiB at most).
+const MAX_CACHED_FILE: u64 = 1 << 30;
+
+/// The regular file at `path`, opened without following a symbolic link, with its contents,
+/// if it is this user's and nobody else may write it; `Ok(None)` if it does not exist or is
+/// anything else (a symbolic link, another user's file, a FIFO, ...).
+fn open_private(path: &Path) -> std::io::Result<Option<(File, Vec<u8>)>> {
+    open_owned(path, 0o022)
+}
+
+/// [`open_private`] refusing the permission bits `forbidden` (0o077: readable by nobody else).
+fn open_owned(path: &Path, forbidden: u32) -> std::io::Result<Option<(File, Vec<u8>)>> {
+    use std::io::Read;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP: a symbolic link; anything else unreadable is not trusted either.
+        Err(_) => return Ok(None),
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file()
+        || meta.uid() != euid()
+        || meta.mode() & forbidden != 0
+        || meta.len() > MAX_CACHED_FILE
+    {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    (&file).take(MAX_CACHED_FILE).read_to_end(&mut bytes)?;
+    Ok(Some((file, bytes)))
+}
+
+/// HMAC-SHA256 (RFC 2104) of `parts`, each prefixed by its length, under `secret`.
+fn hmac(secret: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(secret);
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    for p in parts {
+        inner.update((p.len() as u64).to_le_bytes());
+        inner.update(p);
+    }
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+/// The record of an object's HMAC, beside it.
+fn mac_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!("{key}.mac"))
+}
+
+/// The hex HMAC that authenticates `bytes` as the object of `key`.
+fn mac_text(secret: &[u8; 32], key: &str, bytes: &[u8]) -> String {
+    hmac(secret, &[b"teil shared object", key.as_bytes(), bytes])
+        .iter()
+        .fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// Whether `bytes` are the object this user compiled for `key`: the record beside it is this
+/// user's and holds their HMAC (compared in constant time).
+fn authentic(secret: &[u8; 32], dir: &Path, key: &str, bytes: &[u8]) -> bool {
+    let Ok(Some((_, recorded))) = open_private(&mac_path(dir, key)) else {
+        return false;
+    };
+    let expected = mac_text(secret, key, bytes);
+    recorded.len() == expected.len()
+        && recorded
+            .iter()
+            .zip(expected.as_bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// The prefix of every temporary entry this process makes in the cache: `.tmp-PID-`, so that
+/// [`remove_stale`] can tell those of live processes.
+fn temp_prefix() -> String {
+    format!(".tmp-{}-", std::process::id())
+}
+
+/// How old a temporary entry of a process that is gone must be before it is removed: the
+/// margin covers a process of another PID namespace sharing the cache.
+pub const STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes the temporary entries (`.tmp-*`) that compilations killed midway left in `dir`:
+/// those of this user whose writer process is gone (or, for names without a process id,
+/// older than an hour), last modified more than [`STALE_AFTER`] ago. Errors are ignored.
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(".tmp-")) else {
+            continue;
+        };
+        let pid = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .filter(|&p| p > 0);
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .unwrap_or_default();
+        let stale = match pid {
+            // SAFETY: signal 0 only checks that the process exists.
+            Some(pid) => {
+                age > STALE_AFTER
+                    && unsafe { libc::kill(pid, 0) } != 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            }
+            None => age > Duration::from_secs(3600),
+        };
+        if !stale || meta.uid() != euid() {
+            continue;
+        }
+        let _ = if meta.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
+}
+
 /// Compiles `source` into `path`: the C source is written (atomically) to `KEY.c` in `dir`,
-/// the compiler writes a temporary object in `dir`, which is renamed onto `path`.
+/// the compiler writes the object into a private (0700) scratch directory in `dir`, where
+/// nobody else can reach it; it is made private (0700), its HMAC recorded in `KEY.mac`, and it
+/// is renamed onto `path`. Returns the object, open, for [`load`].
 fn build(
     tc: &Toolchain,
     dir: &Path,
     key: &str,
     source: &str,
     path: &Path,
-) -> Result<(), KernelError> {
+    secret: &[u8; 32],
+) -> Result<File, KernelError> {
     let io = |what: &'static str, path: &Path| {
         let path = path.to_path_buf();
         move |error| KernelError::Io { what, path, error }
     };
-    std::fs::create_dir_all(dir).map_err(io("cannot create the cache directory", dir))?;
+    let prefix = temp_prefix();
     let c_path = dir.join(format!("{key}.c"));
     let mut c_tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
+        .prefix(&prefix)
         .suffix(".c")
         .tempfile_in(dir)
         .map_err(io("cannot create a file in the cache directory", dir))?;
@@ -553,33 +887,156 @@ fn build(
         path: c_path.clone(),
         error: e.error,
     })?;
-    let so_tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .suffix(&format!(".{}", std::env::consts::DLL_EXTENSION))
-        .tempfile_in(dir)
-        .map_err(io("cannot create a file in the cache directory", dir))?
-        .into_temp_path();
     let scratch = tempfile::Builder::new()
-        .prefix(".tmp-")
+        .prefix(&prefix)
         .tempdir_in(dir)
         .map_err(io("cannot create a directory in the cache directory", dir))?;
+    let so_tmp = scratch
+        .path()
+        .join(format!("kernel.{}", std::env::consts::DLL_EXTENSION));
     let args = [OsStr::new("-o"), so_tmp.as_os_str(), c_path.as_os_str()];
     compile(tc, &args, scratch.path(), &c_path)?;
-    so_tmp.persist(path).map_err(|e| KernelError::Io {
-        what: "cannot move the compiled kernel into the cache",
-        path: path.to_path_buf(),
+    let not_written = || KernelError::Io {
+        what: "the compiler did not write a private object",
+        path: so_tmp.clone(),
+        error: std::io::Error::other("missing, or not a regular file of this user"),
+    };
+    // The linker may create the object with the umask's group bits: remove them before
+    // anything is read (nobody else can reach the scratch directory in the meantime).
+    if let Ok(m) = std::fs::symlink_metadata(&so_tmp) {
+        if m.file_type().is_file() && m.uid() == euid() {
+            std::fs::set_permissions(&so_tmp, std::fs::Permissions::from_mode(0o700))
+                .map_err(io("cannot make the object private", &so_tmp))?;
+        }
+    }
+    let (file, bytes) = open_private(&so_tmp)
+        .map_err(io("cannot read the compiled kernel", &so_tmp))?
+        .ok_or_else(not_written)?;
+    let mac = mac_path(dir, key);
+    let mut mac_tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempfile_in(dir)
+        .map_err(io("cannot create a file in the cache directory", dir))?;
+    std::io::Write::write_all(&mut mac_tmp, mac_text(secret, key, &bytes).as_bytes())
+        .map_err(io("cannot write", &mac))?;
+    mac_tmp.persist(&mac).map_err(|e| KernelError::Io {
+        what: "cannot write",
+        path: mac.clone(),
         error: e.error,
     })?;
-    Ok(())
+    std::fs::rename(&so_tmp, path)
+        .map_err(io("cannot move the compiled kernel into the cache", path))?;
+    Ok(file)
 }
 
-fn load(path: &Path) -> Result<libloading::Library, KernelError> {
-    // SAFETY: the object is one this module generated: its initialisers are those of the C
-    // runtime and of `libgomp` at most, which are safe to run at any time.
-    unsafe { libloading::Library::new(path) }.map_err(|error| KernelError::Load {
+/// A loaded object: the device and inode of its file.
+type ObjectId = (u64, u64);
+
+/// An object loaded into this process, shared by every kernel loaded from its file.
+struct Loaded {
+    /// Declared first: dropped (unloaded) before `file` is closed, so that the name it was
+    /// loaded under (`/proc/self/fd/N`) never names another file while it is loaded.
+    library: libloading::Library,
+    /// The verified file, kept open while the object is loaded.
+    file: File,
+    /// The kernels that use it.
+    users: usize,
+    /// Never unloaded: it was compiled with OpenMP, and unloading `libgomp` under its idle
+    /// worker threads crashes the process (the test `openmp_kernels_load_and_agree` did).
+    pinned: bool,
+}
+
+/// Every object the kernels of this process loaded, by file. One lock around loading and
+/// unloading: a file is loaded once, under the name of the descriptor held in [`Loaded`].
+static LOADED: Mutex<BTreeMap<ObjectId, Loaded>> = Mutex::new(BTreeMap::new());
+
+fn loaded() -> std::sync::MutexGuard<'static, BTreeMap<ObjectId, Loaded>> {
+    LOADED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Loads the verified object `file` (found at `path`) and returns its entry point. On Linux
+/// the object is loaded through `/proc/self/fd/N`, the very file that was checked and
+/// authenticated, so that nothing put at `path` in between is loaded instead.
+fn load(file: File, path: &Path, pin: bool) -> Result<(EntryFn, ObjectId), KernelError> {
+    let meta = file.metadata().map_err(|error| KernelError::Io {
+        what: "cannot examine the compiled kernel",
         path: path.to_path_buf(),
         error,
-    })
+    })?;
+    let id = (meta.dev(), meta.ino());
+    let mut all = loaded();
+    if let Some(l) = all.get_mut(&id) {
+        let entry = symbol(&l.library, path)?;
+        l.users += 1;
+        l.pinned |= pin;
+        return Ok((entry, id));
+    }
+    let by_fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    let name = if cfg!(target_os = "linux") && by_fd.exists() {
+        by_fd.as_path()
+    } else {
+        path
+    };
+    // SAFETY: the object is one this user's process generated and authenticated: its
+    // initialisers are those of the C runtime and of `libgomp` at most, which are safe to run
+    // at any time.
+    let library = unsafe { libloading::Library::new(name) }.map_err(|error| KernelError::Load {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let entry = symbol(&library, path)?;
+    all.insert(
+        id,
+        Loaded {
+            library,
+            file,
+            users: 1,
+            pinned: pin,
+        },
+    );
+    Ok((entry, id))
+}
+
+fn symbol(library: &libloading::Library, path: &Path) -> Result<EntryFn, KernelError> {
+    // SAFETY: `teil_entry` is defined by the generated source with exactly this signature.
+    unsafe {
+        library
+            .get::<EntryFn>(ENTRY.as_bytes())
+            .map(|f| *f)
+            .map_err(|error| KernelError::Load {
+                path: path.to_path_buf(),
+                error,
+            })
+    }
+}
+
+/// One kernel stops using `object`; the last one unloads it unless it is pinned.
+fn release(object: ObjectId) {
+    let mut all = loaded();
+    if let Some(l) = all.get_mut(&object) {
+        l.users -= 1;
+        if l.users == 0 && !l.pinned {
+            let Loaded { library, file, .. } = all.remove(&object).expect("present");
+            drop(library);
+            drop(file);
+        }
+    }
+}
+
+/// The process that first ran an OpenMP kernel (0: none yet). Memory is copied by `fork`, so
+/// a forked child sees its parent's id here.
+static OPENMP_PROCESS: AtomicU32 = AtomicU32::new(0);
+
+/// Refuses an OpenMP call in a process forked from one that ran OpenMP code: `libgomp`'s
+/// thread pool does not survive `fork`, and the child's first parallel region waits forever
+/// for threads that do not exist.
+fn openmp_process() -> Result<(), KernelError> {
+    let me = std::process::id();
+    match OPENMP_PROCESS.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => Ok(()),
+        Err(first) if first == me => Ok(()),
+        Err(parent) => Err(KernelError::OpenMpAfterFork { parent }),
+    }
 }
 
 /// Writes the logical cells of an input parameter into its zeroed padded buffer: the caller's

@@ -255,13 +255,19 @@ fn a_second_compile_is_a_cache_hit_without_the_compiler() {
     assert_ne!(flagged.path(), first.path());
     check_against_fast("pad 4", &p, &padded, &inputs);
 
-    // Only the objects and their sources are left in the cache: no temporary files.
+    // Only the objects, their sources and HMAC records and the cache's secret are left in the
+    // cache: no temporary files.
     let mut names: Vec<String> = std::fs::read_dir(cache.path())
         .expect("list the cache")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 6, "{names:?}");
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.iter().filter(|n| n.ends_with(".mac")).count(), 3);
+    assert!(
+        names.contains(&"teil-cache-secret".to_string()),
+        "{names:?}"
+    );
     assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
 }
 
@@ -291,7 +297,8 @@ fn processes_compiling_one_kernel_at_once_share_the_object() {
         .expect("list the cache")
         .map(|e| e.expect("entry").file_name())
         .collect();
-    assert_eq!(left.len(), 2, "{left:?}");
+    // The object, its source, its HMAC record and the cache's secret.
+    assert_eq!(left.len(), 4, "{left:?}");
 }
 
 #[test]
@@ -463,10 +470,14 @@ fn compiler_failures_carry_the_compilers_message() {
         other => panic!("expected a bad padding multiple, got {other:?}"),
     }
 
-    // Nothing was left in the cache but the kept sources: no object, no temporary file.
+    // Nothing was left in the cache but the kept sources and the cache's secret: no object,
+    // no temporary file.
     for e in std::fs::read_dir(cache.path()).expect("list the cache") {
         let name = e.expect("entry").file_name().to_string_lossy().into_owned();
-        assert!(name.ends_with(".c") && !name.starts_with('.'), "{name}");
+        assert!(
+            (name.ends_with(".c") || name == "teil-cache-secret") && !name.starts_with('.'),
+            "{name}"
+        );
     }
 }
 
@@ -545,4 +556,286 @@ fn openmp_kernels_load_and_agree() {
             });
         }
     });
+}
+
+/// MATMUL's interface with other values: an object that could be passed off as MATMUL's.
+const DOUBLED: &str = "input var A : [2 3]\ninput var B : [3 4]\noutput var C : [2 4]\n\
+                       C = (A # B) .[2 3]\nC = C + C";
+
+/// Compiles MATMUL and DOUBLED into `cache` with a logging compiler; returns MATMUL's options
+/// and both objects' paths.
+fn two_kernels(cache: &Path, tools: &Path, log: &Path) -> (SharedOptions, PathBuf, PathBuf) {
+    let opts = SharedOptions {
+        cc: logging_cc(tools, log).display().to_string(),
+        ..options(cache, 1)
+    };
+    let matmul = SharedKernel::compile(&program(MATMUL), &opts).expect("compiles");
+    let doubled = SharedKernel::compile(&program(DOUBLED), &opts).expect("compiles");
+    assert_eq!(runs(log), 2);
+    (
+        opts,
+        matmul.path().to_path_buf(),
+        doubled.path().to_path_buf(),
+    )
+}
+
+#[test]
+fn a_planted_object_with_the_right_name_is_rebuilt_not_loaded() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let log = tools.path().join("log");
+    let (opts, matmul, doubled) = two_kernels(cache.path(), tools.path(), &log);
+    let p = program(MATMUL);
+    let inputs = teil_interp::random_inputs(&p, 7);
+    // Another object (and its valid HMAC record, which names its own key) at MATMUL's name,
+    // as someone who can compute the key but not the cache's secret would plant it.
+    std::fs::copy(&doubled, &matmul).expect("plant the object");
+    std::fs::copy(doubled.with_extension("mac"), matmul.with_extension("mac")).expect("plant");
+    let k = SharedKernel::compile(&p, &opts).expect("rebuilds");
+    assert_eq!(runs(&log), 3, "the planted object was not rebuilt");
+    check_against_fast("after planting", &p, &k, &inputs);
+    drop(k);
+    // Garbage with a record forged without the secret is rebuilt too.
+    std::fs::write(&matmul, b"\x7fELF not an object").expect("plant");
+    std::fs::write(matmul.with_extension("mac"), "0".repeat(64)).expect("plant");
+    let k = SharedKernel::compile(&p, &opts).expect("rebuilds");
+    assert_eq!(runs(&log), 4);
+    check_against_fast("after garbage", &p, &k, &inputs);
+    // The rebuilt object is authentic again: a hit.
+    let again = SharedKernel::compile(&p, &opts).expect("hit");
+    assert_eq!(runs(&log), 4);
+    check_against_fast("hit", &p, &again, &inputs);
+}
+
+#[test]
+fn a_symbolic_link_at_the_objects_name_is_replaced_not_followed() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let log = tools.path().join("log");
+    let (opts, matmul, doubled) = two_kernels(cache.path(), tools.path(), &log);
+    let p = program(MATMUL);
+    std::fs::remove_file(&matmul).expect("remove");
+    std::os::unix::fs::symlink(&doubled, &matmul).expect("plant a link");
+    let k = SharedKernel::compile(&p, &opts).expect("rebuilds");
+    assert_eq!(runs(&log), 3, "the link was followed");
+    check_against_fast("after a link", &p, &k, &teil_interp::random_inputs(&p, 8));
+    let m = std::fs::symlink_metadata(&matmul).expect("the object");
+    assert!(m.file_type().is_file(), "the link is still there");
+    // The link's target, DOUBLED's object, is untouched.
+    let d = SharedKernel::compile(&program(DOUBLED), &opts).expect("hit");
+    assert_eq!(runs(&log), 3);
+    let inputs = teil_interp::random_inputs(&p, 9);
+    check_against_fast("doubled", &program(DOUBLED), &d, &inputs);
+}
+
+fn untrusted(cache: &Path) -> String {
+    match SharedKernel::compile(&program(MATMUL), &options(cache, 1)) {
+        Err(e @ KernelError::UntrustedCacheDir { .. }) => e.to_string(),
+        other => panic!("expected a refused cache directory, got {other:?}"),
+    }
+}
+
+#[test]
+fn cache_directories_others_could_write_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().expect("temporary directory");
+    let shared = root.path().join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    for mode in [0o777, 0o775, 0o1777, 0o757] {
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let message = untrusted(&shared);
+        assert!(
+            message.contains("lets the group or others write it"),
+            "{message}"
+        );
+        assert!(message.contains(&shared.display().to_string()), "{message}");
+    }
+    // Nothing was written into it, not even a secret.
+    assert_eq!(std::fs::read_dir(&shared).expect("list").count(), 0);
+    // Once private, it is used.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = program(MATMUL);
+    let k = SharedKernel::compile(&p, &options(&shared, 1)).expect("compiles");
+    check_against_fast("private again", &p, &k, &teil_interp::random_inputs(&p, 1));
+
+    // A symbolic link to a directory of one's own is refused too (it could be redirected).
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&shared, &link).expect("link");
+    assert!(untrusted(&link).contains("symbolic link"));
+
+    // A directory that does not exist is created private.
+    let fresh = root.path().join("a/b/cache");
+    SharedKernel::compile(&p, &options(&fresh, 1)).expect("compiles");
+    let mode = std::fs::metadata(&fresh)
+        .expect("created")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+
+    // Another user's directory (only root can make one to test with).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = root.path().join("theirs");
+        std::fs::create_dir(&theirs).expect("mkdir");
+        std::os::unix::fs::chown(&theirs, Some(65534), None).expect("chown");
+        assert!(untrusted(&theirs).contains("owned by user 65534"));
+    }
+
+    match SharedKernel::compile(&p, &options(Path::new(""), 1)) {
+        Err(e @ KernelError::EmptyCacheDir) => assert!(e.to_string().contains("must not be empty")),
+        other => panic!("expected a refused empty path, got {other:?}"),
+    }
+}
+
+#[test]
+fn another_users_or_shared_objects_in_the_cache_are_rebuilt() {
+    use std::os::unix::fs::PermissionsExt;
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let log = tools.path().join("log");
+    let (opts, matmul, _) = two_kernels(cache.path(), tools.path(), &log);
+    let p = program(MATMUL);
+    // An authentic object that others may write is not trusted (it could have been changed).
+    std::fs::set_permissions(&matmul, std::fs::Permissions::from_mode(0o766)).expect("chmod");
+    let k = SharedKernel::compile(&p, &opts).expect("rebuilds");
+    assert_eq!(runs(&log), 3);
+    check_against_fast("rebuilt", &p, &k, &teil_interp::random_inputs(&p, 2));
+    let mode = std::fs::metadata(&matmul)
+        .expect("object")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "the rebuilt object is private: {mode:o}");
+    // A secret others can read is replaced (and everything it authenticated rebuilt).
+    let secret = cache.path().join("teil-cache-secret");
+    assert_eq!(
+        std::fs::metadata(&secret)
+            .expect("secret")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    drop(k);
+    let k = SharedKernel::compile(&p, &opts).expect("rebuilds");
+    assert_eq!(runs(&log), 4);
+    check_against_fast("new secret", &p, &k, &teil_interp::random_inputs(&p, 3));
+    assert_eq!(
+        std::fs::metadata(&secret)
+            .expect("secret")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn stale_temporaries_of_killed_compilations_are_removed() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let old = std::time::SystemTime::now() - Duration::from_secs(600);
+    let age = |path: &Path| {
+        std::fs::File::open(path)
+            .expect("open")
+            .set_modified(old)
+            .expect("set the modification time");
+    };
+    // No process has an id above the kernel's maximum, 2^22.
+    let dead_file = cache.path().join(".tmp-99999999-abc.so");
+    let dead_dir = cache.path().join(".tmp-99999999-xyz");
+    let young = cache.path().join(".tmp-99999999-new.c");
+    let live = cache
+        .path()
+        .join(format!(".tmp-{}-live.c", std::process::id()));
+    let other = cache.path().join("notes.txt");
+    for f in [&dead_file, &young, &live, &other] {
+        std::fs::write(f, "x").expect("write");
+    }
+    std::fs::create_dir(&dead_dir).expect("mkdir");
+    std::fs::write(dead_dir.join("cc.stderr"), "x").expect("write");
+    for p in [&dead_file, &dead_dir, &live, &other] {
+        age(p);
+    }
+    let p = program(MATMUL);
+    SharedKernel::compile(&p, &options(cache.path(), 1)).expect("compiles");
+    assert!(
+        !dead_file.exists() && !dead_dir.exists(),
+        "stale temporaries left"
+    );
+    for kept in [&young, &live, &other] {
+        assert!(kept.exists(), "{} was removed", kept.display());
+    }
+}
+
+#[test]
+fn sanitizers_are_refused_in_process() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let log = tools.path().join("log");
+    for flags in ["-O1 -fsanitize=address", "-fsanitize=undefined -O2"] {
+        let opts = SharedOptions {
+            cc: logging_cc(tools.path(), &log).display().to_string(),
+            cflags: Some(flags.to_string()),
+            ..options(cache.path(), 1)
+        };
+        match SharedKernel::compile(&program(MATMUL), &opts) {
+            Err(e @ KernelError::Sanitizer { .. }) => {
+                let m = e.to_string();
+                assert!(m.contains("`-fsanitize="), "{m}");
+                assert!(m.contains("backend=\"c\""), "{m}");
+            }
+            other => panic!("expected a refused sanitizer, got {other:?}"),
+        }
+    }
+    assert_eq!(runs(&log), 0, "the compiler ran");
+}
+
+#[test]
+fn a_cancelled_compilation_stops_the_compiler() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let tools = tempfile::tempdir().expect("temporary directory");
+    let script = tools.path().join("slow-cc");
+    std::fs::write(&script, "#!/bin/sh\nexec sleep 60\n").expect("write the script");
+    make_executable(&script);
+    let opts = SharedOptions {
+        cc: script.display().to_string(),
+        ..options(cache.path(), 1)
+    };
+    let cancel = opts.cancel.clone();
+    let start = Instant::now();
+    let result = std::thread::scope(|s| {
+        let compiling = s.spawn(|| SharedKernel::compile(&program(MATMUL), &opts));
+        std::thread::sleep(Duration::from_millis(300));
+        cancel.cancel();
+        compiling.join().expect("thread")
+    });
+    match result {
+        Err(KernelError::Compile(RunError::Interrupted)) => {}
+        other => panic!("expected an interrupted compilation, got {other:?}"),
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn kernels_loaded_and_dropped_in_any_order_call_their_own_object() {
+    // Objects are loaded through `/proc/self/fd/N`; a descriptor number reused for another
+    // object must never give back one loaded earlier under that name.
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let (m, d) = (program(MATMUL), program(DOUBLED));
+    let inputs = teil_interp::random_inputs(&m, 4);
+    for round in 0..3 {
+        let first = SharedKernel::compile(&m, &options(cache.path(), 1)).expect("compiles");
+        let second = SharedKernel::compile(&m, &options(cache.path(), 1)).expect("hit");
+        drop(first);
+        let other = SharedKernel::compile(&d, &options(cache.path(), 1)).expect("compiles");
+        check_against_fast(&format!("matmul {round}"), &m, &second, &inputs);
+        check_against_fast(&format!("doubled {round}"), &d, &other, &inputs);
+        drop(second);
+        let again = SharedKernel::compile(&d, &options(cache.path(), 3)).expect("compiles");
+        check_against_fast(&format!("doubled pad 3 {round}"), &d, &again, &inputs);
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! An input that is already a C-contiguous float64 NumPy array is borrowed read-only and read
 //! through an `ndarray` view of its own buffer (no copy by the binding); anything else is
-//! converted as `numpy.ascontiguousarray(x, dtype=numpy.float64)` would, once, after checking
-//! that it is numeric (booleans, integers and floats, as NumPy's dtype kinds `b`, `i`, `u`,
+//! converted as `numpy.asarray(x, dtype=numpy.float64, order="C")` would (a scalar stays a 0-d
+//! array: `ascontiguousarray` would make it of shape `(1,)`), once, after checking that it is
+//! numeric (booleans, integers and floats, as NumPy's dtype kinds `b`, `i`, `u`,
 //! `f`). [`conversion_copies`] counts those conversions so that the tests can assert the
 //! zero-copy path is taken.
 
@@ -53,9 +54,71 @@ pub fn to_f64<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
     if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
         return Err(not_numeric(format!("dtype {}", dtype.str()?)));
     }
-    let converted = np.call_method1("ascontiguousarray", (arr, np.getattr("float64")?))?;
+    // Not `ascontiguousarray`, which returns at least one dimension: a scalar must stay 0-d.
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", np.getattr("float64")?)?;
+    kwargs.set_item("order", "C")?;
+    let converted = np.call_method("asarray", (arr,), Some(&kwargs))?;
     CONVERSIONS.fetch_add(1, Ordering::Relaxed);
     converted.extract::<Held<'py>>()
+}
+
+/// An integer argument that must fit in 64 unsigned bits (`pad`, `max_memory`, `max_work`).
+/// Extracting it never fails for an integer: [`Unsigned::get`] raises `ValueError` naming the
+/// argument and its range for one out of range, where PyO3's `u64` would raise
+/// `OverflowError`. A non-integer is a `TypeError`.
+pub struct Unsigned(Result<u64, String>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Unsigned {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if !obj.is_instance_of::<pyo3::types::PyInt>() {
+            let name = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            return Err(PyTypeError::new_err(format!(
+                "expected an integer, not {name}"
+            )));
+        }
+        Ok(Unsigned(obj.extract::<u64>().map_err(|_| {
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        })))
+    }
+}
+
+impl Unsigned {
+    pub const fn of(n: u64) -> Self {
+        Unsigned(Ok(n))
+    }
+
+    /// The value, if it is at least `min`; otherwise a `ValueError` naming `name`.
+    pub fn get(&self, name: &str, min: u64) -> PyResult<u64> {
+        match &self.0 {
+            Ok(n) if *n >= min => Ok(*n),
+            Ok(n) => Err(out_of_range(name, min, &n.to_string())),
+            Err(repr) => Err(out_of_range(name, min, repr)),
+        }
+    }
+}
+
+fn out_of_range(name: &str, min: u64, found: &str) -> PyErr {
+    // Long integers are cut: the message names the argument, not a thousand digits.
+    let found = if found.len() > 40 {
+        format!("{}... ({} digits)", &found[..20], found.len())
+    } else {
+        found.to_string()
+    };
+    pyo3::exceptions::PyValueError::new_err(format!(
+        "{name} must be an integer from {min} to 2**64 - 1, not {found}"
+    ))
+}
+
+/// [`Unsigned::get`] of an optional argument.
+pub fn optional(value: Option<Unsigned>, name: &str, min: u64) -> PyResult<Option<u64>> {
+    value.map(|v| v.get(name, min)).transpose()
 }
 
 /// Merges the `inputs` mapping and the keyword arguments into one map by name; a name given

@@ -86,8 +86,10 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(d: &teil::Diagnostic, file: &str, src: &str) -> Self {
-        let (line, column) = render::line_col(src, d.primary.span.start);
+    /// `d` rendered by `r`, the renderer of the source it was found in (built once per
+    /// source: building one indexes the whole text).
+    pub fn new(d: &teil::Diagnostic, file: &str, r: &render::Renderer<'_>) -> Self {
+        let (line, column) = r.line_col(d.primary.span.start);
         Diagnostic {
             code: d.code.as_str(),
             severity: d.severity.as_str(),
@@ -106,8 +108,8 @@ impl Diagnostic {
                 .collect(),
             notes: d.notes.clone(),
             help: d.help.clone(),
-            text: render::render_text(d, file, src, false),
-            json: render::render_json(d, file, src),
+            text: r.text(d, false),
+            json: r.json(d),
         }
     }
 }
@@ -133,17 +135,24 @@ impl Diagnostic {
     }
 }
 
-/// Converts diagnostics found in `src` (shown as `file`).
+/// Converts diagnostics found in `src` (shown as `file`), against one renderer of `src`: the
+/// time is linear in the size of the source plus that of the reports. Python's signal handlers
+/// run between diagnostics, so Ctrl-C stops the conversion of a long list.
 pub fn convert(
     py: Python<'_>,
     diags: &[teil::Diagnostic],
     file: &str,
     src: &str,
 ) -> PyResult<Vec<Py<Diagnostic>>> {
-    diags
-        .iter()
-        .map(|d| Py::new(py, Diagnostic::new(d, file, src)))
-        .collect()
+    let r = render::Renderer::new(file, src);
+    let mut out = Vec::with_capacity(diags.len());
+    for (k, d) in diags.iter().enumerate() {
+        if k % 256 == 255 {
+            py.check_signals()?;
+        }
+        out.push(Py::new(py, Diagnostic::new(d, file, &r))?);
+    }
+    Ok(out)
 }
 
 /// The exception for a rejected program or equation: `ParseError` when a syntax error

@@ -9,34 +9,49 @@ use ndarray::ArrayViewD;
 use numpy::{IntoPyArray, PyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyInt, PyList, PyTuple};
 use std::collections::BTreeMap;
 use teil::{interface, CheckedProgram};
 
 /// The name diagnostics show for an equation.
 const EQUATION: &str = "<equation>";
 
-/// Shapes given as tuples (or lists) of non-negative integers.
+/// Shapes given as tuples (or lists) of non-negative integers: `TypeError` for anything else,
+/// `ValueError` for an extent that is negative or does not fit in 64 bits.
 fn shapes_of(shapes: &Bound<'_, PyTuple>) -> PyResult<Vec<Vec<u64>>> {
+    let type_name = |o: &Bound<'_, PyAny>| {
+        o.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    };
     shapes
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            let extents: Vec<i128> = s.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "shape {k} must be a tuple of integers, not {}",
-                    s.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                ))
-            })?;
-            extents
+            let not_a_shape = |what: String| {
+                PyTypeError::new_err(format!("shape {k} must be a tuple of integers, not {what}"))
+            };
+            if !(s.is_instance_of::<PyTuple>() || s.is_instance_of::<PyList>()) {
+                return Err(not_a_shape(type_name(&s)));
+            }
+            let items: Vec<Bound<'_, PyAny>> = s.try_iter()?.collect::<PyResult<_>>()?;
+            items
                 .iter()
-                .map(|&n| {
-                    u64::try_from(n).map_err(|_| {
+                .map(|n| {
+                    if !n.is_instance_of::<PyInt>() {
+                        return Err(not_a_shape(format!("a tuple holding {}", type_name(n))));
+                    }
+                    n.extract::<u64>().map_err(|_| {
+                        let repr = n.repr().map(|r| r.to_string()).unwrap_or_default();
+                        let repr = if repr.len() > 40 {
+                            format!("{}... ({} digits)", &repr[..20], repr.len())
+                        } else {
+                            repr
+                        };
                         PyValueError::new_err(format!(
-                            "shape {k} has the extent {n}, which is negative or too large"
+                            "shape {k} has the extent {repr}, out of range (negative or too \
+                             large): extents are integers from 0 to 2**64 - 1"
                         ))
                     })
                 })

@@ -2,23 +2,41 @@
 //! process and called without spawning a process or recompiling
 //! (`teil_cbackend::shared::SharedKernel`, which pads and unpads).
 
-use crate::arrays;
+use crate::arrays::{self, Unsigned};
 use crate::diag;
+use crate::program;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use teil::CheckedProgram;
+use teil_cbackend::run::Cancel;
 use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
+use teil_interp::budget::MemoryEstimate;
 
 /// A compiled TeIL program (``Program.compile``): the padding-aware C backend built once into
 /// a shared object, cached by content hash in a per-user cache directory (``$TEIL_CACHE_DIR``,
 /// else ``$XDG_CACHE_HOME/teil`` or ``~/.cache/teil``), and loaded into the process.
 ///
 /// Calling it runs the native code on the inputs (a mapping and/or keyword arguments, any
-/// numeric array-likes; C-contiguous float64 arrays are read in place) and returns
-/// ``{name: numpy.ndarray}`` for every output. Calls release the GIL and may run from several
-/// threads at once.
+/// numeric array-likes; C-contiguous float64 arrays are read in place; a variable named
+/// ``max_memory`` goes through the mapping) and returns ``{name: numpy.ndarray}`` for every
+/// output. Calls release the GIL and may run from several threads at once.
+///
+/// ``max_memory`` (bytes; default: half of the machine's memory, as for ``Program.run``) bounds
+/// what a call allocates, its padded buffers and the C function's workspace: a call over it
+/// raises ``RunError`` (E0701) before anything is allocated.
+///
+/// Ctrl-C during ``Program.compile`` stops the compiler and raises ``KeyboardInterrupt``. A
+/// call cannot be stopped midway (the native code has no cancellation point): Ctrl-C is raised
+/// as ``KeyboardInterrupt`` when the call returns, and its results are discarded.
+///
+/// A kernel compiled with ``openmp=True`` refuses (``RunError``) to run in a process forked
+/// from one that had already run OpenMP code (``multiprocessing``'s default ``"fork"`` start
+/// method on Linux before Python 3.14): the OpenMP runtime's threads do not survive ``fork`` and
+/// the call would hang. Use the ``"spawn"`` or ``"forkserver"`` start method.
 ///
 /// Compiled with ``fma=True`` (``Program.compile``), contractions and element-wise
 /// products-then-adds use fused multiply-adds where the target has them (spec/values.md,
@@ -36,16 +54,20 @@ pub struct Kernel {
 fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
     match e {
         KernelError::Lower(teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..))
-        | KernelError::Compile(teil_cbackend::run::RunError::UnsafeFlag { .. }) => {
-            PyValueError::new_err(e.to_string())
-        }
+        | KernelError::Compile(teil_cbackend::run::RunError::UnsafeFlag { .. })
+        | KernelError::Sanitizer { .. }
+        | KernelError::EmptyCacheDir => PyValueError::new_err(e.to_string()),
         _ => diag::run_error(py, e.to_string()),
     }
 }
 
-/// Compiles `p` (with the GIL released: the C compiler may take seconds).
-pub fn compile(py: Python<'_>, p: &CheckedProgram, opts: SharedOptions) -> PyResult<Kernel> {
-    py.detach(|| SharedKernel::compile(p, &opts))
+/// Compiles `p` with the GIL released (the C compiler may take seconds), on a worker thread
+/// while this one runs Python's signal handlers: Ctrl-C stops the compiler
+/// (`SharedOptions::cancel`) and raises `KeyboardInterrupt`.
+pub fn compile(py: Python<'_>, p: &CheckedProgram, mut opts: SharedOptions) -> PyResult<Kernel> {
+    let flag = Arc::new(AtomicBool::new(false));
+    opts.cancel = Cancel::from(flag.clone());
+    program::interruptible_with(py, Some(&flag), || SharedKernel::compile(p, &opts))?
         .map(|inner| Kernel { inner })
         .map_err(|e| kernel_error(py, e))
 }
@@ -73,13 +95,25 @@ pub fn options(
 
 #[pymethods]
 impl Kernel {
-    #[pyo3(signature = (inputs = None, **named_inputs))]
+    #[pyo3(signature = (inputs = None, *, max_memory = None, **named_inputs))]
     fn __call__<'py>(
         &self,
         py: Python<'py>,
         inputs: Option<&Bound<'py, PyAny>>,
+        max_memory: Option<Unsigned>,
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        // The budget of `Program.run` (E0701), over the buffers of the call.
+        let budget = program::budget(arrays::optional(max_memory, "max_memory", 0)?, None);
+        let (largest, largest_cells) = self.inner.largest_buffer();
+        budget
+            .check_memory(&MemoryEstimate {
+                who: "the compiled kernel",
+                bytes: self.inner.call_bytes(),
+                largest: format!("`{largest}`"),
+                largest_cells,
+            })
+            .map_err(|e| diag::run_error(py, e.coded()))?;
         let given = arrays::gather(inputs, named_inputs)?;
         let held = arrays::convert_all(&given)?;
         let views = arrays::views(&held);

@@ -1,6 +1,9 @@
 //! `teil.check` and `teil.Program`: a checked program with its source, run on any backend.
 
-use crate::arrays::{self, Held};
+use crate::arrays::{self, Held, Unsigned};
+
+/// How the `pad` argument is named in its errors.
+pub(crate) const PAD: &str = "pad (the padding multiple)";
 use crate::diag::{self, Diagnostic};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -87,6 +90,16 @@ pub(crate) fn interruptible<T: Send>(
     budget: &Budget,
     work: impl FnOnce() -> T + Send,
 ) -> PyResult<T> {
+    interruptible_with(py, budget.cancel.as_ref(), work)
+}
+
+/// [`interruptible`] with the cancellation flag `cancel` (none: a Ctrl-C is raised once `work`
+/// has finished by itself).
+pub(crate) fn interruptible_with<T: Send>(
+    py: Python<'_>,
+    cancel: Option<&Arc<AtomicBool>>,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel();
         // Borrowed by the closures that run without the GIL, which must be `Sync`.
@@ -110,7 +123,7 @@ pub(crate) fn interruptible<T: Send>(
                 }
             }
             if let Err(e) = py.check_signals() {
-                if let Some(flag) = &budget.cancel {
+                if let Some(flag) = cancel {
                     flag.store(true, Ordering::SeqCst);
                 }
                 let _ = py.detach(|| worker.join());
@@ -299,6 +312,35 @@ fn lower_failure(e: teil_cbackend::Error) -> Failure {
     }
 }
 
+/// A file that could not be read: `OSError` (the subclass its errno names, such as
+/// `FileNotFoundError`, with the path as its `filename`), or `ValueError` for a special file.
+fn read_error(path: &std::path::Path, e: teil_interp::files::ReadError) -> PyErr {
+    use teil_interp::files::ReadError;
+    match e {
+        ReadError::Io(io) => {
+            let message = io.to_string();
+            let message = message
+                .split(" (os error")
+                .next()
+                .unwrap_or(&message)
+                .to_string();
+            match io.raw_os_error() {
+                // `OSError(errno, message, path)` is the errno's subclass, as `open` raises.
+                Some(errno) => pyo3::exceptions::PyOSError::new_err((
+                    errno,
+                    message,
+                    path.display().to_string(),
+                )),
+                None => pyo3::exceptions::PyOSError::new_err(format!(
+                    "cannot read `{}`: {message}",
+                    path.display()
+                )),
+            }
+        }
+        e => PyValueError::new_err(format!("cannot read `{}`: {e}", path.display())),
+    }
+}
+
 #[pymethods]
 impl Program {
     #[new]
@@ -309,10 +351,14 @@ impl Program {
 
     /// Reads and checks a program file (index notation when its name ends in ``.tin``).
     /// Bytes that are not UTF-8 become U+FFFD and are reported as invalid characters, as
-    /// ``teil check`` does.
+    /// ``teil check`` does. Only regular files are read, as by ``teil``: a FIFO, device,
+    /// directory or socket raises ``ValueError`` without blocking; a missing file raises
+    /// ``FileNotFoundError`` (an ``OSError`` naming the path).
     #[staticmethod]
     fn from_file(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let bytes = std::fs::read(&path)?;
+        let bytes = py
+            .detach(|| teil_interp::files::read_regular(&path))
+            .map_err(|e| read_error(&path, e))?;
         let source = String::from_utf8_lossy(&bytes).into_owned();
         Program::load(py, source, path.display().to_string())
     }
@@ -375,7 +421,8 @@ impl Program {
     /// round each product-then-add once, see ``Program.compile``). The evaluation
     /// runs with the GIL released. ``max_memory`` and ``max_work`` are the
     /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
-    /// memory), ``max_work`` in oracle steps (default 10**8, a few seconds); a run over either raises
+    /// memory), ``max_work`` in oracle steps (default 10**8, a few seconds), integers from 0 to
+    /// 2**64 - 1 (``pad`` from 1; ``ValueError`` outside); a run over either raises
     /// ``RunError`` (E0701, E0702) before anything is allocated. Ctrl-C stops a long evaluation
     /// with ``KeyboardInterrupt``.
     ///
@@ -385,8 +432,9 @@ impl Program {
     /// >>> p.run(x=[1, 2, 3], backend="oracle")["y"].item()
     /// 6.0
     #[pyo3(signature = (
-        inputs = None, *, backend = "fast", pad = 1, cc = "cc".to_string(), cflags = None,
-        openmp = false, fma = false, max_memory = None, max_work = None, **named_inputs
+        inputs = None, *, backend = "fast", pad = Unsigned::of(1), cc = "cc".to_string(),
+        cflags = None, openmp = false, fma = false, max_memory = None, max_work = None,
+        **named_inputs
     ))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
@@ -394,17 +442,21 @@ impl Program {
         py: Python<'py>,
         inputs: Option<&Bound<'py, PyAny>>,
         backend: &str,
-        pad: u64,
+        pad: Unsigned,
         cc: String,
         cflags: Option<String>,
         openmp: bool,
         fma: bool,
-        max_memory: Option<u64>,
-        max_work: Option<u64>,
+        max_memory: Option<Unsigned>,
+        max_work: Option<Unsigned>,
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let backend = self::backend(backend)?;
-        let budget = budget(max_memory, max_work);
+        let pad = pad.get(PAD, 1)?;
+        let budget = budget(
+            arrays::optional(max_memory, "max_memory", 0)?,
+            arrays::optional(max_work, "max_work", 0)?,
+        );
         let held = self.take_inputs(py, inputs, named_inputs)?;
         let views = arrays::views(&held);
         let c = COptions {
@@ -456,11 +508,14 @@ impl Program {
         cell: &str,
         inputs: Option<&Bound<'py, PyAny>>,
         syntax: Option<&str>,
-        max_memory: Option<u64>,
-        max_work: Option<u64>,
+        max_memory: Option<Unsigned>,
+        max_work: Option<Unsigned>,
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<String> {
-        let budget = budget(max_memory, max_work);
+        let budget = budget(
+            arrays::optional(max_memory, "max_memory", 0)?,
+            arrays::optional(max_work, "max_work", 0)?,
+        );
         let (name, idx) = interface::parse_cell(cell).map_err(PyValueError::new_err)?;
         let style = match syntax {
             Some(s) => style(s)?,
@@ -488,17 +543,17 @@ impl Program {
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as
     /// ``teil emit-c --pad PAD --name NAME`` prints it (``fma=True``: ``--fma``).
-    #[pyo3(signature = (*, pad = 1, name = "teil_kernel", openmp = false, fma = false))]
+    #[pyo3(signature = (*, pad = Unsigned::of(1), name = "teil_kernel", openmp = false, fma = false))]
     fn emit_c(
         &self,
         py: Python<'_>,
-        pad: u64,
+        pad: Unsigned,
         name: &str,
         openmp: bool,
         fma: bool,
     ) -> PyResult<String> {
         let opts = teil_cbackend::Options {
-            pad,
+            pad: pad.get(PAD, 1)?,
             name: name.to_string(),
             fma,
             ..teil_cbackend::Options::default()
@@ -514,7 +569,16 @@ impl Program {
     /// times without recompiling. ``cflags`` replaces the default ``-O2``; whatever they
     /// say, the kernel computes exactly (contraction of multiply-adds stays off), and flags
     /// that change values (``-ffast-math``, ``-Ofast``, ``-ffinite-math-only``, ...) raise
-    /// ``ValueError`` (spec/abi.md, "Compiling the C").
+    /// ``ValueError`` (spec/abi.md, "Compiling the C"), as do sanitizer flags
+    /// (``-fsanitize=...``, whose runtime cannot be loaded into a running Python: use
+    /// ``run(backend="c")``). ``pad`` is an integer from 1 to 2**64 - 1 (``ValueError``
+    /// otherwise). Ctrl-C stops the compiler and raises ``KeyboardInterrupt``.
+    ///
+    /// The cache directory (``cache_dir``, ``""`` is refused) must be owned by the user and
+    /// writable by nobody else (``RunError`` otherwise; a missing one is created with mode
+    /// 0700); an object is loaded only if its bytes carry the HMAC recorded when this user
+    /// compiled it, so a file planted under its name is compiled again, never loaded
+    /// (spec/limits.md, "Kernels loaded in-process").
     ///
     /// ``fma=False`` (the default) keeps results bit for bit those of ``backend="oracle"``
     /// (without contraction lifting's reassociation, spec/padding.md). ``fma=True`` is the
@@ -529,21 +593,21 @@ impl Program {
     /// >>> k(x=[1, 2])["y"]
     /// array([2., 4.])
     #[pyo3(signature = (
-        *, pad = 1, cflags = None, cc = "cc".to_string(), openmp = false, fma = false,
-        cache_dir = None
+        *, pad = Unsigned::of(1), cflags = None, cc = "cc".to_string(), openmp = false,
+        fma = false, cache_dir = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn compile(
         &self,
         py: Python<'_>,
-        pad: u64,
+        pad: Unsigned,
         cflags: Option<String>,
         cc: String,
         openmp: bool,
         fma: bool,
         cache_dir: Option<PathBuf>,
     ) -> PyResult<crate::kernel::Kernel> {
-        let opts = crate::kernel::options(pad, cc, cflags, openmp, fma, cache_dir);
+        let opts = crate::kernel::options(pad.get(PAD, 1)?, cc, cflags, openmp, fma, cache_dir);
         crate::kernel::compile(py, &self.checked, opts)
     }
 

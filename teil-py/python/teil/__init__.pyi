@@ -142,7 +142,11 @@ class Kernel:
     @property
     def path(self) -> Path: ...
     def __call__(
-        self, inputs: Mapping[str, _ArrayLike] | None = None, **named_inputs: _ArrayLike
+        self,
+        inputs: Mapping[str, _ArrayLike] | None = None,
+        *,
+        max_memory: int | None = None,
+        **named_inputs: _ArrayLike,
     ) -> dict[str, numpy.ndarray]: ...
 
 def einsum_shape(equation: str, *shapes: tuple[int, ...] | list[int]) -> tuple[int, ...]:
