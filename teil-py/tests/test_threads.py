@@ -47,7 +47,8 @@ def test_the_gil_is_released_during_evaluation():
     while True:
         p, a = matmul(n), np.ones((n, n))
         t0 = time.perf_counter()
-        p.run(A=a, B=a, backend="oracle")
+        # Beyond the default work budget (10**8 steps) at n = 512 on a slow machine.
+        p.run(A=a, B=a, backend="oracle", max_work=10**10)
         if time.perf_counter() - t0 > 0.1 or n >= 512:
             break
         n *= 2
@@ -66,7 +67,7 @@ def test_the_gil_is_released_during_evaluation():
     try:
         time.sleep(0.01)
         t0 = time.perf_counter()
-        out = p.run(A=a, B=a, backend="oracle")
+        out = p.run(A=a, B=a, backend="oracle", max_work=10**10)
         t1 = time.perf_counter()
     finally:
         stop.set()
