@@ -44,8 +44,10 @@ pub fn read_source(path: &str) -> Result<Source, ReadError> {
             .map_err(|e| ReadError::Io(format!("cannot read standard input: {e}")))?;
         ("<stdin>".to_string(), buf)
     } else {
-        let bytes =
-            std::fs::read(path).map_err(|e| ReadError::Io(format!("cannot read `{path}`: {e}")))?;
+        // A FIFO, directory or device is refused without blocking, as for every file `teil`
+        // reads (`teil_interp::files::read_regular`, also behind Python's `Program.from_file`).
+        let bytes = teil_interp::files::read_regular(std::path::Path::new(path))
+            .map_err(|e| ReadError::Io(format!("cannot read `{path}`: {e}")))?;
         (path.to_string(), bytes)
     };
     match teil::lexer::decode(bytes) {

@@ -306,3 +306,28 @@ fn long_identifiers_in_run_with_the_c_backend() {
         }
     }
 }
+
+#[test]
+fn special_program_files_are_refused_promptly() {
+    // The program file itself goes through the same reader as inputs (issue 24, item 5):
+    // `teil check FIFO` blocked forever, `teil check /dev/zero` read until memory ran out.
+    let s = Setup::new();
+    let fifo = s.path("fifo.teil");
+    mkfifo(&fifo);
+    let cases = [
+        (fifo.clone(), "a named pipe (FIFO)"),
+        (s.path(""), "a directory"),
+        (PathBuf::from("/dev/zero"), "a character device"),
+    ];
+    for (path, kind) in cases {
+        let path = path.display().to_string();
+        for sub in ["check", "emit-c", "fmt"] {
+            let o = Case::new([sub, &path])
+                .deadline(Duration::from_secs(5))
+                .run();
+            o.exits(2).within(Duration::from_secs(5));
+            let expected = format!("cannot read `{path}`: it is {kind}, not a regular file");
+            assert!(o.stderr.contains(&expected), "{sub} {path}: {}", o.stderr);
+        }
+    }
+}
