@@ -26,6 +26,11 @@ use std::ops::Range;
 /// time (a file of garbage has one diagnostic per stray character).
 pub const MAX_TEXT_DIAGNOSTICS: usize = 100;
 
+/// Most diagnostics of one file an editor is sent, by the language server and the playground
+/// (spec/limits.md, "Diagnostics"); a closing note counts the rest ([`omitted`]). An editor
+/// shows them all at once, and a megabyte of garbage has some 180,000 (680 MB of LSP messages).
+pub const MAX_EDITOR_DIAGNOSTICS: usize = 1000;
+
 /// One source file, indexed once, against which diagnostics are rendered.
 pub struct Renderer<'s> {
     file: String,
@@ -378,21 +383,27 @@ const BOM: char = '\u{FEFF}';
 /// The closing line of a file's text output when `rest`, the diagnostics past the cap, is not
 /// empty: `NAME: and 1,234 more errors not shown (...)`.
 fn omitted_line(file: &str, rest: &[Diagnostic]) -> Option<String> {
+    let what = omitted(rest)?;
+    Some(format!(
+        "{file}: and {what} not shown (text output shows the first {MAX_TEXT_DIAGNOSTICS} \
+         diagnostics of a file; JSON output lists all)"
+    ))
+}
+
+/// How many diagnostics `rest` holds, by severity (`7 more errors and 1 more warning`); `None`
+/// when it is empty. The count that closes a capped list of diagnostics, wherever it is capped.
+pub fn omitted(rest: &[Diagnostic]) -> Option<String> {
     if rest.is_empty() {
         return None;
     }
     let errors = rest.iter().filter(|d| d.is_error()).count();
     let warnings = rest.len() - errors;
     let count = |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
-    let what = match (errors, warnings) {
+    Some(match (errors, warnings) {
         (e, 0) => count(e, "error"),
         (0, w) => count(w, "warning"),
         (e, w) => format!("{} and {}", count(e, "error"), count(w, "warning")),
-    };
-    Some(format!(
-        "{file}: and {what} not shown (text output shows the first {MAX_TEXT_DIAGNOSTICS} \
-         diagnostics of a file; JSON output lists all)"
-    ))
+    })
 }
 
 /// Renders one diagnostic against `src`. Indexes the whole source: to render many diagnostics
