@@ -9,7 +9,7 @@
 //! Positions are byte offsets inside TeIL. A column is counted in one of two units: characters
 //! (1-based, for people: `FILE:LINE:COL`, JSON `column`) or UTF-16 code units (0-based, LSP's
 //! `character`). The index keeps the start of every line and running counts of both units every
-//! [`BLOCK`] bytes, so that the column of any offset costs a binary search and a scan of at most
+//! 256 bytes, so that the column of any offset costs a binary search and a scan of at most
 //! one block, whatever the length of its line: N positions on one long line cost O(N log n),
 //! not O(N * line).
 
