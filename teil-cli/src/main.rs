@@ -368,7 +368,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::fuzz(&args),
         Command::OpsTarget { plant } => ops_target::ops_target(plant.as_deref()),
         Command::Lsp => match teil_lsp::run_stdio() {
-            Ok(()) => 0,
+            Ok(exit) => exit.code(),
             Err(e) => {
                 input::fail(&e.to_string());
                 2

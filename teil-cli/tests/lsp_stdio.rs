@@ -116,3 +116,72 @@ fn a_client_over_pipes_gets_diagnostics_hovers_and_a_clean_exit() {
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0));
 }
+
+fn spawn() -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .arg("lsp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn teil lsp")
+}
+
+fn initialize(stdin: &mut impl Write, out: &mut BufReader<ChildStdout>) {
+    send(
+        stdin,
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": { "processId": null, "rootUri": null, "capabilities": {} } }),
+    );
+    assert!(wait_for(out, &json!(1))["result"].is_object());
+}
+
+/// LSP 3.17, `exit`: "the server should exit with success code 0 if the shutdown request has
+/// been received before; otherwise with error code 1".
+#[test]
+fn exit_without_shutdown_is_status_1() {
+    let mut child = spawn();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    initialize(&mut stdin, &mut out);
+    send(
+        &mut stdin,
+        &json!({ "jsonrpc": "2.0", "method": "exit", "params": null }),
+    );
+    assert_eq!(child.wait().expect("wait").code(), Some(1));
+}
+
+/// Invalid JSON is answered with a ParseError (`id: null`) and the next message is served; a
+/// header claiming 3e10 or 2^63 bytes allocates nothing: the server skips what follows, and
+/// when the input ends inside that body it stops with status 1, no panic or abort.
+#[test]
+fn bad_json_is_answered_and_huge_lengths_end_the_session_cleanly() {
+    for length in ["30000000000", "9223372036854775808"] {
+        let mut child = spawn();
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        initialize(&mut stdin, &mut out);
+        write!(stdin, "Content-Length: 5\r\n\r\n{{oops").expect("write");
+        let parse_error = receive(&mut out);
+        assert_eq!(parse_error["id"], Value::Null);
+        assert_eq!(parse_error["error"]["code"], json!(-32700));
+        send(
+            &mut stdin,
+            &json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }),
+        );
+        assert_eq!(wait_for(&mut out, &json!(2))["result"], Value::Null);
+        write!(stdin, "Content-Length: {length}\r\n\r\n{{}}").expect("write");
+        drop(stdin);
+        let status = child.wait().expect("wait");
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("stderr");
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(err.contains("the input ended inside a message"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

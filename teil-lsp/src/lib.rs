@@ -3,38 +3,209 @@
 //!
 //! This crate only converts: every answer comes from [`teil::ide::Analysis`], and positions
 //! go through [`teil::ide::LineIndex`] (UTF-16 columns, as LSP requires). Documents are synced
-//! in full; each open or change re-analyses the text and publishes its diagnostics.
+//! in full. A change replaces the text and nothing more; a document is analysed when a request
+//! needs it or, for its diagnostics, once no message is waiting: a burst of changes costs one
+//! analysis, not one per change. At most [`MAX_EDITOR_DIAGNOSTICS`] diagnostics of a document
+//! are published, then one note counting the rest.
+//!
+//! The byte stream ([`run`]) is read with [`teil::framing::read_frame`]: a message over
+//! [`MAX_MESSAGE_BYTES`] is skipped unread, and a message that cannot be read (a bad header,
+//! invalid JSON, not a JSON-RPC message) is answered with an error whose `id` is `null`
+//! (`ParseError`, `InvalidRequest` for JSON that is not a message); the server then reads the
+//! next message where the framing allows, and stops (exit status 1) where it does not
+//! (spec/limits.md, "Language server").
 //!
 //! **Architecture Invariant:** a request never brings the server down. A handler that fails
 //! answers with a JSON-RPC error (bad parameters: `InvalidParams`; an unknown document or a
 //! panic in the analysis: `InternalError`), and the loop goes on with the next message.
 
-use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types as lsp;
 use lsp_types::notification::Notification as _;
+use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
 use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+pub use teil::framing::MAX_MESSAGE_BYTES;
+use teil::framing::{read_frame, write_frame, FrameError};
 use teil::ide::{Analysis, LineIndex, SourceKind};
+pub use teil::render::MAX_EDITOR_DIAGNOSTICS;
 
-/// Why the server stopped other than by `shutdown` and `exit`.
+/// Why the server stopped other than by `exit`.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("protocol error: {0}")]
-    Protocol(#[from] lsp_server::ProtocolError),
     #[error("the client went away")]
     Disconnected,
-    #[error("malformed initialize parameters: {0}")]
-    Initialize(#[from] serde_json::Error),
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
 }
 
+/// How the session ended, and the exit status LSP prescribes for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// `exit` after `shutdown`: status 0.
+    Clean,
+    /// `exit` without `shutdown`, or the input ended (or could no longer be read) without
+    /// `exit`: status 1.
+    Unclean,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Clean => 0,
+            Exit::Unclean => 1,
+        }
+    }
+}
+
+/// Messages read ahead of the server: enough to find a burst of changes waiting, few enough
+/// that a client that does not wait costs bounded memory.
+const READ_AHEAD: usize = 256;
+
 /// Serves one client over standard input and output until it exits.
-pub fn run_stdio() -> Result<(), ServerError> {
-    let (conn, io) = Connection::stdio();
-    serve(&conn)?;
+pub fn run_stdio() -> Result<Exit, ServerError> {
+    run(
+        io::BufReader::new(io::stdin()),
+        io::stdout(),
+        MAX_MESSAGE_BYTES,
+    )
+}
+
+/// Serves one client reading framed messages from `input` and writing them to `output`; a
+/// message over `max_message` bytes is skipped and answered with an error.
+pub fn run(
+    input: impl BufRead + Send + 'static,
+    output: impl Write + Send + 'static,
+    max_message: usize,
+) -> Result<Exit, ServerError> {
+    let output = Arc::new(Mutex::new(output));
+    let (to_server, from_client) = crossbeam_channel::bounded(READ_AHEAD);
+    let (to_client, from_server) = crossbeam_channel::unbounded::<Message>();
+    let out = Arc::clone(&output);
+    // Not joined: it may be blocked reading input when the server stops (the process ends).
+    std::thread::Builder::new()
+        .name("teil-lsp-reader".into())
+        .spawn(move || read_messages(input, max_message, &to_server, &*out))?;
+    let out = Arc::clone(&output);
+    let writer = std::thread::Builder::new()
+        .name("teil-lsp-writer".into())
+        .spawn(move || write_messages(&from_server, &*out))?;
+    let conn = Connection {
+        sender: to_client,
+        receiver: from_client,
+    };
+    let exit = serve(&conn);
     drop(conn);
-    io.join()?;
+    let written = writer.join().unwrap_or(Ok(()));
+    let exit = exit?;
+    written?;
+    Ok(exit)
+}
+
+/// The reader thread: framed messages from `input` to the server, until the input ends, it
+/// cannot be read further, or `exit` has been read.
+fn read_messages<W: Write>(
+    mut input: impl BufRead,
+    max_message: usize,
+    to_server: &Sender<Message>,
+    out: &Mutex<W>,
+) {
+    loop {
+        let body = match read_frame(&mut input, max_message) {
+            Ok(Some(body)) => body,
+            Ok(None) => return,
+            Err(e) => {
+                eprintln!("teil lsp: {e}");
+                if let FrameError::Header(_) | FrameError::Skipped(_) = e {
+                    let _ = answer_error(out, Value::Null, ErrorCode::ParseError, &e.to_string());
+                }
+                if e.is_resumable() {
+                    continue;
+                }
+                return;
+            }
+        };
+        let msg = match parse_message(&body) {
+            Ok(msg) => msg,
+            Err((id, code, message)) => {
+                let _ = answer_error(out, id, code, &message);
+                continue;
+            }
+        };
+        let is_exit = matches!(&msg, Message::Notification(n) if n.method == "exit");
+        if to_server.send(msg).is_err() || is_exit {
+            return;
+        }
+    }
+}
+
+/// A message from a body, or the `id` (`null` where none can be read), code and text of the
+/// error that answers it.
+fn parse_message(body: &[u8]) -> Result<Message, (Value, ErrorCode, String)> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        (
+            Value::Null,
+            ErrorCode::ParseError,
+            format!("the message is not JSON: {e}"),
+        )
+    })?;
+    let id = match value.get("id") {
+        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    let invalid = |e: String| (id.clone(), ErrorCode::InvalidRequest, e);
+    let Some(fields) = value.as_object() else {
+        return Err(invalid("a message must be a JSON object".into()));
+    };
+    // Decided by the fields, not by trying each kind in turn: a request with a malformed
+    // `method` would otherwise read as a response and go unanswered.
+    let (has_method, has_id) = (fields.contains_key("method"), fields.contains_key("id"));
+    let message = match (has_method, has_id) {
+        (true, true) => serde_json::from_value::<Request>(value).map(Message::Request),
+        (true, false) => serde_json::from_value::<Notification>(value).map(Message::Notification),
+        (false, _) => serde_json::from_value::<Response>(value).map(Message::Response),
+    };
+    message.map_err(|e| {
+        invalid(format!(
+            "not a JSON-RPC request, notification or response: {e}"
+        ))
+    })
+}
+
+fn answer_error<W: Write>(
+    out: &Mutex<W>,
+    id: Value,
+    code: ErrorCode,
+    message: &str,
+) -> io::Result<()> {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code as i32, "message": message },
+    });
+    let mut w = out.lock().unwrap_or_else(|e| e.into_inner());
+    write_frame(&mut *w, body.to_string().as_bytes())
+}
+
+/// The writer thread: the server's messages to `out`, until the server stops.
+fn write_messages<W: Write>(from_server: &Receiver<Message>, out: &Mutex<W>) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct JsonRpc<'a> {
+        jsonrpc: &'static str,
+        #[serde(flatten)]
+        msg: &'a Message,
+    }
+    for msg in from_server {
+        let body = serde_json::to_vec(&JsonRpc {
+            jsonrpc: "2.0",
+            msg: &msg,
+        })?;
+        let mut w = out.lock().unwrap_or_else(|e| e.into_inner());
+        write_frame(&mut *w, &body)?;
+    }
     Ok(())
 }
 
@@ -61,20 +232,54 @@ pub fn capabilities() -> lsp::ServerCapabilities {
     }
 }
 
-/// Runs the initialize handshake, then answers messages until `shutdown` and `exit`.
-pub fn serve(conn: &Connection) -> Result<(), ServerError> {
-    let caps = serde_json::to_value(capabilities())?;
-    let (id, params) = conn.initialize_start()?;
-    conn.initialize_finish(
-        id,
-        serde_json::json!({
-            "capabilities": caps,
-            "serverInfo": { "name": "teil", "version": env!("CARGO_PKG_VERSION") },
-        }),
-    )?;
-    let params: lsp::InitializeParams = serde_json::from_value(params)?;
+/// Runs the initialize handshake, then answers messages until `exit` (or the end of the
+/// input). Before `initialize`, requests are answered `ServerNotInitialized` and notifications
+/// other than `exit` dropped; `initialize` with malformed parameters is answered
+/// `InvalidParams`, and the server waits for a valid one. After `shutdown`, requests are
+/// answered `InvalidRequest` and notifications other than `exit` dropped (LSP 3.17).
+pub fn serve(conn: &Connection) -> Result<Exit, ServerError> {
+    let params: lsp::InitializeParams = loop {
+        let Ok(msg) = conn.receiver.recv() else {
+            return Ok(Exit::Unclean);
+        };
+        match msg {
+            Message::Request(req) if req.method == "initialize" => {
+                match serde_json::from_value(req.params) {
+                    Ok(p) => {
+                        let caps = serde_json::to_value(capabilities())
+                            .map_err(|e| ServerError::Io(e.into()))?;
+                        let result = json!({
+                            "capabilities": caps,
+                            "serverInfo": { "name": "teil", "version": env!("CARGO_PKG_VERSION") },
+                        });
+                        send(conn, Response::new_ok(req.id, result).into())?;
+                        break p;
+                    }
+                    Err(e) => send(
+                        conn,
+                        error(
+                            req.id,
+                            ErrorCode::InvalidParams,
+                            format!("invalid parameters for `initialize`: {e}"),
+                        ),
+                    )?,
+                }
+            }
+            Message::Request(req) => send(
+                conn,
+                error(
+                    req.id,
+                    ErrorCode::ServerNotInitialized,
+                    "the server is not initialized: send `initialize` first".into(),
+                ),
+            )?,
+            Message::Notification(n) if n.method == "exit" => return Ok(Exit::Unclean),
+            Message::Notification(_) | Message::Response(_) => {}
+        }
+    };
     let mut server = Server {
         docs: HashMap::new(),
+        unpublished: Vec::new(),
         replaced: Vec::new(),
         diagnostics_url: params
             .initialization_options
@@ -83,43 +288,112 @@ pub fn serve(conn: &Connection) -> Result<(), ServerError> {
             .and_then(|u| u.as_str())
             .and_then(|u| lsp::Url::parse(u).ok()),
     };
-    for msg in &conn.receiver {
-        match msg {
-            Message::Request(req) => {
-                if conn.handle_shutdown(&req)? {
-                    return Ok(());
+    let mut shutting_down = false;
+    loop {
+        let msg = match conn.receiver.try_recv() {
+            Ok(msg) => msg,
+            Err(TryRecvError::Empty) => {
+                // Nothing is waiting: the diagnostics of the latest texts.
+                if !shutting_down {
+                    for n in server.publish_changed() {
+                        send(conn, n.into())?;
+                    }
                 }
+                match conn.receiver.recv() {
+                    Ok(msg) => msg,
+                    Err(_) => return Ok(Exit::Unclean),
+                }
+            }
+            Err(TryRecvError::Disconnected) => return Ok(Exit::Unclean),
+        };
+        match msg {
+            Message::Request(req) if shutting_down => send(
+                conn,
+                error(
+                    req.id,
+                    ErrorCode::InvalidRequest,
+                    "the server is shutting down".into(),
+                ),
+            )?,
+            Message::Request(req) if req.method == "shutdown" => {
+                shutting_down = true;
+                send(conn, Response::new_ok(req.id, Value::Null).into())?;
+            }
+            Message::Request(req) if req.method == "initialize" => send(
+                conn,
+                error(
+                    req.id,
+                    ErrorCode::InvalidRequest,
+                    "the server is already initialized".into(),
+                ),
+            )?,
+            Message::Request(req) => {
                 let resp = server.request(req);
                 send(conn, resp.into())?;
             }
+            Message::Notification(n) if n.method == "exit" => {
+                return Ok(if shutting_down {
+                    Exit::Clean
+                } else {
+                    Exit::Unclean
+                });
+            }
+            Message::Notification(_) if shutting_down => {}
             Message::Notification(n) => {
                 for out in server.notification(n) {
                     send(conn, out.into())?;
                 }
-                server.replaced.clear();
             }
             Message::Response(_) => {}
         }
     }
-    Ok(())
 }
 
 fn send(conn: &Connection, msg: Message) -> Result<(), ServerError> {
     conn.sender.send(msg).map_err(|_| ServerError::Disconnected)
 }
 
+fn error(id: RequestId, code: ErrorCode, message: String) -> Message {
+    Response::new_err(id, code as i32, message).into()
+}
+
+/// One open document: its latest text, analysed when first needed.
 struct Document {
     version: i32,
+    kind: SourceKind,
+    text: Text,
+}
+
+enum Text {
+    /// Changed since last analysed.
+    Pending(String),
+    Analysed(Box<Snapshot>),
+}
+
+impl Document {
+    fn snapshot(&mut self) -> &Snapshot {
+        if let Text::Pending(text) = &mut self.text {
+            let text = std::mem::take(text);
+            self.text = Text::Analysed(Box::new(Snapshot::new(text, self.kind)));
+        }
+        match &self.text {
+            Text::Analysed(s) => s,
+            Text::Pending(_) => unreachable!("analysed just above"),
+        }
+    }
+}
+
+/// One analysed version of a document.
+struct Snapshot {
     lines: LineIndex,
     analysis: Analysis,
 }
 
-impl Document {
-    fn new(text: String, version: i32, uri: &lsp::Url) -> Document {
-        Document {
-            version,
+impl Snapshot {
+    fn new(text: String, kind: SourceKind) -> Snapshot {
+        Snapshot {
             lines: LineIndex::new(&text),
-            analysis: Analysis::new(text, SourceKind::of_path(uri.path())),
+            analysis: Analysis::new(text, kind),
         }
     }
 
@@ -142,12 +416,27 @@ impl Document {
 
 struct Server {
     docs: HashMap<lsp::Url, Document>,
-    /// The versions that a change replaced, freed once the new version's diagnostics are sent:
-    /// freeing the trees of a long file costs a fifth of analysing it, and need not delay them.
-    replaced: Vec<Document>,
+    /// Documents changed since their diagnostics were last published, in order of change.
+    unpublished: Vec<lsp::Url>,
+    /// The analyses that a change replaced, freed once the new diagnostics are sent: freeing
+    /// the trees of a long file costs a fifth of analysing it, and need not delay them.
+    replaced: Vec<Snapshot>,
     /// Where the explanations of diagnostic codes live (`initializationOptions.diagnosticsUrl`,
     /// e.g. spec/diagnostics.md of the repository); each code links to `URL#e0302`.
     diagnostics_url: Option<lsp::Url>,
+}
+
+/// The analysed document `uri`, or the failure of a request about a document that is not open.
+fn snapshot<'a>(
+    docs: &'a mut HashMap<lsp::Url, Document>,
+    uri: &lsp::Url,
+) -> Result<&'a Snapshot, Failure> {
+    docs.get_mut(uri).map(Document::snapshot).ok_or_else(|| {
+        (
+            ErrorCode::InvalidParams,
+            format!("document `{uri}` is not open"),
+        )
+    })
 }
 
 /// A failed request: the JSON-RPC error code and message.
@@ -218,18 +507,9 @@ impl Server {
         }
     }
 
-    fn doc(&self, uri: &lsp::Url) -> Result<&Document, Failure> {
-        self.docs.get(uri).ok_or_else(|| {
-            (
-                ErrorCode::InvalidParams,
-                format!("document `{uri}` is not open"),
-            )
-        })
-    }
-
-    fn hover(&self, p: lsp::HoverParams) -> Result<Option<lsp::Hover>, Failure> {
+    fn hover(&mut self, p: lsp::HoverParams) -> Result<Option<lsp::Hover>, Failure> {
         let at = p.text_document_position_params;
-        let doc = self.doc(&at.text_document.uri)?;
+        let doc = snapshot(&mut self.docs, &at.text_document.uri)?;
         let Some(h) = doc.analysis.hover(doc.offset(at.position)) else {
             return Ok(None);
         };
@@ -243,11 +523,11 @@ impl Server {
     }
 
     fn definition(
-        &self,
+        &mut self,
         p: lsp::GotoDefinitionParams,
     ) -> Result<Option<lsp::GotoDefinitionResponse>, Failure> {
         let at = p.text_document_position_params;
-        let doc = self.doc(&at.text_document.uri)?;
+        let doc = snapshot(&mut self.docs, &at.text_document.uri)?;
         Ok(doc
             .analysis
             .goto_definition(doc.offset(at.position))
@@ -259,9 +539,9 @@ impl Server {
             }))
     }
 
-    fn references(&self, p: lsp::ReferenceParams) -> Result<Vec<lsp::Location>, Failure> {
+    fn references(&mut self, p: lsp::ReferenceParams) -> Result<Vec<lsp::Location>, Failure> {
         let at = p.text_document_position;
-        let doc = self.doc(&at.text_document.uri)?;
+        let doc = snapshot(&mut self.docs, &at.text_document.uri)?;
         let offset = doc.offset(at.position);
         let decl = doc.analysis.goto_definition(offset);
         Ok(doc
@@ -277,10 +557,10 @@ impl Server {
     }
 
     fn symbols(
-        &self,
+        &mut self,
         p: lsp::DocumentSymbolParams,
     ) -> Result<lsp::DocumentSymbolResponse, Failure> {
-        let doc = self.doc(&p.text_document.uri)?;
+        let doc = snapshot(&mut self.docs, &p.text_document.uri)?;
         #[allow(deprecated)] // `deprecated` is a required field of the struct
         let symbols = doc
             .analysis
@@ -306,10 +586,10 @@ impl Server {
     /// The whole document replaced by its formatted text; no edits when it cannot be formatted
     /// (its syntax errors are already shown as diagnostics).
     fn formatting(
-        &self,
+        &mut self,
         p: lsp::DocumentFormattingParams,
     ) -> Result<Option<Vec<lsp::TextEdit>>, Failure> {
-        let doc = self.doc(&p.text_document.uri)?;
+        let doc = snapshot(&mut self.docs, &p.text_document.uri)?;
         let style = teil::interface::written_style(doc.analysis.text());
         let Ok(text) = doc.analysis.format(style) else {
             return Ok(None);
@@ -324,11 +604,12 @@ impl Server {
     }
 
     fn code_actions(
-        &self,
+        &mut self,
         p: lsp::CodeActionParams,
     ) -> Result<Vec<lsp::CodeActionOrCommand>, Failure> {
         let uri = p.text_document.uri;
-        let doc = self.doc(&uri)?;
+        let url = self.diagnostics_url.as_ref();
+        let doc = snapshot(&mut self.docs, &uri)?;
         let range = doc.offset(p.range.start)..doc.offset(p.range.end);
         Ok(doc
             .analysis
@@ -346,7 +627,7 @@ impl Server {
                 lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
                     title: fix.title.clone(),
                     kind: Some(lsp::CodeActionKind::QUICKFIX),
-                    diagnostics: Some(vec![self.diagnostic(doc, &uri, d)]),
+                    diagnostics: Some(vec![diagnostic(url, doc, &uri, d)]),
                     edit: Some(lsp::WorkspaceEdit {
                         changes: Some(HashMap::from([(uri.clone(), edits)])),
                         ..Default::default()
@@ -358,8 +639,8 @@ impl Server {
             .collect())
     }
 
-    fn inlay_hints(&self, p: lsp::InlayHintParams) -> Result<Vec<lsp::InlayHint>, Failure> {
-        let doc = self.doc(&p.text_document.uri)?;
+    fn inlay_hints(&mut self, p: lsp::InlayHintParams) -> Result<Vec<lsp::InlayHint>, Failure> {
+        let doc = snapshot(&mut self.docs, &p.text_document.uri)?;
         let range = doc.offset(p.range.start)..doc.offset(p.range.end);
         Ok(doc
             .analysis
@@ -379,34 +660,34 @@ impl Server {
             .collect())
     }
 
+    /// Applies a notification to the documents; only closing answers at once (with empty
+    /// diagnostics). A malformed notification is dropped: it cannot be answered.
     fn notification(&mut self, n: Notification) -> Vec<Notification> {
         use lsp::notification::*;
-        // A notification cannot be answered, so a malformed one is dropped.
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             match n.method.as_str() {
                 DidOpenTextDocument::METHOD => {
                     let p: lsp::DidOpenTextDocumentParams =
                         serde_json::from_value(n.params).ok()?;
-                    let uri = p.text_document.uri;
-                    let doc = Document::new(p.text_document.text, p.text_document.version, &uri);
-                    self.docs.insert(uri.clone(), doc);
-                    Some(self.publish(&uri))
+                    let d = p.text_document;
+                    self.set_text(d.uri, d.text, d.version);
+                    None
                 }
                 DidChangeTextDocument::METHOD => {
                     let p: lsp::DidChangeTextDocumentParams =
                         serde_json::from_value(n.params).ok()?;
-                    let uri = p.text_document.uri;
                     // Full sync: the last change holds the whole text.
                     let text = p.content_changes.into_iter().last()?.text;
-                    let doc = Document::new(text, p.text_document.version, &uri);
-                    self.replaced.extend(self.docs.insert(uri.clone(), doc));
-                    Some(self.publish(&uri))
+                    self.set_text(p.text_document.uri, text, p.text_document.version);
+                    None
                 }
                 DidCloseTextDocument::METHOD => {
                     let p: lsp::DidCloseTextDocumentParams =
                         serde_json::from_value(n.params).ok()?;
-                    self.docs.remove(&p.text_document.uri);
-                    Some(publish(p.text_document.uri, Vec::new(), None))
+                    let uri = p.text_document.uri;
+                    self.docs.remove(&uri);
+                    self.unpublished.retain(|u| *u != uri);
+                    Some(publish(uri, Vec::new(), None))
                 }
                 _ => None,
             }
@@ -414,59 +695,119 @@ impl Server {
         result.ok().flatten().into_iter().collect()
     }
 
-    fn publish(&self, uri: &lsp::Url) -> Notification {
-        let Some(doc) = self.docs.get(uri) else {
-            return publish(uri.clone(), Vec::new(), None);
+    /// Replaces a document's text; it is analysed when next needed.
+    fn set_text(&mut self, uri: lsp::Url, text: String, version: i32) {
+        let doc = Document {
+            version,
+            kind: SourceKind::of_path(uri.path()),
+            text: Text::Pending(text),
         };
-        let diags = doc
-            .analysis
-            .diagnostics()
-            .iter()
-            .map(|d| self.diagnostic(doc, uri, d))
-            .collect();
-        publish(uri.clone(), diags, Some(doc.version))
+        if let Some(Document {
+            text: Text::Analysed(old),
+            ..
+        }) = self.docs.insert(uri.clone(), doc)
+        {
+            self.replaced.push(*old);
+        }
+        if !self.unpublished.contains(&uri) {
+            self.unpublished.push(uri);
+        }
     }
 
-    fn diagnostic(&self, doc: &Document, uri: &lsp::Url, d: &teil::Diagnostic) -> lsp::Diagnostic {
-        let mut message = d.message.clone();
-        if let Some(rule) = d.rule {
-            message.push_str(&format!("\nrule: {rule} (spec/typing.md)"));
-        }
-        for n in &d.notes {
-            message.push_str(&format!("\nnote: {n}"));
-        }
-        if let Some(h) = &d.help {
-            message.push_str(&format!("\nhelp: {h}"));
-        }
-        let related = d
-            .secondary
-            .iter()
-            .map(|l| lsp::DiagnosticRelatedInformation {
-                location: lsp::Location {
-                    uri: uri.clone(),
-                    range: doc.range(&l.span),
-                },
-                message: l.message.clone(),
+    /// The diagnostics of every document changed since they were last published.
+    fn publish_changed(&mut self) -> Vec<Notification> {
+        let uris = std::mem::take(&mut self.unpublished);
+        let out = uris
+            .into_iter()
+            .filter_map(|uri| {
+                let url = self.diagnostics_url.as_ref();
+                let doc = self.docs.get_mut(&uri)?;
+                let version = doc.version;
+                let snap = doc.snapshot();
+                let diags = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    published_diagnostics(url, snap, &uri)
+                }))
+                .unwrap_or_default();
+                Some(publish(uri, diags, Some(version)))
             })
-            .collect::<Vec<_>>();
-        lsp::Diagnostic {
-            range: doc.range(&d.primary.span),
-            severity: Some(match d.severity {
-                teil::Severity::Error => lsp::DiagnosticSeverity::ERROR,
-                teil::Severity::Warning => lsp::DiagnosticSeverity::WARNING,
-            }),
-            code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
-            code_description: self.diagnostics_url.as_ref().map(|base| {
-                let mut href = base.clone();
-                href.set_fragment(Some(&d.code.as_str().to_ascii_lowercase()));
-                lsp::CodeDescription { href }
-            }),
+            .collect();
+        self.replaced.clear();
+        out
+    }
+}
+
+/// The first [`MAX_EDITOR_DIAGNOSTICS`] diagnostics of a document, then, if any are left, one
+/// note counting them at the first of them: a file of garbage has a diagnostic per stray
+/// character, and an editor needs the first few.
+fn published_diagnostics(
+    url: Option<&lsp::Url>,
+    doc: &Snapshot,
+    uri: &lsp::Url,
+) -> Vec<lsp::Diagnostic> {
+    let all = doc.analysis.diagnostics();
+    let (shown, rest) = all.split_at(all.len().min(MAX_EDITOR_DIAGNOSTICS));
+    let mut out: Vec<lsp::Diagnostic> =
+        shown.iter().map(|d| diagnostic(url, doc, uri, d)).collect();
+    if let (Some(first), Some(what)) = (rest.first(), teil::render::omitted(rest)) {
+        let at = doc.position(first.primary.span.start);
+        out.push(lsp::Diagnostic {
+            range: lsp::Range { start: at, end: at },
+            severity: Some(lsp::DiagnosticSeverity::INFORMATION),
             source: Some("teil".into()),
-            message,
-            related_information: (!related.is_empty()).then_some(related),
-            tags: None,
-            data: None,
-        }
+            message: format!(
+                "{what} not shown (an editor is sent the first {MAX_EDITOR_DIAGNOSTICS} \
+                 diagnostics of a file; `teil check --format json` lists all)"
+            ),
+            ..Default::default()
+        });
+    }
+    out
+}
+
+fn diagnostic(
+    url: Option<&lsp::Url>,
+    doc: &Snapshot,
+    uri: &lsp::Url,
+    d: &teil::Diagnostic,
+) -> lsp::Diagnostic {
+    let mut message = d.message.clone();
+    if let Some(rule) = d.rule {
+        message.push_str(&format!("\nrule: {rule} (spec/typing.md)"));
+    }
+    for n in &d.notes {
+        message.push_str(&format!("\nnote: {n}"));
+    }
+    if let Some(h) = &d.help {
+        message.push_str(&format!("\nhelp: {h}"));
+    }
+    let related = d
+        .secondary
+        .iter()
+        .map(|l| lsp::DiagnosticRelatedInformation {
+            location: lsp::Location {
+                uri: uri.clone(),
+                range: doc.range(&l.span),
+            },
+            message: l.message.clone(),
+        })
+        .collect::<Vec<_>>();
+    lsp::Diagnostic {
+        range: doc.range(&d.primary.span),
+        severity: Some(match d.severity {
+            teil::Severity::Error => lsp::DiagnosticSeverity::ERROR,
+            teil::Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        }),
+        code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+        code_description: url.map(|base| {
+            let mut href = base.clone();
+            href.set_fragment(Some(&d.code.as_str().to_ascii_lowercase()));
+            lsp::CodeDescription { href }
+        }),
+        source: Some("teil".into()),
+        message,
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: None,
     }
 }
 

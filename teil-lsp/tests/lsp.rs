@@ -17,7 +17,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 
 struct Client {
     conn: Connection,
-    server: Option<JoinHandle<Result<(), String>>>,
+    server: Option<JoinHandle<Result<teil_lsp::Exit, String>>>,
     next: i32,
 }
 
@@ -113,7 +113,10 @@ impl Client {
         self.result("shutdown", Value::Null);
         self.notify("exit", Value::Null);
         let server = self.server.take().expect("running");
-        assert_eq!(server.join().expect("server thread"), Ok(()));
+        assert_eq!(
+            server.join().expect("server thread"),
+            Ok(teil_lsp::Exit::Clean)
+        );
     }
 }
 

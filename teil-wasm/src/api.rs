@@ -65,15 +65,26 @@ fn file_name(req: &Map<String, Value>) -> &'static str {
     }
 }
 
+/// The first [`teil::render::MAX_EDITOR_DIAGNOSTICS`] diagnostics, as the language server
+/// sends them; [`omitted`] counts the rest (a megabyte of garbage has some 177,000).
 fn diagnostics_json(diags: &[Diagnostic], file: &str, src: &str) -> Vec<Value> {
     let renderer = teil::render::Renderer::new(file, src);
     diags
         .iter()
+        .take(teil::render::MAX_EDITOR_DIAGNOSTICS)
         .map(|d| {
             // The one JSON form of a diagnostic is the CLI's (`teil check --format json`).
             serde_json::from_str(&renderer.json(d)).expect("render_json prints JSON")
         })
         .collect()
+}
+
+/// The diagnostics past the cap of [`diagnostics_json`], counted (`"3 more errors"`), or `null`.
+fn omitted(diags: &[Diagnostic]) -> Value {
+    let rest = diags
+        .get(teil::render::MAX_EDITOR_DIAGNOSTICS..)
+        .unwrap_or(&[]);
+    json!(teil::render::omitted(rest))
 }
 
 /// Parses and checks the request's `source`; `Err` is the answer for a rejected program.
@@ -86,6 +97,7 @@ fn load(req: &Map<String, Value>) -> Result<(CheckedProgram, Vec<Diagnostic>, &s
             json!({
                 "error": "the program is rejected",
                 "diagnostics": diagnostics_json(&diags, file, src),
+                "omitted": omitted(&diags),
             })
         })
 }
@@ -99,6 +111,7 @@ fn analyze(req: &Map<String, Value>) -> Answer {
         Err(diags) => json!({
             "ok": false,
             "diagnostics": diagnostics_json(&diags, file, src),
+            "omitted": omitted(&diags),
             "statements": [],
             "variables": [],
         }),
@@ -137,6 +150,7 @@ fn analyze(req: &Map<String, Value>) -> Answer {
             json!({
                 "ok": true,
                 "diagnostics": diagnostics_json(&warnings, file, src),
+                "omitted": omitted(&warnings),
                 "statements": statements,
                 "variables": variables,
             })
@@ -265,8 +279,31 @@ fn from_nested(name: &str, value: &Value, shape: &[u64]) -> Result<Tensor, Strin
     ArrayD::from_shape_vec(IxDyn(&dims), data).map_err(|e| format!("input `{name}`: {e}"))
 }
 
+/// Most cells of one tensor in an answer (spec/limits.md, "Playground"). A larger tensor is
+/// answered by its leading block: the last axis cut first, so that rows stay whole where they
+/// can. A run within the memory budget holds up to 2^25 cells, 35 MB of JSON and 470 MB of
+/// memory to build it as nested lists; a page shows a few thousand.
+pub const MAX_ANSWER_CELLS: usize = 10_000;
+
+/// The extents of the leading block of a tensor of `shape` shown in an answer: at most
+/// [`MAX_ANSWER_CELLS`] cells, the last axis kept whole if it fits, then the ones before it.
+fn shown_extents(shape: &[usize]) -> Vec<usize> {
+    let mut left = MAX_ANSWER_CELLS;
+    let mut kept: Vec<usize> = shape
+        .iter()
+        .rev()
+        .map(|&n| {
+            let k = n.min(left.max(1));
+            left /= k.max(1);
+            k
+        })
+        .collect();
+    kept.reverse();
+    kept
+}
+
 /// A tensor as nested lists; NaN (the undefined value at the boundary) is `null`.
-fn to_nested(t: &Tensor) -> Value {
+fn to_nested(t: ndarray::ArrayViewD<'_, f64>) -> Value {
     fn rec(t: ndarray::ArrayViewD<'_, f64>) -> Value {
         if t.ndim() == 0 {
             let x = t[IxDyn(&[])];
@@ -274,7 +311,7 @@ fn to_nested(t: &Tensor) -> Value {
         }
         Value::Array(t.outer_iter().map(rec).collect())
     }
-    rec(t.view())
+    rec(t)
 }
 
 fn tensors_json(
@@ -284,11 +321,17 @@ fn tensors_json(
     names
         .filter_map(|name| {
             values.get(&name).map(|t| {
-                json!({
+                let kept = shown_extents(t.shape());
+                let block = t.slice_each_axis(|ax| ndarray::Slice::from(0..kept[ax.axis.index()]));
+                let mut answer = json!({
                     "name": name,
                     "shape": teil_interp::tensor_shape(t),
-                    "data": to_nested(t),
-                })
+                    "data": to_nested(block),
+                });
+                if kept != t.shape() {
+                    answer["shown"] = json!(kept);
+                }
+                answer
             })
         })
         .collect()
@@ -405,12 +448,14 @@ fn einsum(req: &Map<String, Value>) -> Answer {
                 "program": teil::fmt::program(p.program(), style),
                 "shape": out,
                 "diagnostics": diagnostics_json(&warnings, "equation", equation),
+                "omitted": omitted(&warnings),
                 "in": "equation",
             })
         }
         Err(diags) => json!({
             "ok": false,
             "diagnostics": diagnostics_json(&diags, "equation", equation),
+            "omitted": omitted(&diags),
             "in": "equation",
         }),
     })

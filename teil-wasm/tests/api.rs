@@ -228,3 +228,87 @@ fn syntax_errors_come_alone_with_their_fix() {
     assert_eq!(a["ok"], true, "{a}");
     assert_eq!(a["diagnostics"], json!([]), "{a}");
 }
+
+/// Deterministic printable garbage (a linear congruential generator).
+fn garbage(len: usize) -> String {
+    let mut x: u64 = 24;
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            char::from(b' ' + ((x >> 33) % 95) as u8)
+        })
+        .collect()
+}
+
+/// Garbage has up to a diagnostic per character; the answer lists the first 1,000 and counts
+/// the rest (1 MB of garbage answered 68 MB).
+#[test]
+fn analyze_of_garbage_answers_a_bounded_list() {
+    // 1 MB of random printable text, and 100,000 stray characters (one report each).
+    for (src, total) in [(garbage(1 << 20), 2430), ("$%".repeat(50_000), 100_000)] {
+        let answer = teil_wasm::handle(&json!({"cmd": "analyze", "source": src}).to_string());
+        let a: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(a["ok"], false);
+        let diags = a["diagnostics"].as_array().unwrap();
+        assert_eq!(diags.len(), teil::render::MAX_EDITOR_DIAGNOSTICS);
+        let more = total - teil::render::MAX_EDITOR_DIAGNOSTICS;
+        assert_eq!(a["omitted"], json!(format!("{more} more errors")));
+        assert!(answer.len() < 1_500_000, "{} bytes", answer.len());
+    }
+}
+
+/// A run within the memory budget answers at most `MAX_ANSWER_CELLS` cells per tensor: the
+/// leading block, its extents in `shown` (was 35 MB for this run).
+#[test]
+fn a_large_run_answers_a_leading_block_of_each_tensor() {
+    let src = "input alloc A : [2048, 2048]\noutput alloc C : [2048, 2048]\nC = add A A\n";
+    let answer = teil_wasm::handle(&json!({"cmd": "run", "source": src}).to_string());
+    let a: Value = serde_json::from_str(&answer).unwrap();
+    let c = &a["outputs"][0];
+    assert_eq!(c["name"], "C");
+    assert_eq!(c["shape"], json!([2048, 2048]));
+    assert_eq!(c["shown"], json!([4, 2048]));
+    assert_eq!(c["data"].as_array().unwrap().len(), 4);
+    assert_eq!(c["data"][3].as_array().unwrap().len(), 2048);
+    let input = &a["inputs"][0];
+    // C = A + A, cell by cell, in the block shown.
+    assert_eq!(
+        c["data"][3][2047].as_f64().unwrap(),
+        2.0 * input["data"][3][2047].as_f64().unwrap()
+    );
+    assert!(answer.len() < 500_000, "{} bytes", answer.len());
+    // A small tensor is answered whole.
+    let a = ask(json!({"cmd": "run", "source": MATMUL}));
+    assert!(a["outputs"][0].get("shown").is_none());
+    assert_eq!(a["outputs"][0]["data"].as_array().unwrap().len(), 2);
+}
+
+/// One definition of a line (LSP's: `\n`, `\r\n`, lone `\r`): the playground's answers, the
+/// JSON and text reports and the language server's positions agree.
+#[test]
+fn every_surface_agrees_on_lines_after_lone_cr_and_separators() {
+    let src = "alloc A : [2]\r\nA = A\rA = \u{2028}A\x0b $\r\n%";
+    let a = ask(json!({"cmd": "analyze", "source": src}));
+    let got: Vec<(u64, u64)> = a["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, [(3, 5), (3, 7), (3, 9), (4, 1)]);
+    let Err(diags) = teil::guard::load("playground.teil", src) else {
+        panic!("the text has errors")
+    };
+    let lines = teil::ide::LineIndex::new(src);
+    for (d, (line, col)) in diags.iter().zip(&got) {
+        let text = teil::render::render_text(d, "f", src, false);
+        assert!(text.contains(&format!("[ f:{line}:{col} ]")), "{text}");
+        // All characters here are one UTF-16 unit: LSP's position is the 0-based same.
+        assert_eq!(
+            lines.position(src, d.primary.span.start),
+            (*line as u32 - 1, *col as u32 - 1)
+        );
+    }
+}

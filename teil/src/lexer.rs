@@ -296,12 +296,12 @@ pub fn lex_with_comments(src: &str) -> (Vec<(Token<'_>, Span)>, Vec<LexError>, V
             continue;
         }
         if c == b'/' && bytes.get(i + 1) == Some(&b'/') {
-            while i < bytes.len() && bytes[i] != b'\n' {
+            // A comment runs to the end of its line: `\n`, `\r\n` or a lone `\r`, the line ends
+            // of every position TeIL reports (`crate::lines`).
+            while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
                 i += 1;
             }
-            // The `\r` of a CRLF line ending is not part of the comment.
-            let end = if bytes[i - 1] == b'\r' { i - 1 } else { i };
-            comments.push(start..end);
+            comments.push(start..i);
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
@@ -557,5 +557,15 @@ mod tests {
         assert_eq!(toks.len(), 2);
         let texts: Vec<&str> = comments.iter().map(|c| &src[c.clone()]).collect();
         assert_eq!(texts, ["// one é", "// two"]);
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_comment() {
+        // An editor shows `B` on a line of its own (LSP's lines), so it is not commented out.
+        let src = "A // one\rB // two\u{2028}C";
+        let (toks, _, comments) = lex_with_comments(src);
+        assert_eq!(toks.len(), 2);
+        let texts: Vec<&str> = comments.iter().map(|c| &src[c.clone()]).collect();
+        assert_eq!(texts, ["// one", "// two\u{2028}C"]);
     }
 }

@@ -15,7 +15,9 @@
 //! while the JSON `start`/`end` offsets stay offsets into the file.
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::lines::LineIndex;
 use ariadne::{Color, Config, IndexType, Label, Report, ReportKind, Source};
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::ops::Range;
 
@@ -23,6 +25,11 @@ use std::ops::Range;
 /// A person reads the first few; past this many, more reports only hide the summary and cost
 /// time (a file of garbage has one diagnostic per stray character).
 pub const MAX_TEXT_DIAGNOSTICS: usize = 100;
+
+/// Most diagnostics of one file an editor is sent, by the language server and the playground
+/// (spec/limits.md, "Diagnostics"); a closing note counts the rest ([`omitted`]). An editor
+/// shows them all at once, and a megabyte of garbage has some 180,000 (680 MB of LSP messages).
+pub const MAX_EDITOR_DIAGNOSTICS: usize = 1000;
 
 /// One source file, indexed once, against which diagnostics are rendered.
 pub struct Renderer<'s> {
@@ -32,7 +39,8 @@ pub struct Renderer<'s> {
     /// Bytes dropped from the front of the file (3 for a byte-order mark, else 0).
     shift: usize,
     lines: LineIndex,
-    source: Source<&'s str>,
+    /// The shown text as ariadne is given it: [`for_ariadne`].
+    source: Source<Cow<'s, str>>,
 }
 
 impl<'s> Renderer<'s> {
@@ -49,7 +57,7 @@ impl<'s> Renderer<'s> {
             shown,
             shift,
             lines: LineIndex::new(shown),
-            source: Source::from(shown),
+            source: Source::from(for_ariadne(shown)),
         }
     }
 
@@ -209,7 +217,9 @@ impl<'s> Renderer<'s> {
             from: w0,
             shift: above.len() + before.len(),
             len: w1 - w0,
-            source: Source::from(format!("{above}{before}{}{after}", &src[w0..w1])),
+            source: Source::from(
+                for_ariadne(&format!("{above}{before}{}{after}", &src[w0..w1])).into_owned(),
+            ),
         })
     }
 
@@ -318,8 +328,32 @@ const CONTEXT: usize = 60;
 /// Marks where a window cuts a long line.
 const ELLIPSIS: &str = "...";
 
-/// Every line terminator ariadne knows.
-const LINE_ENDS: &[char] = &['\r', '\n', '\x0B', '\x0C', '\u{85}', '\u{2028}', '\u{2029}'];
+/// The line ends of TeIL and LSP ([`crate::lines`]); ariadne is given no others.
+const LINE_ENDS: &[char] = &['\r', '\n'];
+
+/// The text as ariadne is given it: ariadne also ends lines at `\x0b`, `\x0c`, U+0085, U+2028
+/// and U+2029, which are characters on a line in TeIL ([`crate::lines`]). Each is replaced by a
+/// visible character of the same length in bytes (one character, as before), so that byte
+/// offsets, character columns and line numbers in a report are the ones of [`LineIndex`].
+fn for_ariadne(text: &str) -> Cow<'_, str> {
+    const OTHER_ENDS: &[char] = &['\x0B', '\x0C', '\u{85}', '\u{2028}', '\u{2029}'];
+    if !text.contains(OTHER_ENDS) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| match c {
+                // `\x0b`, `\x0c`: one byte; a space.
+                '\x0B' | '\x0C' => ' ',
+                // U+0085: two bytes; a no-break space.
+                '\u{85}' => '\u{A0}',
+                // U+2028, U+2029: three bytes; the symbol for a newline (U+2424).
+                '\u{2028}' | '\u{2029}' => '\u{2424}',
+                c => c,
+            })
+            .collect(),
+    )
+}
 
 /// A window of one long line: the text ariadne is given instead of the file.
 struct Crop {
@@ -349,82 +383,27 @@ const BOM: char = '\u{FEFF}';
 /// The closing line of a file's text output when `rest`, the diagnostics past the cap, is not
 /// empty: `NAME: and 1,234 more errors not shown (...)`.
 fn omitted_line(file: &str, rest: &[Diagnostic]) -> Option<String> {
-    if rest.is_empty() {
-        return None;
-    }
-    let errors = rest.iter().filter(|d| d.is_error()).count();
-    let warnings = rest.len() - errors;
-    let count = |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
-    let what = match (errors, warnings) {
-        (e, 0) => count(e, "error"),
-        (0, w) => count(w, "warning"),
-        (e, w) => format!("{} and {}", count(e, "error"), count(w, "warning")),
-    };
+    let what = omitted(rest)?;
     Some(format!(
         "{file}: and {what} not shown (text output shows the first {MAX_TEXT_DIAGNOSTICS} \
          diagnostics of a file; JSON output lists all)"
     ))
 }
 
-/// Line starts and running character counts of a text, so that the line and column of an
-/// offset are found without rescanning the text before it.
-struct LineIndex {
-    /// The byte offset at which each line starts (lines end at `\n`); the first is 0.
-    starts: Vec<usize>,
-    /// `chars[k]`: the number of characters in the first `k * BLOCK` bytes.
-    chars: Vec<usize>,
-}
-
-/// Granularity of [`LineIndex::chars`]: a column costs at most two scans this long.
-const BLOCK: usize = 256;
-
-impl LineIndex {
-    fn new(src: &str) -> Self {
-        let bytes = src.as_bytes();
-        let starts = std::iter::once(0)
-            .chain(newlines(bytes).map(|i| i + 1))
-            .collect();
-        let mut chars = Vec::with_capacity(bytes.len() / BLOCK + 1);
-        let mut total = 0;
-        chars.push(0);
-        for block in bytes.chunks(BLOCK) {
-            total += count_chars(block);
-            chars.push(total);
-        }
-        LineIndex { starts, chars }
+/// How many diagnostics `rest` holds, by severity (`7 more errors and 1 more warning`); `None`
+/// when it is empty. The count that closes a capped list of diagnostics, wherever it is capped.
+pub fn omitted(rest: &[Diagnostic]) -> Option<String> {
+    if rest.is_empty() {
+        return None;
     }
-
-    /// 1-based line of a byte offset.
-    fn line(&self, offset: usize) -> usize {
-        self.starts.partition_point(|&s| s <= offset)
-    }
-
-    /// 1-based line and column (in characters) of `offset`, a character boundary of `src`.
-    fn line_col(&self, src: &str, offset: usize) -> (usize, usize) {
-        let line = self.line(offset);
-        let start = self.starts[line - 1];
-        let col = self.chars_before(src, offset) - self.chars_before(src, start) + 1;
-        (line, col)
-    }
-
-    /// The number of characters in `src[..offset]`.
-    fn chars_before(&self, src: &str, offset: usize) -> usize {
-        let block = offset / BLOCK;
-        self.chars[block] + count_chars(&src.as_bytes()[block * BLOCK..offset])
-    }
-}
-
-/// Characters in a run of UTF-8 bytes: the bytes that are not continuation bytes.
-fn count_chars(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
-}
-
-fn newlines(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    bytes
-        .iter()
-        .enumerate()
-        .filter(|&(_, &b)| b == b'\n')
-        .map(|(i, _)| i)
+    let errors = rest.iter().filter(|d| d.is_error()).count();
+    let warnings = rest.len() - errors;
+    let count = |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
+    Some(match (errors, warnings) {
+        (e, 0) => count(e, "error"),
+        (0, w) => count(w, "warning"),
+        (e, w) => format!("{} and {}", count(e, "error"), count(w, "warning")),
+    })
 }
 
 /// Renders one diagnostic against `src`. Indexes the whole source: to render many diagnostics
@@ -530,5 +509,34 @@ mod tests {
         let mut json = Vec::new();
         r.write_json(&mut json, &diags).unwrap();
         assert_eq!(json.split(|&b| b == b'\n').count() - 1, diags.len());
+    }
+
+    #[test]
+    fn text_and_json_agree_on_lines_after_lone_cr_and_unicode_separators() {
+        // Lines end at `\r\n` and the lone `\r`; U+2028, `\x0b` and U+0085 are on the line
+        // (ariadne alone starts a line at each: its header said 2:5 where JSON said 1:19).
+        let src = "alloc A : [2]\r\nA = A\rB\u{2028}C\x0bD\u{85} $ \u{2029}\n";
+        let at = src.find('$').unwrap();
+        let d = Diagnostic::new(
+            Code::InvalidChar,
+            "invalid character '$'",
+            at..at + 1,
+            "here",
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&d, "f", src)).unwrap();
+        assert_eq!(
+            (json["line"].as_u64(), json["column"].as_u64()),
+            (Some(3), Some(8))
+        );
+        let text = render_text(&d, "f", src, false);
+        assert!(text.contains("╭─[ f:3:8 ]"), "{text}");
+        assert!(text.contains(" 3 │ B\u{2424}C D"), "{text}");
+        // The same on a long line, shown as a window.
+        let long = src.replace("B\u{2028}", &format!("B{}", "\u{2028}".repeat(2000)));
+        let at = long.find('$').unwrap();
+        let d = Diagnostic::new(Code::InvalidChar, "x", at..at + 1, "here");
+        assert_eq!(line_col(&long, at), (3, 2007));
+        let text = render_text(&d, "f", &long, false);
+        assert!(text.contains("╭─[ f:3:2007 ]"), "{text}");
     }
 }
