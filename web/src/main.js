@@ -167,9 +167,11 @@ function renderAnalysis(a, text) {
     return;
   }
   const diags = a.diagnostics || [];
+  // The worker sends at most 1,000 diagnostics; `omitted` counts the rest (spec/limits.md).
+  const more = a.omitted ? `, ${a.omitted} not shown` : '';
   $('status').textContent = a.ok
-    ? `well typed${diags.length ? `, ${diags.length} warning(s)` : ''}`
-    : `${diags.filter((d) => d.severity === 'error').length} error(s)`;
+    ? `well typed${diags.length ? `, ${diags.length} warning(s)` : ''}${more}`
+    : `${diags.filter((d) => d.severity === 'error').length} error(s)${more}`;
   document.body.dataset.ok = String(!!a.ok);
   for (const d of diags) {
     const item = document.createElement('div');
@@ -290,7 +292,9 @@ function tensorView(t) {
   const box = document.createElement('figure');
   box.className = 'tensor';
   const cap = document.createElement('figcaption');
-  cap.textContent = `${t.name} : [${t.shape.join(', ')}]`;
+  // A large tensor comes as its leading block, whose extents are `shown` (spec/limits.md).
+  const block = t.shown ? ` (the first [${t.shown.join(', ')}] shown)` : '';
+  cap.textContent = `${t.name} : [${t.shape.join(', ')}]${block}`;
   box.append(cap);
   const table = document.createElement('table');
   table.dataset.name = t.name;
