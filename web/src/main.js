@@ -427,7 +427,9 @@ async function lowerEinsum() {
     item.className = `diag ${d.severity}`;
     item.dataset.code = d.code;
     const text = a.in === 'equation' ? $('equation').value : $('shapes').value;
-    const marker = `${text}\n${' '.repeat(d.column - 1)}${'^'.repeat(Math.max(1, d.span.end - d.span.start))}`;
+    // Spans are byte offsets; the caret is as wide as the characters they cover.
+    const width = byteToIndex(text, d.span.end) - byteToIndex(text, d.span.start);
+    const marker = `${text}\n${' '.repeat(d.column - 1)}${'^'.repeat(Math.max(1, width))}`;
     const pre = document.createElement('pre');
     pre.textContent = marker;
     item.append(codeLink(d.code), ` ${d.message}${d.rule ? ` [${d.rule}]` : ''}`, pre);
