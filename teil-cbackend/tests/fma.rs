@@ -12,8 +12,9 @@
 //!   with a message, where it does not).
 //! - fma kernels validate, show the mode in their IR text, and exact mode's C has no trace of it.
 
+mod compilers;
+
 use std::collections::BTreeMap;
-use std::process::Command;
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Kernel, Target};
 use teil_cbackend::opt::{self, Printing};
@@ -75,18 +76,8 @@ fn lower(p: &CheckedProgram, name: &str, pad: u64, lift: bool, fma: bool) -> Ker
 /// compiler then says the target has a fast FMA (`__FP_FAST_FMA`).
 fn toolchain() -> (Toolchain, bool) {
     let base = "-std=c99 -O2 -Wall -Wextra -Werror -pedantic";
-    let probe = |flags: &str| -> Option<String> {
-        let out = Command::new("cc")
-            .args(flags.split_whitespace())
-            .args(["-dM", "-E", "-x", "c", "/dev/null"])
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    };
     let native = format!("{base} -march=native");
-    match probe(&native) {
+    match compilers::macros("cc", &native) {
         Some(macros) => (
             Toolchain::default().with_cflags(&native),
             macros.contains("#define __FP_FAST_FMA 1"),
