@@ -15,15 +15,19 @@ calls the Rust toolchain in-process:
 >>> p.run(A=np.ones((2, 3)), B=np.ones((3, 4)))["C"].shape
 (2, 4)
 
-Everything but :func:`guarded` lives in the native module ``teil._native``; see the
+Everything but :func:`guarded` and :func:`guard_module` lives in the native module ``teil._native``; see the
 docstrings of :func:`check`, :class:`Program`, :class:`Diagnostic`, :func:`einsum_shape`,
 :func:`einsum` and :func:`einsum_program`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, TypeVar
+import operator
+import sys
+import threading
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 from . import _native
 from ._native import (
@@ -50,6 +54,7 @@ __all__ = [
     "einsum",
     "einsum_program",
     "einsum_shape",
+    "guard_module",
     "guarded",
 ]
 
@@ -58,8 +63,27 @@ __all__.append("Kernel")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The labels NumPy gives the integers of the interleaved form `einsum(a, [0, 1], b, [1, 2])`.
-_LABELS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# The letters NumPy (and torch) give the integers of the interleaved form
+# `einsum(a, [0, 1], b, [1, 2])`: 0 is `A`, 25 is `Z`, 26 is `a`, 51 is `z`. This is also
+# TeIL's (and NumPy's) character order, which orders an implicit output.
+_LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+# The letters opt_einsum gives its first 52 sorted labels (`opt_einsum.parser.get_symbol`).
+_OPT_EINSUM_SYMBOLS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+# The functions `guard_module` replaces, and which `guarded` translates to einsum by name.
+_EINSUM_NAMES = ("einsum", "contract")
+_TRANSLATED_NAMES = ("tensordot", "matmul", "inner", "outer", "trace", "transpose", "moveaxis")
+
+
+class _Unchecked(Exception):
+    """A call whose arguments the translation cannot read: the wrapped function rejects it."""
+
+
+def _library(fn: Any) -> str:
+    """The top-level package ``fn`` comes from (``numpy``, ``torch``, ``jax``, ``opt_einsum``),
+    read from ``fn.__module__`` so that nothing is imported."""
+    return (getattr(fn, "__module__", None) or "").split(".")[0]
 
 
 def _shape(operand: Any) -> tuple[int, ...]:
@@ -72,7 +96,8 @@ def _shape(operand: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in shape)
 
 
-def _subscripts(sublist: Any) -> str:
+def _numpy_subscripts(sublist: Any) -> str:
+    """A sublist as NumPy and torch read it: integers 0..51 and Ellipsis."""
     try:
         items = list(sublist)
     except TypeError:
@@ -84,35 +109,301 @@ def _subscripts(sublist: Any) -> str:
     for s in items:
         if s is Ellipsis:
             out.append("...")
-        elif isinstance(s, int) and 0 <= s < len(_LABELS):
-            out.append(_LABELS[s])
-        else:
+            continue
+        try:
+            k = operator.index(s)
+        except TypeError:
+            k = -1
+        if not 0 <= k < len(_LABELS):
             raise TypeError(
                 f"teil.guarded: subscript {s!r} must be an integer in 0..{len(_LABELS) - 1} "
                 "or Ellipsis"
             )
+        out.append(_LABELS[k])
     return "".join(out)
 
 
-def _equation_and_shapes(args: tuple[Any, ...]) -> tuple[str, list[tuple[int, ...]]]:
-    """The equation and operand shapes of an einsum-like call.
+def _opt_einsum_symbol(i: int) -> str:
+    # A copy of `opt_einsum.parser.get_symbol`, for when opt_einsum's parser is not loaded.
+    if i < 52:
+        return _OPT_EINSUM_SYMBOLS[i]
+    return chr(i + 2048) if i >= 55296 else chr(i + 140)
+
+
+def _opt_einsum_interleaved(args: Sequence[Any]) -> tuple[str, list[Any]]:
+    """The equation opt_einsum (and JAX, which parses with it) reads from an interleaved call.
+
+    Labels are any hashable, comparable objects; opt_einsum sorts them and names the k-th
+    ``get_symbol(k)``. Its own parser is used when it is loaded (``sys.modules``), so the guard
+    reads the call exactly as the installed version does.
+    """
+    parser = sys.modules.get("opt_einsum.parser")
+    convert = getattr(parser, "convert_interleaved_input", None)
+    if convert is not None:
+        equation, operands = convert(list(args))
+        return equation, list(operands)
+    rest = list(args)
+    ops, subs = rest[0:-1:2] if len(rest) % 2 else rest[0::2], rest[1::2]
+    output = rest[-1] if len(rest) % 2 else None
+    try:
+        symbols = {s for sub in subs for s in sub if s is not Ellipsis}
+        names = {s: _opt_einsum_symbol(k) for k, s in enumerate(sorted(symbols))}
+    except TypeError:
+        raise TypeError(
+            "teil.guarded: in the interleaved form, subscripts must be Ellipsis or hashable "
+            "and comparable objects (e.g. int, str)"
+        ) from None
+
+    def term(sub: Any) -> str:
+        return "".join("..." if s is Ellipsis else names[s] for s in sub)
+
+    equation = ",".join(term(sub) for sub in subs)
+    if output is not None:
+        equation += "->" + term(output)
+    return equation, list(ops)
+
+
+def _ascii_labels(equation: str) -> str:
+    """``equation`` with its labels renamed to ASCII letters, keeping their character order.
+
+    opt_einsum names labels past the 52nd with other Unicode characters, which TeIL's
+    equations do not accept. An implicit output lists its labels in character order in
+    opt_einsum, NumPy and TeIL alike, so a renaming that keeps that order keeps its meaning.
+    """
+    labels = sorted({c for c in equation if c not in ",.->" and not c.isspace()})
+    if all(c in _LABELS for c in labels):
+        return equation
+    if len(labels) > len(_LABELS):
+        raise TypeError(
+            f"teil.guarded: {len(labels)} distinct labels; TeIL's einsum has {len(_LABELS)}"
+        )
+    rename = dict(zip(labels, _LABELS))
+    return "".join(rename.get(c, c) for c in equation)
+
+
+def _torch_to_numpy(equation: str) -> str:
+    """A torch equation in NumPy's form: an explicit output without ``...`` sums the
+    dimensions under ``...`` in torch and is an error in NumPy, so the output gains a leading
+    ``...``: the check is the same, only the result's shape (never checked) differs."""
+    if "->" not in equation:
+        return equation
+    inputs, output = equation.split("->", 1)
+    if "..." in inputs and "..." not in output:
+        return inputs + "->..." + output
+    return equation
+
+
+def _einsum_call(library: str, args: tuple[Any, ...]) -> tuple[str, list[tuple[int, ...]]]:
+    """The equation and operand shapes of an einsum-like call of ``library``'s function.
 
     Two forms, as NumPy accepts them: ``f("ij,jk->ik", a, b)`` and the interleaved
-    ``f(a, [0, 1], b, [1, 2], [0, 2])``.
+    ``f(a, [0, 1], b, [1, 2], [0, 2])``; torch also takes the operands as one list,
+    ``torch.einsum("ij,jk", [a, b])``.
     """
     if not args:
         raise TypeError("teil.guarded: an einsum call needs an equation or operands")
     if isinstance(args[0], str):
-        return args[0], [_shape(op) for op in args[1:]]
-    rest = list(args)
-    output = None
-    if len(rest) % 2 == 1:
-        output = _subscripts(rest.pop())
-    ops, subs = rest[0::2], rest[1::2]
-    equation = ",".join(_subscripts(s) for s in subs)
-    if output is not None:
-        equation += "->" + output
-    return equation, [_shape(op) for op in ops]
+        equation, operands = args[0], list(args[1:])
+        if (
+            library == "torch"
+            and len(operands) == 1
+            and isinstance(operands[0], (list, tuple))
+        ):
+            operands = list(operands[0])
+    elif library in ("opt_einsum", "jax"):
+        equation, operands = _opt_einsum_interleaved(args)
+    else:
+        rest = list(args)
+        output = _numpy_subscripts(rest.pop()) if len(rest) % 2 == 1 else None
+        operands = rest[0::2]
+        equation = ",".join(_numpy_subscripts(s) for s in rest[1::2])
+        if output is not None:
+            equation += "->" + output
+    if library in ("opt_einsum", "jax"):
+        equation = _ascii_labels(equation)
+    if library == "torch":
+        equation = _torch_to_numpy(equation)
+    return equation, [_shape(op) for op in operands]
+
+
+def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], k: int, names: Sequence[str],
+              default: Any) -> Any:
+    """Positional argument ``k``, or the first of its keyword ``names``, or ``default``."""
+    if len(args) > k:
+        return args[k]
+    for name in names:
+        if name in kwargs:
+            return kwargs[name]
+    return default
+
+
+def _axis(axis: Any, rank: int) -> int:
+    """``axis`` in ``0..rank-1`` (negative counts from the end), as NumPy normalises it."""
+    try:
+        k = operator.index(axis)
+    except TypeError:
+        raise _Unchecked from None
+    if not -rank <= k < rank:
+        raise _Unchecked
+    return k % rank
+
+
+def _axes(axes: Any, rank: int) -> list[int]:
+    try:
+        items = [axes] if not hasattr(axes, "__iter__") else list(axes)
+    except TypeError:
+        raise _Unchecked from None
+    out = [_axis(a, rank) for a in items]
+    if len(set(out)) != len(out):
+        raise _Unchecked
+    return out
+
+
+def _permutation(shape: tuple[int, ...], perm: Sequence[int]) -> tuple[str, list[tuple[int, ...]]]:
+    letters = _LABELS[: len(shape)]
+    return letters + "->" + "".join(letters[k] for k in perm), [shape]
+
+
+def _translate(library: str, name: str, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> tuple[str, list[tuple[int, ...]]]:
+    """The einsum equation and shapes that check a call of ``library.name``.
+
+    Raises :class:`_Unchecked` where the call's arguments cannot be read (an axis out of range,
+    an operand of too low a rank): the wrapped function raises its own error for those.
+    """
+    if name in ("matmul", "inner", "outer", "tensordot"):
+        if len(args) < 2:
+            raise _Unchecked
+        a, b = _shape(args[0]), _shape(args[1])
+        ra, rb = len(a), len(b)
+    if name == "matmul":
+        if "axes" in kwargs or "axis" in kwargs or ra == 0 or rb == 0:
+            raise _Unchecked
+        # NumPy's rules: a 1-d operand is a row (left) or a column (right) vector that the
+        # result drops; the batch dimensions before the last two broadcast, which `...` does.
+        left = "j" if ra == 1 else "...ij"
+        right = "j" if rb == 1 else "...jk"
+        batch = "..." if "..." in left + right else ""
+        out = batch + ("i" if ra > 1 else "") + ("k" if rb > 1 else "")
+        return f"{left},{right}->{out}", [a, b]
+    if name == "inner":
+        if ra == 0 or rb == 0:
+            la, lb = _LABELS[:ra], _LABELS[ra : ra + rb]
+            return f"{la},{lb}->{la}{lb}", [a, b]
+        la, lb = _LABELS[: ra - 1], _LABELS[ra - 1 : ra + rb - 2]
+        z = "z"
+        return f"{la}{z},{lb}{z}->{la}{lb}", [a, b]
+    if name == "outer":
+        if library == "torch":
+            if ra != 1 or rb != 1:
+                raise _Unchecked
+            return "i,j->ij", [a, b]
+        # NumPy and JAX flatten both operands first.
+        return "i,j->ij", [(_size(a),), (_size(b),)]
+    if name == "tensordot":
+        axes = _argument(args, kwargs, 2, ("dims",) if library == "torch" else ("axes",), 2)
+        try:
+            n = operator.index(axes)
+        except TypeError:
+            try:
+                axes_a, axes_b = axes
+            except (TypeError, ValueError):
+                raise _Unchecked from None
+            sa, sb = _axes(axes_a, ra), _axes(axes_b, rb)
+        else:
+            if not 0 <= n <= min(ra, rb):
+                raise _Unchecked
+            sa, sb = list(range(ra - n, ra)), list(range(n))
+        if len(sa) != len(sb) or ra + rb > len(_LABELS):
+            raise _Unchecked
+        la = list(_LABELS[:ra])
+        lb = list(_LABELS[ra : ra + rb])
+        for i, j in zip(sa, sb):
+            lb[j] = la[i]
+        out = [la[i] for i in range(ra) if i not in sa] + [lb[j] for j in range(rb) if j not in sb]
+        return "".join(la) + "," + "".join(lb) + "->" + "".join(out), [a, b]
+    if not args:
+        raise _Unchecked
+    a = _shape(args[0])
+    rank = len(a)
+    if name == "trace":
+        if rank < 2 or (library == "torch" and rank != 2):
+            raise _Unchecked
+        offset = operator.index(_argument(args, kwargs, 1, ("offset",), 0))
+        i = _axis(_argument(args, kwargs, 2, ("axis1",), 0), rank)
+        j = _axis(_argument(args, kwargs, 3, ("axis2",), 1), rank)
+        if i == j:
+            raise _Unchecked
+        # The diagonal NumPy sums: its length, the same for both axes, is what is checked.
+        d = min(a[i], a[j] - offset) if offset >= 0 else min(a[i] + offset, a[j])
+        if d <= 0:
+            raise _Unchecked
+        letters = list(_LABELS[:rank])
+        letters[j] = letters[i]
+        shape = list(a)
+        shape[i] = shape[j] = d
+        out = "".join(letters[k] for k in range(rank) if k not in (i, j))
+        return "".join(letters) + "->" + out, [tuple(shape)]
+    if name == "transpose":
+        if library == "torch":
+            # torch.transpose(input, dim0, dim1) swaps two dimensions.
+            perm = list(range(rank))
+            if rank == 0:
+                raise _Unchecked
+            i = _axis(_argument(args, kwargs, 1, ("dim0",), None), rank)
+            j = _axis(_argument(args, kwargs, 2, ("dim1",), None), rank)
+            perm[i], perm[j] = perm[j], perm[i]
+            return _permutation(a, perm)
+        axes = _argument(args, kwargs, 1, ("axes",), None)
+        if axes is None:
+            return _permutation(a, list(range(rank))[::-1])
+        perm = _axes(axes, rank) if rank else []
+        if len(perm) != rank:
+            raise _Unchecked
+        return _permutation(a, perm)
+    if name == "moveaxis":
+        source = _argument(args, kwargs, 1, ("source",), None)
+        destination = _argument(args, kwargs, 2, ("destination",), None)
+        if source is None or destination is None or rank == 0:
+            raise _Unchecked
+        src, dst = _axes(source, rank), _axes(destination, rank)
+        if len(src) != len(dst):
+            raise _Unchecked
+        # numpy.moveaxis's own construction of the permutation.
+        order = [k for k in range(rank) if k not in src]
+        for d, s in sorted(zip(dst, src)):
+            order.insert(d, s)
+        return _permutation(a, order)
+    raise _Unchecked
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def _check(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Raises :class:`ShapeError` when TeIL rejects the call ``fn(*args, **kwargs)``."""
+    library, name = _library(fn), getattr(fn, "__name__", "")
+    if name not in _TRANSLATED_NAMES:
+        equation, shapes = _einsum_call(library, args)
+        einsum_shape(equation, *shapes)
+        return
+    try:
+        equation, shapes = _translate(library, name, args, kwargs)
+    except _Unchecked:
+        return
+    try:
+        einsum_shape(equation, *shapes)
+    except ShapeError as e:
+        if hasattr(e, "add_note"):  # Python 3.11+
+            e.add_note(
+                f"teil.guarded: {library or '?'}.{name} was checked as the einsum "
+                f"{equation!r} of shapes {', '.join(map(str, shapes))}"
+            )
+        raise
 
 
 def guarded(fn: F) -> F:
@@ -120,9 +411,9 @@ def guarded(fn: F) -> F:
 
     ``fn`` is ``numpy.einsum``, ``torch.einsum``, ``jax.numpy.einsum``,
     ``opt_einsum.contract`` or anything called like them: an equation followed by operands, or
-    NumPy's interleaved form (operands each followed by a list of integer subscripts). Only the
-    operands' ``.shape`` is read, so tensors of any library (on any device) work and nothing is
-    imported for them. A call whose shapes TeIL rejects raises :class:`ShapeError` with TeIL's
+    the interleaved form (operands each followed by a list of subscripts). Only the operands'
+    ``.shape`` is read, so tensors of any library (on any device) work and nothing is imported
+    for them. A call whose shapes TeIL rejects raises :class:`ShapeError` with TeIL's
     diagnostics before ``fn`` runs; otherwise ``fn``'s own result is returned unchanged.
 
     >>> import numpy as np
@@ -133,12 +424,95 @@ def guarded(fn: F) -> F:
     Traceback (most recent call last):
         ...
     teil.ShapeError: ...
+
+    The call is read as the library that ``fn`` comes from (its ``__module__``) reads it:
+
+    - NumPy and torch: interleaved subscripts are integers, 0 to 25 the labels ``A`` to ``Z``
+      and 26 to 51 ``a`` to ``z``, which orders an implicit output;
+    - opt_einsum and JAX: interleaved subscripts are any hashable, comparable objects, named
+      in sorted order as opt_einsum's parser names them;
+    - torch: an explicit output without ``...`` sums the dimensions under ``...``, and the
+      operands may come as one list.
+
+    >>> einsum(np.ones((2, 3)), [0, 30]).shape
+    (2, 3)
+    >>> import opt_einsum
+    >>> contract = teil.guarded(opt_einsum.contract)
+    >>> contract(np.ones((2, 3)), ["row", "col"], np.ones(3), ["col"]).shape
+    (2,)
+
+    Functions that are einsums in disguise are translated to one by their ``__name__``:
+    ``tensordot``, ``matmul`` (broadcasting its batch dimensions, with NumPy's rules for 1-d
+    operands), ``inner``, ``outer``, ``trace``, ``transpose`` and ``moveaxis`` of NumPy, JAX
+    and torch (``torch.transpose`` swaps two dimensions, ``torch.tensordot`` takes ``dims``).
+    A call whose axis arguments are out of range is passed on unchecked: ``fn`` rejects it.
+
+    >>> matmul = teil.guarded(np.matmul)
+    >>> matmul(np.ones((5, 1, 2, 3)), np.ones((4, 3, 6))).shape
+    (5, 4, 2, 6)
+    >>> matmul(np.ones((2, 3)), np.ones(4))
+    Traceback (most recent call last):
+        ...
+    teil.ShapeError: ...
+    >>> teil.guarded(np.tensordot)(np.ones((2, 3, 4)), np.ones((4, 3)), axes=([1, 2], [1, 0])).shape
+    (2,)
     """
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        equation, shapes = _equation_and_shapes(args)
-        einsum_shape(equation, *shapes)
+        _check(fn, args, kwargs)
         return fn(*args, **kwargs)
 
+    checked.__teil_guarded__ = fn  # type: ignore[attr-defined]
     return checked  # type: ignore[return-value]
+
+
+_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def guard_module(module: Any, names: Optional[Sequence[str]] = None) -> Iterator[Any]:
+    """Guards a module's einsum-like functions while the block runs.
+
+    Replaces each of ``module``'s attributes ``einsum``, ``contract``, ``tensordot``,
+    ``matmul``, ``inner``, ``outer``, ``trace``, ``transpose`` and ``moveaxis`` that exists
+    (or those in ``names``) with :func:`guarded` of it, and restores the originals when the
+    block ends, also on an exception. Yields ``module``.
+
+    >>> import numpy as np
+    >>> with teil.guard_module(np):
+    ...     np.tensordot(np.ones((2, 3)), np.ones((3, 4)), axes=1).shape
+    (2, 4)
+    >>> with teil.guard_module(np):
+    ...     np.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    Traceback (most recent call last):
+        ...
+    teil.ShapeError: ...
+    >>> np.matmul(np.ones((2, 3)), np.ones((4, 5)))  # restored: NumPy's own error
+    Traceback (most recent call last):
+        ...
+    ValueError: matmul: ...
+
+    Threads: the patch changes the module for every thread of the process while the block
+    runs, not only the thread that entered it. Patching and restoring each take a lock, so
+    blocks that overlap in time never lose an original, but they must end in the reverse
+    order they began (as nested blocks do): two threads whose blocks end out of order leave
+    the module guarded or unguarded by whichever ended last. Names bound before the block
+    (``from numpy import einsum``), methods (``a.transpose()``) and operators (``a @ b``) are
+    not patched. An attribute that is already guarded is left as it is.
+    """
+    wanted = tuple(names) if names is not None else _EINSUM_NAMES + _TRANSLATED_NAMES
+    replaced: list[tuple[str, Any]] = []
+    with _PATCH_LOCK:
+        for name in wanted:
+            original = getattr(module, name, None)
+            if original is None or hasattr(original, "__teil_guarded__"):
+                continue
+            setattr(module, name, guarded(original))
+            replaced.append((name, original))
+    try:
+        yield module
+    finally:
+        with _PATCH_LOCK:
+            for name, original in reversed(replaced):
+                setattr(module, name, original)
