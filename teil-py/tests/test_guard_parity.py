@@ -27,10 +27,12 @@ def rand(*shape):
 
 
 def same(fn, *args, **kwargs):
-    """The guarded call returns what the unguarded one does."""
+    """The guarded call returns what the unguarded one does, and the einsum the guard checked
+    has the shape of that result (so the guard read the call as the library does)."""
     got = teil.guarded(fn)(*args, **kwargs)
     want = fn(*args, **kwargs)
     assert np.shape(got) == np.shape(want)
+    assert teil._check(fn, args, kwargs) == np.shape(want)
     np.testing.assert_allclose(got, want)
     return got
 

@@ -384,19 +384,22 @@ def _size(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _check(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Raises :class:`ShapeError` when TeIL rejects the call ``fn(*args, **kwargs)``."""
+def _check(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[tuple[int, ...]]:
+    """Raises :class:`ShapeError` when TeIL rejects the call ``fn(*args, **kwargs)``.
+
+    Returns the shape of the einsum TeIL checked (``fn``'s result shape, except for torch's
+    summed ellipsis dimensions), or None for a call passed on unchecked.
+    """
     library, name = _library(fn), getattr(fn, "__name__", "")
     if name not in _TRANSLATED_NAMES:
         equation, shapes = _einsum_call(library, args)
-        einsum_shape(equation, *shapes)
-        return
+        return einsum_shape(equation, *shapes)
     try:
         equation, shapes = _translate(library, name, args, kwargs)
     except _Unchecked:
-        return
+        return None
     try:
-        einsum_shape(equation, *shapes)
+        return einsum_shape(equation, *shapes)
     except ShapeError as e:
         if hasattr(e, "add_note"):  # Python 3.11+
             e.add_note(
