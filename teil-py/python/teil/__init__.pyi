@@ -1,7 +1,9 @@
-# Type stubs of the `teil` package (the native module teil._native and teil.guarded).
+# Type stubs of the `teil` package (the native module teil._native, teil.guarded and
+# teil.guard_module).
+from contextlib import AbstractContextManager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, TypeVar
+from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar
 
 import numpy
 import numpy.typing
@@ -10,6 +12,7 @@ _Syntax = Literal["prefix", "infix"]
 _Backend = Literal["fast", "oracle", "c"]
 _ArrayLike = numpy.typing.ArrayLike
 _F = TypeVar("_F", bound=Callable[..., Any])
+_M = TypeVar("_M")
 
 __all__ = [
     "Diagnostic",
@@ -22,6 +25,7 @@ __all__ = [
     "einsum",
     "einsum_program",
     "einsum_shape",
+    "guard_module",
     "guarded",
 ]
 
@@ -159,4 +163,15 @@ def einsum_program(equation: str, *shapes: tuple[int, ...] | list[int], syntax: 
     """The TeIL program an einsum equation lowers to."""
 
 def guarded(fn: _F) -> _F:
-    """`fn` with every call's shapes checked by TeIL first."""
+    """`fn` with every call's shapes checked by TeIL first.
+
+    `fn` is an einsum (`numpy.einsum`, `torch.einsum`, `jax.numpy.einsum`,
+    `opt_einsum.contract`, read by `fn.__module__` as that library reads its calls) or one of
+    `tensordot`, `matmul`, `inner`, `outer`, `trace`, `transpose`, `moveaxis` (by
+    `fn.__name__`), translated to an einsum."""
+
+def guard_module(
+    module: _M, names: Sequence[str] | None = None
+) -> AbstractContextManager[_M]:
+    """Replaces `module`'s einsum-like functions by `guarded` ones inside a `with` block,
+    restoring them on exit; the patch is seen by every thread while the block runs."""
