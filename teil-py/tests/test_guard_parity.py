@@ -286,6 +286,8 @@ def test_torch_tensordot_takes_dims():
         (np.inner, (2, 3), (4, 3)),
         (np.inner, (5, 2, 3), (3,)),
         (np.inner, (), (2, 3)),
+        (np.inner, (), ()),
+        (np.outer, (), (2, 3)),
         (np.outer, (3,), (4,)),
         (np.outer, (2, 3), (4,)),
         (np.outer, (2, 3), (4, 5)),
@@ -321,6 +323,7 @@ def test_torch_outer_takes_vectors_only():
         ((4, 3), {"offset": -2}),
         ((2, 3, 4), {"axis1": 0, "axis2": 2}),
         ((2, 3, 4), {"axis1": -1, "axis2": 1}),
+        ((2, 3, 4), {"offset": 1}),
     ],
 )
 def test_trace(shape, kwargs):
