@@ -89,8 +89,8 @@ enum G {
 }
 
 /// The text of a trace as `teil trace` prints it: formulas on the left, the equations aligned
-/// in a column to their right, one line each. Its length in bytes is what [`Output`] counts
-/// against the output budget.
+/// in a column to their right, one line each. Its length in bytes is what is counted against
+/// the output budget.
 pub fn render(lines: &[Line]) -> String {
     let width = lines
         .iter()

@@ -22,7 +22,7 @@ use teil::check::VarInit;
 use teil::CheckedProgram;
 
 /// Most source variables attributed one by one; beyond this, sources are attributed by the
-/// statements' data flow ([`flow`]) without the per-variable runs (each costs one evaluation
+/// statements' data flow (`flow`) without the per-variable runs (each costs one evaluation
 /// of the program).
 pub const MAX_ATTRIBUTED_SOURCES: usize = 16;
 
