@@ -24,6 +24,16 @@ CASES = [
     ("...ij,...jk->...ik", [(5, 2, 3), (1, 3, 4)]),
     ("ijk,jl,kl->il", [(2, 3, 4), (3, 5), (4, 5)]),
     (",ij->ij", [(), (2, 2)]),
+    # An extent of 1 broadcasts across operands for letters too (NumPy's and JAX's batch tests).
+    ("i,i->i", [(3,), (1,)]),
+    ("i,i", [(1,), (4,)]),
+    ("ij,j->i", [(2, 3), (1,)]),
+    ("ij,ij->ij", [(1, 3), (2, 1)]),
+    ("ii,i->i", [(1, 1), (3,)]),
+    ("bij,bjk->bik", [(1, 2, 3), (4, 3, 2)]),
+    ("bij,bjk->bik", [(4, 2, 3), (1, 3, 2)]),
+    ("...i,...i->...i", [(1, 3), (4, 1)]),
+    ("...ij,...jk", [(2, 1, 2, 3), (3, 1, 4)]),
 ]
 
 
@@ -71,6 +81,8 @@ def test_einsum_shape_errors_point_into_the_equation():
         ("ij->ik", [(2, 3)]),  # output label not in any input
         ("ij->i", [(2, 3, 4)]),  # rank mismatch
         ("i$->i", [(2, 3)]),  # not a label
+        ("i,i->i", [(2,), (3,)]),  # extents 2 and 3 do not broadcast
+        ("ii,i->i", [(1, 3), (3,)]),  # a diagonal needs equal extents even with a 1
     ],
 )
 def test_einsum_shape_rejections_are_shape_errors(equation, shapes):

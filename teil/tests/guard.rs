@@ -270,6 +270,20 @@ fn einsum_output_shapes_follow_numpy() {
         ("a...a", vec![vec![3, 1, 3]], vec![1]),
         ("ij->", vec![vec![2, 3]], vec![]),
         ("i->...i", vec![vec![2]], vec![2]),
+        // An extent of 1 broadcasts across operands, for letters as under `...`.
+        ("i,i->i", vec![vec![3], vec![1]], vec![3]),
+        ("i,i->i", vec![vec![1], vec![3]], vec![3]),
+        ("i,i", vec![vec![1], vec![5]], vec![]),
+        ("ij,j->i", vec![vec![2, 3], vec![1]], vec![2]),
+        ("ij,ij->ij", vec![vec![1, 3], vec![2, 1]], vec![2, 3]),
+        ("ii,i->i", vec![vec![1, 1], vec![3]], vec![3]),
+        (
+            "bij,bjk->bik",
+            vec![vec![1, 2, 3], vec![4, 3, 5]],
+            vec![4, 2, 5],
+        ),
+        ("i,i,i->i", vec![vec![1], vec![4], vec![1]], vec![4]),
+        ("...i,...i->...i", vec![vec![1, 3], vec![4, 1]], vec![4, 3]),
     ] {
         let shapes: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let p = einsum_ok(eq, &shapes);
@@ -316,9 +330,15 @@ fn einsum_misuse_gives_clear_errors() {
     misuse("ellipsis_rank", "...ijk->k", "[[2,3]]", &["E0403"]);
     misuse("extent_conflict", "ij,jk->ik", "[[2,3],[4,5]]", &["E0404"]);
     misuse(
-        "extent_one_not_broadcast",
-        "ij,j->i",
-        "[[2,3],[1]]",
+        "extent_one_inside_one_operand",
+        "ii,i->i",
+        "[[1,3],[3]]",
+        &["E0404"],
+    );
+    misuse(
+        "extent_one_then_two_others",
+        "i,i,i",
+        "[[1],[2],[3]]",
         &["E0404"],
     );
     misuse("diagonal_conflict", "ii->i", "[[2,3]]", &["E0404"]);

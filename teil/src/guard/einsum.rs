@@ -8,8 +8,8 @@
 //! a label repeated inside one operand takes a diagonal; an empty term is a scalar; `...` stands
 //! for the dimensions not named by labels, broadcast across operands as NumPy broadcasts them
 //! (right-aligned; an extent of 1 stretches to any extent, by `proj` followed by an implicit
-//! `expa`). Labelled dimensions are never broadcast: every occurrence of a label must have one
-//! extent (E0404).
+//! `expa`). A letter broadcasts the same way: inside one operand its dimensions must be equal, and
+//! across operands an extent of 1 stretches to the letter's other extent (E0404 otherwise).
 //!
 //! Every diagnostic points into the equation; [`parse_shapes`] reports into the shape list. The
 //! errors are [`FrontEndError`]s, worded in `error.rs`.
@@ -317,8 +317,14 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
         }
     }
     for (c, occ) in &occurrences {
-        let first = occ[0].extent;
-        if occ.iter().all(|o| o.extent == first) {
+        // NumPy's rules: inside one operand the dimensions of a label are equal (a diagonal);
+        // across operands an extent of 1 broadcasts against the label's one other extent.
+        let within = occ.iter().all(|o| {
+            occ.iter()
+                .all(|p| p.operand != o.operand || p.extent == o.extent)
+        });
+        let n = label_extent(occ);
+        if within && occ.iter().all(|o| o.extent == 1 || o.extent == n) {
             continue;
         }
         errors.push(FrontEndError::EinsumExtentConflict {
@@ -336,7 +342,9 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             for q in 0..ell_rank[k] {
                 let e = s[at + q];
                 let slot = b_rank - ell_rank[k] + q;
-                b_ext[slot] = b_ext[slot].max(e);
+                if e != 1 {
+                    b_ext[slot] = e;
+                }
             }
         }
     }
@@ -441,7 +449,10 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
     let letters: Vec<char> = occurrences.keys().copied().collect();
     let letter_idx = |c: char| letters.iter().position(|&x| x == c).unwrap_or(0);
     let ell_idx = |slot: usize| letters.len() + slot;
-    let mut ext: Vec<u64> = letters.iter().map(|c| occurrences[c][0].extent).collect();
+    let mut ext: Vec<u64> = letters
+        .iter()
+        .map(|c| label_extent(&occurrences[c]))
+        .collect();
     ext.extend(&b_ext);
 
     let out_order: Vec<Idx> = output
@@ -487,10 +498,11 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             idx.extend((0..ell_rank[k]).map(|q| ell_idx(off + q)));
         }
         let mut f = Factor::new(b.var(&name, t.span.clone()), idx);
-        // A broadcast extent of 1: keep slice 1 and let the missing label broadcast.
+        // A broadcast extent of 1 (of a letter or under `...`): keep slice 1 and let the
+        // missing label broadcast (`proj p 1`, then `expa` or the product of another factor).
         for p in (0..f.idx.len()).rev() {
             let l = f.idx[p];
-            if l >= letters.len() && s[p] == 1 && ext[l] > 1 {
+            if s[p] == 1 && ext[l] != 1 {
                 f = b.proj(f, p, 1);
             }
         }
@@ -517,6 +529,12 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
         span: whole,
     });
     Ok(Program { decls, stmts })
+}
+
+/// The extent of a label over all its occurrences: the one extent other than 1, if any (NumPy
+/// broadcasts an extent of 1 against it), else 1.
+fn label_extent(occ: &[LabelUse]) -> u64 {
+    occ.iter().map(|o| o.extent).find(|&e| e != 1).unwrap_or(1)
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -530,22 +530,14 @@ impl From<FrontEndError> for Diagnostic {
                         o.dim + 1
                     )
                 };
-                let smallest = std::iter::once(&first)
-                    .chain(&others)
-                    .map(|o| o.extent)
-                    .min();
                 let mut d = Diagnostic::new(code, message, span, here(&first));
                 for o in &others {
                     d = d.with_label(o.span.clone(), here(o));
                 }
-                d = d.with_note("every occurrence of an index must range over the same extent");
-                if smallest == Some(1) {
-                    d = d.with_help(
-                        "NumPy would broadcast the extent 1; TeIL broadcasts only the dimensions \
-                         covered by `...`",
-                    );
-                }
-                d
+                d.with_note(
+                    "every occurrence of an index must range over the same extent, except that \
+                     an extent of 1 in one operand broadcasts against another operand's extent",
+                )
             }
             FrontEndError::EinsumBroadcast { first, others } => {
                 let covers = |c: &EllipsisCover| {
@@ -1015,7 +1007,11 @@ mod tests {
             dim,
             extent,
         };
-        let note: &[&str] = &["every occurrence of an index must range over the same extent"];
+        let note: &[&str] = &[
+            "every occurrence of an index must range over the same extent, \
+                               except that an extent of 1 in one operand broadcasts against \
+                               another operand's extent",
+        ];
         check(
             FrontEndError::EinsumExtentConflict {
                 label: 'j',
@@ -1035,24 +1031,21 @@ mod tests {
                 help: None,
             },
         );
-        // An extent of 1 among them: NumPy would have broadcast it.
+        // An extent of 1 inside the operand that also has 3 (a diagonal): NumPy rejects it too.
         check(
             FrontEndError::EinsumExtentConflict {
                 label: 'j',
-                first: at(1..2, 0, 1, 3),
-                others: vec![at(3..4, 1, 0, 1)],
+                first: at(0..1, 0, 0, 1),
+                others: vec![at(1..2, 0, 1, 3)],
             },
             Want {
                 code: "E0404",
                 rule: None,
                 message: "index `j` is bound to different extents (1, 3)",
-                label: "`j` has extent 3 here (operand 0, dimension 2)",
-                secondary: &[(3..4, "`j` has extent 1 here (operand 1, dimension 1)")],
+                label: "`j` has extent 1 here (operand 0, dimension 1)",
+                secondary: &[(1..2, "`j` has extent 3 here (operand 0, dimension 2)")],
                 notes: note,
-                help: Some(
-                    "NumPy would broadcast the extent 1; TeIL broadcasts only the dimensions \
-                     covered by `...`",
-                ),
+                help: None,
             },
         );
         let cover = |span: Span, operand, covers: Vec<u64>| EllipsisCover {
