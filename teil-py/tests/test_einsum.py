@@ -94,6 +94,33 @@ def test_einsum_shape_rejections_are_shape_errors(equation, shapes):
         np.einsum(equation, *[np.zeros(s) for s in shapes])
 
 
+@pytest.mark.parametrize(
+    "equation,shapes",
+    [
+        ("αβ,βγ->αγ", [(2, 3), (3, 4)]),
+        ("βα,γβ", [(2, 3), (4, 2)]),  # implicit output in code-point order
+        ("αz", [(2, 3)]),
+        ("ÄÄ->Ä", [(3, 3)]),
+        ("iα,α->i", [(2, 3), (1,)]),  # with broadcasting of an extent of 1
+    ],
+)
+def test_unicode_labels_agree_with_opt_einsum(equation, shapes):
+    rng = np.random.default_rng(3)
+    operands = [small_ints(rng, s) for s in shapes]
+    want = opt_einsum.contract(equation, *operands)
+    assert teil.einsum_shape(equation, *shapes) == want.shape
+    np.testing.assert_array_equal(teil.einsum(equation, *operands), want)
+
+
+def test_invalid_characters_make_one_diagnostic():
+    eq = "i2,2$->i2"
+    with pytest.raises(teil.ShapeError) as info:
+        teil.einsum_shape(eq, (2, 3), (3,))
+    [d] = info.value.diagnostics
+    assert d.code == "E0401" and eq[d.start : d.end] == "2"
+    assert d.message == "invalid characters '2', '$' in an einsum equation"
+
+
 def test_einsum_shape_argument_errors():
     with pytest.raises(TypeError, match="shape 0"):
         teil.einsum_shape("i->i", "ab")

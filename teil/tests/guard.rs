@@ -284,6 +284,11 @@ fn einsum_output_shapes_follow_numpy() {
         ),
         ("i,i,i->i", vec![vec![1], vec![4], vec![1]], vec![4]),
         ("...i,...i->...i", vec![vec![1, 3], vec![4, 1]], vec![4, 3]),
+        // Any Unicode letter is a subscript; the implicit output is in code-point order.
+        ("αβ,βγ->αγ", vec![vec![2, 3], vec![3, 4]], vec![2, 4]),
+        ("βα,γβ", vec![vec![2, 3], vec![4, 2]], vec![3, 4]),
+        ("αz", vec![vec![2, 3]], vec![3, 2]),
+        ("ÄÄ->Ä", vec![vec![3, 3]], vec![3]),
     ] {
         let shapes: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let p = einsum_ok(eq, &shapes);
@@ -317,7 +322,8 @@ fn misuse(name: &str, eq: &str, shapes: &str, want: &[&str]) {
 #[test]
 fn einsum_misuse_gives_clear_errors() {
     misuse("invalid_character", "ij,j$->i", "[[2,3],[3]]", &["E0401"]);
-    misuse("digit", "i2,2->i", "[[2,3],[3]]", &["E0401", "E0401"]);
+    misuse("digit", "i2,2->i", "[[2,3],[3]]", &["E0401"]);
+    misuse("invalid_characters", "i2,3$->i2", "[[2,3],[3]]", &["E0401"]);
     misuse("arrow_twice", "ij->i->j", "[[2,3]]", &["E0401"]);
     misuse("stray_dash", "ij-i", "[[2,3]]", &["E0401"]);
     misuse("comma_in_output", "ij->i,j", "[[2,3]]", &["E0401"]);

@@ -46,6 +46,8 @@ fn syntax(span: Span, problem: EquationProblem) -> FrontEndError {
 /// Reads the equation. Spaces are ignored, as in NumPy.
 fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
     let mut errors = Vec::new();
+    // Invalid characters, each once with its first occurrence: they make one error.
+    let mut invalid: Vec<(char, Span)> = Vec::new();
     let mut inputs = Vec::new();
     let mut output: Option<Term> = None;
     let mut arrow: Option<Span> = None;
@@ -68,7 +70,8 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
         }
         match c {
             c if c.is_ascii_whitespace() => {}
-            c if c.is_ascii_alphabetic() => {
+            // Any Unicode letter, as opt_einsum accepts (`αβ,βγ->αγ`); NumPy takes ASCII only.
+            c if c.is_alphabetic() => {
                 cur.labels.push((c, here.clone()));
                 cur.span.end = here.end;
             }
@@ -116,9 +119,10 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
                 i += n;
                 continue;
             }
-            c => {
-                errors.push(syntax(here.clone(), EquationProblem::InvalidChar(c)));
-            }
+            c => match invalid.iter().position(|(x, _)| *x == c) {
+                Some(_) => {}
+                None => invalid.push((c, here.clone())),
+            },
         }
         i += w;
     }
@@ -129,6 +133,16 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
         output = Some(cur);
     } else {
         inputs.push(cur);
+    }
+    if let Some((_, first)) = invalid.first() {
+        errors.push(syntax(
+            first.clone(),
+            EquationProblem::InvalidChars {
+                chars: invalid.iter().map(|(c, _)| *c).collect(),
+                others: invalid[1..].iter().map(|(_, s)| s.clone()).collect(),
+            },
+        ));
+        errors.sort_by_key(|e| e.span().start);
     }
     if errors.is_empty() {
         Ok(Equation { inputs, output })
@@ -581,6 +595,10 @@ mod tests {
             (vec!["...ij".into(), "j...".into()], Some("...i".into()))
         );
         assert_eq!(terms("i->"), (vec!["i".into()], Some("".into())));
+        assert_eq!(
+            terms("αβ,βγ->αγ"),
+            (vec!["αβ".into(), "βγ".into()], Some("αγ".into()))
+        );
     }
 
     #[test]
@@ -592,6 +610,14 @@ mod tests {
         assert_eq!(err[0].span(), &(5..7));
         let err = parse_equation("i..j").unwrap_err();
         assert_eq!(err[0].span(), &(1..3));
+        // Every invalid character makes one error, at the first; a later `->` error keeps its own.
+        let err = parse_equation("i2,2$->i->i").unwrap_err();
+        assert_eq!(err.len(), 2);
+        assert_eq!(err[0].span(), &(1..2));
+        assert_eq!(err[1].span(), &(8..10));
+        // Spans are byte offsets: `β` is two bytes.
+        let err = parse_equation("β1").unwrap_err();
+        assert_eq!(err[0].span(), &(2..3));
     }
 
     #[test]

@@ -203,9 +203,11 @@ pub enum EquationProblem {
     /// One or two dots, or more than three.
     #[error("a lone `.`")]
     LoneDot,
-    /// A character that is no subscript and no punctuation of the equation.
-    #[error("invalid character {0:?} in an einsum equation")]
-    InvalidChar(char),
+    /// Characters that are no subscript and no punctuation of the equation: one error per
+    /// equation. `chars` are the distinct characters in order of first occurrence; the error's
+    /// span is the first occurrence of `chars[0]`, `others` those of the rest.
+    #[error("{}", invalid_chars(chars))]
+    InvalidChars { chars: Vec<char>, others: Vec<Span> },
 }
 
 /// What is wrong with a shape list (E0408), at the error's span.
@@ -375,6 +377,16 @@ fn used_with(indices: usize) -> String {
     }
 }
 
+/// The message of an E0401 for invalid characters.
+fn invalid_chars(chars: &[char]) -> String {
+    let shown: Vec<String> = chars.iter().map(|c| format!("{c:?}")).collect();
+    let plural = if chars.len() == 1 { "" } else { "s" };
+    format!(
+        "invalid character{plural} {} in an einsum equation",
+        shown.join(", ")
+    )
+}
+
 /// The extents of an E0404 report, ascending, each once.
 fn distinct_extents(first: &LabelUse, others: &[LabelUse]) -> String {
     let mut extents: Vec<u64> = std::iter::once(first)
@@ -387,7 +399,8 @@ fn distinct_extents(first: &LabelUse, others: &[LabelUse]) -> String {
     extents.join(", ")
 }
 
-const EQUATION_HELP: &str = "subscripts are ASCII letters, `...` stands for broadcast \
+const EQUATION_HELP: &str =
+    "subscripts are letters (any Unicode letter), `...` stands for broadcast \
      dimensions, operands are separated by `,` and the output follows `->`";
 
 const SHAPES_HELP: &str = "shapes are written as a JSON array of arrays of extents, e.g. \
@@ -460,6 +473,14 @@ impl From<FrontEndError> for Diagnostic {
         let (code, message, span) = (e.code(), e.to_string(), e.span().clone());
         match e {
             FrontEndError::Equation { problem, .. } => {
+                if let EquationProblem::InvalidChars { chars, others } = problem {
+                    let mut d = Diagnostic::new(code, message, span, "not a subscript")
+                        .with_help(EQUATION_HELP);
+                    for (c, at) in chars[1..].iter().zip(others) {
+                        d = d.with_label(at, format!("{c:?} is not a subscript either"));
+                    }
+                    return d;
+                }
                 let (label, first) = match problem {
                     EquationProblem::CommaAfterArrow => ("the output is a single term", None),
                     EquationProblem::ArrowTwice { first } => {
@@ -470,7 +491,7 @@ impl From<FrontEndError> for Diagnostic {
                         ("second `...`", Some((first, "first `...`")))
                     }
                     EquationProblem::LoneDot => ("an ellipsis is exactly three dots", None),
-                    EquationProblem::InvalidChar(_) => ("not a subscript", None),
+                    EquationProblem::InvalidChars { .. } => ("not a subscript", None),
                 };
                 let d = Diagnostic::new(code, message, span, label).with_help(EQUATION_HELP);
                 match first {
@@ -801,11 +822,31 @@ mod tests {
             want("a lone `.`", "an ellipsis is exactly three dots", NONE),
         );
         check(
-            eq(4..5, EquationProblem::InvalidChar('$')),
+            eq(
+                4..5,
+                EquationProblem::InvalidChars {
+                    chars: vec!['$'],
+                    others: vec![],
+                },
+            ),
             want(
                 "invalid character '$' in an einsum equation",
                 "not a subscript",
                 NONE,
+            ),
+        );
+        check(
+            eq(
+                1..2,
+                EquationProblem::InvalidChars {
+                    chars: vec!['2', '$'],
+                    others: std::iter::once(6..7).collect(),
+                },
+            ),
+            want(
+                "invalid characters '2', '$' in an einsum equation",
+                "not a subscript",
+                &[(6..7, "'$' is not a subscript either")],
             ),
         );
     }
