@@ -121,6 +121,41 @@ def test_invalid_characters_make_one_diagnostic():
     assert d.message == "invalid characters '2', '$' in an einsum equation"
 
 
+ZERO_EXTENT_CASES = [
+    ("i,i", [(0,), (0,)]),
+    ("ij->i", [(2, 0)]),
+    ("ij->j", [(2, 0)]),
+    ("ij,jk", [(2, 0), (0, 3)]),
+    ("i,i->i", [(0,), (1,)]),
+    ("ij,j->i", [(2, 0), (1,)]),
+    ("ii->i", [(0, 0)]),
+    ("...,...", [(0,), (1,)]),
+    ("bij,bjk->bik", [(0, 2, 3), (1, 3, 4)]),
+]
+
+
+@pytest.mark.parametrize("equation,shapes", ZERO_EXTENT_CASES)
+@pytest.mark.parametrize("backend", ["fast", "oracle"])
+def test_zero_extents_agree_with_numpy(equation, shapes, backend):
+    operands = [np.ones(s) for s in shapes]
+    want = np.einsum(equation, *operands)
+    assert teil.einsum_shape(equation, *shapes) == want.shape
+    got = teil.einsum(equation, *operands, backend=backend)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_zero_extents_have_no_program_and_keep_every_other_check():
+    with pytest.raises(teil.ShapeError) as info:
+        teil.einsum_program("ij->i", (2, 0))
+    assert [d.code for d in info.value.diagnostics] == ["E0102"]
+    with pytest.raises(teil.ShapeError) as info:
+        teil.einsum_shape("i,i->i", (0,), (3,))  # 0 broadcasts against 1 only
+    assert [d.code for d in info.value.diagnostics] == ["E0404"]
+    with pytest.raises(ValueError):
+        np.einsum("i,i->i", np.ones(0), np.ones(3))
+
+
 def test_einsum_shape_argument_errors():
     with pytest.raises(TypeError, match="shape 0"):
         teil.einsum_shape("i->i", "ab")

@@ -297,6 +297,57 @@ fn einsum_output_shapes_follow_numpy() {
     }
 }
 
+/// Operands with an extent of 0: no program, NumPy's result shape (values: teil-py's tests).
+#[test]
+fn einsum_zero_extents_give_numpy_result_shapes() {
+    for (eq, shapes, out) in [
+        ("ij->i", vec![vec![2, 0]], vec![2]),
+        ("ij->j", vec![vec![2, 0]], vec![0]),
+        ("i,i", vec![vec![0], vec![0]], vec![]),
+        ("ij,jk", vec![vec![2, 0], vec![0, 3]], vec![2, 3]),
+        ("i,i->i", vec![vec![0], vec![1]], vec![0]),
+        ("ij,j->i", vec![vec![2, 0], vec![1]], vec![2]),
+        ("ii->i", vec![vec![0, 0]], vec![0]),
+        ("...,...", vec![vec![0], vec![1]], vec![0]),
+        (
+            "bij,bjk->bik",
+            vec![vec![0, 2, 3], vec![1, 3, 4]],
+            vec![0, 2, 4],
+        ),
+    ] {
+        match guard::einsum_outcome(eq, &shapes) {
+            Ok(guard::EinsumOutcome::Empty { shape, .. }) => assert_eq!(shape, out, "{eq}"),
+            other => panic!("{eq}: {other:?}"),
+        }
+        // `einsum` itself returns programs only: E0102 at the first empty operand's term.
+        let err = guard::einsum(eq, &shapes).unwrap_err();
+        assert_eq!(err.len(), 1, "{eq}");
+        assert_eq!(err[0].code, Code::ZeroExtent, "{eq}");
+    }
+    // Every other check still applies: 0 broadcasts only against 1, ranks must fit.
+    for (eq, shapes, code) in [
+        ("i,i->i", vec![vec![0], vec![3]], Code::EinsumExtentConflict),
+        (
+            "...i,...i",
+            vec![vec![0, 2], vec![3, 2]],
+            Code::EinsumBroadcast,
+        ),
+        ("ij->i", vec![vec![0]], Code::EinsumRankMismatch),
+    ] {
+        let err = guard::einsum_outcome(eq, &shapes).unwrap_err();
+        let codes: Vec<Code> = err.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [code], "{eq}");
+    }
+    // Without an extent of 0, the outcome is einsum's program.
+    match guard::einsum_outcome("ij,jk->ik", &[[2u64, 3], [3, 4]]) {
+        Ok(guard::EinsumOutcome::Program(p, w)) => {
+            assert!(w.is_empty());
+            assert_eq!(p.var_shape("out"), Some(&[2u64, 4][..]));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A misuse case: its diagnostics (text and JSON) as a snapshot, and the codes asserted.
 fn misuse(name: &str, eq: &str, shapes: &str, want: &[&str]) {
     let (diags, src_name, src) = match guard::parse_shapes(shapes) {

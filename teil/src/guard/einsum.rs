@@ -248,20 +248,68 @@ impl ShapeParser<'_> {
 }
 
 /// Lowers `equation` over operands of the given shapes to a checked TeIL program (module
-/// docs). `Err` carries diagnostics whose spans point into `equation`.
+/// docs). `Err` carries diagnostics whose spans point into `equation`. An operand with an
+/// extent of 0 has no TeIL program (E0102, at its term): [`einsum_outcome`] gives its result.
 pub fn einsum<S: AsRef<[u64]>>(
     equation: &str,
     shapes: &[S],
 ) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
     let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
     match lower(equation, &shapes) {
-        Ok(program) => crate::check(program),
+        Ok(Lowered::Program(program)) => crate::check(program),
+        Ok(Lowered::Empty { operand, span, .. }) => {
+            Err(vec![Diagnostic::from(FrontEndError::EinsumZeroExtent {
+                span,
+                operand,
+                shape: shapes[operand].to_vec(),
+            })])
+        }
         Err(errors) => Err(errors.into_iter().map(Diagnostic::from).collect()),
     }
 }
 
+/// What an einsum equation over operands of given shapes comes to ([`einsum_outcome`]).
+#[derive(Debug)]
+pub enum EinsumOutcome {
+    /// The checked TeIL program and its warnings, as [`einsum`] returns them.
+    Program(CheckedProgram, Vec<Diagnostic>),
+    /// Some operand has an extent of 0, so no TeIL program is lowered (TeIL tensors have no
+    /// empty dimensions). The result, by NumPy's rules, has the shape `shape` and holds only
+    /// zeros: none at all when `shape` has an extent of 0, otherwise every element is a sum over
+    /// an empty index. `operand` is the first operand with an extent of 0.
+    Empty { shape: Vec<u64>, operand: usize },
+}
+
+/// [`einsum`], except that operands with an extent of 0 are accepted as NumPy accepts them:
+/// every front-end check still applies (an extent of 0 broadcasts only against 1), and the
+/// result is [`EinsumOutcome::Empty`] with NumPy's result shape instead of a program.
+pub fn einsum_outcome<S: AsRef<[u64]>>(
+    equation: &str,
+    shapes: &[S],
+) -> Result<EinsumOutcome, Vec<Diagnostic>> {
+    let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
+    match lower(equation, &shapes) {
+        Ok(Lowered::Program(program)) => {
+            crate::check(program).map(|(p, w)| EinsumOutcome::Program(p, w))
+        }
+        Ok(Lowered::Empty { shape, operand, .. }) => Ok(EinsumOutcome::Empty { shape, operand }),
+        Err(errors) => Err(errors.into_iter().map(Diagnostic::from).collect()),
+    }
+}
+
+/// The result of [`lower`]: a program, or the shape of a result with no program.
+enum Lowered {
+    Program(Program),
+    /// The first operand with an extent of 0 (its term at `span`) and the result's shape.
+    Empty {
+        shape: Vec<u64>,
+        operand: usize,
+        span: Span,
+    },
+}
+
 /// The TeIL program of `equation` over operands of the given shapes, not yet checked.
-fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError>> {
+fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError>> {
     let eq = parse_equation(equation)?;
     let whole = 0..equation.len();
     let inputs_span = match (eq.inputs.first(), eq.inputs.last()) {
@@ -302,13 +350,6 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             continue;
         }
         ell_rank[k] = s.len() - named;
-        if s.contains(&0) {
-            errors.push(FrontEndError::EinsumZeroExtent {
-                span: t.span.clone(),
-                operand: k,
-                shape: s.to_vec(),
-            });
-        }
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -476,6 +517,14 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             OutLabel::Ellipsis => (0..b_rank).map(ell_idx).collect(),
         })
         .collect();
+    // An extent of 0 (NumPy accepts it; TeIL has no empty tensors): the result's shape only.
+    if let Some(k) = shapes.iter().position(|s| s.contains(&0)) {
+        return Ok(Lowered::Empty {
+            shape: out_order.iter().map(|&l| ext[l]).collect(),
+            operand: k,
+            span: eq.inputs[k].span.clone(),
+        });
+    }
     let mut keep = vec![false; ext.len()];
     for &l in &out_order {
         keep[l] = true;
@@ -542,7 +591,7 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
         value: result.expr,
         span: whole,
     });
-    Ok(Program { decls, stmts })
+    Ok(Lowered::Program(Program { decls, stmts }))
 }
 
 /// The extent of a label over all its occurrences: the one extent other than 1, if any (NumPy

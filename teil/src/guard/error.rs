@@ -403,6 +403,10 @@ const EQUATION_HELP: &str =
     "subscripts are letters (any Unicode letter), `...` stands for broadcast \
      dimensions, operands are separated by `,` and the output follows `->`";
 
+const ZERO_EXTENT_HELP: &str = "TeIL tensors have no empty dimensions, so no program is \
+     lowered; `teil einsum`, `teil.einsum` and `teil::guard::einsum_outcome` give NumPy's result \
+     (its shape, all zeros)";
+
 const SHAPES_HELP: &str = "shapes are written as a JSON array of arrays of extents, e.g. \
      `[[2,3],[3,4]]`; a scalar operand has the shape `[]`";
 
@@ -536,7 +540,7 @@ impl From<FrontEndError> for Diagnostic {
             }
             FrontEndError::EinsumZeroExtent { .. } => {
                 Diagnostic::new(code, message, span, "extents start at 1")
-                    .with_help("TeIL tensors have no empty dimensions")
+                    .with_help(ZERO_EXTENT_HELP)
             }
             FrontEndError::EinsumExtentConflict {
                 label,
@@ -1035,7 +1039,7 @@ mod tests {
                 label: "extents start at 1",
                 secondary: NONE,
                 notes: &[],
-                help: Some("TeIL tensors have no empty dimensions"),
+                help: Some(ZERO_EXTENT_HELP),
             },
         );
     }
