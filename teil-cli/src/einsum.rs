@@ -2,13 +2,17 @@
 //!
 //! The program (inputs `in0`, `in1`, ..., output `out`) goes to standard output, or atomically
 //! to `-o FILE`. Diagnostics point into the equation (shown as `<equation>`) or into the shape
-//! list (`<shapes>`); the exit code is 1 when either is rejected.
+//! list (`<shapes>`); the exit code is 1 when either is rejected. An operand with an extent
+//! of 0 has no program: the output is a comment giving the result's shape (spec/frontends.md,
+//! "Extents of 0").
 
 use crate::input::{fail, report, Source};
 use crate::{Color, FmtSyntax, Format};
 
 use std::path::Path;
+use teil::ast::ShapeDisplay;
 use teil::fmt;
+use teil::guard::EinsumOutcome;
 
 pub fn einsum(
     equation: &str,
@@ -33,23 +37,27 @@ pub fn einsum(
         name: "<equation>".to_string(),
         text: equation.to_string(),
     };
-    let (checked, warnings) = match teil::guard::einsum(equation, &shapes) {
-        Ok(ok) => ok,
+    let body = match teil::guard::einsum_outcome(equation, &shapes) {
+        Ok(EinsumOutcome::Program(checked, warnings)) => {
+            report(&warnings, &eq_src, format, color);
+            fmt::program(checked.program(), style(syntax))
+        }
+        // spec/frontends.md, "Extents of 0": the result's shape, and no program.
+        Ok(EinsumOutcome::Empty { shape, operand }) => format!(
+            "// no TeIL program: operand {operand} has an extent of 0 and TeIL tensors have no \
+             empty dimensions\n// the result has shape {} and holds only zeros\n",
+            ShapeDisplay(&shape)
+        ),
         Err(diags) => {
             report(&diags, &eq_src, format, color);
             return 1;
         }
     };
-    report(&warnings, &eq_src, format, color);
-    let shown: Vec<String> = shapes
-        .iter()
-        .map(|s| teil::ast::ShapeDisplay(s).to_string())
-        .collect();
+    let shown: Vec<String> = shapes.iter().map(|s| ShapeDisplay(s).to_string()).collect();
     let text = format!(
-        "// einsum \"{}\" with shapes [{}]\n{}",
+        "// einsum \"{}\" with shapes [{}]\n{body}",
         teil::guard::normalize_equation(equation),
         shown.join(", "),
-        fmt::program(checked.program(), style(syntax))
     );
     match write_output(output, &text) {
         Ok(()) => 0,

@@ -36,6 +36,23 @@ fn program(text: &str) -> teil::CheckedProgram {
 }
 
 #[test]
+fn einsum_with_an_extent_of_0_prints_the_result_shape_and_no_program() {
+    let o = teil(&["einsum", "ij,jk", "--shapes", "[[2,0],[0,3]]"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "// einsum \"ij,jk\" with shapes [[2, 0], [0, 3]]\n\
+         // no TeIL program: operand 0 has an extent of 0 and TeIL tensors have no empty \
+         dimensions\n// the result has shape [2, 3] and holds only zeros\n"
+    );
+    // The other checks still apply: 0 broadcasts against 1 only.
+    let o = teil(&["einsum", "i,i->i", "--shapes", "[[0],[3]]"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("E0404"), "{}", stderr(&o));
+}
+
+#[test]
 fn einsum_prints_the_lowered_program() {
     let o = teil(&["einsum", "ij,jk->ik", "--shapes", "[[2,3],[3,4]]"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -11,6 +11,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PyTuple};
 use std::collections::BTreeMap;
+use teil::guard::EinsumOutcome;
 use teil::{interface, CheckedProgram};
 
 /// The name diagnostics show for an equation.
@@ -67,6 +68,13 @@ fn lower(py: Python<'_>, equation: &str, shapes: &[Vec<u64>]) -> PyResult<Checke
         .map_err(|diags| diag::rejected(py, &diags, EQUATION, equation))
 }
 
+/// Lowers and checks `equation` for `shapes`, accepting operands with an extent of 0: those
+/// give the result's shape and no program (spec/frontends.md, "Extents of 0").
+fn outcome(py: Python<'_>, equation: &str, shapes: &[Vec<u64>]) -> PyResult<EinsumOutcome> {
+    teil::guard::einsum_outcome(equation, shapes)
+        .map_err(|diags| diag::rejected(py, &diags, EQUATION, equation))
+}
+
 /// The one output of a lowered equation.
 fn output(p: &CheckedProgram) -> PyResult<String> {
     p.output_names()
@@ -76,7 +84,7 @@ fn output(p: &CheckedProgram) -> PyResult<String> {
 }
 
 /// The shape of ``numpy.einsum(equation, *operands)`` for operands of the given shapes, checked
-/// by TeIL. Raises ``ShapeError`` (``ParseError`` never: equation syntax errors are front-end
+/// by TeIL (extents of 0 included: NumPy's shape, though no TeIL program exists for them). Raises ``ShapeError`` (``ParseError`` never: equation syntax errors are front-end
 /// rejections) whose diagnostics point into the equation, with the codes of ``teil einsum``.
 ///
 /// >>> teil.einsum_shape("ij,jk->ik", (2, 3), (3, 4))
@@ -93,14 +101,19 @@ pub fn einsum_shape<'py>(
     shapes: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let shapes = shapes_of(shapes)?;
-    let p = lower(py, equation, &shapes)?;
-    let out = output(&p)?;
-    let shape = p.var_shape(&out).unwrap_or(&[]);
-    PyTuple::new(py, shape)
+    match outcome(py, equation, &shapes)? {
+        EinsumOutcome::Program(p, _) => {
+            let out = output(&p)?;
+            PyTuple::new(py, p.var_shape(&out).unwrap_or(&[]))
+        }
+        EinsumOutcome::Empty { shape, .. } => PyTuple::new(py, shape),
+    }
 }
 
 /// ``numpy.einsum(equation, *operands)`` computed by TeIL on float64, after checking the
-/// shapes. ``backend`` is ``"fast"``, ``"oracle"`` or ``"c"`` (as for ``Program.run``).
+/// shapes. ``backend`` is ``"fast"``, ``"oracle"`` or ``"c"`` (as for ``Program.run``). An
+/// operand with an extent of 0 has no TeIL program: the result is ``numpy.zeros`` of NumPy's
+/// result shape, as NumPy gives it.
 ///
 /// >>> import numpy as np
 /// >>> teil.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 2)))
@@ -124,7 +137,29 @@ pub fn einsum<'py>(
         .iter()
         .map(|a| a.shape().iter().map(|&n| n as u64).collect())
         .collect();
-    let p = lower(py, equation, &shapes)?;
+    let p = match outcome(py, equation, &shapes)? {
+        EinsumOutcome::Program(p, _) => p,
+        // No program: NumPy's result is all zeros (empty, or sums over an empty index).
+        EinsumOutcome::Empty { shape, .. } => {
+            let dims: Vec<usize> = shape
+                .iter()
+                .map(|&n| usize::try_from(n))
+                .collect::<Result<Vec<usize>, _>>()
+                .ok()
+                .filter(|d: &Vec<usize>| {
+                    d.iter()
+                        .try_fold(8usize, |acc, &n| acc.checked_mul(n))
+                        .is_some_and(|bytes| isize::try_from(bytes).is_ok())
+                })
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "the result's shape {} does not fit in memory",
+                        teil::ast::ShapeDisplay(&shape)
+                    ))
+                })?;
+            return Ok(ndarray::ArrayD::<f64>::zeros(dims).into_pyarray(py));
+        }
+    };
     let out = output(&p)?;
     let views: BTreeMap<String, ArrayViewD<'_, f64>> = interface::input_names(&p)
         .into_iter()
@@ -149,7 +184,8 @@ pub fn einsum<'py>(
 }
 
 /// The TeIL program an einsum equation lowers to (inputs ``in0``, ``in1``, ..., output
-/// ``out``), in ``"prefix"`` or ``"infix"`` syntax, as ``teil einsum`` prints it.
+/// ``out``), in ``"prefix"`` or ``"infix"`` syntax, as ``teil einsum`` prints it. Operands
+/// with an extent of 0 have none: ``ShapeError`` (E0102).
 ///
 /// >>> print(teil.einsum_program("ij->ji", (2, 3)), end="")
 /// input alloc in0 : [2, 3]

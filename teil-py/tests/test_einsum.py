@@ -24,6 +24,16 @@ CASES = [
     ("...ij,...jk->...ik", [(5, 2, 3), (1, 3, 4)]),
     ("ijk,jl,kl->il", [(2, 3, 4), (3, 5), (4, 5)]),
     (",ij->ij", [(), (2, 2)]),
+    # An extent of 1 broadcasts across operands for letters too (NumPy's and JAX's batch tests).
+    ("i,i->i", [(3,), (1,)]),
+    ("i,i", [(1,), (4,)]),
+    ("ij,j->i", [(2, 3), (1,)]),
+    ("ij,ij->ij", [(1, 3), (2, 1)]),
+    ("ii,i->i", [(1, 1), (3,)]),
+    ("bij,bjk->bik", [(1, 2, 3), (4, 3, 2)]),
+    ("bij,bjk->bik", [(4, 2, 3), (1, 3, 2)]),
+    ("...i,...i->...i", [(1, 3), (4, 1)]),
+    ("...ij,...jk", [(2, 1, 2, 3), (3, 1, 4)]),
 ]
 
 
@@ -71,6 +81,8 @@ def test_einsum_shape_errors_point_into_the_equation():
         ("ij->ik", [(2, 3)]),  # output label not in any input
         ("ij->i", [(2, 3, 4)]),  # rank mismatch
         ("i$->i", [(2, 3)]),  # not a label
+        ("i,i->i", [(2,), (3,)]),  # extents 2 and 3 do not broadcast
+        ("ii,i->i", [(1, 3), (3,)]),  # a diagonal needs equal extents even with a 1
     ],
 )
 def test_einsum_shape_rejections_are_shape_errors(equation, shapes):
@@ -80,6 +92,68 @@ def test_einsum_shape_rejections_are_shape_errors(equation, shapes):
     assert all(d.code.startswith("E04") for d in info.value.diagnostics)
     with pytest.raises(ValueError):  # numpy agrees that these are wrong
         np.einsum(equation, *[np.zeros(s) for s in shapes])
+
+
+@pytest.mark.parametrize(
+    "equation,shapes",
+    [
+        ("αβ,βγ->αγ", [(2, 3), (3, 4)]),
+        ("βα,γβ", [(2, 3), (4, 2)]),  # implicit output in code-point order
+        ("αz", [(2, 3)]),
+        ("ÄÄ->Ä", [(3, 3)]),
+        ("iα,α->i", [(2, 3), (1,)]),  # with broadcasting of an extent of 1
+    ],
+)
+def test_unicode_labels_agree_with_opt_einsum(equation, shapes):
+    rng = np.random.default_rng(3)
+    operands = [small_ints(rng, s) for s in shapes]
+    want = opt_einsum.contract(equation, *operands)
+    assert teil.einsum_shape(equation, *shapes) == want.shape
+    np.testing.assert_array_equal(teil.einsum(equation, *operands), want)
+
+
+def test_invalid_characters_make_one_diagnostic():
+    eq = "i2,2$->i2"
+    with pytest.raises(teil.ShapeError) as info:
+        teil.einsum_shape(eq, (2, 3), (3,))
+    [d] = info.value.diagnostics
+    assert d.code == "E0401" and eq[d.start : d.end] == "2"
+    assert d.message == "invalid characters '2', '$' in an einsum equation"
+
+
+ZERO_EXTENT_CASES = [
+    ("i,i", [(0,), (0,)]),
+    ("ij->i", [(2, 0)]),
+    ("ij->j", [(2, 0)]),
+    ("ij,jk", [(2, 0), (0, 3)]),
+    ("i,i->i", [(0,), (1,)]),
+    ("ij,j->i", [(2, 0), (1,)]),
+    ("ii->i", [(0, 0)]),
+    ("...,...", [(0,), (1,)]),
+    ("bij,bjk->bik", [(0, 2, 3), (1, 3, 4)]),
+]
+
+
+@pytest.mark.parametrize("equation,shapes", ZERO_EXTENT_CASES)
+@pytest.mark.parametrize("backend", ["fast", "oracle"])
+def test_zero_extents_agree_with_numpy(equation, shapes, backend):
+    operands = [np.ones(s) for s in shapes]
+    want = np.einsum(equation, *operands)
+    assert teil.einsum_shape(equation, *shapes) == want.shape
+    got = teil.einsum(equation, *operands, backend=backend)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_zero_extents_have_no_program_and_keep_every_other_check():
+    with pytest.raises(teil.ShapeError) as info:
+        teil.einsum_program("ij->i", (2, 0))
+    assert [d.code for d in info.value.diagnostics] == ["E0102"]
+    with pytest.raises(teil.ShapeError) as info:
+        teil.einsum_shape("i,i->i", (0,), (3,))  # 0 broadcasts against 1 only
+    assert [d.code for d in info.value.diagnostics] == ["E0404"]
+    with pytest.raises(ValueError):
+        np.einsum("i,i->i", np.ones(0), np.ones(3))
 
 
 def test_einsum_shape_argument_errors():

@@ -412,8 +412,9 @@ undefined values.
 
     EinsumSyntax = "E0401", Error, "malformed einsum equation",
 "An einsum equation is a comma-separated list of subscript terms, optionally followed by `->`
-and the output term. Subscripts are ASCII letters; `...` (exactly three dots, at most once per
-term) stands for the dimensions not named by letters. Spaces are ignored.
+and the output term. Subscripts are letters (any Unicode letter, as opt_einsum accepts); `...`
+(exactly three dots, at most once per term) stands for the dimensions not named by letters.
+Spaces are ignored. The invalid characters of an equation make one E0401 between them.
 
     teil einsum 'ij,j$->i' --shapes '[[2,3],[3]]'   // error: `$` is not a subscript
     teil einsum 'ij->i->j' --shapes '[[2,3]]'       // error: `->` given twice";
@@ -431,10 +432,11 @@ term) stands for the dimensions not named by letters. Spaces are ignored.
 
     EinsumExtentConflict = "E0404", Error, "index bound to different extents",
 "Every occurrence of a subscript letter ranges over one index, so the dimensions it labels must
-have equal extents. Unlike NumPy, an extent of 1 does not broadcast against a larger one for a
-letter; only the dimensions under `...` broadcast.
+have equal extents, except that, as in NumPy, an extent of 1 in one operand broadcasts against
+the letter's extent in the others. Inside one operand (a diagonal) the extents must be equal.
 
-    teil einsum 'ij,jk->ik' --shapes '[[2,3],[4,5]]'   // error: `j` is 3 and 4";
+    teil einsum 'ij,jk->ik' --shapes '[[2,3],[4,5]]'   // error: `j` is 3 and 4
+    teil einsum 'ij,j->i' --shapes '[[2,3],[1]]'       // fine: `j` of extent 1 broadcasts";
 
     EinsumOutputUnknown = "E0405", Error, "output index does not occur in the inputs",
 "An output subscript names a dimension of the result; its extent comes from an operand, so it

@@ -270,11 +270,81 @@ fn einsum_output_shapes_follow_numpy() {
         ("a...a", vec![vec![3, 1, 3]], vec![1]),
         ("ij->", vec![vec![2, 3]], vec![]),
         ("i->...i", vec![vec![2]], vec![2]),
+        // An extent of 1 broadcasts across operands, for letters as under `...`.
+        ("i,i->i", vec![vec![3], vec![1]], vec![3]),
+        ("i,i->i", vec![vec![1], vec![3]], vec![3]),
+        ("i,i", vec![vec![1], vec![5]], vec![]),
+        ("ij,j->i", vec![vec![2, 3], vec![1]], vec![2]),
+        ("ij,ij->ij", vec![vec![1, 3], vec![2, 1]], vec![2, 3]),
+        ("ii,i->i", vec![vec![1, 1], vec![3]], vec![3]),
+        (
+            "bij,bjk->bik",
+            vec![vec![1, 2, 3], vec![4, 3, 5]],
+            vec![4, 2, 5],
+        ),
+        ("i,i,i->i", vec![vec![1], vec![4], vec![1]], vec![4]),
+        ("...i,...i->...i", vec![vec![1, 3], vec![4, 1]], vec![4, 3]),
+        // Any Unicode letter is a subscript; the implicit output is in code-point order.
+        ("αβ,βγ->αγ", vec![vec![2, 3], vec![3, 4]], vec![2, 4]),
+        ("βα,γβ", vec![vec![2, 3], vec![4, 2]], vec![3, 4]),
+        ("αz", vec![vec![2, 3]], vec![3, 2]),
+        ("ÄÄ->Ä", vec![vec![3, 3]], vec![3]),
     ] {
         let shapes: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
         let p = einsum_ok(eq, &shapes);
         assert_eq!(p.var_shape("out"), Some(out.as_slice()), "{eq}");
         assert_round_trips(&p, eq);
+    }
+}
+
+/// Operands with an extent of 0: no program, NumPy's result shape (values: teil-py's tests).
+#[test]
+fn einsum_zero_extents_give_numpy_result_shapes() {
+    for (eq, shapes, out) in [
+        ("ij->i", vec![vec![2, 0]], vec![2]),
+        ("ij->j", vec![vec![2, 0]], vec![0]),
+        ("i,i", vec![vec![0], vec![0]], vec![]),
+        ("ij,jk", vec![vec![2, 0], vec![0, 3]], vec![2, 3]),
+        ("i,i->i", vec![vec![0], vec![1]], vec![0]),
+        ("ij,j->i", vec![vec![2, 0], vec![1]], vec![2]),
+        ("ii->i", vec![vec![0, 0]], vec![0]),
+        ("...,...", vec![vec![0], vec![1]], vec![0]),
+        (
+            "bij,bjk->bik",
+            vec![vec![0, 2, 3], vec![1, 3, 4]],
+            vec![0, 2, 4],
+        ),
+    ] {
+        match guard::einsum_outcome(eq, &shapes) {
+            Ok(guard::EinsumOutcome::Empty { shape, .. }) => assert_eq!(shape, out, "{eq}"),
+            other => panic!("{eq}: {other:?}"),
+        }
+        // `einsum` itself returns programs only: E0102 at the first empty operand's term.
+        let err = guard::einsum(eq, &shapes).unwrap_err();
+        assert_eq!(err.len(), 1, "{eq}");
+        assert_eq!(err[0].code, Code::ZeroExtent, "{eq}");
+    }
+    // Every other check still applies: 0 broadcasts only against 1, ranks must fit.
+    for (eq, shapes, code) in [
+        ("i,i->i", vec![vec![0], vec![3]], Code::EinsumExtentConflict),
+        (
+            "...i,...i",
+            vec![vec![0, 2], vec![3, 2]],
+            Code::EinsumBroadcast,
+        ),
+        ("ij->i", vec![vec![0]], Code::EinsumRankMismatch),
+    ] {
+        let err = guard::einsum_outcome(eq, &shapes).unwrap_err();
+        let codes: Vec<Code> = err.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [code], "{eq}");
+    }
+    // Without an extent of 0, the outcome is einsum's program.
+    match guard::einsum_outcome("ij,jk->ik", &[[2u64, 3], [3, 4]]) {
+        Ok(guard::EinsumOutcome::Program(p, w)) => {
+            assert!(w.is_empty());
+            assert_eq!(p.var_shape("out"), Some(&[2u64, 4][..]));
+        }
+        other => panic!("{other:?}"),
     }
 }
 
@@ -303,7 +373,8 @@ fn misuse(name: &str, eq: &str, shapes: &str, want: &[&str]) {
 #[test]
 fn einsum_misuse_gives_clear_errors() {
     misuse("invalid_character", "ij,j$->i", "[[2,3],[3]]", &["E0401"]);
-    misuse("digit", "i2,2->i", "[[2,3],[3]]", &["E0401", "E0401"]);
+    misuse("digit", "i2,2->i", "[[2,3],[3]]", &["E0401"]);
+    misuse("invalid_characters", "i2,3$->i2", "[[2,3],[3]]", &["E0401"]);
     misuse("arrow_twice", "ij->i->j", "[[2,3]]", &["E0401"]);
     misuse("stray_dash", "ij-i", "[[2,3]]", &["E0401"]);
     misuse("comma_in_output", "ij->i,j", "[[2,3]]", &["E0401"]);
@@ -316,9 +387,15 @@ fn einsum_misuse_gives_clear_errors() {
     misuse("ellipsis_rank", "...ijk->k", "[[2,3]]", &["E0403"]);
     misuse("extent_conflict", "ij,jk->ik", "[[2,3],[4,5]]", &["E0404"]);
     misuse(
-        "extent_one_not_broadcast",
-        "ij,j->i",
-        "[[2,3],[1]]",
+        "extent_one_inside_one_operand",
+        "ii,i->i",
+        "[[1,3],[3]]",
+        &["E0404"],
+    );
+    misuse(
+        "extent_one_then_two_others",
+        "i,i,i",
+        "[[1],[2],[3]]",
         &["E0404"],
     );
     misuse("diagonal_conflict", "ii->i", "[[2,3]]", &["E0404"]);

@@ -77,6 +77,7 @@ fn frontends_md_examples_have_their_verdicts_and_lowerings() {
     let all = blocks();
     let mut checked = 0;
     let mut lowerings = 0;
+    let mut empties = 0;
     for (k, b) in all.iter().enumerate() {
         if b.lang != "tin" && b.lang != "einsum" {
             continue;
@@ -87,6 +88,21 @@ fn frontends_md_examples_have_their_verdicts_and_lowerings() {
                 "line {}: unknown code {c}",
                 b.line
             );
+        }
+        if b.verdict == "empty" {
+            assert_eq!(b.lang, "einsum", "line {}", b.line);
+            let lines: Vec<&str> = b.body.lines().collect();
+            let shapes = teil::guard::parse_shapes(lines[1]).expect("shapes parse");
+            let want = teil::guard::parse_shapes(&format!("[{}]", lines[2])).expect("shape");
+            match teil::guard::einsum_outcome(lines[0], &shapes) {
+                Ok(teil::guard::EinsumOutcome::Empty { shape, .. }) => {
+                    assert_eq!(shape, want[0], "line {}", b.line)
+                }
+                other => panic!("line {}: not empty: {other:?}", b.line),
+            }
+            checked += 1;
+            empties += 1;
+            continue;
         }
         let result = outcome(b);
         match (b.verdict.as_str(), &result) {
@@ -116,7 +132,7 @@ fn frontends_md_examples_have_their_verdicts_and_lowerings() {
         }
     }
     assert!(
-        checked >= 15 && lowerings >= 6,
-        "{checked} examples, {lowerings} lowerings"
+        checked >= 15 && lowerings >= 6 && empties >= 2,
+        "{checked} examples, {lowerings} lowerings, {empties} empty results"
     );
 }

@@ -8,8 +8,8 @@
 //! a label repeated inside one operand takes a diagonal; an empty term is a scalar; `...` stands
 //! for the dimensions not named by labels, broadcast across operands as NumPy broadcasts them
 //! (right-aligned; an extent of 1 stretches to any extent, by `proj` followed by an implicit
-//! `expa`). Labelled dimensions are never broadcast: every occurrence of a label must have one
-//! extent (E0404).
+//! `expa`). A letter broadcasts the same way: inside one operand its dimensions must be equal, and
+//! across operands an extent of 1 stretches to the letter's other extent (E0404 otherwise).
 //!
 //! Every diagnostic points into the equation; [`parse_shapes`] reports into the shape list. The
 //! errors are [`FrontEndError`]s, worded in `error.rs`.
@@ -46,6 +46,8 @@ fn syntax(span: Span, problem: EquationProblem) -> FrontEndError {
 /// Reads the equation. Spaces are ignored, as in NumPy.
 fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
     let mut errors = Vec::new();
+    // Invalid characters, each once with its first occurrence: they make one error.
+    let mut invalid: Vec<(char, Span)> = Vec::new();
     let mut inputs = Vec::new();
     let mut output: Option<Term> = None;
     let mut arrow: Option<Span> = None;
@@ -68,7 +70,8 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
         }
         match c {
             c if c.is_ascii_whitespace() => {}
-            c if c.is_ascii_alphabetic() => {
+            // Any Unicode letter, as opt_einsum accepts (`αβ,βγ->αγ`); NumPy takes ASCII only.
+            c if c.is_alphabetic() => {
                 cur.labels.push((c, here.clone()));
                 cur.span.end = here.end;
             }
@@ -116,9 +119,10 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
                 i += n;
                 continue;
             }
-            c => {
-                errors.push(syntax(here.clone(), EquationProblem::InvalidChar(c)));
-            }
+            c => match invalid.iter().position(|(x, _)| *x == c) {
+                Some(_) => {}
+                None => invalid.push((c, here.clone())),
+            },
         }
         i += w;
     }
@@ -129,6 +133,16 @@ fn parse_equation(eq: &str) -> Result<Equation, Vec<FrontEndError>> {
         output = Some(cur);
     } else {
         inputs.push(cur);
+    }
+    if let Some((_, first)) = invalid.first() {
+        errors.push(syntax(
+            first.clone(),
+            EquationProblem::InvalidChars {
+                chars: invalid.iter().map(|(c, _)| *c).collect(),
+                others: invalid[1..].iter().map(|(_, s)| s.clone()).collect(),
+            },
+        ));
+        errors.sort_by_key(|e| e.span().start);
     }
     if errors.is_empty() {
         Ok(Equation { inputs, output })
@@ -234,20 +248,68 @@ impl ShapeParser<'_> {
 }
 
 /// Lowers `equation` over operands of the given shapes to a checked TeIL program (module
-/// docs). `Err` carries diagnostics whose spans point into `equation`.
+/// docs). `Err` carries diagnostics whose spans point into `equation`. An operand with an
+/// extent of 0 has no TeIL program (E0102, at its term): [`einsum_outcome`] gives its result.
 pub fn einsum<S: AsRef<[u64]>>(
     equation: &str,
     shapes: &[S],
 ) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
     let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
     match lower(equation, &shapes) {
-        Ok(program) => crate::check(program),
+        Ok(Lowered::Program(program)) => crate::check(program),
+        Ok(Lowered::Empty { operand, span, .. }) => {
+            Err(vec![Diagnostic::from(FrontEndError::EinsumZeroExtent {
+                span,
+                operand,
+                shape: shapes[operand].to_vec(),
+            })])
+        }
         Err(errors) => Err(errors.into_iter().map(Diagnostic::from).collect()),
     }
 }
 
+/// What an einsum equation over operands of given shapes comes to ([`einsum_outcome`]).
+#[derive(Debug)]
+pub enum EinsumOutcome {
+    /// The checked TeIL program and its warnings, as [`einsum`] returns them.
+    Program(CheckedProgram, Vec<Diagnostic>),
+    /// Some operand has an extent of 0, so no TeIL program is lowered (TeIL tensors have no
+    /// empty dimensions). The result, by NumPy's rules, has the shape `shape` and holds only
+    /// zeros: none at all when `shape` has an extent of 0, otherwise every element is a sum over
+    /// an empty index. `operand` is the first operand with an extent of 0.
+    Empty { shape: Vec<u64>, operand: usize },
+}
+
+/// [`einsum`], except that operands with an extent of 0 are accepted as NumPy accepts them:
+/// every front-end check still applies (an extent of 0 broadcasts only against 1), and the
+/// result is [`EinsumOutcome::Empty`] with NumPy's result shape instead of a program.
+pub fn einsum_outcome<S: AsRef<[u64]>>(
+    equation: &str,
+    shapes: &[S],
+) -> Result<EinsumOutcome, Vec<Diagnostic>> {
+    let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
+    match lower(equation, &shapes) {
+        Ok(Lowered::Program(program)) => {
+            crate::check(program).map(|(p, w)| EinsumOutcome::Program(p, w))
+        }
+        Ok(Lowered::Empty { shape, operand, .. }) => Ok(EinsumOutcome::Empty { shape, operand }),
+        Err(errors) => Err(errors.into_iter().map(Diagnostic::from).collect()),
+    }
+}
+
+/// The result of [`lower`]: a program, or the shape of a result with no program.
+enum Lowered {
+    Program(Program),
+    /// The first operand with an extent of 0 (its term at `span`) and the result's shape.
+    Empty {
+        shape: Vec<u64>,
+        operand: usize,
+        span: Span,
+    },
+}
+
 /// The TeIL program of `equation` over operands of the given shapes, not yet checked.
-fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError>> {
+fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError>> {
     let eq = parse_equation(equation)?;
     let whole = 0..equation.len();
     let inputs_span = match (eq.inputs.first(), eq.inputs.last()) {
@@ -288,13 +350,6 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             continue;
         }
         ell_rank[k] = s.len() - named;
-        if s.contains(&0) {
-            errors.push(FrontEndError::EinsumZeroExtent {
-                span: t.span.clone(),
-                operand: k,
-                shape: s.to_vec(),
-            });
-        }
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -317,8 +372,14 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
         }
     }
     for (c, occ) in &occurrences {
-        let first = occ[0].extent;
-        if occ.iter().all(|o| o.extent == first) {
+        // NumPy's rules: inside one operand the dimensions of a label are equal (a diagonal);
+        // across operands an extent of 1 broadcasts against the label's one other extent.
+        let within = occ.iter().all(|o| {
+            occ.iter()
+                .all(|p| p.operand != o.operand || p.extent == o.extent)
+        });
+        let n = label_extent(occ);
+        if within && occ.iter().all(|o| o.extent == 1 || o.extent == n) {
             continue;
         }
         errors.push(FrontEndError::EinsumExtentConflict {
@@ -336,7 +397,9 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             for q in 0..ell_rank[k] {
                 let e = s[at + q];
                 let slot = b_rank - ell_rank[k] + q;
-                b_ext[slot] = b_ext[slot].max(e);
+                if e != 1 {
+                    b_ext[slot] = e;
+                }
             }
         }
     }
@@ -441,7 +504,10 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
     let letters: Vec<char> = occurrences.keys().copied().collect();
     let letter_idx = |c: char| letters.iter().position(|&x| x == c).unwrap_or(0);
     let ell_idx = |slot: usize| letters.len() + slot;
-    let mut ext: Vec<u64> = letters.iter().map(|c| occurrences[c][0].extent).collect();
+    let mut ext: Vec<u64> = letters
+        .iter()
+        .map(|c| label_extent(&occurrences[c]))
+        .collect();
     ext.extend(&b_ext);
 
     let out_order: Vec<Idx> = output
@@ -451,6 +517,14 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             OutLabel::Ellipsis => (0..b_rank).map(ell_idx).collect(),
         })
         .collect();
+    // An extent of 0 (NumPy accepts it; TeIL has no empty tensors): the result's shape only.
+    if let Some(k) = shapes.iter().position(|s| s.contains(&0)) {
+        return Ok(Lowered::Empty {
+            shape: out_order.iter().map(|&l| ext[l]).collect(),
+            operand: k,
+            span: eq.inputs[k].span.clone(),
+        });
+    }
     let mut keep = vec![false; ext.len()];
     for &l in &out_order {
         keep[l] = true;
@@ -487,10 +561,11 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
             idx.extend((0..ell_rank[k]).map(|q| ell_idx(off + q)));
         }
         let mut f = Factor::new(b.var(&name, t.span.clone()), idx);
-        // A broadcast extent of 1: keep slice 1 and let the missing label broadcast.
+        // A broadcast extent of 1 (of a letter or under `...`): keep slice 1 and let the
+        // missing label broadcast (`proj p 1`, then `expa` or the product of another factor).
         for p in (0..f.idx.len()).rev() {
             let l = f.idx[p];
-            if l >= letters.len() && s[p] == 1 && ext[l] > 1 {
+            if s[p] == 1 && ext[l] != 1 {
                 f = b.proj(f, p, 1);
             }
         }
@@ -516,7 +591,13 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Program, Vec<FrontEndError
         value: result.expr,
         span: whole,
     });
-    Ok(Program { decls, stmts })
+    Ok(Lowered::Program(Program { decls, stmts }))
+}
+
+/// The extent of a label over all its occurrences: the one extent other than 1, if any (NumPy
+/// broadcasts an extent of 1 against it), else 1.
+fn label_extent(occ: &[LabelUse]) -> u64 {
+    occ.iter().map(|o| o.extent).find(|&e| e != 1).unwrap_or(1)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -563,6 +644,10 @@ mod tests {
             (vec!["...ij".into(), "j...".into()], Some("...i".into()))
         );
         assert_eq!(terms("i->"), (vec!["i".into()], Some("".into())));
+        assert_eq!(
+            terms("αβ,βγ->αγ"),
+            (vec!["αβ".into(), "βγ".into()], Some("αγ".into()))
+        );
     }
 
     #[test]
@@ -574,6 +659,14 @@ mod tests {
         assert_eq!(err[0].span(), &(5..7));
         let err = parse_equation("i..j").unwrap_err();
         assert_eq!(err[0].span(), &(1..3));
+        // Every invalid character makes one error, at the first; a later `->` error keeps its own.
+        let err = parse_equation("i2,2$->i->i").unwrap_err();
+        assert_eq!(err.len(), 2);
+        assert_eq!(err[0].span(), &(1..2));
+        assert_eq!(err[1].span(), &(8..10));
+        // Spans are byte offsets: `β` is two bytes.
+        let err = parse_equation("β1").unwrap_err();
+        assert_eq!(err[0].span(), &(2..3));
     }
 
     #[test]

@@ -203,9 +203,11 @@ pub enum EquationProblem {
     /// One or two dots, or more than three.
     #[error("a lone `.`")]
     LoneDot,
-    /// A character that is no subscript and no punctuation of the equation.
-    #[error("invalid character {0:?} in an einsum equation")]
-    InvalidChar(char),
+    /// Characters that are no subscript and no punctuation of the equation: one error per
+    /// equation. `chars` are the distinct characters in order of first occurrence; the error's
+    /// span is the first occurrence of `chars[0]`, `others` those of the rest.
+    #[error("{}", invalid_chars(chars))]
+    InvalidChars { chars: Vec<char>, others: Vec<Span> },
 }
 
 /// What is wrong with a shape list (E0408), at the error's span.
@@ -375,6 +377,16 @@ fn used_with(indices: usize) -> String {
     }
 }
 
+/// The message of an E0401 for invalid characters.
+fn invalid_chars(chars: &[char]) -> String {
+    let shown: Vec<String> = chars.iter().map(|c| format!("{c:?}")).collect();
+    let plural = if chars.len() == 1 { "" } else { "s" };
+    format!(
+        "invalid character{plural} {} in an einsum equation",
+        shown.join(", ")
+    )
+}
+
 /// The extents of an E0404 report, ascending, each once.
 fn distinct_extents(first: &LabelUse, others: &[LabelUse]) -> String {
     let mut extents: Vec<u64> = std::iter::once(first)
@@ -387,8 +399,13 @@ fn distinct_extents(first: &LabelUse, others: &[LabelUse]) -> String {
     extents.join(", ")
 }
 
-const EQUATION_HELP: &str = "subscripts are ASCII letters, `...` stands for broadcast \
+const EQUATION_HELP: &str =
+    "subscripts are letters (any Unicode letter), `...` stands for broadcast \
      dimensions, operands are separated by `,` and the output follows `->`";
+
+const ZERO_EXTENT_HELP: &str = "TeIL tensors have no empty dimensions, so no program is \
+     lowered; `teil einsum`, `teil.einsum` and `teil::guard::einsum_outcome` give NumPy's result \
+     (its shape, all zeros)";
 
 const SHAPES_HELP: &str = "shapes are written as a JSON array of arrays of extents, e.g. \
      `[[2,3],[3,4]]`; a scalar operand has the shape `[]`";
@@ -460,6 +477,14 @@ impl From<FrontEndError> for Diagnostic {
         let (code, message, span) = (e.code(), e.to_string(), e.span().clone());
         match e {
             FrontEndError::Equation { problem, .. } => {
+                if let EquationProblem::InvalidChars { chars, others } = problem {
+                    let mut d = Diagnostic::new(code, message, span, "not a subscript")
+                        .with_help(EQUATION_HELP);
+                    for (c, at) in chars[1..].iter().zip(others) {
+                        d = d.with_label(at, format!("{c:?} is not a subscript either"));
+                    }
+                    return d;
+                }
                 let (label, first) = match problem {
                     EquationProblem::CommaAfterArrow => ("the output is a single term", None),
                     EquationProblem::ArrowTwice { first } => {
@@ -470,7 +495,7 @@ impl From<FrontEndError> for Diagnostic {
                         ("second `...`", Some((first, "first `...`")))
                     }
                     EquationProblem::LoneDot => ("an ellipsis is exactly three dots", None),
-                    EquationProblem::InvalidChar(_) => ("not a subscript", None),
+                    EquationProblem::InvalidChars { .. } => ("not a subscript", None),
                 };
                 let d = Diagnostic::new(code, message, span, label).with_help(EQUATION_HELP);
                 match first {
@@ -515,7 +540,7 @@ impl From<FrontEndError> for Diagnostic {
             }
             FrontEndError::EinsumZeroExtent { .. } => {
                 Diagnostic::new(code, message, span, "extents start at 1")
-                    .with_help("TeIL tensors have no empty dimensions")
+                    .with_help(ZERO_EXTENT_HELP)
             }
             FrontEndError::EinsumExtentConflict {
                 label,
@@ -530,22 +555,14 @@ impl From<FrontEndError> for Diagnostic {
                         o.dim + 1
                     )
                 };
-                let smallest = std::iter::once(&first)
-                    .chain(&others)
-                    .map(|o| o.extent)
-                    .min();
                 let mut d = Diagnostic::new(code, message, span, here(&first));
                 for o in &others {
                     d = d.with_label(o.span.clone(), here(o));
                 }
-                d = d.with_note("every occurrence of an index must range over the same extent");
-                if smallest == Some(1) {
-                    d = d.with_help(
-                        "NumPy would broadcast the extent 1; TeIL broadcasts only the dimensions \
-                         covered by `...`",
-                    );
-                }
-                d
+                d.with_note(
+                    "every occurrence of an index must range over the same extent, except that \
+                     an extent of 1 in one operand broadcasts against another operand's extent",
+                )
             }
             FrontEndError::EinsumBroadcast { first, others } => {
                 let covers = |c: &EllipsisCover| {
@@ -809,11 +826,31 @@ mod tests {
             want("a lone `.`", "an ellipsis is exactly three dots", NONE),
         );
         check(
-            eq(4..5, EquationProblem::InvalidChar('$')),
+            eq(
+                4..5,
+                EquationProblem::InvalidChars {
+                    chars: vec!['$'],
+                    others: vec![],
+                },
+            ),
             want(
                 "invalid character '$' in an einsum equation",
                 "not a subscript",
                 NONE,
+            ),
+        );
+        check(
+            eq(
+                1..2,
+                EquationProblem::InvalidChars {
+                    chars: vec!['2', '$'],
+                    others: std::iter::once(6..7).collect(),
+                },
+            ),
+            want(
+                "invalid characters '2', '$' in an einsum equation",
+                "not a subscript",
+                &[(6..7, "'$' is not a subscript either")],
             ),
         );
     }
@@ -1002,7 +1039,7 @@ mod tests {
                 label: "extents start at 1",
                 secondary: NONE,
                 notes: &[],
-                help: Some("TeIL tensors have no empty dimensions"),
+                help: Some(ZERO_EXTENT_HELP),
             },
         );
     }
@@ -1015,7 +1052,11 @@ mod tests {
             dim,
             extent,
         };
-        let note: &[&str] = &["every occurrence of an index must range over the same extent"];
+        let note: &[&str] = &[
+            "every occurrence of an index must range over the same extent, \
+                               except that an extent of 1 in one operand broadcasts against \
+                               another operand's extent",
+        ];
         check(
             FrontEndError::EinsumExtentConflict {
                 label: 'j',
@@ -1035,24 +1076,21 @@ mod tests {
                 help: None,
             },
         );
-        // An extent of 1 among them: NumPy would have broadcast it.
+        // An extent of 1 inside the operand that also has 3 (a diagonal): NumPy rejects it too.
         check(
             FrontEndError::EinsumExtentConflict {
                 label: 'j',
-                first: at(1..2, 0, 1, 3),
-                others: vec![at(3..4, 1, 0, 1)],
+                first: at(0..1, 0, 0, 1),
+                others: vec![at(1..2, 0, 1, 3)],
             },
             Want {
                 code: "E0404",
                 rule: None,
                 message: "index `j` is bound to different extents (1, 3)",
-                label: "`j` has extent 3 here (operand 0, dimension 2)",
-                secondary: &[(3..4, "`j` has extent 1 here (operand 1, dimension 1)")],
+                label: "`j` has extent 1 here (operand 0, dimension 1)",
+                secondary: &[(1..2, "`j` has extent 3 here (operand 0, dimension 2)")],
                 notes: note,
-                help: Some(
-                    "NumPy would broadcast the extent 1; TeIL broadcasts only the dimensions \
-                     covered by `...`",
-                ),
+                help: None,
             },
         );
         let cover = |span: Span, operand, covers: Vec<u64>| EllipsisCover {

@@ -1,7 +1,8 @@
 //! Guard front ends: other tensor languages lowered to TeIL, so that TeIL's checker guards them
 //! (TeIL paper §1, Fig. 1).
 //!
-//! - [`einsum()`]: a NumPy-style einsum equation with the operands' shapes;
+//! - [`einsum()`]: a NumPy-style einsum equation with the operands' shapes; [`einsum_outcome()`]
+//!   also gives the result's shape where an operand has an extent of 0 and no program exists;
 //! - [`index_notation()`]: TACO / Tensor Comprehensions style index notation (`.tin` files:
 //!   TeIL declarations, then statements such as `A(i, j) = B(i, j, k) * C(k)`);
 //! - [`load()`]: what `teil check`, `teil run` and `teil emit-c` call on a file, dispatching on
@@ -23,7 +24,9 @@ pub mod error;
 mod lower;
 mod tin;
 
-pub use einsum::{einsum, normalize as normalize_equation, parse_shapes};
+pub use einsum::{
+    einsum, einsum_outcome, normalize as normalize_equation, parse_shapes, EinsumOutcome,
+};
 pub use error::FrontEndError;
 pub use tin::index_notation;
 
