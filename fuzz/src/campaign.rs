@@ -1262,11 +1262,7 @@ fn compare_c(
                 .join(", ")
         ));
     }
-    let outputs: Vec<String> = checked
-        .interface()
-        .filter(|d| checked.is_output(d))
-        .map(|d| d.name.name.clone())
-        .collect();
+    let outputs = checked.output_names();
     let label = format!("C backend at M = {}", k.pad);
     if k.fma {
         // Unlifted: the oracle's own term, with the bound of spec/values.md per cell.
@@ -1356,11 +1352,7 @@ fn judge_lifted(
              the laws of spec/values.md: {f}"
         ),
         validate::Judgement::Undecided(f) => {
-            let outputs: Vec<String> = checked
-                .interface()
-                .filter(|d| checked.is_output(d))
-                .map(|d| d.name.name.clone())
-                .collect();
+            let outputs = checked.output_names();
             let label = format!("C backend at M = {}", k.pad);
             let again = fallback
                 .map(|tol| compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label)));
