@@ -135,6 +135,22 @@ def main():
     out(f"| `teil.guarded(numpy.einsum)` | {us(guarded_t)} |")
     out("")
 
+    # 1b. The guard's cost against the number of operands (issue 25: under 20 µs for
+    # einsum_shape and under 30 µs of overhead per guarded call, up to 8 operands): a chain of
+    # n matrix products on 4 x 4 operands.
+    out("| operands (chain `ab,bc,...`, 4 x 4 each) | `einsum_shape` µs | guard overhead µs |")
+    out("|---:|---:|---:|")
+    letters = "abcdefghij"
+    for n in (2, 4, 8):
+        eq = ",".join(letters[i] + letters[i + 1] for i in range(n)) + "->a" + letters[n]
+        shapes = [(4, 4)] * n
+        ops = [np.ones(sh) for sh in shapes]
+        t_shape = per_call(lambda: teil.einsum_shape(eq, *shapes), s, r)
+        t_plain = per_call(lambda: np.einsum(eq, *ops), s, r)
+        t_guarded = per_call(lambda: guarded(eq, *ops), s, r)
+        out(f"| {n} | {us(t_shape)} | {us((t_guarded[0] - t_plain[0], t_guarded[1] - t_plain[1]))} |")
+    out("")
+
     # 2. Call overhead on tiny inputs.
     prog = teil.Program(
         "input alloc A : [2, 2]\ninput alloc B : [2, 2]\noutput alloc C : [2, 2]\n"
