@@ -475,6 +475,21 @@ fn python_target(sb: &Sandbox, name: &str, body: &str) -> String {
     format!("python3 {}", script.display())
 }
 
+/// `teil fuzz --target TARGET --programs N --shrink 0` in the sandbox.
+fn target_campaign(sb: &Sandbox, target: &str, programs: u64) -> Outcome {
+    let n = programs.to_string();
+    sb.case(&[
+        "fuzz",
+        "--target",
+        target,
+        "--programs",
+        &n,
+        "--shrink",
+        "0",
+    ])
+    .run()
+}
+
 /// Answers every request as unsupported after `delay` seconds.
 fn slow_target(sb: &Sandbox, delay: f64) -> String {
     python_target(
@@ -529,17 +544,7 @@ fn an_endless_answer_is_a_fault_within_a_bounded_memory() {
         "endless",
         "chunk = b'x' * (1 << 20)\nwhile True:\n    out.write(chunk)",
     );
-    let o = sb
-        .case(&[
-            "fuzz",
-            "--target",
-            &target,
-            "--programs",
-            "2",
-            "--shrink",
-            "0",
-        ])
-        .run();
+    let o = target_campaign(&sb, &target, 2);
     o.exits(1);
     assert_eq!(summary(&o.stdout, None), (2, 2), "{}", o.stderr);
     assert_eq!(
@@ -563,17 +568,7 @@ fn long_messages_are_shortened_and_other_bytes_named() {
         "long",
         "out.write(json.dumps({'id': req['id'], 'status': 'error', 'message': 'e' * 100000}).encode() + b'\\n')\nout.flush()",
     );
-    let o = sb
-        .case(&[
-            "fuzz",
-            "--target",
-            &long,
-            "--programs",
-            "1",
-            "--shrink",
-            "0",
-        ])
-        .run();
+    let o = target_campaign(&sb, &long, 1);
     o.exits(1);
     assert!(o.stderr.contains(" ... (98000 more bytes)"), "{}", o.stderr);
     assert!(
@@ -582,17 +577,7 @@ fn long_messages_are_shortened_and_other_bytes_named() {
         o.stderr.len()
     );
     let bytes = python_target(&sb, "bytes", "out.write(b'\\xff\\xfe{}\\n')\nout.flush()");
-    let o = sb
-        .case(&[
-            "fuzz",
-            "--target",
-            &bytes,
-            "--programs",
-            "1",
-            "--shrink",
-            "0",
-        ])
-        .run();
+    let o = target_campaign(&sb, &bytes, 1);
     o.exits(1);
     assert!(o.stderr.contains("the answer is not UTF-8"), "{}", o.stderr);
     assert!(
@@ -653,17 +638,7 @@ fn an_output_file_larger_than_its_header_says_is_refused_unread() {
                  f.truncate(3 << 30)\n\
              out.write(json.dumps({'id': req['id'], 'status': 'ok'}).encode() + b'\\n')\nout.flush()",
     );
-    let o = sb
-        .case(&[
-            "fuzz",
-            "--target",
-            &target,
-            "--programs",
-            "3",
-            "--shrink",
-            "0",
-        ])
-        .run();
+    let o = target_campaign(&sb, &target, 3);
     o.exits(1);
     assert!(
         o.stderr.contains("bytes after the array data"),
