@@ -173,7 +173,8 @@ pub fn einsum<'py>(
         fma: false,
     };
     let budget = program::budget(None, None);
-    let mut results = program::interruptible(py, &budget, || {
+    let small = program::small(&p, backend);
+    let mut results = program::interruptible(py, &budget, small, || {
         program::evaluate(&p, &arrays::owned(&views), backend, &c, &budget)
     })?
     .map_err(|f| f.into_py(py))?;

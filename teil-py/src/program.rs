@@ -38,7 +38,7 @@ pub fn check(py: Python<'_>, source: &str, filename: &str) -> PyResult<Vec<Py<Di
 }
 
 /// Which evaluator runs a program.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Backend {
     Fast,
     Oracle,
@@ -80,16 +80,38 @@ pub(crate) fn budget(max_memory: Option<u64>, max_work: Option<u64>) -> Budget {
     b.with_cancel(Arc::new(AtomicBool::new(false)))
 }
 
+/// The work (oracle steps, [`teil_interp::budget::oracle_work`]) up to which an evaluation
+/// runs on the calling thread: it ends within about a millisecond, so a Ctrl-C waits no longer
+/// than that, and the call saves starting a worker thread, which costs more than such an
+/// evaluation (PERFORMANCE.md, "The Python package": `Program.run` on 2 x 2 inputs).
+const INLINE_WORK: u64 = 10_000;
+
+/// Whether [`interruptible`] may run the evaluation of `p` by `backend` on the calling
+/// thread: a small program on an evaluator (the C backend starts a compiler, which is slow
+/// and is what Ctrl-C must reach).
+pub(crate) fn small(p: &CheckedProgram, backend: Backend) -> bool {
+    backend != Backend::C && teil_interp::budget::oracle_work(p) <= INLINE_WORK
+}
+
 /// Runs `work` with the GIL released, on a worker thread, while this thread waits and lets
 /// Python run its signal handlers every 50 ms (Python runs them on the main thread only, so
 /// the evaluation cannot be where `KeyboardInterrupt` is raised). When a handler raises, the
 /// evaluation is cancelled through `budget`'s flag, which the evaluators and the C backend's
 /// process supervisor poll, and the exception propagates once the worker has stopped.
+///
+/// `small` work ([`small`]) runs on the calling thread, with the GIL released, and a Ctrl-C
+/// during it is raised when it returns.
 pub(crate) fn interruptible<T: Send>(
     py: Python<'_>,
     budget: &Budget,
+    small: bool,
     work: impl FnOnce() -> T + Send,
 ) -> PyResult<T> {
+    if small {
+        let value = py.detach(work);
+        py.check_signals()?;
+        return Ok(value);
+    }
     interruptible_with(py, budget.cancel.as_ref(), work)
 }
 
@@ -467,7 +489,7 @@ impl Program {
             fma,
         };
         let p = &self.checked;
-        let results = interruptible(py, &budget, || {
+        let results = interruptible(py, &budget, small(p, backend), || {
             evaluate(p, &arrays::owned(&views), backend, &c, &budget)
         })?
         .map_err(|f| f.into_py(py))?;
@@ -530,7 +552,7 @@ impl Program {
         };
         let views = held.as_ref().map(arrays::views);
         let p = &self.checked;
-        let lines = interruptible(py, &budget, || {
+        let lines = interruptible(py, &budget, small(p, Backend::Oracle), || {
             let tensors = views.as_ref().map(arrays::owned);
             teil_interp::trace::trace(p, &name, &idx, tensors.as_ref(), style, &budget)
         })?
