@@ -8,6 +8,17 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+# What test_peer_parity.py found, entry point by entry point, for the end of the run.
+PARITY_REPORT = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    report = config.stash.get(PARITY_REPORT, None)
+    if report:
+        terminalreporter.section("parity with the peers' einsum tests")
+        for what, line in report.items():
+            terminalreporter.write_line(f"{what}: {line}")
+
 
 @pytest.fixture
 def repo() -> pathlib.Path:

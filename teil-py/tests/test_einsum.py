@@ -148,7 +148,9 @@ def test_zero_extents_agree_with_numpy(equation, shapes, backend):
 def test_zero_extents_have_no_program_and_keep_every_other_check():
     with pytest.raises(teil.ShapeError) as info:
         teil.einsum_program("ij->i", (2, 0))
-    assert [d.code for d in info.value.diagnostics] == ["E0102"]
+    [d] = info.value.diagnostics
+    assert d.code == "E0102"
+    assert "the result has shape [2] and holds only zeros" in d.notes[0]
     with pytest.raises(teil.ShapeError) as info:
         teil.einsum_shape("i,i->i", (0,), (3,))  # 0 broadcasts against 1 only
     assert [d.code for d in info.value.diagnostics] == ["E0404"]
@@ -244,5 +246,6 @@ def test_guarded_interleaved_form():
     np.testing.assert_array_equal(guarded(a, [Ellipsis, 1], [Ellipsis]), a.sum(axis=1))
     with pytest.raises(teil.ShapeError):
         guarded(a, [0, 1], a, [1, 2])
-    with pytest.raises(TypeError, match="subscript"):
+    with pytest.raises(TypeError) as info:  # NumPy's own error: the guard cannot read it
         guarded(a, ["i", "j"])
+    assert "teil" not in str(info.value)

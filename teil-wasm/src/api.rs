@@ -6,6 +6,7 @@ use ndarray::{ArrayD, IxDyn};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use teil::fmt::Style;
+use teil::guard::EinsumOutcome;
 use teil::{CheckedProgram, Diagnostic};
 use teil_interp::Tensor;
 
@@ -440,8 +441,8 @@ fn einsum(req: &Map<String, Value>) -> Answer {
         Some("infix") => Style::Infix,
         _ => Style::Prefix,
     };
-    Ok(match teil::guard::einsum(equation, &shapes) {
-        Ok((p, warnings)) => {
+    Ok(match teil::guard::einsum_outcome(equation, &shapes) {
+        Ok(EinsumOutcome::Program(p, warnings)) => {
             let out = p.program().stmts.last().map(|s| p.shape(&s.value).to_vec());
             json!({
                 "ok": true,
@@ -452,6 +453,15 @@ fn einsum(req: &Map<String, Value>) -> Answer {
                 "in": "equation",
             })
         }
+        // spec/frontends.md, "Extents of 0": NumPy's result shape, and no program to open.
+        Ok(EinsumOutcome::Empty { shape, operand }) => json!({
+            "ok": true,
+            "program": null,
+            "empty_operand": operand,
+            "shape": shape,
+            "diagnostics": [],
+            "in": "equation",
+        }),
         Err(diags) => json!({
             "ok": false,
             "diagnostics": diagnostics_json(&diags, "equation", equation),

@@ -420,8 +420,12 @@ async function lowerEinsum() {
     out.textContent = a.error;
     return;
   }
-  out.textContent = a.ok ? `${a.program}\n// result shape: [${a.shape.join(', ')}]` : '';
-  $('einsum-open').disabled = !a.ok;
+  // An operand with an extent of 0 has no TeIL program (spec/frontends.md, "Extents of 0").
+  const lowered = a.ok && a.program !== null;
+  if (!a.ok) out.textContent = '';
+  else if (lowered) out.textContent = `${a.program}\n// result shape: [${a.shape.join(', ')}]`;
+  else out.textContent = `// no TeIL program: operand ${a.empty_operand} has an extent of 0 and TeIL tensors have no empty dimensions\n// the result has shape [${a.shape.join(', ')}] and holds only zeros`;
+  $('einsum-open').disabled = !lowered;
   for (const d of a.diagnostics || []) {
     const item = document.createElement('div');
     item.className = `diag ${d.severity}`;
@@ -436,7 +440,7 @@ async function lowerEinsum() {
     if (d.help) item.append(Object.assign(document.createElement('div'), { className: 'help', textContent: `help: ${d.help}` }));
     box.append(item);
   }
-  $('status').textContent = a.ok ? 'well typed' : `${(a.diagnostics || []).length} error(s)`;
+  $('status').textContent = lowered ? 'well typed' : a.ok ? 'no program (an extent of 0)' : `${(a.diagnostics || []).length} error(s)`;
 }
 
 function setMode(mode) {

@@ -144,6 +144,12 @@ test('einsum mode lowers an equation and points into it', async () => {
   await page.fill('#shapes', '[[2,3],[4,4]]');
   await page.waitForSelector('#problems .diag');
   assert.match(await page.textContent('#problems .diag'), /E04\d\d/);
+  // An extent of 0: NumPy's result shape and no program to open (spec/frontends.md).
+  await page.fill('#shapes', '[[2,0],[0,4]]');
+  await page.waitForFunction(() => document.getElementById('einsum-out').textContent.includes('no TeIL program'));
+  assert.match(await page.textContent('#einsum-out'), /the result has shape \[2, 4\] and holds only zeros/);
+  assert.equal(await page.isDisabled('#einsum-open'), true);
+  assert.equal(await page.$$eval('#problems .diag', (d) => d.length), 0);
   await page.close();
 });
 

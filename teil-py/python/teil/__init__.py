@@ -97,14 +97,12 @@ def _shape(operand: Any) -> tuple[int, ...]:
 
 
 def _numpy_subscripts(sublist: Any) -> str:
-    """A sublist as NumPy and torch read it: integers 0..51 and Ellipsis."""
+    """A sublist as NumPy and torch read it: integers 0..51 and Ellipsis. Anything else is a
+    call the library rejects with its own error (``_Unchecked``)."""
     try:
         items = list(sublist)
     except TypeError:
-        raise TypeError(
-            "teil.guarded: in the interleaved form, every operand must be followed by a list "
-            "of subscripts"
-        ) from None
+        raise _Unchecked from None
     out = []
     for s in items:
         if s is Ellipsis:
@@ -113,12 +111,9 @@ def _numpy_subscripts(sublist: Any) -> str:
         try:
             k = operator.index(s)
         except TypeError:
-            k = -1
+            raise _Unchecked from None
         if not 0 <= k < len(_LABELS):
-            raise TypeError(
-                f"teil.guarded: subscript {s!r} must be an integer in 0..{len(_LABELS) - 1} "
-                "or Ellipsis"
-            )
+            raise _Unchecked
         out.append(_LABELS[k])
     return "".join(out)
 
@@ -148,11 +143,8 @@ def _opt_einsum_interleaved(args: Sequence[Any]) -> tuple[str, list[Any]]:
     try:
         symbols = {s for sub in subs for s in sub if s is not Ellipsis}
         names = {s: _opt_einsum_symbol(k) for k, s in enumerate(sorted(symbols))}
-    except TypeError:
-        raise TypeError(
-            "teil.guarded: in the interleaved form, subscripts must be Ellipsis or hashable "
-            "and comparable objects (e.g. int, str)"
-        ) from None
+    except TypeError:  # unhashable or unordered subscripts: opt_einsum rejects them
+        raise _Unchecked from None
 
     def term(sub: Any) -> str:
         return "".join("..." if s is Ellipsis else names[s] for s in sub)
@@ -173,12 +165,20 @@ def _ascii_labels(equation: str) -> str:
     labels = sorted({c for c in equation if c not in ",.->" and not c.isspace()})
     if all(c in _LABELS for c in labels):
         return equation
-    if len(labels) > len(_LABELS):
-        raise TypeError(
-            f"teil.guarded: {len(labels)} distinct labels; TeIL's einsum has {len(_LABELS)}"
-        )
-    rename = dict(zip(labels, _LABELS))
+    rename = dict(zip(labels, _letters(len(labels))))
     return "".join(rename.get(c, c) for c in equation)
+
+
+def _letters(n: int) -> Iterator[str]:
+    """``n`` letters TeIL reads as labels, in increasing character order: ``A``..``Z``,
+    ``a``..``z``, then letters from U+0100 on (Latin Extended-A and beyond)."""
+    yield from _LABELS[:n]
+    c = 0x100
+    for _ in range(n - len(_LABELS)):
+        while not chr(c).isalpha():
+            c += 1
+        yield chr(c)
+        c += 1
 
 
 def _torch_to_numpy(equation: str) -> str:
@@ -201,7 +201,7 @@ def _einsum_call(library: str, args: tuple[Any, ...]) -> tuple[str, list[tuple[i
     ``torch.einsum("ij,jk", [a, b])``.
     """
     if not args:
-        raise TypeError("teil.guarded: an einsum call needs an equation or operands")
+        raise _Unchecked
     if isinstance(args[0], str):
         equation, operands = args[0], list(args[1:])
         if (
@@ -223,7 +223,11 @@ def _einsum_call(library: str, args: tuple[Any, ...]) -> tuple[str, list[tuple[i
         equation = _ascii_labels(equation)
     if library == "torch":
         equation = _torch_to_numpy(equation)
-    return equation, [_shape(op) for op in operands]
+    try:
+        shapes = [_shape(op) for op in operands]
+    except Exception:  # an operand with no shape: the library rejects it in its own words
+        raise _Unchecked from None
+    return equation, shapes
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], k: int, names: Sequence[str],
@@ -391,13 +395,15 @@ def _check(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[t
     summed ellipsis dimensions), or None for a call passed on unchecked.
     """
     library, name = _library(fn), getattr(fn, "__name__", "")
-    if name not in _TRANSLATED_NAMES:
-        equation, shapes = _einsum_call(library, args)
-        return einsum_shape(equation, *shapes)
     try:
-        equation, shapes = _translate(library, name, args, kwargs)
+        if name in _TRANSLATED_NAMES:
+            equation, shapes = _translate(library, name, args, kwargs)
+        else:
+            equation, shapes = _einsum_call(library, args)
     except _Unchecked:
         return None
+    if name not in _TRANSLATED_NAMES:
+        return einsum_shape(equation, *shapes)
     try:
         return einsum_shape(equation, *shapes)
     except ShapeError as e:
@@ -448,7 +454,9 @@ def guarded(fn: F) -> F:
     ``tensordot``, ``matmul`` (broadcasting its batch dimensions, with NumPy's rules for 1-d
     operands), ``inner``, ``outer``, ``trace``, ``transpose`` and ``moveaxis`` of NumPy, JAX
     and torch (``torch.transpose`` swaps two dimensions, ``torch.tensordot`` takes ``dims``).
-    A call whose axis arguments are out of range is passed on unchecked: ``fn`` rejects it.
+    A call the guard cannot read (no arguments, an interleaved subscript that is not an
+    integer in 0..51 for NumPy and torch, an operand without a shape, an axis argument out of
+    range) is passed on unchecked: ``fn`` rejects it with its own error, as it would unguarded.
 
     >>> matmul = teil.guarded(np.matmul)
     >>> matmul(np.ones((5, 1, 2, 3)), np.ones((4, 3, 6))).shape

@@ -257,13 +257,16 @@ pub fn einsum<S: AsRef<[u64]>>(
     let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
     match lower(equation, &shapes) {
         Ok(Lowered::Program(program)) => crate::check(program),
-        Ok(Lowered::Empty { operand, span, .. }) => {
-            Err(vec![Diagnostic::from(FrontEndError::EinsumZeroExtent {
-                span,
-                operand,
-                shape: shapes[operand].to_vec(),
-            })])
-        }
+        Ok(Lowered::Empty {
+            operand,
+            span,
+            shape,
+        }) => Err(vec![Diagnostic::from(FrontEndError::EinsumZeroExtent {
+            span,
+            operand,
+            shape: shapes[operand].to_vec(),
+            result: shape,
+        })]),
         Err(errors) => Err(errors.into_iter().map(Diagnostic::from).collect()),
     }
 }

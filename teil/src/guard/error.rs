@@ -65,12 +65,14 @@ pub enum FrontEndError {
         ellipsis: bool,
         shape: Vec<u64>,
     },
-    /// E0102: operand `operand` (its term at `span`) has an extent of 0 in its shape `shape`.
+    /// E0102: operand `operand` (its term at `span`) has an extent of 0 in its shape `shape`,
+    /// so the call has no TeIL program; by NumPy's rules its result has the shape `result`.
     #[error("operand {operand} has an extent of 0 (shape {})", ShapeDisplay(shape))]
     EinsumZeroExtent {
         span: Span,
         operand: usize,
         shape: Vec<u64>,
+        result: Vec<u64>,
     },
     /// E0404: the index `label` gets different extents; `first` is its first occurrence (the
     /// primary span), `others` the rest, in the order written.
@@ -538,8 +540,12 @@ impl From<FrontEndError> for Diagnostic {
                     "write one subscript per dimension, or `...` for the dimensions not named"
                 })
             }
-            FrontEndError::EinsumZeroExtent { .. } => {
+            FrontEndError::EinsumZeroExtent { result, .. } => {
                 Diagnostic::new(code, message, span, "extents start at 1")
+                    .with_note(format!(
+                        "by NumPy's rules the result has shape {} and holds only zeros",
+                        ShapeDisplay(&result)
+                    ))
                     .with_help(ZERO_EXTENT_HELP)
             }
             FrontEndError::EinsumExtentConflict {
@@ -1031,6 +1037,7 @@ mod tests {
                 span: 0..2,
                 operand: 0,
                 shape: vec![2, 0],
+                result: vec![2],
             },
             Want {
                 code: "E0102",
@@ -1038,7 +1045,7 @@ mod tests {
                 message: "operand 0 has an extent of 0 (shape [2, 0])",
                 label: "extents start at 1",
                 secondary: NONE,
-                notes: &[],
+                notes: &["by NumPy's rules the result has shape [2] and holds only zeros"],
                 help: Some(ZERO_EXTENT_HELP),
             },
         );
