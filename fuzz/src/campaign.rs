@@ -1072,6 +1072,7 @@ fn lower(
         name: name.to_string(),
         lift,
         fma,
+        openmp: false,
     };
     let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(|e| e.to_string())?;
     if let Some(bug) = cfg.plant {

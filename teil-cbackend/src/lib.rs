@@ -81,6 +81,11 @@ pub struct Options {
     /// results (within the bound the spec states), so it is off by default; recorded in the
     /// kernel ([`ir::Kernel::fma`]).
     pub fma: bool,
+    /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
+    /// and copy, and per-thread row panels in the packed contraction kernel (spec/abi.md,
+    /// "OpenMP"); the C must then be compiled with `-fopenmp`. Recorded in the kernel
+    /// ([`ir::Kernel::openmp`]) by the lowering, which every caller goes through.
+    pub openmp: bool,
 }
 
 impl Default for Options {
@@ -90,6 +95,7 @@ impl Default for Options {
             name: DEFAULT_NAME.to_string(),
             lift: true,
             fma: false,
+            openmp: false,
         }
     }
 }
@@ -126,19 +132,17 @@ pub enum ProgramError {
     NonzeroPadding(Vec<String>),
 }
 
-/// The C backend as `teil run --backend c` runs a program: lowered with `opts`, with OpenMP
-/// pragmas when `openmp` (the toolchain's flags must then include `-fopenmp`), compiled by
-/// `tc` and run once in a separate process, its padding checked zero afterwards. Returns every
+/// The C backend as `teil run --backend c` runs a program: lowered with `opts` (with
+/// [`Options::openmp`], the toolchain's flags must include `-fopenmp`), compiled by `tc` and
+/// run once in a separate process, its padding checked zero afterwards. Returns every
 /// variable's final value. The one implementation behind the CLI and the Python package.
 pub fn run_program(
     p: &CheckedProgram,
     opts: &Options,
-    openmp: bool,
     tc: &run::Toolchain,
     inputs: &std::collections::BTreeMap<String, ndarray::ArrayD<f64>>,
 ) -> Result<std::collections::BTreeMap<String, ndarray::ArrayD<f64>>, ProgramError> {
-    let mut kernel = lower(p, opts)?;
-    kernel.openmp = openmp;
+    let kernel = lower(p, opts)?;
     let outcome = run::run(tc, &kernel, inputs)?;
     if !outcome.nonzero_padding.is_empty() {
         return Err(ProgramError::NonzeroPadding(outcome.nonzero_padding));

@@ -207,12 +207,10 @@ pub struct Outcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("input `{var}` has shape {found:?}, but the program declares {expected:?}")]
-    InputShape {
-        var: String,
-        expected: Vec<u64>,
-        found: Vec<usize>,
-    },
+    /// A job's input does not have its parameter's shape (E0603, worded by
+    /// [`teil::interface`]).
+    #[error("{}", teil::interface::Coded(std::slice::from_ref(.0)))]
+    Input(teil::interface::InterfaceError),
     #[error("job {job} names kernel {kernel}, but the batch has {count}")]
     NoSuchKernel {
         job: usize,
@@ -544,15 +542,15 @@ fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
             buf.resize(start + b.padded_len() as usize * 8, 0);
             let given = job.inputs.get(&var).filter(|_| input);
             if let Some(value) = given {
-                let found: Vec<usize> = value.shape().to_vec();
-                if found.len() != b.logical.len()
-                    || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
-                {
-                    return Err(RunError::InputShape {
-                        var,
-                        expected: b.logical.clone(),
-                        found,
-                    });
+                let found: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
+                if found != b.logical {
+                    return Err(RunError::Input(
+                        teil::interface::InterfaceError::InputShape {
+                            name: var,
+                            expected: b.logical.clone(),
+                            found,
+                        },
+                    ));
                 }
             }
             // `iter` visits elements in logical row-major order whatever the memory layout. An

@@ -43,20 +43,10 @@ pub enum RunError {
     /// Any other broken invariant of the evaluator (a bug, never the user's fault).
     #[error("internal error: {0}")]
     Internal(String),
-    /// The caller supplied a value for a name the program does not declare.
-    #[error("`{name}` is not a variable of the program")]
-    UnknownVariable { name: String },
-    /// The caller supplied a value of the wrong shape.
-    #[error(
-        "`{name}` is declared with shape {} but the value supplied has shape {}",
-        ShapeDisplay(expected),
-        ShapeDisplay(found)
-    )]
-    InputShape {
-        name: String,
-        expected: Vec<u64>,
-        found: Vec<u64>,
-    },
+    /// The caller supplied a value for a name the program does not declare (E0601), or one of
+    /// the wrong shape (E0603): [`teil::interface::initial_shape`].
+    #[error(transparent)]
+    Interface(#[from] teil::interface::InterfaceError),
     /// The run's estimated memory is over the budget (E0701); nothing was allocated.
     #[error(
         "{who} needs an estimated {} of memory, over the memory budget of {}; the largest \
@@ -114,6 +104,7 @@ impl RunError {
             RunError::OutOfMemory { .. } => Code::OutOfMemory,
             RunError::Interrupted => Code::Interrupted,
             RunError::OverOutput { .. } => Code::OutputBudget,
+            RunError::Interface(e) => e.code(),
             _ => return None,
         })
     }
