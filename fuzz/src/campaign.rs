@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 use teil::ast::{BinOp, ExprKind, Program};
 use teil::fmt::Style;
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{self, Job, Outcome, Process, RunError, Toolchain};

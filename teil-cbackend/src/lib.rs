@@ -108,7 +108,7 @@ pub enum Error {
     #[error("`{0}` cannot be the kernel's C name: {1}")]
     BadName(String, &'static str),
     #[error(
-        "[E0706] {what} is too large for the C backend once padded (more than 2^60 - 1 \
+        "{what} is too large for the C backend once padded (more than 2^60 - 1 \
          elements: its size in bytes would not fit a signed 64-bit `ptrdiff_t`)"
     )]
     TooLarge { what: String },
@@ -116,6 +116,15 @@ pub enum Error {
     TooComplex,
     #[error("internal error in the C backend: {0}")]
     Internal(String),
+}
+
+impl teil::CodedError for Error {
+    fn code(&self) -> Option<teil::Code> {
+        match self {
+            Error::TooLarge { .. } => Some(teil::Code::CTooLarge),
+            _ => None,
+        }
+    }
 }
 
 /// Why [`run_program`] failed.
@@ -130,6 +139,16 @@ pub enum ProgramError {
     /// The kernel broke the ABI's padding invariant (spec/abi.md): a backend bug.
     #[error("internal error: the generated kernel left non-zero padding in {}", .0.join(", "))]
     NonzeroPadding(Vec<String>),
+}
+
+impl teil::CodedError for ProgramError {
+    fn code(&self) -> Option<teil::Code> {
+        match self {
+            ProgramError::Lower(e) => e.code(),
+            ProgramError::Run(e) => e.code(),
+            ProgramError::NonzeroPadding(_) => None,
+        }
+    }
 }
 
 /// The C backend as `teil run --backend c` runs a program: lowered with `opts` (with

@@ -209,7 +209,7 @@ pub struct Outcome {
 pub enum RunError {
     /// A job's input does not have its parameter's shape (E0603, worded by
     /// [`teil::interface`]).
-    #[error("{}", teil::interface::Coded(std::slice::from_ref(.0)))]
+    #[error(transparent)]
     Input(teil::interface::InterfaceError),
     #[error("job {job} names kernel {kernel}, but the batch has {count}")]
     NoSuchKernel {
@@ -251,11 +251,11 @@ pub enum RunError {
     UnsafeFlag { flag: String, why: &'static str },
 }
 
-impl RunError {
-    /// The stable diagnostic code of the error, for those that have one (`teil explain`).
-    pub fn code(&self) -> Option<teil::Code> {
+impl teil::CodedError for RunError {
+    fn code(&self) -> Option<teil::Code> {
         match self {
             RunError::TimedOut { .. } => Some(teil::Code::ProcessTimedOut),
+            RunError::Input(e) => e.code(),
             _ => None,
         }
     }

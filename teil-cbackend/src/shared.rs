@@ -197,6 +197,18 @@ pub enum KernelError {
     TooLarge { bytes: u64 },
 }
 
+/// The code of the error's cause; [`KernelError::Inputs`] lists several problems, each with
+/// its code in its line ([`Coded`]).
+impl teil::CodedError for KernelError {
+    fn code(&self) -> Option<teil::Code> {
+        match self {
+            KernelError::Lower(e) => e.code(),
+            KernelError::Compile(e) => e.code(),
+            _ => None,
+        }
+    }
+}
+
 /// The C entry point every shared kernel exports: all parameters through one array, so that
 /// Rust calls kernels of any arity through one signature.
 const ENTRY: &str = "teil_entry";

@@ -21,6 +21,7 @@ use crate::{Color, Format};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_cbackend::run::{RunError, Toolchain};
 use teil_cbackend::{Options, ProgramError};
 use teil_interp::Tensor;
@@ -77,7 +78,7 @@ pub fn emit_c(
     let kernel = match teil_cbackend::lower(&checked, &opts) {
         Ok(k) => k,
         Err(e) => {
-            fail(&e.to_string());
+            fail(&e.coded());
             return 2;
         }
     };
@@ -180,8 +181,8 @@ impl CBackend {
         };
         teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
             ProgramError::Lower(teil_cbackend::Error::BadPad(_)) => Failure::Usage(e.to_string()),
-            ProgramError::Lower(_) => Failure::Rejected(vec![e.to_string()]),
-            ProgramError::Run(RunError::Input(_)) => Failure::Rejected(vec![e.to_string()]),
+            ProgramError::Lower(_) => Failure::Rejected(vec![e.coded()]),
+            ProgramError::Run(RunError::Input(_)) => Failure::Rejected(vec![e.coded()]),
             ProgramError::Run(RunError::Interrupted) => Failure::Interrupted,
             ProgramError::Run(e) => match e.code() {
                 Some(code) => Failure::Coded(code, e.to_string()),

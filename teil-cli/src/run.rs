@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use teil::ast::ShapeDisplay;
 use teil::interface::{self, Coded, InterfaceError};
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_interp::budget::{fast_bytes, oracle_bytes, oracle_work, Budget};
 use teil_interp::{npy, RunError, Tensor};
 

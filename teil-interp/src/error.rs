@@ -7,7 +7,7 @@
 //! store access against the allocation's extents, and a checked program must never trigger it.
 
 use teil::ast::ShapeDisplay;
-use teil::Code;
+use teil::{Code, CodedError};
 
 /// Which kind of store access went out of bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,27 +95,21 @@ impl RunError {
     pub fn is_internal(&self) -> bool {
         matches!(self, RunError::OutOfBounds { .. } | RunError::Internal(_))
     }
+}
 
-    /// The stable code of a budget or resource error (spec/diagnostics.md, E07xx).
-    pub fn code(&self) -> Option<Code> {
+/// The stable code of a budget or resource error (spec/diagnostics.md, E07xx), or of the
+/// caller's inputs (E06xx).
+impl CodedError for RunError {
+    fn code(&self) -> Option<Code> {
         Some(match self {
             RunError::OverMemory { .. } => Code::MemoryBudget,
             RunError::OverWork { .. } => Code::WorkBudget,
             RunError::OutOfMemory { .. } => Code::OutOfMemory,
             RunError::Interrupted => Code::Interrupted,
             RunError::OverOutput { .. } => Code::OutputBudget,
-            RunError::Interface(e) => e.code(),
+            RunError::Interface(e) => return e.code(),
             _ => return None,
         })
-    }
-
-    /// The message with its code in front, as `teil` prints it: `[E0701] ...`. Messages name
-    /// no command-line flag; the caller adds how to raise a budget in its own terms.
-    pub fn coded(&self) -> String {
-        match self.code() {
-            Some(c) => format!("[{}] {self}", c.as_str()),
-            None => self.to_string(),
-        }
     }
 }
 

@@ -24,6 +24,7 @@
 //! ```
 //! use ndarray::{array, ArrayD};
 //! use std::collections::BTreeMap;
+//! use teil::CodedError;
 //!
 //! let src = "input var A : [2 3]\ninput var B : [3 2]\noutput var C : [2 2]\nC = (A # B) .[2 3]";
 //! let (program, _) = teil::compile(src).expect("well typed");

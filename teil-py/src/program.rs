@@ -1,6 +1,7 @@
 //! `teil.check` and `teil.Program`: a checked program with its source, run on any backend.
 
 use crate::arrays::{self, Held, Unsigned};
+use teil::CodedError;
 
 /// How the `pad` argument is named in its errors.
 pub(crate) const PAD: &str = "pad (the padding multiple)";
@@ -302,7 +303,7 @@ fn run_c(
         e @ teil_cbackend::ProgramError::Run(teil_cbackend::run::RunError::UnsafeFlag {
             ..
         }) => Failure::Usage(e.to_string()),
-        e => Failure::run(e),
+        e => Failure::Run(e.coded()),
     })
 }
 
@@ -311,7 +312,7 @@ fn lower_failure(e: teil_cbackend::Error) -> Failure {
         teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..) => {
             Failure::Usage(e.to_string())
         }
-        _ => Failure::Run(e.to_string()),
+        _ => Failure::Run(e.coded()),
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use teil::fmt::Style;
 use teil::guard::EinsumOutcome;
+use teil::CodedError;
 use teil::{CheckedProgram, Diagnostic};
 use teil_interp::Tensor;
 
@@ -420,7 +421,7 @@ fn emit_c(req: &Map<String, Value>) -> Answer {
         pad: u64_field(req, "pad", 1)?,
         ..Default::default()
     };
-    let text = teil_cbackend::emit_c(&p, &opts).map_err(|e| e.to_string())?;
+    let text = teil_cbackend::emit_c(&p, &opts).map_err(|e| e.coded())?;
     Ok(json!({ "text": text }))
 }
 

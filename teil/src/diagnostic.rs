@@ -624,3 +624,21 @@ impl Code {
             .find(|c| c.as_str().eq_ignore_ascii_case(s))
     }
 }
+
+/// An operational error (a caller's inputs, a budget, the C backend, its processes) that may
+/// carry a diagnostic code. Every surface renders it the same way, through [`Self::coded`]:
+/// `[E0701] message` (the CLI prefixes `error: `; Python raises it as the exception's text; the
+/// playground shows it), or the message alone when it has no code. Messages name no
+/// command-line flag; a surface adds its own hints after them.
+pub trait CodedError: std::fmt::Display {
+    /// The stable diagnostic code, for errors that have one (`teil explain CODE`).
+    fn code(&self) -> Option<Code>;
+
+    /// The message with its code in front.
+    fn coded(&self) -> String {
+        match self.code() {
+            Some(c) => format!("[{}] {self}", c.as_str()),
+            None => self.to_string(),
+        }
+    }
+}

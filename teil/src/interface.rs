@@ -8,7 +8,7 @@
 
 use crate::ast::ShapeDisplay;
 use crate::check::CheckedProgram;
-use crate::diagnostic::Code;
+use crate::diagnostic::{Code, CodedError};
 use crate::fmt::Style;
 
 /// The variables the caller may supply, in declaration order: `input`/`inout`, or every
@@ -64,16 +64,18 @@ pub enum InterfaceError {
     MissingInput { name: String, shape: Vec<u64> },
 }
 
-impl InterfaceError {
-    pub fn code(&self) -> Code {
-        match self {
+impl CodedError for InterfaceError {
+    fn code(&self) -> Option<Code> {
+        Some(match self {
             InterfaceError::UnknownVariable { .. } => Code::UnknownVariable,
             InterfaceError::NotAnInput { .. } => Code::NotAnInput,
             InterfaceError::InputShape { .. } => Code::InputShape,
             InterfaceError::MissingInput { .. } => Code::MissingInput,
-        }
+        })
     }
+}
 
+impl InterfaceError {
     /// The variable the error is about.
     pub fn name(&self) -> &str {
         match self {
@@ -94,7 +96,7 @@ impl std::fmt::Display for Coded<'_> {
             if k > 0 {
                 f.write_str("\n")?;
             }
-            write!(f, "[{}] {e}", e.code().as_str())?;
+            f.write_str(&e.coded())?;
         }
         Ok(())
     }
@@ -322,7 +324,11 @@ mod tests {
             ("A", Some(vec![3, 2])),
         ])
         .unwrap_err();
-        let codes: Vec<&str> = errors.iter().map(|e| e.code().as_str()).collect();
+        let codes: Vec<&str> = errors
+            .iter()
+            .filter_map(|e| e.code())
+            .map(Code::as_str)
+            .collect();
         assert_eq!(codes, ["E0601", "E0602", "E0603", "E0604"]);
         assert_eq!(
             errors[2].to_string(),
@@ -338,10 +344,8 @@ mod tests {
         assert_eq!(given(&[("A", None), ("B", Some(vec![3]))]), Ok(()));
         // The evaluators' condition: any declared variable, with its shape.
         assert_eq!(initial_shape(&p, "C", &[2]), Ok(&[2][..]));
-        assert_eq!(
-            initial_shape(&p, "C", &[3]).unwrap_err().code(),
-            Code::InputShape
-        );
+        let e = initial_shape(&p, "C", &[3]).unwrap_err();
+        assert_eq!(e.code(), Some(Code::InputShape));
     }
 
     #[test]
