@@ -11,7 +11,11 @@
 //! `-std=c99 -Wall -Wextra -Werror -pedantic`.
 
 mod contract;
+mod dot;
 mod lanes;
+mod packed;
+mod tile;
+mod vector_dot;
 mod writer;
 
 use crate::ir::*;
@@ -146,17 +150,13 @@ pub fn module(kernels: &[&Kernel]) -> String {
         w.blank();
     }
     if h.select {
-        w.text(contract::select());
+        contract::select(&mut w);
         w.blank();
     }
-    let tiles = contract::tiles(kernels);
-    if !tiles.is_empty() {
-        w.text(tiles.trim_start());
+    if tile::tiles(&mut w, kernels) {
         w.blank();
     }
-    let dots = contract::dot_helpers(kernels);
-    if !dots.is_empty() {
-        w.text(&dots);
+    if vector_dot::dot_helpers(&mut w, kernels) {
         w.blank();
     }
     if h.lanes {
@@ -532,11 +532,7 @@ fn step(k: &Kernel, s: &Step, w: &mut Writer) {
         }
         Step::Contract { comment, c } => {
             w.line(format!("/* {} */", comment_text(comment)));
-            w.block("", |w| {
-                let mut s = String::new();
-                contract::print(k, c, &mut s, 2);
-                w.text(s);
-            });
+            w.block("", |w| contract::print(k, c, w));
         }
         Step::Tiled { comment, t } => {
             w.line(format!("/* {} */", comment_text(comment)));
