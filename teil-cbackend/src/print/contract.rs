@@ -64,7 +64,9 @@ impl Fresh {
 /// the target) unless the compiler's flags define it, from the conditions of [`Target::ALL`].
 pub(super) fn select(w: &mut Writer) {
     w.line("/* The contraction kernels' target (spec/padding.md, \"Contraction kernels\"): the");
-    w.line(" * width in bits of the vectors they are written with, 0 for plain C (-Dteil_portable,");
+    w.line(
+        " * width in bits of the vectors they are written with, 0 for plain C (-Dteil_portable,",
+    );
     w.line(" * and compilers without GCC's vector extensions). -Dteil_vector_bits=N chooses one;");
     w.line(" * every choice computes every cell with the same operations in the same order. */");
     w.directive("#ifndef teil_vector_bits");

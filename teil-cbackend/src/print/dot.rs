@@ -128,9 +128,12 @@ impl Remainder<'_> {
             format!("for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++)"),
             |w| {
                 w.line("double teil_s0 = -0.0;");
-                w.block(format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"), |w| {
-                    w.line(multiply_add(self.fma, 1, "teil_s0", a, b));
-                });
+                w.block(
+                    format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
+                    |w| {
+                        w.line(multiply_add(self.fma, 1, "teil_s0", a, b));
+                    },
+                );
                 w.line(format!("{target} = teil_s0;"));
             },
         );

@@ -96,37 +96,45 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
             }
         ));
         // Batch labels: ordinary loops around the product.
-        loops(&batch.iter().collect::<Vec<_>>(), BTreeMap::new(), false, w, fresh, |w, _, names, _| {
-            let base = |s: &Affine| {
-                let terms: Vec<(String, u64)> = names
-                    .iter()
-                    .map(|(l, nm)| (nm.clone(), s.get(*l)))
-                    .collect();
-                offset(&terms, s.constant)
-            };
-            w.line(format!(
-                "const double *teil_a = {na} + {}, *teil_b = {nb} + {};",
-                base(&sa),
-                base(&sb)
-            ));
-            w.line(format!("double *teil_t = {nt} + {};", base(&st)));
-            let jc = format!("for (long long teil_jc = 0; teil_jc < {n}; teil_jc += {nc})");
-            w.block(jc, |w| {
+        loops(
+            &batch.iter().collect::<Vec<_>>(),
+            BTreeMap::new(),
+            false,
+            w,
+            fresh,
+            |w, _, names, _| {
+                let base = |s: &Affine| {
+                    let terms: Vec<(String, u64)> = names
+                        .iter()
+                        .map(|(l, nm)| (nm.clone(), s.get(*l)))
+                        .collect();
+                    offset(&terms, s.constant)
+                };
                 w.line(format!(
-                    "long long teil_ncb = {n} - teil_jc < {nc} ? {n} - teil_jc : {nc};"
+                    "const double *teil_a = {na} + {}, *teil_b = {nb} + {};",
+                    base(&sa),
+                    base(&sb)
                 ));
-                columns(cols, &sb, &st, by_terms, nr, w);
-                let pc = format!("for (long long teil_pc = 0; teil_pc < {kn}; teil_pc += {kc})");
-                w.block(pc, |w| {
+                w.line(format!("double *teil_t = {nt} + {};", base(&st)));
+                let jc = format!("for (long long teil_jc = 0; teil_jc < {n}; teil_jc += {nc})");
+                w.block(jc, |w| {
                     w.line(format!(
-                        "long long teil_kcb = {kn} - teil_pc < {kc} ? {kn} - teil_pc : {kc};"
+                        "long long teil_ncb = {n} - teil_jc < {nc} ? {n} - teil_jc : {nc};"
                     ));
-                    terms(c, &sa, &sb, w);
-                    pack_columns(by_terms, nr, w);
-                    row_panels(k, c, v, rows, &sa, &st, m, w);
+                    columns(cols, &sb, &st, by_terms, nr, w);
+                    let pc =
+                        format!("for (long long teil_pc = 0; teil_pc < {kn}; teil_pc += {kc})");
+                    w.block(pc, |w| {
+                        w.line(format!(
+                            "long long teil_kcb = {kn} - teil_pc < {kc} ? {kn} - teil_pc : {kc};"
+                        ));
+                        terms(c, &sa, &sb, w);
+                        pack_columns(by_terms, nr, w);
+                        row_panels(k, c, v, rows, &sa, &st, m, w);
+                    });
                 });
-            });
-        });
+            },
+        );
         w.line("teil_scratch_free(teil_ix);");
         w.line("teil_scratch_free(teil_pb);");
     });
@@ -223,9 +231,12 @@ fn pack_columns(by_terms: bool, nr: u64, w: &mut Writer) {
         w.block(slivers, |w| {
             w.line("double *teil_d = teil_pb + teil_j0 * teil_kcb;");
             w.chain(&mut [
-                (&format!("if (teil_j0 + {nr} <= teil_ncb)"), &mut |w: &mut Writer| {
-                    w.block(each_term, |w| w.line(gather(&cell)));
-                }),
+                (
+                    &format!("if (teil_j0 + {nr} <= teil_ncb)"),
+                    &mut |w: &mut Writer| {
+                        w.block(each_term, |w| w.line(gather(&cell)));
+                    },
+                ),
                 ("else", &mut |w: &mut Writer| {
                     w.block(each_term, |w| w.line(edge(&cell)));
                 }),

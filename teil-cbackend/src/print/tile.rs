@@ -152,7 +152,12 @@ fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool
                 w.line("w[i] = -0.0;");
             });
             w.nested("if (!first)", |w| {
-                each_cell(w, "mr", "nr", &format!("w[i * {nr} + j] = t[rows[i] + cols[j]];"));
+                each_cell(
+                    w,
+                    "mr",
+                    "nr",
+                    &format!("w[i * {nr} + j] = t[rows[i] + cols[j]];"),
+                );
             });
         });
         if width > 1 {
@@ -189,14 +194,21 @@ fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool
                 w.block("for (p = 0; p < kc; p++)", |w| products(w, "w"));
             }
         }
-        each_cell(w, "mr", "nr", &format!("t[rows[i] + cols[j]] = w[i * {nr} + j];"));
+        each_cell(
+            w,
+            "mr",
+            "nr",
+            &format!("t[rows[i] + cols[j]] = w[i * {nr} + j];"),
+        );
     });
 }
 
 /// `for (i = 0; i < rows; i++) for (j = 0; j < cols; j++) statement`, without braces.
 fn each_cell(w: &mut Writer, rows: &str, cols: &str, statement: &str) {
     w.nested(format!("for (i = 0; i < {rows}; i++)"), |w| {
-        w.nested(format!("for (j = 0; j < {cols}; j++)"), |w| w.line(statement));
+        w.nested(format!("for (j = 0; j < {cols}; j++)"), |w| {
+            w.line(statement)
+        });
     });
 }
 

@@ -416,7 +416,9 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
         w.line(" * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's. */");
         w.directive("#if teil_vector_bits != 0");
         w.directive("#if defined(__clang__)");
-        w.directive("#define teil_shuffle(w, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)");
+        w.directive(
+            "#define teil_shuffle(w, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)",
+        );
         w.directive("#else");
         for n in [2, 4, 8] {
             w.directive(format!(
