@@ -153,12 +153,12 @@ pub(super) fn print(k: &Kernel, c: &Contraction, w: &mut Writer) {
             Strategy::Dot {
                 lane,
                 rows_of,
+                reads,
                 variants,
-                ..
             } => {
                 if let Some(v) = variants.iter().find(|v| v.target == t) {
                     if v.width > 1 {
-                        vector_dot::print(k, c, *lane, *rows_of, v, w, &mut fresh);
+                        vector_dot::print(k, c, *lane, *rows_of, *reads, v, w, &mut fresh);
                     } else {
                         dot::print(k, c, *lane, v.lanes, w, &mut fresh);
                     }

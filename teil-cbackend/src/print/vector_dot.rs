@@ -6,8 +6,7 @@ use super::contract::{affine, fma_lanes, offset, plus, within_loops, Fresh};
 use super::dot::Remainder;
 use super::multiply_add;
 use super::writer::Writer;
-use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Step, Strategy};
-use crate::opt::contract::{reads, Reads};
+use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
 use std::collections::BTreeSet;
 
 /// The dot products of the variant `v` with sums in vectors of `v.width` doubles (the order of
@@ -24,6 +23,7 @@ pub(super) fn print(
     c: &Contraction,
     lane: Label,
     rows_of: Option<Label>,
+    reads: [Reads; 2],
     v: &Lanes,
     w: &mut Writer,
     fresh: &mut Fresh,
@@ -50,7 +50,6 @@ pub(super) fn print(
             offset(&terms, s.constant)
         };
         let name = |b: BufId| k.buffer(b).c_name.clone();
-        let kinds = [reads(&sa, lane, c.k.var), reads(&sb, lane, c.k.var)];
         let block = Block {
             k,
             c,
@@ -61,14 +60,14 @@ pub(super) fn print(
                     offset: off(&sa),
                     strides: sa.clone(),
                     var: "teil_a",
-                    reads: kinds[0],
+                    reads: reads[0],
                 },
                 Operand {
                     buf: name(c.b.buf),
                     offset: off(&sb),
                     strides: sb.clone(),
                     var: "teil_b",
-                    reads: kinds[1],
+                    reads: reads[1],
                 },
             ],
             target: (name(c.target.buf), off(&st), st.clone()),
@@ -398,13 +397,14 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
             let Step::Contract { c, .. } = s else {
                 continue;
             };
-            let Strategy::Dot { lane, variants, .. } = &c.strategy else {
+            let Strategy::Dot {
+                reads, variants, ..
+            } = &c.strategy
+            else {
                 continue;
             };
             for v in variants.iter().filter(|v| v.width > 1) {
-                shuffle |= [&c.a, &c.b]
-                    .iter()
-                    .any(|a| reads(&affine(k, a), *lane, c.k.var) == Reads::Rows);
+                shuffle |= reads.contains(&Reads::Rows);
                 if k.fma {
                     fused.insert((v.target.vector_bits(), v.width));
                 }
