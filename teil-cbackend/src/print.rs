@@ -212,7 +212,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
             }
         }
         if h.fma {
-            w.text(FMA_HELPER);
+            fma_helper(&mut w);
         }
         if h.alloc {
             w.blank();
@@ -323,24 +323,25 @@ const FAST_FMA: &str = "\
 /// is expanded inline by GCC and Clang even at `-O0`, so it needs no libm. Marked unused for
 /// GCC and Clang: a kernel whose only fused pairs are in register tiles may call it nowhere
 /// ([`contract::fma_lanes`]).
-const FMA_HELPER: &str = "
-/* x * y + c, rounded once where the target has a fast fused multiply-add and twice elsewhere
- * (fma mode, spec/values.md, \"Fused multiply-add\"). Unused where vector builtins stand in
- * for every call (the register tiles' teil_fmavW). */
-#ifdef __GNUC__
-__attribute__((unused))
-#endif
-static double teil_fma(double x, double y, double c)
-{
-#if defined(teil_fast_fma)
-    return __builtin_fma(x, y, c);
-#elif defined(FP_FAST_FMA)
-    return fma(x, y, c);
-#else
-    return x * y + c;
-#endif
+fn fma_helper(w: &mut Writer) {
+    w.blank();
+    w.line("/* x * y + c, rounded once where the target has a fast fused multiply-add and twice elsewhere");
+    w.line(" * (fma mode, spec/values.md, \"Fused multiply-add\"). Unused where vector builtins stand in");
+    w.line(" * for every call (the register tiles' teil_fmavW). */");
+    w.directive("#ifdef __GNUC__");
+    w.line("__attribute__((unused))");
+    w.directive("#endif");
+    w.line("static double teil_fma(double x, double y, double c)");
+    w.block("", |w| {
+        w.directive("#if defined(teil_fast_fma)");
+        w.line("return __builtin_fma(x, y, c);");
+        w.directive("#elif defined(FP_FAST_FMA)");
+        w.line("return fma(x, y, c);");
+        w.directive("#else");
+        w.line("return x * y + c;");
+        w.directive("#endif");
+    });
 }
-";
 
 fn shape(s: &[u64]) -> String {
     let parts: Vec<String> = s.iter().map(u64::to_string).collect();
