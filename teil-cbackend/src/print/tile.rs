@@ -293,13 +293,7 @@ fn vector_tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_leve
         w.block("for (p = 0; p < kc; p += kin)", |w| {
             w.line(format!("{ty} {}, z = {{{}}};", all(&part), splat("-0.0")));
             rows(w, &|i, v| format!("{} = z;", part(i, v)));
-            // FIXME(issue 26): the string-built printer wrote this loop's closing brace one
-            // level too deep; kept so that the C stays byte for byte as before (the next
-            // commit corrects it, a whitespace change of the C snapshots).
-            w.nested("for (q = 0; q < kin; q++) {", |w| {
-                products(w, &part);
-                w.line("}");
-            });
+            w.block("for (q = 0; q < kin; q++)", |w| products(w, &part));
             rows(w, &|i, v| format!("{} += {};", acc(i, v), part(i, v)));
         });
     } else {
