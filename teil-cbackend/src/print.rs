@@ -4,6 +4,13 @@
 //! kernels, then the standard headers and the helper definitions that need them. Keeping the
 //! `#include`s at the end means no macro from a header can capture a variable name.
 //!
+//! The printer prints what the IR records and recognises nothing (it imports nothing from
+//! [`crate::opt`]). All text goes through one `writer::Writer`, which owns indentation and
+//! braces: blocks are closed by construction. This module prints the translation unit, the
+//! kernels' headers, copies, plain nests and tiled steps; the kernel forms of contraction steps
+//! have a module each (`contract` dispatches to `packed` with its register tiles `tile`,
+//! `dot` and `vector_dot`), lane folds are printed by `lanes`.
+//!
 //! Output is deterministic: it depends only on the kernels (no paths, dates or hash order). Loop
 //! variables are renamed per loop nest in order of appearance (`i0`, `i1`, ...), accumulators
 //! are numbered per nest (`acc0`, ...). Only helpers that some kernel uses are emitted, and

@@ -1,15 +1,15 @@
 //! Printing [`Step::Contract`](crate::ir::Step::Contract) steps: the strategy the pass chose
 //! ([`Strategy`]), printed as it is. The meaning of each strategy (the exact order of
 //! operations) is documented on [`Strategy`]; the kernel forms are printed by their own
-//! modules: [`packed`](super::packed) (the packed product's loops and panels) with the
-//! register tiles it calls ([`tile`](super::tile)), [`dot`](super::dot) (scalar dot products)
-//! and [`vector_dot`](super::vector_dot) (dot products in vectors). This module holds what
+//! modules: [`packed`] (the packed product's loops and panels) with the
+//! register tiles it calls (`tile`), [`dot`] (scalar dot products)
+//! and [`vector_dot`] (dot products in vectors). This module holds what
 //! they share: the choice of the target, the loops over the free labels, offsets.
 //!
 //! A strategy has one variant per [`Target`]; targets whose variants compute in the same order
 //! share one printed branch ([`Strategy::groups`]), and a step with several branches is an
 //! `#if` chain on `teil_vector_bits`, which [`select`] defines once per translation unit. The
-//! register tiles ([`tile::tiles`](super::tile::tiles)) are chosen by the same macro.
+//! register tiles (`tile::tiles`) are chosen by the same macro.
 
 use super::writer::Writer;
 use super::{dot, packed, vector_dot};
@@ -150,15 +150,10 @@ pub(super) fn print(k: &Kernel, c: &Contraction, w: &mut Writer) {
                     packed::print(k, c, v, w, &mut fresh);
                 }
             }
-            Strategy::Dot {
-                lane,
-                rows_of,
-                reads,
-                variants,
-            } => {
+            Strategy::Dot { lane, variants, .. } => {
                 if let Some(v) = variants.iter().find(|v| v.target == t) {
                     if v.width > 1 {
-                        vector_dot::print(k, c, *lane, *rows_of, *reads, v, w, &mut fresh);
+                        vector_dot::print(k, c, v, w, &mut fresh);
                     } else {
                         dot::print(k, c, *lane, v.lanes, w, &mut fresh);
                     }

@@ -1,4 +1,4 @@
-//! Printing the dot products of [`Strategy::Dot`](crate::ir::Strategy::Dot) whose sums are in
+//! Printing the dot products of [`Strategy::Dot`] whose sums are in
 //! GCC/Clang vectors ([`Lanes::width`] above 1), and the helpers they use
 //! ([`dot_helpers`]).
 
@@ -18,16 +18,16 @@ use std::collections::BTreeSet;
 /// time; the terms beyond the last whole group of `width` are gathered one by one. The
 /// lane's remaining cells are summed one at a time with scalars, as the scalar dot products
 /// do ([`Remainder`]).
-pub(super) fn print(
-    k: &Kernel,
-    c: &Contraction,
-    lane: Label,
-    rows_of: Option<Label>,
-    reads: [Reads; 2],
-    v: &Lanes,
-    w: &mut Writer,
-    fresh: &mut Fresh,
-) {
+pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fresh: &mut Fresh) {
+    let Strategy::Dot {
+        lane,
+        rows_of,
+        reads,
+        ..
+    } = c.strategy
+    else {
+        return;
+    };
     let st = affine(k, &c.target);
     let sa = affine(k, &c.a);
     let sb = affine(k, &c.b);

@@ -17,6 +17,9 @@ pub(crate) struct Writer {
     depth: usize,
 }
 
+/// One arm of [`Writer::chain`]: its header (`if (..)`, `else if (..)`, `else`) and body.
+pub(crate) type Arm<'a> = (&'a str, &'a mut dyn FnMut(&mut Writer));
+
 /// One level of indentation.
 const INDENT: &str = "    ";
 
@@ -95,7 +98,7 @@ impl Writer {
 
     /// The blocks of `arms` one after the other, each closing brace on the line of the next
     /// header: `if (a) {`, body, `} else if (b) {`, body, `} else {`, body, `}`.
-    pub(crate) fn chain(&mut self, arms: &mut [(&str, &mut dyn FnMut(&mut Writer))]) {
+    pub(crate) fn chain(&mut self, arms: &mut [Arm<'_>]) {
         for (i, (header, body)) in arms.iter_mut().enumerate() {
             if i == 0 {
                 self.line(format!("{header} {{"));
