@@ -60,7 +60,7 @@ pub struct FuzzArgs {
     pub cflags: Option<String>,
     /// Stop a compiler run or a driver run after this long: a compiler stops the campaign
     /// (E0801), a driver is a failed check of its kernels.
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::emit_c::DEFAULT_CC_TIMEOUT,
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::run::DEFAULT_CC_TIMEOUT,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub cc_timeout: u64,
     /// Skip the C backend (interpreters, variants and mutants only).

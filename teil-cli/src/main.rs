@@ -165,7 +165,7 @@ enum Command {
         #[command(flatten)]
         budget: run::BudgetArgs,
         /// With `--backend c`: stop the compiler or the compiled kernel after this long (E0801).
-        #[arg(long, value_name = "SECONDS", default_value_t = emit_c::DEFAULT_CC_TIMEOUT,
+        #[arg(long, value_name = "SECONDS", default_value_t = run::DEFAULT_CC_TIMEOUT,
               value_parser = clap::value_parser!(u64).range(1..))]
         cc_timeout: u64,
         #[arg(long, value_enum, default_value_t)]
@@ -337,7 +337,7 @@ fn main() -> ExitCode {
             backend: match (oracle, backend) {
                 (true, _) | (_, Some(RunBackend::Oracle)) => run::Backend::Oracle,
                 (_, Some(RunBackend::C)) => run::Backend::C(
-                    emit_c::CBackend::new(pad, cc, cflags.as_deref())
+                    run::CBackend::new(pad, cc, cflags.as_deref())
                         .with_openmp(openmp)
                         .with_fma(fma)
                         .with_timeout(cc_timeout),

@@ -13,10 +13,13 @@ use crate::input::{fail, read_source, report, Source};
 use crate::{Color, Format};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 use teil::ast::ShapeDisplay;
 use teil::interface::{self, Coded, InterfaceError};
 use teil::CheckedProgram;
 use teil::CodedError;
+use teil_cbackend::run::Toolchain;
+use teil_cbackend::{Options, ProgramError};
 use teil_interp::budget::{fast_bytes, oracle_bytes, oracle_work, Budget};
 use teil_interp::{npy, RunError, Tensor};
 
@@ -141,7 +144,7 @@ pub enum Backend {
     /// The reference interpreter, pointwise (`--backend oracle`; `--oracle` is a hidden alias).
     Oracle,
     /// The padding-aware C backend, compiled and run in a separate process (`--backend c`).
-    C(crate::emit_c::CBackend),
+    C(CBackend),
 }
 
 impl Backend {
@@ -527,5 +530,91 @@ mod budget_flag_tests {
         for bad in ["", "1e", "e9", "1.5e9", "-5", "1e20", "2e19x"] {
             assert!(parse_count(bad).is_err(), "{bad}");
         }
+    }
+}
+
+/// The default of `--cc-timeout`, in seconds.
+pub const DEFAULT_CC_TIMEOUT: u64 = teil_cbackend::run::DEFAULT_TIMEOUT.as_secs();
+
+/// `teil run --backend c`: lowers the program, compiles it with a generated driver, runs the
+/// driver in its own process, and returns every parameter's final value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CBackend {
+    pub pad: u64,
+    pub toolchain: Toolchain,
+    /// Parallel outer loops (`--openmp`); the toolchain then has `-fopenmp`.
+    pub openmp: bool,
+    /// Fused multiply-add mode (`--fma`, spec/values.md).
+    pub fma: bool,
+}
+
+impl CBackend {
+    /// `cflags`, when given, replaces the default `-O2` (split on whitespace).
+    pub fn new(pad: u64, cc: String, cflags: Option<&str>) -> Self {
+        let toolchain = Toolchain {
+            cc,
+            ..Toolchain::default()
+        };
+        let toolchain = match cflags {
+            Some(f) => toolchain.with_cflags(f),
+            None => toolchain,
+        };
+        CBackend {
+            pad,
+            toolchain,
+            openmp: false,
+            fma: false,
+        }
+    }
+
+    /// Bounds each compiler run and each driver run to `seconds` (`--cc-timeout`).
+    pub fn with_timeout(mut self, seconds: u64) -> Self {
+        self.toolchain.timeout = Duration::from_secs(seconds);
+        self
+    }
+
+    /// With `on`, kernels get OpenMP pragmas and are compiled with `-fopenmp`.
+    pub fn with_openmp(mut self, on: bool) -> Self {
+        if on && !self.openmp {
+            self.toolchain.cflags.push("-fopenmp".to_string());
+        }
+        self.openmp |= on;
+        self
+    }
+
+    /// With `on`, kernels are lowered in fma mode.
+    pub fn with_fma(mut self, on: bool) -> Self {
+        self.fma = on;
+        self
+    }
+
+    pub fn run(
+        &self,
+        p: &CheckedProgram,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<BTreeMap<String, Tensor>, Failure> {
+        let opts = Options {
+            pad: self.pad,
+            fma: self.fma,
+            openmp: self.openmp,
+            ..Options::default()
+        };
+        let toolchain = Toolchain {
+            cancel: crate::interrupt::cancel_on_signal(),
+            ..self.toolchain.clone()
+        };
+        teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
+            ProgramError::Lower(teil_cbackend::Error::BadPad(_)) => Failure::Usage(e.to_string()),
+            ProgramError::Lower(_) => Failure::Rejected(vec![e.coded()]),
+            ProgramError::Run(teil_cbackend::run::RunError::Input(_)) => {
+                Failure::Rejected(vec![e.coded()])
+            }
+            ProgramError::Run(teil_cbackend::run::RunError::Interrupted) => Failure::Interrupted,
+            ProgramError::Run(e) => match e.code() {
+                Some(code) => Failure::Coded(code, e.to_string()),
+                None => Failure::Usage(e.to_string()),
+            },
+            ProgramError::NonzeroPadding(_) => Failure::Usage(e.to_string()),
+        })
     }
 }
