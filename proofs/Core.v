@@ -147,3 +147,177 @@ Proof.
   intros H. pose proof (mv_0 k t H) as E. unfold mv in E. unfold unmv.
   rewrite Nat.add_0_r in *. exact E.
 Qed.
+
+Ltac len :=
+  repeat first
+    [ rewrite length_swap
+    | rewrite length_ins by len
+    | rewrite length_del by len ]; simpl; lia.
+
+Ltac nths :=
+  repeat first
+    [ rewrite nth_ins' by len
+    | rewrite nth_del'
+    | rewrite nth_swap' by len ].
+
+Lemma swap_same p t : p < length t -> swap p p t = t.
+Proof.
+  intros H. apply list_eq_nth; [len|]. intros m Hm. nths. cases; close.
+Qed.
+
+Lemma swap_comm p q t : p < length t -> q < length t -> swap p q t = swap q p t.
+Proof.
+  intros Hp Hq. apply list_eq_nth; [len|]. intros m Hm. nths. cases; subst; close.
+Qed.
+
+(** [transp p q] in Core-TeIL: bring [q] down to [p], then the old [p] (now at [p+1]) up to [q]. *)
+Lemma transp_shape p q t :
+  p < q -> q < length t -> unmv (S p) (q - p - 1) (mv p (q - p) t) = swap p q t.
+Proof.
+  intros Hpq Hq. unfold unmv, mv. apply list_eq_nth; [len|].
+  intros m Hm. rewrite length_ins, length_del in Hm by len.
+  replace (p + (q - p)) with q by lia. replace (S p + (q - p - 1)) with q by lia.
+  nths. cases; close.
+Qed.
+
+Lemma transp_index p q j :
+  p < q -> q < length j -> unmv p (q - p) (mv (S p) (q - p - 1) j) = swap p q j.
+Proof.
+  intros Hpq Hq. unfold unmv, mv. apply list_eq_nth; [len|].
+  intros m Hm. rewrite length_ins, length_del in Hm by len.
+  replace (p + (q - p)) with q by lia. replace (S p + (q - p - 1)) with q by lia.
+  nths. cases; close.
+Qed.
+
+(** ** Typing is preserved *)
+
+Lemma type_transp_adj G e t k :
+  G ⊢ e ∈ t -> k + 1 < length t ->
+  G ⊢ ETransp (S k) (S k + 1) e ∈ swap k (k + 1) t.
+Proof.
+  intros He Hk. replace (swap k (k + 1) t) with (swap (S k - 1) (S k + 1 - 1) t)
+    by (f_equal; lia).
+  apply T_Transp; auto; lia.
+Qed.
+
+Lemma type_down G e t k d :
+  G ⊢ e ∈ t -> k + d < length t -> G ⊢ down (S k) d e ∈ mv k d t.
+Proof.
+  revert e t; induction d as [|d IH]; intros e t He Hl; simpl.
+  - rewrite mv_0 by lia. exact He.
+  - rewrite <- mv_step by lia. apply IH; [|len].
+    replace (S (k + d)) with (S (k + d)) by reflexivity.
+    apply (type_transp_adj G e t (k + d)); auto; lia.
+Qed.
+
+Lemma type_up G e t k d :
+  G ⊢ e ∈ t -> k + d < length t -> G ⊢ up (S k) d e ∈ unmv k d t.
+Proof.
+  revert e t; induction d as [|d IH]; intros e t He Hl; simpl.
+  - rewrite unmv_0 by lia. exact He.
+  - rewrite <- unmv_step by lia. apply (type_transp_adj G _ _ (k + d)).
+    + apply IH; auto; lia.
+    + rewrite length_unmv; lia.
+Qed.
+
+Lemma ins_nth_del k s : k < length s -> ins k (nth k s 0) (del k s) = s.
+Proof.
+  intros H. pose proof (mv_0 k s H) as E. unfold mv in E. rewrite Nat.add_0_r in E. exact E.
+Qed.
+
+Lemma type_front G e t i :
+  G ⊢ e ∈ t -> 1 <= i <= length t -> G ⊢ front i e ∈ nth (i - 1) t 0 :: del (i - 1) t.
+Proof. intros He Hi. exact (type_down G e t 0 (i - 1) He ltac:(lia)). Qed.
+
+(** The two dimensions of [diag] and [contr], [l < h], brought to the front. *)
+Lemma front2_shape t l h :
+  1 <= l -> l < h -> h <= length t ->
+  nth (l + 1 - 1) (nth (h - 1) t 0 :: del (h - 1) t) 0
+    :: del (l + 1 - 1) (nth (h - 1) t 0 :: del (h - 1) t)
+  = nth (l - 1) t 0 :: nth (h - 1) t 0 :: del (l - 1) (del (h - 1) t).
+Proof.
+  intros Hl Hlh Hh. replace (l + 1 - 1) with (S (l - 1)) by lia. simpl.
+  rewrite nth_del_lt by lia. reflexivity.
+Qed.
+
+Lemma type_front2 G e t l h :
+  G ⊢ e ∈ t -> 1 <= l -> l < h -> h <= length t ->
+  G ⊢ front (l + 1) (front h e) ∈ nth (l - 1) t 0 :: nth (h - 1) t 0 :: del (l - 1) (del (h - 1) t).
+Proof.
+  intros He Hl Hlh Hh. rewrite <- front2_shape by lia.
+  apply type_front; [apply type_front; auto; lia|]. simpl. rewrite length_del; lia.
+Qed.
+
+Lemma lo_hi_cases i j : i <> j ->
+  (lo i j = i /\ hi i j = j /\ i < j) \/ (lo i j = j /\ hi i j = i /\ j < i).
+Proof. unfold lo, hi; lia. Qed.
+
+(** The desugaring preserves types (spec/core.md: "its statements have the same types"). *)
+Theorem desugar_typing G e t : G ⊢ e ∈ t -> G ⊢ desugar e ∈ t.
+Proof.
+  induction 1; simpl.
+  - apply T_Var; auto.
+  - apply T_Paren; auto.
+  - apply T_Lit.
+  - apply T_Add; auto.
+  - apply T_Mul; auto.
+  - apply T_Elem; auto.
+  - apply T_SMul; auto.
+  - apply T_SDiv; auto.
+  - apply T_Prod; auto.
+  - (* T_Red *)
+    change (del (i - 1) t) with (del (1 - 1) (nth (i - 1) t 0 :: del (i - 1) t)).
+    apply T_Red; [apply type_front; auto|simpl; lia].
+  - (* T_Transp *)
+    destruct (Nat.eq_dec i j) as [<-|Hij].
+    + unfold lo, hi. rewrite Nat.min_id, Nat.max_id, Nat.sub_diag. simpl.
+      rewrite swap_same by lia. auto.
+    + assert (Hs : forall p q, p < q -> q < length t ->
+                G ⊢ up (S p + 1) (S q - S p - 1) (down (S p) (S q - S p) (desugar e))
+                  ∈ swap p q t).
+      { intros p q Hpq Hq. rewrite <- transp_shape by lia.
+        replace (S p + 1) with (S (S p)) by lia.
+        replace (S q - S p - 1) with (q - p - 1) by lia.
+        replace (S q - S p) with (q - p) by lia.
+        apply type_up; [apply type_down; auto; lia|]. rewrite length_mv; lia. }
+      destruct (lo_hi_cases i j Hij) as [[-> [-> Hlt]]|[-> [-> Hlt]]].
+      * specialize (Hs (i - 1) (j - 1) ltac:(lia) ltac:(lia)).
+        replace (S (i - 1)) with i in Hs by lia. replace (S (j - 1)) with j in Hs by lia.
+        exact Hs.
+      * specialize (Hs (j - 1) (i - 1) ltac:(lia) ltac:(lia)).
+        replace (S (i - 1)) with i in Hs by lia. replace (S (j - 1)) with j in Hs by lia.
+        rewrite swap_comm by lia. exact Hs.
+  - (* T_Diag *)
+    destruct (lo_hi i j H2) as [Hlh Hij].
+    assert (Hn : nth (lo i j - 1) t 0 = nth (hi i j - 1) t 0)
+      by (destruct Hij as [[-> ->]|[-> ->]]; auto).
+    assert (hi i j <= length t /\ 1 <= lo i j) by (destruct Hij as [[-> ->]|[-> ->]]; lia).
+    set (l := lo i j) in *. set (h := hi i j) in *.
+    rewrite <- (ins_nth_del (l - 1) (del (h - 1) t)) by (rewrite length_del; lia).
+    rewrite nth_del_lt by lia.
+    change (ins (l - 1) (nth (l - 1) t 0) (del (l - 1) (del (h - 1) t)))
+      with (unmv 0 (l - 1) (nth (l - 1) t 0 :: del (l - 1) (del (h - 1) t))).
+    unfold back. apply type_up; [|simpl; len].
+    change (nth (l - 1) t 0 :: del (l - 1) (del (h - 1) t))
+      with (del (hi 1 2 - 1) (nth (l - 1) t 0 :: nth (h - 1) t 0 :: del (l - 1) (del (h - 1) t))).
+    apply T_Diag; simpl; auto; try lia.
+    apply type_front2; auto; lia.
+  - (* T_Contr *)
+    destruct (lo_hi i j H2) as [Hlh Hij].
+    assert (Hn : nth (lo i j - 1) t 0 = nth (hi i j - 1) t 0)
+      by (destruct Hij as [[-> ->]|[-> ->]]; auto).
+    assert (hi i j <= length t /\ 1 <= lo i j) by (destruct Hij as [[-> ->]|[-> ->]]; lia).
+    set (l := lo i j) in *. set (h := hi i j) in *.
+    change (del (l - 1) (del (h - 1) t))
+      with (del (1 - 1) (del (hi 1 2 - 1)
+              (nth (l - 1) t 0 :: nth (h - 1) t 0 :: del (l - 1) (del (h - 1) t)))).
+    apply T_Red; [|simpl; lia].
+    apply T_Diag; simpl; auto; try lia.
+    apply type_front2; auto; lia.
+  - (* T_Expa *)
+    change (ins (i - 1) n t) with (unmv 0 (i - 1) (ins (1 - 1) n t)).
+    unfold back. apply type_up; [apply T_Expa; auto; simpl; lia|simpl; lia].
+  - (* T_Proj *)
+    change (del (i - 1) t) with (del (1 - 1) (nth (i - 1) t 0 :: del (i - 1) t)).
+    apply T_Proj; [apply type_front; auto|simpl; lia|simpl; lia].
+Qed.
