@@ -2,7 +2,7 @@
     unless every answer is "Closed under the global context" or names only axioms listed in
     [assumptions.allow] (empty: no axiom is allowed). *)
 
-From TeIL Require Import Lists Syntax Semantics Checker.
+From TeIL Require Import Lists Syntax Semantics Checker Core CoreSem.
 
 Print Assumptions has_type_det.
 Print Assumptions sem_safe.
@@ -18,3 +18,9 @@ Print Assumptions check_decls_correct.
 Print Assumptions check_decls_err.
 Print Assumptions accepts_correct.
 Print Assumptions check_prog_shapes.
+Print Assumptions desugar_typing.
+Print Assumptions desugar_is_core.
+Print Assumptions desugar_prog_ok.
+Print Assumptions desugar_sem.
+Print Assumptions sem_agree.
+Print Assumptions desugar_run.

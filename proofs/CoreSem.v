@@ -22,6 +22,11 @@ Ltac len2 :=
     | rewrite length_ins by len2
     | rewrite length_del by len2 ]; simpl; lia.
 
+Ltac pointwise :=
+  cbv beta; repeat match goal with
+  | H : forall j, inb j _ -> _ = _ |- _ => rewrite H by (auto; constructor)
+  end.
+
 Section Meaning.
 Context {F : Type} (A : arith F).
 
@@ -66,10 +71,6 @@ Proof.
     reflexivity.
 Qed.
 
-Ltac pointwise :=
-  cbv beta; repeat match goal with
-  | H : forall j, inb j _ -> _ = _ |- _ => rewrite H by (auto; constructor)
-  end.
 
 (** The desugaring preserves meaning (spec/core.md, "Each equation holds by the semantics"):
     in a store that matches the context, a well-typed expression and its Core-TeIL form have
@@ -249,3 +250,163 @@ Proof.
 Qed.
 
 End Meaning.
+
+(** ** The desugared program *)
+
+Lemma is_core_down l d e : is_core (down l d e) = is_core e.
+Proof.
+  revert e; induction d as [|d IH]; intros e; simpl; auto.
+  rewrite IH. simpl. now rewrite Nat.eqb_refl.
+Qed.
+
+Lemma is_core_up l d e : is_core (up l d e) = is_core e.
+Proof. induction d as [|d IH]; simpl; auto. now rewrite Nat.eqb_refl, IH. Qed.
+
+(** The desugaring yields Core-TeIL forms only. *)
+Theorem desugar_is_core e : is_core (desugar e) = true.
+Proof.
+  induction e; simpl; unfold front, back;
+    repeat (rewrite is_core_up || rewrite is_core_down || simpl);
+    rewrite ?IHe, ?IHe1, ?IHe2; auto.
+Qed.
+
+(** The desugared program is well formed, with the same context (so every statement keeps its
+    types). *)
+Theorem desugar_prog_ok p G : prog_ok p G -> prog_ok (desugar_prog p) G.
+Proof.
+  intros Hp. inversion Hp as [ds ss G' Hds Hss]; subst. constructor; auto. simpl.
+  clear Hp Hds. induction Hss as [|s ss Hs Hss IH]; simpl; constructor; auto.
+  destruct Hs as [x e t Hx He]. econstructor; eauto. apply desugar_typing; auto.
+Qed.
+
+Section Run.
+Context {F : Type} (A : arith F).
+
+(** Two stores that hold tensors of the declared types with the same elements. *)
+Definition store_agree (G : ctx) (μ1 μ2 : @store F) : Prop :=
+  forall x t, lookup G x = Some t ->
+  exists T1 T2, μ1 x = Some T1 /\ μ2 x = Some T2 /\ tshape T1 = t /\ tshape T2 = t /\
+    forall j, inb j t -> tget T1 j = tget T2 j.
+
+Ltac same_pointwise :=
+  eexists; eexists; split; [reflexivity|]; split; [reflexivity|].
+
+(** The value of a well-typed expression depends only on the elements of the store at the
+    multi-indices of the declared types. *)
+Lemma sem_agree G μ1 μ2 e t :
+  store_agree G μ1 μ2 -> G ⊢ e ∈ t ->
+  exists f1 f2, sem A μ1 e = Some (t, f1) /\ sem A μ2 e = Some (t, f2) /\
+    forall j, inb j t -> f1 j = f2 j.
+Proof.
+  intros Hag He. induction He; simpl.
+  - destruct (Hag x t H) as [T1 [T2 [E1 [E2 [S1 [S2 Hj]]]]]].
+    rewrite E1, E2, S1, S2. same_pointwise.
+    intros j Hjt. unfold read. rewrite S1, S2. apply inbb_inb in Hjt as Hb. rewrite Hb.
+    f_equal. auto.
+  - exact IHHe.
+  - same_pointwise. auto.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1. same_pointwise. intros j Hj. pointwise. reflexivity.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1.
+    destruct (is_scalar t) eqn:Es; same_pointwise; intros j Hj.
+    + destruct t; [|discriminate]. apply inb_nil in Hj. subst. pointwise. reflexivity.
+    + pointwise. reflexivity.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1.
+    destruct H as [-> | ->]; [|destruct (is_scalar t) eqn:Es]; same_pointwise; intros j Hj.
+    + pointwise. reflexivity.
+    + destruct t; [|discriminate]. apply inb_nil in Hj. subst. pointwise. reflexivity.
+    + pointwise. reflexivity.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1. simpl. same_pointwise.
+    intros j Hj. assert (inb [] []) by constructor. pointwise. reflexivity.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1. simpl. same_pointwise.
+    intros j Hj. assert (inb [] []) by constructor. pointwise. reflexivity.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1. same_pointwise.
+    intros j Hj. apply inb_app in Hj as [Hj0 Hj1]. pointwise. reflexivity.
+  - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros j Hj. cbv beta. f_equal. apply map_ext_in. intros v Hv. apply in_seq in Hv.
+    apply Hfg. apply inb_ins; auto; lia.
+  - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros k Hk. apply Hfg. apply inb_swap; auto; lia.
+  - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros k Hk. apply Hfg. destruct (lo_hi i j H1) as [Hlh Hij].
+    assert (Hn : nth (lo i j - 1) t 0 = nth (hi i j - 1) t 0)
+      by (destruct Hij as [[-> ->]|[-> ->]]; auto).
+    assert (hi i j <= length t /\ 1 <= lo i j) by (destruct Hij as [[-> ->]|[-> ->]]; lia).
+    pose proof (inb_nth _ _ (lo i j - 1) Hk) as Hl.
+    rewrite length_del, nth_del_lt in Hl by lia.
+    apply inb_ins; auto; [lia|]. rewrite <- Hn. apply Hl. lia.
+  - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros k Hk. destruct (lo_hi i j H1) as [Hlh Hij].
+    assert (Hn : nth (lo i j - 1) t 0 = nth (hi i j - 1) t 0)
+      by (destruct Hij as [[-> ->]|[-> ->]]; auto).
+    assert (hi i j <= length t /\ 1 <= lo i j) by (destruct Hij as [[-> ->]|[-> ->]]; lia).
+    cbv beta. f_equal. apply map_ext_in. intros v Hv. apply in_seq in Hv.
+    apply Hfg. apply inb_ins; [|lia|rewrite <- Hn; lia].
+    apply inb_ins; auto.
+    + rewrite length_del; lia.
+    + rewrite nth_del_lt by lia. lia.
+  - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros k Hk. apply Hfg. eapply inb_del; eauto; lia.
+  - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros k Hk. apply Hfg. apply inb_ins; auto; lia.
+Qed.
+
+Lemma store_agree_refl G μ : store_ok (fun _ => True) G μ -> store_agree G μ μ.
+Proof. intros H x t Hx. destruct (H x t Hx) as [T [E [S _]]]. exists T, T. auto. Qed.
+
+Lemma store_agree_ok1 G μ1 μ2 : store_agree G μ1 μ2 -> store_ok (fun _ => True) G μ1.
+Proof. intros H x t Hx. destruct (H x t Hx) as [T1 [T2 [H1 [_ [Hs _]]]]]. eauto. Qed.
+
+Lemma store_agree_ok2 G μ1 μ2 : store_agree G μ1 μ2 -> store_ok (fun _ => True) G μ2.
+Proof. intros H x t Hx. destruct (H x t Hx) as [T1 [T2 [_ [H2 [_ [Hs _]]]]]]. eauto. Qed.
+
+Lemma desugar_stmts_agree G ss μ1 μ2 :
+  ctx_positive G -> stmts_ok G ss -> store_agree G μ1 μ2 ->
+  exists μ1' μ2', exec_stmts A μ1 ss = Some μ1' /\
+    exec_stmts A μ2 (map desugar_stmt ss) = Some μ2' /\ store_agree G μ1' μ2'.
+Proof.
+  intros HG Hss. revert μ1 μ2. induction Hss as [|s ss Hs Hss IH]; intros μ1 μ2 Hag.
+  - exists μ1, μ2. auto.
+  - pose proof (store_agree_ok1 _ _ _ Hag) as Hμ1. pose proof (store_agree_ok2 _ _ _ Hag) as Hμ2.
+    destruct Hs as [x e t Hx He].
+    assert (Hs' : stmt_ok G (desugar_stmt (Stmt x e)))
+      by (econstructor; eauto; apply desugar_typing; auto).
+    destruct (stmt_safe A _ G μ1 (Stmt x e) (closed_true A) HG Hμ1 (OK_Stmt G x e t Hx He))
+      as [μ1' [t1 [f1 [T1 [E1 [S1 [L1 [X1 [Sh1 [V1 [O1 _]]]]]]]]]]].
+    destruct (stmt_safe A _ G μ2 _ (closed_true A) HG Hμ2 Hs')
+      as [μ2' [t2 [f2 [T2 [E2 [S2 [L2 [X2 [Sh2 [V2 [O2 _]]]]]]]]]]].
+    simpl in *. rewrite Hx in L1, L2. injection L1 as <-. injection L2 as <-.
+    assert (Hag' : store_agree G μ1' μ2').
+    { intros y u Hy. destruct (String.eqb_spec y x) as [->|Hne].
+      - rewrite Hx in Hy. injection Hy as <-. exists T1, T2. repeat split; auto.
+        intros j Hj.
+        destruct (sem_agree G μ1 μ2 e t Hag He) as [g1 [g2 [G1 [G2 H12]]]].
+        destruct (desugar_sem A G μ2 e t HG Hμ2 He) as [h1 [h2 [K1 [K2 H2]]]].
+        rewrite S1 in G1. injection G1 as <-. rewrite G2 in K1. injection K1 as <-.
+        rewrite S2 in K2. injection K2 as <-.
+        pose proof (V1 j Hj) as W1. pose proof (V2 j Hj) as W2.
+        rewrite H12, <- H2, W2 in W1 by auto. congruence.
+      - rewrite O1, O2 by auto. apply Hag; auto. }
+    destruct (IH μ1' μ2' Hag') as [μ1'' [μ2'' [R1 [R2 Hag'']]]].
+    exists μ1'', μ2''. simpl. rewrite E1, E2. auto.
+Qed.
+
+(** The desugared program computes the same store as the program, element by element
+    (spec/core.md: "evaluates to the same store"), whatever the caller supplies. *)
+Theorem desugar_run p G arg :
+  prog_ok p G ->
+  exists μ1 μ2, run A p arg = Some μ1 /\ run A (desugar_prog p) arg = Some μ2 /\
+    store_agree G μ1 μ2.
+Proof.
+  intros Hp. inversion Hp as [ds ss G' Hds Hss]; subst. unfold run; simpl.
+  apply desugar_stmts_agree; auto.
+  - eapply decls_ok_positive; eauto. intros x t H; discriminate.
+  - apply store_agree_refl. apply init_store_ok; auto.
+Qed.
+
+End Run.
