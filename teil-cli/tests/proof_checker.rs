@@ -349,3 +349,102 @@ fn the_extracted_checker_agrees_with_the_rust_checker_on_generated_programs() {
     assert!(f.accepted as u64 >= n * 9 / 10, "{f:?}");
     assert!(f.rejected as u64 >= n / 2, "{f:?}");
 }
+
+/// The names the proofs define: lemmas, definitions, inductive types and their constructors.
+fn coq_names() -> std::collections::BTreeSet<String> {
+    let dir = root().join("proofs");
+    let mut names = std::collections::BTreeSet::new();
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '\'')
+            .collect()
+    };
+    let keywords = [
+        "Lemma ",
+        "Theorem ",
+        "Corollary ",
+        "Definition ",
+        "Fixpoint ",
+        "Inductive ",
+        "Record ",
+    ];
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "v") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let line = line.trim_start();
+            for k in keywords {
+                if let Some(rest) = line.strip_prefix(k) {
+                    names.insert(word(rest));
+                }
+            }
+            // A constructor: `| T_Var x t :` (match arms have `=>`, constructors do not).
+            if let Some(rest) = line.strip_prefix("| ") {
+                if !line.contains("=>") {
+                    names.insert(word(rest));
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The backquoted names right after each `Coq:` in `text`, and in the `Coq` column of a
+/// table row (the cell after the last-but-one `|`).
+fn cited_names(text: &str) -> Vec<String> {
+    let mut cited = Vec::new();
+    let mut take_list = |mut rest: &str| loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
+        rest = rest.strip_prefix("and ").unwrap_or(rest);
+        let Some(r) = rest.strip_prefix('`') else { break };
+        let Some(end) = r.find('`') else { break };
+        cited.push(r[..end].to_string());
+        rest = &r[end + 1..];
+    };
+    for (k, _) in text.match_indices("Coq:") {
+        take_list(&text[k + 4..]);
+    }
+    for line in text.lines() {
+        if line.starts_with("| [S-") {
+            let cells: Vec<&str> = line.split('|').collect();
+            take_list(cells[cells.len() - 2]);
+        }
+    }
+    cited
+}
+
+/// spec/typing.md names a Coq constructor for every rule, spec/semantics.md a Coq lemma for
+/// every equation (its table's third column) and for the statement rules, spec/core.md the
+/// theorems it claims; every name cited exists in proofs/.
+#[test]
+fn every_coq_name_the_spec_cites_exists_in_the_proofs() {
+    let names = coq_names();
+    let spec = root().join("spec");
+    let mut total = 0;
+    for chapter in ["typing.md", "semantics.md", "core.md"] {
+        let text = std::fs::read_to_string(spec.join(chapter)).unwrap();
+        let cited = cited_names(&text);
+        assert!(cited.len() >= 5, "spec/{chapter} cites only {cited:?}");
+        for name in &cited {
+            assert!(names.contains(name), "spec/{chapter} cites `{name}`, not in proofs/");
+        }
+        total += cited.len();
+        // Every rule paragraph of typing.md and every equation of semantics.md cites one.
+        for para in text.split("\n\n") {
+            let rule = ["**T-", "**S-Var**", "**OK-", "**[St-", "**[Eval-Prog]**"]
+                .iter()
+                .any(|p| para.starts_with(p));
+            if rule {
+                assert!(para.contains("Coq: `"), "spec/{chapter}: no Coq name in\n{para}");
+            }
+        }
+        for line in text.lines().filter(|l| l.starts_with("| [S-")) {
+            assert!(!cited_names(line).is_empty(), "spec/{chapter}: no Coq name in\n{line}");
+        }
+    }
+    // 17 typing rules and the formation rules, 16 equations and the statement rules, the Core
+    // theorems.
+    assert!(total >= 50, "only {total} Coq names cited");
+}
