@@ -398,7 +398,9 @@ fn cited_names(text: &str) -> Vec<String> {
     let mut take_list = |mut rest: &str| loop {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
         rest = rest.strip_prefix("and ").unwrap_or(rest);
-        let Some(r) = rest.strip_prefix('`') else { break };
+        let Some(r) = rest.strip_prefix('`') else {
+            break;
+        };
         let Some(end) = r.find('`') else { break };
         cited.push(r[..end].to_string());
         rest = &r[end + 1..];
@@ -428,7 +430,10 @@ fn every_coq_name_the_spec_cites_exists_in_the_proofs() {
         let cited = cited_names(&text);
         assert!(cited.len() >= 5, "spec/{chapter} cites only {cited:?}");
         for name in &cited {
-            assert!(names.contains(name), "spec/{chapter} cites `{name}`, not in proofs/");
+            assert!(
+                names.contains(name),
+                "spec/{chapter} cites `{name}`, not in proofs/"
+            );
         }
         total += cited.len();
         // Every rule paragraph of typing.md and every equation of semantics.md cites one.
@@ -437,11 +442,17 @@ fn every_coq_name_the_spec_cites_exists_in_the_proofs() {
                 .iter()
                 .any(|p| para.starts_with(p));
             if rule {
-                assert!(para.contains("Coq: `"), "spec/{chapter}: no Coq name in\n{para}");
+                assert!(
+                    para.contains("Coq: `"),
+                    "spec/{chapter}: no Coq name in\n{para}"
+                );
             }
         }
         for line in text.lines().filter(|l| l.starts_with("| [S-")) {
-            assert!(!cited_names(line).is_empty(), "spec/{chapter}: no Coq name in\n{line}");
+            assert!(
+                !cited_names(line).is_empty(),
+                "spec/{chapter}: no Coq name in\n{line}"
+            );
         }
     }
     // 17 typing rules and the formation rules, 16 equations and the statement rules, the Core
