@@ -24,7 +24,7 @@ Proof. reflexivity. Qed.
 
 Section Binary.
 Variables (μ : @store F) (e0 e1 : expr) (t0 t1 : shape) (f0 f1 : @den F).
-Hypotheses (H0 : sem A μ e0 = Some (t0, f0)) (H1 : sem A μ e1 = Some (t1, f1)).
+Context (H0 : sem A μ e0 = Some (t0, f0)) (H1 : sem A μ e1 = Some (t1, f1)).
 
 Lemma S_Add : sem A μ (EBin Add e0 e1) = Some (t0, fun j => map2 (binop_den A Add) (f0 j) (f1 j)).
 Proof. simpl. now rewrite H0, H1. Qed.
@@ -62,7 +62,7 @@ End Binary.
 
 Section Unary.
 Variables (μ : @store F) (e : expr) (t : shape) (f : @den F).
-Hypothesis (H : sem A μ e = Some (t, f)).
+Context (H : sem A μ e = Some (t, f)).
 
 Lemma S_Red o p :
   sem A μ (ERed o p e) = Some (del (p - 1) t, fun j =>

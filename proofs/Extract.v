@@ -13,4 +13,6 @@ Extract Inlined Constant Nat.eq_dec => "(=)".
 Extract Inlined Constant Nat.max => "Stdlib.max".
 Extract Inlined Constant Nat.min => "Stdlib.min".
 
-Extraction "extracted/teil_checker.ml" check_prog accepts.
+From TeIL Require Import Core.
+
+Extraction "extracted/teil_checker.ml" check_prog accepts desugar_prog.

@@ -5,7 +5,10 @@
    program:
      {"decls":"E0101"}                           the declarations' first error (S-Var)
      {"stmts":[{"ok":[2,3]},{"err":"E0303"}]}     each statement's type or first error
-   A line that is not a program in that form gives {"invalid":"<reason>"}. *)
+   A line that is not a program in that form gives {"invalid":"<reason>"}.
+
+   With --core it writes instead each program's Core-TeIL form (Core.v, desugar_prog), in the
+   form it reads. *)
 
 open Teil_checker
 
@@ -84,6 +87,39 @@ let code = function
   | E0301 -> "E0301" | E0302 -> "E0302" | E0303 -> "E0303" | E0304 -> "E0304"
   | E0305 -> "E0305" | E0306 -> "E0306" | E0307 -> "E0307" | E0308 -> "E0308"
 
+let rec expr_json (e : expr) : Yojson.Safe.t =
+  let pair kind a x b y e = `Assoc [ ("kind", `String kind); (a, `Int x); (b, `Int y); ("e", expr_json e) ] in
+  match e with
+  | EVar x -> `Assoc [ ("kind", `String "var"); ("name", `String x) ]
+  | ELit c -> `Assoc [ ("kind", `String "lit"); ("value", `String c) ]
+  | EParen e -> `Assoc [ ("kind", `String "paren"); ("e", expr_json e) ]
+  | EBin (o, a, b) ->
+      let o = match o with Add -> "add" | Sub -> "sub" | Mul -> "mul" | Div -> "div" in
+      `Assoc [ ("kind", `String "binary"); ("op", `String o); ("l", expr_json a); ("r", expr_json b) ]
+  | EProd (a, b) -> `Assoc [ ("kind", `String "prod"); ("l", expr_json a); ("r", expr_json b) ]
+  | ERed (o, i, e) ->
+      let o = match o with RSum -> "red+" | RProd -> "red*" | RMax -> "redmax" | RMin -> "redmin" in
+      `Assoc [ ("kind", `String "reduce"); ("op", `String o); ("i", `Int i); ("e", expr_json e) ]
+  | ETransp (i, j, e) -> pair "transp" "i" i "j" j e
+  | EDiag (i, j, e) -> pair "diag" "i" i "j" j e
+  | EContr (i, j, e) -> pair "contr" "i" i "j" j e
+  | EExpa (i, n, e) -> pair "expa" "i" i "n" n e
+  | EProj (i, m, e) -> pair "proj" "i" i "m" m e
+
+let program_json (p : program) : Yojson.Safe.t =
+  let qualifier = function
+    | None -> `Null
+    | Some Input -> `String "input"
+    | Some Output -> `String "output"
+    | Some InOut -> `String "inout"
+  in
+  let decl d =
+    `Assoc [ ("qualifier", qualifier d.dqual); ("name", `String d.dname);
+             ("shape", `List (List.map (fun n -> `Int n) d.dshape)) ]
+  in
+  let stmt s = `Assoc [ ("target", `String s.target); ("value", expr_json s.value) ] in
+  `Assoc [ ("decls", `List (List.map decl p.decls)); ("stmts", `List (List.map stmt p.stmts)) ]
+
 let answer p : Yojson.Safe.t =
   match check_prog p with
   | Err c -> `Assoc [ ("decls", `String (code c)) ]
@@ -94,12 +130,17 @@ let answer p : Yojson.Safe.t =
       in
       `Assoc [ ("stmts", `List (List.map one rs)) ]
 
+let core = Array.exists (fun a -> a = "--core") Sys.argv
+
 let () =
   try
     while true do
       let line = input_line stdin in
       let out =
-        try answer (program (Yojson.Safe.from_string line)) with
+        try
+          let p = program (Yojson.Safe.from_string line) in
+          if core then program_json (desugar_prog p) else answer p
+        with
         | Invalid why -> `Assoc [ ("invalid", `String why) ]
         | Yojson.Json_error why -> `Assoc [ ("invalid", `String why) ]
       in

@@ -12,6 +12,9 @@
 //! premises, so not in the proof) are counted and printed; without coqc/ocamlfind the test
 //! fails under `CI=true` and says so loudly otherwise. `TEIL_PROOF_FUZZ=N` sets the number of
 //! generated programs (a well-typed one and an ill-typed mutant each; default 1500).
+//!
+//! On the accepted programs, the Rust Core-TeIL desugaring (`teil::core::desugar`) is compared
+//! with the one proved in Coq (`desugar_prog`, proofs/Core.v) the same way (`teil-check --core`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -105,37 +108,43 @@ struct Figures {
     codes: BTreeMap<String, usize>,
 }
 
-/// Runs both checkers on `programs` (name, text) and asserts that they agree.
-fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures {
+/// `teil check --ast-json` on every text: one JSON line each, in order.
+fn ast_lines(texts: &[&str]) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let mut paths = Vec::new();
-    for (k, (_, text)) in programs.iter().enumerate() {
+    for (k, text) in texts.iter().enumerate() {
         let path = dir.path().join(format!("p{k:06}.teil"));
         std::fs::write(&path, text).unwrap();
         paths.push(path);
     }
-    let mut asts = Vec::new();
+    let mut lines = Vec::new();
     for chunk in paths.chunks(1000) {
         let out = Command::new(env!("CARGO_BIN_EXE_teil"))
             .args(["check", "--ast-json"])
             .args(chunk)
             .output()
             .unwrap();
-        asts.extend(
+        lines.extend(
             String::from_utf8(out.stdout)
                 .unwrap()
                 .lines()
                 .map(String::from),
         );
     }
-    assert_eq!(asts.len(), programs.len(), "one AST line per program");
+    assert_eq!(lines.len(), texts.len(), "one AST line per program");
+    lines
+}
+
+/// The extracted checker (with `args`) on every line: one JSON answer each, in order.
+fn extracted(checker: &Path, args: &[&str], lines: &[String]) -> Vec<Value> {
     let mut child = Command::new(checker)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut input = child.stdin.take().unwrap();
-    let feed = asts.join("\n") + "\n";
+    let feed = lines.join("\n") + "\n";
     let writer = std::thread::spawn(move || input.write_all(feed.as_bytes()).unwrap());
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
@@ -145,7 +154,15 @@ fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(answers.len(), programs.len(), "one answer per program");
+    assert_eq!(answers.len(), lines.len(), "one answer per program");
+    answers
+}
+
+/// Runs both checkers on `programs` (name, text) and asserts that they agree.
+fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures {
+    let texts: Vec<&str> = programs.iter().map(|(_, t)| t.as_str()).collect();
+    let asts = ast_lines(&texts);
+    let answers = extracted(checker, &[], &asts);
 
     let mut f = Figures::default();
     for ((name, text), answer) in programs.iter().zip(&answers) {
@@ -246,6 +263,63 @@ fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures
     f
 }
 
+/// The Rust desugaring (`teil::core::desugar`, behind `teil fmt --core`) against the one proved
+/// in Coq (`desugar_prog`, proofs/Core.v, extracted): on every accepted program they must give
+/// the same Core-TeIL program, parentheses aside. Returns how many were compared and how many
+/// the Rust desugaring refused as too deep (E0005, a limit the proof does not have).
+fn compare_core(what: &str, programs: &[(String, String)], checker: &Path) -> (usize, usize) {
+    let mut originals = Vec::new();
+    let mut desugared = Vec::new();
+    let mut names = Vec::new();
+    let mut too_deep = 0;
+    for (name, text) in programs {
+        let Ok((checked, _)) = teil::compile(text) else {
+            continue;
+        };
+        match teil::core::desugar(&checked) {
+            Ok(p) => {
+                originals.push(text.as_str());
+                desugared.push(fmt::program(&p, Style::Prefix));
+                names.push(name);
+            }
+            Err(d) => {
+                assert_eq!(d.code.as_str(), "E0005", "{what}: {name}: {}", d.message);
+                too_deep += 1;
+            }
+        }
+    }
+    let coq = extracted(checker, &["--core"], &ast_lines(&originals));
+    let rust_texts: Vec<&str> = desugared.iter().map(String::as_str).collect();
+    let rust = ast_lines(&rust_texts);
+    for (((name, c), r), text) in names.iter().zip(&coq).zip(&rust).zip(&rust_texts) {
+        let r: Value = serde_json::from_str(r).unwrap();
+        assert_eq!(
+            strip_parens(c.clone()),
+            strip_parens(r),
+            "{what}: {name}: the Core-TeIL forms differ; Rust's:\n{text}"
+        );
+    }
+    eprintln!(
+        "{what}: Core-TeIL forms compared: {}, refused as too deep (E0005): {too_deep}",
+        names.len()
+    );
+    (names.len(), too_deep)
+}
+
+/// A JSON AST without its `paren` nodes.
+fn strip_parens(v: Value) -> Value {
+    match v {
+        Value::Object(mut m) => {
+            if m.get("kind").and_then(Value::as_str) == Some("paren") {
+                return strip_parens(m.remove("e").unwrap());
+            }
+            Value::Object(m.into_iter().map(|(k, v)| (k, strip_parens(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(strip_parens).collect()),
+        v => v,
+    }
+}
+
 /// Every `.teil` file under `dir`, recursively, in path order.
 fn teil_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -313,6 +387,12 @@ fn the_extracted_checker_agrees_with_the_rust_checker_on_the_corpus() {
     // would show here.
     assert!(f.compared >= 200, "{f:?}");
     assert!(f.accepted >= 100 && f.rejected >= 50, "{f:?}");
+    let (core, too_deep) = compare_core("corpus", &programs, &checker);
+    assert_eq!(
+        core + too_deep,
+        f.accepted,
+        "every accepted program desugared"
+    );
 }
 
 #[test]
@@ -346,6 +426,12 @@ fn the_extracted_checker_agrees_with_the_rust_checker_on_generated_programs() {
     }
     let f = compare("generated", &programs, &checker);
     assert_eq!(f.syntax_errors, 0, "{f:?}");
+    let (core, too_deep) = compare_core("generated", &programs, &checker);
+    assert_eq!(
+        (core, too_deep),
+        (f.accepted, 0),
+        "every accepted program desugared"
+    );
     assert!(f.accepted as u64 >= n * 9 / 10, "{f:?}");
     assert!(f.rejected as u64 >= n / 2, "{f:?}");
 }
