@@ -2,10 +2,12 @@
     unless every answer is "Closed under the global context" or names only axioms listed in
     [assumptions.allow] (empty: no axiom is allowed). *)
 
-From TeIL Require Import Lists Syntax Semantics Checker Core CoreSem.
+From TeIL Require Import Lists Syntax Semantics Checker Reads Core CoreSem.
 
 Print Assumptions has_type_det.
 Print Assumptions sem_safe.
+Print Assumptions reads_in_bounds.
+Print Assumptions stmt_reads_in_bounds.
 Print Assumptions stmt_safe.
 Print Assumptions stmts_safe.
 Print Assumptions prog_safe.
