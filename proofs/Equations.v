@@ -99,6 +99,39 @@ Proof. simpl. unfold lo, hi. now rewrite Nat.min_comm, Nat.max_comm. Qed.
 
 Lemma S_Diag_sym p q : sem A μ (EDiag p q e) = sem A μ (EDiag q p e).
 Proof. simpl. unfold lo, hi. now rewrite Nat.min_comm, Nat.max_comm. Qed.
+(** [contr p q e = red+ l (diag l h e)] as functions, with the summation in the same order
+    (the TeIL paper's definition (6); the remark on [S-Contr] in spec/semantics.md). *)
+Lemma S_Contr_red_diag p q :
+  p <> q -> 1 <= p <= length t -> 1 <= q <= length t ->
+  exists g, sem A μ (ERed RSum (lo p q) (EDiag (lo p q) (hi p q) e)) =
+              Some (del (lo p q - 1) (del (hi p q - 1) t), g) /\
+    forall j, length j + 2 = length t -> exists g',
+      sem A μ (EContr p q e) = Some (del (lo p q - 1) (del (hi p q - 1) t), g') /\ g j = g' j.
+Proof.
+  intros Hpq Hp Hq. assert (Hl : lo (lo p q) (hi p q) = lo p q /\ hi (lo p q) (hi p q) = hi p q)
+    by (unfold lo, hi; lia).
+  destruct Hl as [Hl Hh].
+  simpl. rewrite H. rewrite Hl, Hh. eexists; split; [reflexivity|].
+  intros j Hj. eexists; split; [reflexivity|]. simpl.
+  rewrite nth_del_lt by (unfold lo, hi; lia).
+  assert (N : forall k v (l : list nat), k <= length l -> nth k (ins k v l) 0 = v).
+  { intros k v. induction k; intros [|a l] Hk; simpl in *; auto; try lia. apply IHk. lia. }
+  f_equal. apply map_ext. intros v. rewrite N by (unfold lo, hi in *; lia). reflexivity.
+Qed.
+
+(** [proj p m (expa p n e)] is [e] (TeIL paper §3.6, equation (3); the remark on [S-Expa] and
+    [S-Proj] in spec/semantics.md). *)
+Lemma S_Proj_Expa p n m :
+  1 <= p <= length t + 1 ->
+  exists g, sem A μ (EProj p m (EExpa p n e)) = Some (t, g) /\ forall j, length j = length t -> g j = f j.
+Proof.
+  intros Hp. simpl. rewrite H.
+  assert (D : forall (l : list nat) k x, k <= length l -> del k (ins k x l) = l).
+  { intros l k x. revert l. induction k; intros [|y l] Hk; simpl in *; auto; try lia.
+    rewrite IHk by lia. reflexivity. }
+  rewrite D by lia. eexists; split; [reflexivity|]. intros j Hj. cbv beta. rewrite D by lia.
+  reflexivity.
+Qed.
 End Unary.
 
 (** [St-Seq]. *)
