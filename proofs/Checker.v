@@ -1,7 +1,7 @@
 (** * The checker: an executable function for the typing rules, sound and complete.
 
-    [infer] returns the type of an expression or the diagnostic code of the first premise it
-    finds violated (left operand first, then the right; for one node, its premises in the order
+    [infer] returns the type of an expression or the rule and diagnostic code of the first
+    premise it finds violated (left operand first, then the right; for one node, its premises in the order
     of the tables of spec/typing.md). teil/src/check.rs reports every independent error; the
     first one found here is always among them (the differential test checks this). The
     implementation limits (E0005, E0103, E0104, E0309, E0310) are not typing premises and are
@@ -15,7 +15,9 @@ Inductive code :=
 | E0101 | E0102 | E0201 | E0202
 | E0301 | E0302 | E0303 | E0304 | E0305 | E0306 | E0307 | E0308.
 
-Inductive result (A : Type) := Ok (a : A) | Err (c : code).
+(** [Err r c]: the rule [r] (its name in spec/typing.md) and the diagnostic code [c] of the
+    first premise found violated. *)
+Inductive result (A : Type) := Ok (a : A) | Err (r : string) (c : code).
 Arguments Ok {A}. Arguments Err {A}.
 
 Definition shape_eqb (a b : shape) : bool := if list_eq_dec Nat.eq_dec a b then true else false.
@@ -30,76 +32,77 @@ Definition pos_ok (i : nat) (t : shape) : bool := (1 <=? i) && (i <=? length t).
 
 Fixpoint infer (G : ctx) (e : expr) : result shape :=
   match e with
-  | EVar x => match lookup G x with Some t => Ok t | None => Err E0301 end
+  | EVar x => match lookup G x with Some t => Ok t | None => Err "T-Var" E0301 end
   | ELit _ => Ok []
   | EParen e => infer G e
   | EBin o e0 e1 =>
       match infer G e0 with
-      | Err c => Err c
+      | Err r c => Err r c
       | Ok t0 =>
           match infer G e1 with
-          | Err c => Err c
+          | Err r c => Err r c
           | Ok t1 =>
               match o with
               | Mul => if is_scalar t0 then Ok t1
-                       else if shape_eqb t0 t1 then Ok t0 else Err E0302
+                       else if shape_eqb t0 t1 then Ok t0 else Err "T-Mul" E0302
               | Div => if is_scalar t1 then Ok t0
-                       else if shape_eqb t0 t1 then Ok t0 else Err E0302
-              | _ => if shape_eqb t0 t1 then Ok t0 else Err E0302
+                       else if shape_eqb t0 t1 then Ok t0 else Err "T-Elem" E0302
+              | Add => if shape_eqb t0 t1 then Ok t0 else Err "T-Add" E0302
+              | Sub => if shape_eqb t0 t1 then Ok t0 else Err "T-Elem" E0302
               end
           end
       end
   | EProd e0 e1 =>
       match infer G e0 with
-      | Err c => Err c
-      | Ok t0 => match infer G e1 with Err c => Err c | Ok t1 => Ok (t0 ++ t1) end
+      | Err r c => Err r c
+      | Ok t0 => match infer G e1 with Err r c => Err r c | Ok t1 => Ok (t0 ++ t1) end
       end
   | ERed _ i e =>
       match infer G e with
-      | Err c => Err c
-      | Ok t => if pos_ok i t then Ok (del (i - 1) t) else Err E0303
+      | Err r c => Err r c
+      | Ok t => if pos_ok i t then Ok (del (i - 1) t) else Err "T-Red" E0303
       end
   | ETransp i j e =>
       match infer G e with
-      | Err c => Err c
-      | Ok t => if pos_ok i t && pos_ok j t then Ok (swap (i - 1) (j - 1) t) else Err E0303
+      | Err r c => Err r c
+      | Ok t => if pos_ok i t && pos_ok j t then Ok (swap (i - 1) (j - 1) t) else Err "T-Transp" E0303
       end
   | EDiag i j e =>
       match infer G e with
-      | Err c => Err c
+      | Err r c => Err r c
       | Ok t =>
           if pos_ok i t && pos_ok j t then
-            if i =? j then Err E0304
+            if i =? j then Err "T-Diag" E0304
             else if nth (i - 1) t 0 =? nth (j - 1) t 0 then Ok (del (hi i j - 1) t)
-            else Err E0305
-          else Err E0303
+            else Err "T-Diag" E0305
+          else Err "T-Diag" E0303
       end
   | EContr i j e =>
       match infer G e with
-      | Err c => Err c
+      | Err r c => Err r c
       | Ok t =>
           if pos_ok i t && pos_ok j t then
-            if i =? j then Err E0304
+            if i =? j then Err "T-Contr" E0304
             else if nth (i - 1) t 0 =? nth (j - 1) t 0
                  then Ok (del (lo i j - 1) (del (hi i j - 1) t))
-            else Err E0305
-          else Err E0303
+            else Err "T-Contr" E0305
+          else Err "T-Contr" E0303
       end
   | EExpa i n e =>
       match infer G e with
-      | Err c => Err c
+      | Err r c => Err r c
       | Ok t =>
           if (1 <=? i) && (i <=? length t + 1) then
-            if 1 <=? n then Ok (ins (i - 1) n t) else Err E0308
-          else Err E0307
+            if 1 <=? n then Ok (ins (i - 1) n t) else Err "T-Expa" E0308
+          else Err "T-Expa" E0307
       end
   | EProj i m e =>
       match infer G e with
-      | Err c => Err c
+      | Err r c => Err r c
       | Ok t =>
           if pos_ok i t then
-            if (1 <=? m) && (m <=? nth (i - 1) t 0) then Ok (del (i - 1) t) else Err E0306
-          else Err E0303
+            if (1 <=? m) && (m <=? nth (i - 1) t 0) then Ok (del (i - 1) t) else Err "T-Proj" E0306
+          else Err "T-Proj" E0303
       end
   end.
 
@@ -107,11 +110,11 @@ Fixpoint infer (G : ctx) (e : expr) : result shape :=
     formed and its right-hand side has type [t]. *)
 Definition check_stmt (G : ctx) (s : stmt) : result shape :=
   match infer G (value s) with
-  | Err c => Err c
+  | Err r c => Err r c
   | Ok t =>
       match lookup G (target s) with
-      | None => Err E0201
-      | Some u => if shape_eqb t u then Ok t else Err E0202
+      | None => Err "OK-Stmt" E0201
+      | Some u => if shape_eqb t u then Ok t else Err "OK-Stmt" E0202
       end
   end.
 
@@ -121,25 +124,25 @@ Fixpoint check_decls (G : ctx) (ds : list decl) : result ctx :=
   | [] => Ok G
   | d :: ds =>
       match lookup G (dname d) with
-      | Some _ => Err E0101
+      | Some _ => Err "S-Var" E0101
       | None =>
           if forallb (fun n => 1 <=? n) (dshape d)
           then check_decls ((dname d, dshape d) :: G) ds
-          else Err E0102
+          else Err "S-Var" E0102
       end
   end.
 
 (** OK-Prog: the declarations' first error, or each statement's type or first error. *)
 Definition check_prog (p : program) : result (list (result shape)) :=
   match check_decls [] (decls p) with
-  | Err c => Err c
+  | Err r c => Err r c
   | Ok G => Ok (map (check_stmt G) (stmts p))
   end.
 
-Definition is_ok {A} (r : result A) : bool := match r with Ok _ => true | Err _ => false end.
+Definition is_ok {A} (r : result A) : bool := match r with Ok _ => true | Err _ _ => false end.
 
 Definition accepts (p : program) : bool :=
-  match check_prog p with Ok rs => forallb is_ok rs | Err _ => false end.
+  match check_prog p with Ok rs => forallb is_ok rs | Err _ _ => false end.
 
 (** ** Soundness and completeness *)
 
@@ -198,7 +201,7 @@ Corollary infer_correct G e t : infer G e = Ok t <-> G ⊢ e ∈ t.
 Proof. split; [apply infer_sound|apply infer_complete]. Qed.
 
 (** A reported error means that no rule types the expression. *)
-Corollary infer_err G e c : infer G e = Err c -> forall t, ~ G ⊢ e ∈ t.
+Corollary infer_err G e r c : infer G e = Err r c -> forall t, ~ G ⊢ e ∈ t.
 Proof. intros H t Ht. apply infer_complete in Ht. congruence. Qed.
 
 Theorem check_stmt_correct G s t :
@@ -264,5 +267,5 @@ Proof.
 Qed.
 
 (** A declaration error means that no context is formed. *)
-Theorem check_decls_err ds c : check_decls [] ds = Err c -> forall G, ~ decls_ok [] ds G.
+Theorem check_decls_err ds r c : check_decls [] ds = Err r c -> forall G, ~ decls_ok [] ds G.
 Proof. intros H G HG. apply check_decls_correct in HG. congruence. Qed.

@@ -13,7 +13,7 @@ From TeIL Require Import Lists Syntax Checker.
 Import ListNotations.
 
 Definition shape_of (G : ctx) (e : expr) : shape :=
-  match infer G e with Ok t => t | Err _ => [] end.
+  match infer G e with Ok t => t | Err _ _ => [] end.
 
 Fixpoint reads (G : ctx) (e : expr) (j : list nat) : list (name * list nat) :=
   match e with

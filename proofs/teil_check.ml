@@ -3,8 +3,10 @@
    Reads programs from standard input, one JSON object per line, in the form that
    `teil check --ast-json` prints (teil-cli/src/check.rs), and writes one JSON line per
    program:
-     {"decls":"E0101"}                           the declarations' first error (S-Var)
-     {"stmts":[{"ok":[2,3]},{"err":"E0303"}]}     each statement's type or first error
+     {"decls":"E0101","rule":"S-Var"}            the declarations' first error
+     {"stmts":[{"ok":[2,3]},{"err":"E0303","rule":"T-Red"}]}
+                                                 each statement's type, or its first error and
+                                                 the rule (spec/typing.md) whose premise it is
    A line that is not a program in that form gives {"invalid":"<reason>"}.
 
    With --core it writes instead each program's Core-TeIL form (Core.v, desugar_prog), in the
@@ -122,11 +124,11 @@ let program_json (p : program) : Yojson.Safe.t =
 
 let answer p : Yojson.Safe.t =
   match check_prog p with
-  | Err c -> `Assoc [ ("decls", `String (code c)) ]
+  | Err (r, c) -> `Assoc [ ("decls", `String (code c)); ("rule", `String r) ]
   | Ok rs ->
       let one = function
         | Ok t -> `Assoc [ ("ok", `List (List.map (fun n -> `Int n) t)) ]
-        | Err c -> `Assoc [ ("err", `String (code c)) ]
+        | Err (r, c) -> `Assoc [ ("err", `String (code c)); ("rule", `String r) ]
       in
       `Assoc [ ("stmts", `List (List.map one rs)) ]
 

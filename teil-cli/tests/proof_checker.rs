@@ -1,9 +1,9 @@
 //! The Rust checker (teil/src/check.rs) against the checker extracted from the Coq proof
 //! (proofs/Checker.v, `check_prog`; README "The proof"): on every program of the corpus and on
 //! fuzzer-generated programs, well-typed and ill-typed, both must agree on accept/reject, on
-//! each statement's type, and on the violated rule: the extracted checker's code (the first
-//! premise it finds violated) must be among the codes the Rust checker reports for that
-//! statement (or for the declarations).
+//! each statement's type, and on the violated rule: the extracted checker's rule and code (the
+//! first premise it finds violated, named as in spec/typing.md) must be among the (rule, code)
+//! pairs the Rust checker reports for that statement (or for the declarations).
 //!
 //! The pipeline is the one a user can replay: `teil check --ast-json FILES` prints the parsed
 //! programs, `proofs/_build/teil-check` (built here by `make -C proofs checker`) answers for
@@ -104,7 +104,7 @@ struct Figures {
     statements: usize,
     syntax_errors: usize,
     limits: usize,
-    /// Agreed rejections, by the extracted checker's code.
+    /// Agreed rejections, by the extracted checker's rule and code.
     codes: BTreeMap<String, usize>,
 }
 
@@ -173,11 +173,17 @@ fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures
             continue;
         }
         let partial = check_partial(parsed.program);
-        let errors: Vec<(&str, std::ops::Range<usize>)> = (partial.diagnostics.iter())
+        let errors: Vec<(&str, &str, std::ops::Range<usize>)> = (partial.diagnostics.iter())
             .filter(|d| d.is_error())
-            .map(|d| (d.code.as_str(), d.primary.span.clone()))
+            .map(|d| {
+                (
+                    d.code.as_str(),
+                    d.rule.unwrap_or("none"),
+                    d.primary.span.clone(),
+                )
+            })
             .collect();
-        if errors.iter().any(|(c, _)| LIMITS.contains(c)) {
+        if errors.iter().any(|(c, _, _)| LIMITS.contains(c)) {
             f.limits += 1;
             continue;
         }
@@ -189,19 +195,20 @@ fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures
             "{}",
             ctx("the AST was not read")
         );
-        let decl_errors: Vec<&str> = (errors.iter())
-            .filter(|(c, _)| matches!(*c, "E0101" | "E0102"))
-            .map(|(c, _)| *c)
+        let decl_errors: Vec<(&str, &str)> = (errors.iter())
+            .filter(|(c, _, _)| matches!(*c, "E0101" | "E0102"))
+            .map(|(c, r, _)| (*c, *r))
             .collect();
         if let Some(code) = answer.get("decls") {
             let code = code.as_str().unwrap();
+            let rule = answer["rule"].as_str().unwrap();
             assert!(
-                decl_errors.contains(&code),
+                decl_errors.contains(&(code, rule)),
                 "{}",
                 ctx("declaration error differs")
             );
             f.rejected += 1;
-            *f.codes.entry(code.to_string()).or_default() += 1;
+            *f.codes.entry(format!("{rule} {code}")).or_default() += 1;
             continue;
         }
         assert!(
@@ -216,9 +223,9 @@ fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures
         let mut all_ok = true;
         for (s, r) in p.stmts.iter().zip(results) {
             f.statements += 1;
-            let here: Vec<&str> = (errors.iter())
-                .filter(|(_, sp)| sp.start >= s.span.start && sp.end <= s.span.end)
-                .map(|(c, _)| *c)
+            let here: Vec<(&str, &str)> = (errors.iter())
+                .filter(|(_, _, sp)| sp.start >= s.span.start && sp.end <= s.span.end)
+                .map(|(c, r, _)| (*c, *r))
                 .collect();
             attributed += here.len();
             if let Some(t) = r.get("ok") {
@@ -233,12 +240,13 @@ fn compare(what: &str, programs: &[(String, String)], checker: &Path) -> Figures
             } else {
                 all_ok = false;
                 let code = r["err"].as_str().unwrap();
+                let rule = r["rule"].as_str().unwrap();
                 assert!(
-                    here.contains(&code),
+                    here.contains(&(code, rule)),
                     "{}",
-                    ctx("the statement's error differs")
+                    ctx("the statement's error or rule differs")
                 );
-                *f.codes.entry(code.to_string()).or_default() += 1;
+                *f.codes.entry(format!("{rule} {code}")).or_default() += 1;
             }
         }
         assert_eq!(
