@@ -86,6 +86,10 @@ enum Command {
         format: Format,
         #[arg(long, value_enum, default_value_t)]
         color: Color,
+        /// Print each file's parsed AST as one JSON line instead of checking it (the input of
+        /// the checker extracted from the Coq proof, proofs/teil_check.ml).
+        #[arg(long)]
+        ast_json: bool,
     },
     /// Print a program in one canonical syntax (parsing the output gives the same program).
     Fmt {
@@ -263,8 +267,15 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Check {
             files,
+            color,
+            ast_json: true,
+            ..
+        } => check::ast_json(&files, color),
+        Command::Check {
+            files,
             format,
             color,
+            ast_json: false,
         } => check::check(&files, format, color),
         Command::Fmt {
             file,
