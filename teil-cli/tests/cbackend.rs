@@ -2,34 +2,11 @@
 //! warning-free C for the corpus, agreement with the interpreter, and the error paths (no
 //! compiler, compile errors, sanitizer builds).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn teil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write");
-    p.to_string_lossy().into_owned()
-}
+use std::path::PathBuf;
+use std::process::Command;
+use support::{root, stderr, stdout, teil, write};
 
 /// The first fenced block with info string `info` after `from` in `text`.
 fn block<'a>(text: &'a str, from: usize, info: &str) -> (&'a str, usize) {

@@ -1,47 +1,11 @@
 //! The `teil` binary as users and tools see it: exit codes, standard input, JSON lines, syntax
 //! error recovery, `explain`, `fmt` round trips, and the pathological inputs of issue 2.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-
-fn teil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn teil_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("teil runs");
-    child
-        .stdin
-        .take()
-        .expect("piped stdin")
-        .write_all(input)
-        .expect("write stdin");
-    child.wait_with_output().expect("teil finishes")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::{root, stderr, stdout, teil, teil_stdin};
 
 /// Writes `src` to a fresh file and returns its directory (kept alive) and path.
 fn file(name: &str, src: &str) -> (tempfile::TempDir, String) {

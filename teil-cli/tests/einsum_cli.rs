@@ -1,25 +1,12 @@
 //! The guard front ends on the command line: `teil einsum`, `teil lower`, and `.tin` files read
 //! by `teil check`, `teil run` and `teil emit-c` (exit codes, output files, diagnostics).
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn teil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::{Command, Stdio};
+use support::{stderr, stdout, teil};
 
 fn tin(name: &str) -> String {
     let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))

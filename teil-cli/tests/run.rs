@@ -3,28 +3,14 @@
 //! encoder below), undefined cells, and every bad-input case with its message, its exit code
 //! and no partial output left behind.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use support::{stderr, stdout, teil};
 
 fn data(name: &str) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/run");
     root.join(name).to_string_lossy().into_owned()
-}
-
-fn teil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("teil runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// An independent `.npy` encoder (format 1.0 as NumPy writes it): `descr` is `<f8`, `<f4`, ...

@@ -1,10 +1,34 @@
-//! Helpers shared by the CLI tests (`fuzz_cli.rs`, `fuzz_target.rs`, `emit_c_validate.rs`,
-//! `fma.rs`).
+//! Helpers shared by the CLI tests: running the binary, reading its output, writing inputs.
 
 #![allow(dead_code)] // each test file uses a subset
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The repository root (the corpus under `tests/`, `examples/`, `spec/`).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `teil ARGS` with `input` on standard input.
+pub fn teil_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("teil runs");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input)
+        .expect("write stdin");
+    child.wait_with_output().expect("teil finishes")
+}
 
 /// `teil ARGS` in the current directory, without colour.
 pub fn teil(args: &[&str]) -> Output {
