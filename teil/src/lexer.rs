@@ -13,6 +13,7 @@
 
 use crate::ast::{RedOp, Span};
 use crate::diagnostic::Diagnostic;
+pub use crate::parse_error::LexError;
 use crate::parse_error::ParseError;
 use std::fmt;
 
@@ -259,17 +260,6 @@ pub fn keyword_like(word: &str) -> Option<&'static str> {
         }
     }
     best.map(|(_, k)| k)
-}
-
-/// A character that starts no token, or a run of the same such character with nothing but
-/// whitespace between (`@@@@`, a pasted block of `€€€`), reported once.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LexError {
-    /// The whole run.
-    pub span: Span,
-    pub found: char,
-    /// How many times `found` is repeated in the run (at least 1).
-    pub count: usize,
 }
 
 /// Spanned tokens and the characters that start none. Comments are dropped; see

@@ -7,7 +7,6 @@
 
 use crate::ast::{Qualifier, Span};
 use crate::diagnostic::{Code, Diagnostic, Fix};
-use crate::lexer::LexError;
 use crate::limits::MAX_EXPR_DEPTH;
 
 /// Everything the lexer and the parser can report. The `Display` form is the diagnostic's
@@ -82,6 +81,17 @@ pub enum SyntaxHint {
     },
     /// An assignment written `written` (`:=`, `<-`, `==`) at `span`.
     Assignment { written: &'static str, span: Span },
+}
+
+/// A character that starts no token, or a run of the same such character with nothing but
+/// whitespace between (`@@@@`, a pasted block of `€€€`), reported once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LexError {
+    /// The whole run.
+    pub span: Span,
+    pub found: char,
+    /// How many times `found` is repeated in the run (at least 1).
+    pub count: usize,
 }
 
 impl From<LexError> for ParseError {
