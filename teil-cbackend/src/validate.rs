@@ -164,10 +164,33 @@ pub enum Failure {
     },
     /// The shapes are too large for symbolic evaluation; nothing is known about the kernel.
     #[error("cannot validate: {0}; validation is for small shapes")]
-    TooLarge(String),
+    TooLarge(TooLarge),
     /// The oracle refused the program.
     #[error("cannot validate: the oracle failed: {0}")]
     Oracle(RunError),
+}
+
+/// Which of the symbolic evaluation's [`Limits`] a validation would exceed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TooLarge {
+    /// The estimated operations of the oracle and the kernel together.
+    #[error("symbolic evaluation would take about {operations} operations, more than the limit of {limit}")]
+    Operations { operations: u128, limit: u128 },
+    /// The cells of the program's variables or of the kernel's buffers.
+    #[error("the program's variables and the kernel's buffers have {cells} cells, more than the limit of {limit}")]
+    Cells { cells: u64, limit: u64 },
+    /// A cell (`var` of a program, or the C name of a padded buffer) whose term outgrew the
+    /// symbolic limits.
+    #[error(
+        "{}{var}{} needs a term larger than the symbolic limits (spec/validation.md)",
+        if *padding { "padding cell " } else { "" },
+        Cell(index)
+    )]
+    Term {
+        var: String,
+        index: Vec<u64>,
+        padding: bool,
+    },
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -205,11 +228,10 @@ pub fn validate_with(
 ) -> Result<Validated, Failure> {
     let operations = oracle_operations(p).saturating_add(kernel.work());
     if operations > limits.max_operations {
-        return Err(Failure::TooLarge(format!(
-            "symbolic evaluation would take about {operations} operations, more than the limit \
-             of {}",
-            limits.max_operations
-        )));
+        return Err(Failure::TooLarge(TooLarge::Operations {
+            operations,
+            limit: limits.max_operations,
+        }));
     }
     if let Some(&b) = kernel.params.iter().find(|b| b.0 >= kernel.buffers.len()) {
         return Err(Failure::Malformed {
@@ -231,12 +253,10 @@ pub fn validate_with(
         .map(|d| d.shape().iter().fold(1u64, |a, &n| a.saturating_mul(n)))
         .fold(0u64, u64::saturating_add);
     if cells.max(declared) > limits.max_cells {
-        return Err(Failure::TooLarge(format!(
-            "the program's variables and the kernel's buffers have {} cells, more than the \
-             limit of {}",
-            cells.max(declared),
-            limits.max_cells
-        )));
+        return Err(Failure::TooLarge(TooLarge::Cells {
+            cells: cells.max(declared),
+            limit: limits.max_cells,
+        }));
     }
     let orders = orders(kernel);
     let (result, _) = symbolic::with_limits(limits.terms, || {
@@ -1335,10 +1355,12 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
 impl Machine<'_, Sym> {
     /// Outputs against the oracle, input-only parameters unchanged, then every padding cell.
     fn compare(&self, oracle: &Store<Sym>) -> Result<Validated, Failure> {
-        let too_large = |what: String| {
-            Failure::TooLarge(format!(
-                "{what} needs a term larger than the symbolic limits (spec/validation.md)"
-            ))
+        let too_large = |var: &str, index: &[u64], padding: bool| {
+            Failure::TooLarge(TooLarge::Term {
+                var: var.to_string(),
+                index: index.to_vec(),
+                padding,
+            })
         };
         let mut shapes = Vec::new();
         let mut output_cells = 0u64;
@@ -1382,7 +1404,7 @@ impl Machine<'_, Sym> {
                     Sym::input(&var, idx.clone())
                 };
                 if got.is_too_large() || want.is_too_large() {
-                    return Err(too_large(format!("{var}{}", Cell(&idx))));
+                    return Err(too_large(&var, &idx, false));
                 }
                 if *got != want {
                     return Err(if output {
@@ -1421,11 +1443,7 @@ impl Machine<'_, Sym> {
                 }
                 let v = self.read_flat(b, off)?;
                 if v.is_too_large() {
-                    return Err(too_large(format!(
-                        "padding cell {}{}",
-                        buf.c_name,
-                        Cell(&idx)
-                    )));
+                    return Err(too_large(&buf.c_name, &idx, true));
                 }
                 if !v.is_zero() {
                     return Err(Failure::Padding {
