@@ -3,7 +3,7 @@
 //! JSON line back on its standard output.
 //!
 //! The command is split on whitespace and started without a shell, in a process group of its
-//! own, so that killing it also kills whatever it started (a Python interpreter's workers, a
+//! own ([`teil_interp::process::Group`]), so that killing it also kills whatever it started (a Python interpreter's workers, a
 //! compiler). A target that exits, answers with something that is not a well-formed answer to
 //! the request, or does not answer within the timeout is a [`Fault`]: the process group is
 //! killed, and the next request starts the command again. Dropping a [`Target`] kills it; a
@@ -12,12 +12,11 @@
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use teil_cbackend::run::Cancel;
+use teil_interp::process::{Cancel, Group};
 
 /// How long a target may take for one case unless `--target-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -111,7 +110,7 @@ enum Line {
 }
 
 struct Running {
-    child: Child,
+    child: Group,
     /// Request lines for the writer thread.
     requests: mpsc::Sender<String>,
     lines: Receiver<Line>,
@@ -190,19 +189,20 @@ impl Target {
         if self.running.is_some() {
             return Ok(());
         }
-        let mut child = Command::new(&self.command.program)
-            .args(&self.command.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| Fault::Start(format!("`{}`: {e}", self.command.program)))?;
+        let mut child = Group::spawn(
+            Command::new(&self.command.program)
+                .args(&self.command.args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .map_err(|e| Fault::Start(format!("`{}`: {e}", self.command.program)))?;
         self.starts += 1;
+        let pipes = child.child_mut();
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+            (pipes.stdin.take(), pipes.stdout.take(), pipes.stderr.take())
         else {
-            kill(&mut child);
+            child.kill();
             return Err(Fault::Start("no pipes to the target".into()));
         };
         // A writer thread, so that a target that does not read its input cannot block the
@@ -301,7 +301,7 @@ impl Target {
     /// Kills the target's process group, if it runs.
     pub fn stop(&mut self) {
         if let Some(mut r) = self.running.take() {
-            kill(&mut r.child);
+            r.child.kill();
         }
     }
 }
@@ -310,18 +310,6 @@ impl Drop for Target {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Kills the process group of `child` (its id: it leads its own group) and reaps it.
-fn kill(child: &mut Child) {
-    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: killpg only sends a signal; the group is the one this harness created.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// How the target ended, with the end of its standard error.

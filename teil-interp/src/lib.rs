@@ -10,7 +10,8 @@
 //!   estimated from the shapes and checked before anything is allocated or evaluated
 //!   ([`run_fast_with`], [`run_oracle_with`]).
 //!
-//! [`files`] writes every output file all-or-nothing and reads input files without blocking.
+//! [`files`] writes every output file all-or-nothing and reads input files without blocking;
+//! [`process`] starts, bounds, stops and reaps every child process the toolchain runs.
 //!
 //! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
 //! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
@@ -52,6 +53,7 @@ pub mod fast;
 pub mod files;
 pub mod npy;
 pub mod oracle;
+pub mod process;
 pub mod rounding;
 pub mod store;
 pub mod symbolic;
