@@ -7,14 +7,15 @@
 //! (the oracle's value of every output), all float64. A reproducer adds `outputs/NAME.npy`
 //! (the target's values) and `message.txt`.
 //!
-//! Everything is written under a temporary name beside the destination and renamed into
-//! place, so a directory that exists is complete.
+//! A directory is built in a staging directory beside the destination and renamed into place
+//! (`teil_interp::files::StagedDir`), so a directory that exists is complete.
 
 use crate::campaign::Store;
 use crate::shrink::Inputs;
 use crate::target_campaign::{self, Case, Profile};
 use std::path::{Path, PathBuf};
 use teil::fmt::Style;
+use teil_interp::files::{write_new, StagedDir};
 
 fn io(what: &Path, e: std::io::Error) -> String {
     format!("cannot write `{}`: {e}", what.display())
@@ -24,7 +25,7 @@ fn write_tensors(dir: &Path, values: &Store) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     for (name, t) in values {
         let path = dir.join(format!("{name}.npy"));
-        std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+        write_new(&path, &teil_interp::npy::to_bytes(t)).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -44,8 +45,7 @@ pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<()
         ("ops.json", case.ops.to_json()),
     ];
     for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+        write_new(&dir.join(name), text.as_bytes()).map_err(|e| e.to_string())?;
     }
     write_tensors(&dir.join("inputs"), &case.inputs)?;
     write_tensors(&dir.join("expected"), &case.expected)?;
@@ -57,8 +57,9 @@ pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), String> {
     write_tensors(&dir.join("outputs"), outputs)
 }
 
-/// Fills a fresh temporary directory beside `dest` with `fill`, then renames it to `dest`,
-/// replacing an older directory of that name when `replace` (reproducers), refusing otherwise.
+/// Fills a fresh staging directory beside `dest` with `fill`, then renames it to `dest`
+/// ([`StagedDir`]), replacing an older directory of that name when `replace` (reproducers),
+/// refusing otherwise.
 pub fn atomically(
     dest: &Path,
     replace: bool,
@@ -70,30 +71,9 @@ pub fn atomically(
             dest.display()
         ));
     }
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = parent.join(format!(".{name}.tmp{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-    let filled = fill(&tmp);
-    if let Err(e) = filled {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    if replace {
-        let _ = std::fs::remove_dir_all(dest);
-    }
-    std::fs::rename(&tmp, dest).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&tmp);
-        io(dest, e)
-    })
+    let staged = StagedDir::new(dest).map_err(|e| e.to_string())?;
+    fill(staged.path())?;
+    staged.commit(replace).map_err(|e| e.to_string())
 }
 
 /// What an export wrote.
@@ -175,8 +155,7 @@ pub fn export(
             "cases": entries,
         });
         let text = serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n";
-        let path = tmp.join("index.json");
-        std::fs::write(&path, text).map_err(|e| io(&path, e))
+        write_new(&tmp.join("index.json"), text.as_bytes()).map_err(|e| e.to_string())
     })?;
     Ok(exported)
 }

@@ -331,8 +331,8 @@ fn answer(req: &Value, bug: Option<Bug>) -> Result<Option<String>, String> {
             .get(name)
             .ok_or_else(|| format!("output `{name}` was never bound"))?;
         let p = path(v)?;
-        std::fs::write(p, teil_interp::npy::to_bytes(t))
-            .map_err(|e| format!("cannot write `{}`: {e}", p.display()))?;
+        teil_interp::files::write_atomically(p, &teil_interp::npy::to_bytes(t))
+            .map_err(|e| e.to_string())?;
     }
     Ok(None)
 }

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use teil::ast::{BinOp, ExprKind, Program, Qualifier};
 use teil::ops::Ops;
 use teil::CheckedProgram;
+use teil_interp::files::{self, StagingDir, WriteError};
 
 /// Which programs a campaign draws.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,7 +85,7 @@ pub struct Config {
     pub out: Option<PathBuf>,
     /// Stops the campaign between cases and any wait for an answer once set (a signal
     /// handler sets it): the report then says so ([`Report::interrupted`]).
-    pub cancel: teil_cbackend::run::Cancel,
+    pub cancel: teil_interp::process::Cancel,
 }
 
 /// One program ready to be sent: the checked program, its inputs, the oracle's value of every
@@ -295,16 +296,15 @@ impl Report {
     }
 }
 
-/// A scratch directory for case directories (mode 0700, an unpredictable name), removed when
-/// dropped.
-struct WorkDir(tempfile::TempDir);
+/// A scratch directory for case directories (a staging directory of
+/// [`teil_interp::files`]: mode 0700, an unpredictable name, locked while the campaign runs, so
+/// that a killed campaign's is removed by the next one), removed when dropped.
+struct WorkDir(StagingDir);
 
 impl WorkDir {
     fn new() -> Result<WorkDir, String> {
         let root = scratch_root();
-        tempfile::Builder::new()
-            .prefix("teil-target-")
-            .tempdir_in(&root)
+        StagingDir::new_in(&root)
             .map(WorkDir)
             .map_err(|e| format!("cannot create a directory in `{}`: {e}", root.display()))
     }
@@ -347,7 +347,7 @@ impl Runner {
     pub fn new(
         command: TargetCommand,
         timeout: Duration,
-        cancel: teil_cbackend::run::Cancel,
+        cancel: teil_interp::process::Cancel,
     ) -> Result<Runner, String> {
         let mut target = Target::new(command, timeout);
         target.cancel = cancel;
@@ -412,6 +412,12 @@ impl Runner {
 /// request line.
 fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     let io = |p: &Path, e: std::io::Error| format!("`{}`: {e}", p.display());
+    let write_new = |p: &Path, bytes: &[u8]| {
+        files::write_new(p, bytes).map_err(|e| match e {
+            WriteError::Io { path, source } => io(&path, source),
+            e => e.to_string(),
+        })
+    };
     let (ins, outs) = (dir.join("inputs"), dir.join("outputs"));
     for d in [&ins, &outs] {
         // Not `create_dir_all`: an entry already there (planted) is an error, not followed.
@@ -421,8 +427,7 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     write_new(
         &program,
         teil::fmt::program(case.checked.program(), teil::fmt::Style::Infix).as_bytes(),
-    )
-    .map_err(|e| io(&program, e))?;
+    )?;
     let entry = |path: &Path, shape: &[u64]| {
         format!(
             "{{\"path\": {}, \"shape\": {}}}",
@@ -434,7 +439,7 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     for (name, shape) in &case.ops.inputs {
         let path = ins.join(format!("{name}.npy"));
         if let Some(t) = case.inputs.get(name) {
-            write_new(&path, &teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+            write_new(&path, &teil_interp::npy::to_bytes(t))?;
         }
         inputs.push(format!("{}: {}", json_str(name), entry(&path, shape)));
     }
@@ -497,17 +502,6 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
             actual,
         }
     }
-}
-
-/// Writes a file that must not exist yet (`O_EXCL`, so a symbolic link in its place is not
-/// followed).
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?
-        .write_all(bytes)
 }
 
 /// Runs a campaign against the target. `Err` when the target cannot be started at all.
@@ -638,13 +632,12 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         export::atomically(&dir, true, |tmp| {
             export::write_case_files(tmp, &case, &header)?;
             export::write_outputs(tmp, &actual)?;
-            let path = tmp.join("message.txt");
             let replay = replay_command(&cfg.command, &dir);
-            std::fs::write(
-                &path,
-                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()),
+            files::write_new(
+                &tmp.join("message.txt"),
+                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()).as_bytes(),
             )
-            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+            .map_err(|e| e.to_string())
         })
         .map(|()| dir)
     });
