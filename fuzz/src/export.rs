@@ -11,28 +11,32 @@
 //! (`teil_interp::files::StagedDir`), so a directory that exists is complete.
 
 use crate::campaign::Store;
+use crate::error::FileError;
 use crate::shrink::Inputs;
 use crate::target_campaign::{self, Case, Profile};
 use std::path::{Path, PathBuf};
 use teil::fmt::Style;
 use teil_interp::files::{write_new, StagedDir};
 
-fn io(what: &Path, e: std::io::Error) -> String {
-    format!("cannot write `{}`: {e}", what.display())
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
+    move |source| FileError::WriteIo {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
-fn write_tensors(dir: &Path, values: &Store) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+fn write_tensors(dir: &Path, values: &Store) -> Result<(), FileError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     for (name, t) in values {
         let path = dir.join(format!("{name}.npy"));
-        write_new(&path, &teil_interp::npy::to_bytes(t)).map_err(|e| e.to_string())?;
+        write_new(&path, &teil_interp::npy::to_bytes(t))?;
     }
     Ok(())
 }
 
 /// Writes the files of a case directory into `dir` (which must exist): the program after the
 /// comment lines of `header`, its ops/1 form, its inputs and the oracle's outputs.
-pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<(), String> {
+pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<(), FileError> {
     let program = case.checked.program();
     let mut text: String = header.iter().map(|l| format!("// {l}\n")).collect();
     text.push_str(&teil::fmt::program(program, Style::Infix));
@@ -45,7 +49,7 @@ pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<()
         ("ops.json", case.ops.to_json()),
     ];
     for (name, text) in files {
-        write_new(&dir.join(name), text.as_bytes()).map_err(|e| e.to_string())?;
+        write_new(&dir.join(name), text.as_bytes())?;
     }
     write_tensors(&dir.join("inputs"), &case.inputs)?;
     write_tensors(&dir.join("expected"), &case.expected)?;
@@ -53,7 +57,7 @@ pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<()
 }
 
 /// Writes `outputs/` (the target's values) into a case directory.
-pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), String> {
+pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), FileError> {
     write_tensors(&dir.join("outputs"), outputs)
 }
 
@@ -63,17 +67,14 @@ pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), String> {
 pub fn atomically(
     dest: &Path,
     replace: bool,
-    fill: impl FnOnce(&Path) -> Result<(), String>,
-) -> Result<(), String> {
+    fill: impl FnOnce(&Path) -> Result<(), FileError>,
+) -> Result<(), FileError> {
     if !replace && dest.exists() {
-        return Err(format!(
-            "`{}` exists; export into a new directory",
-            dest.display()
-        ));
+        return Err(FileError::Exists(dest.to_path_buf()));
     }
-    let staged = StagedDir::new(dest).map_err(|e| e.to_string())?;
+    let staged = StagedDir::new(dest)?;
     fill(staged.path())?;
-    staged.commit(replace).map_err(|e| e.to_string())
+    Ok(staged.commit(replace)?)
 }
 
 /// What an export wrote.
@@ -102,7 +103,7 @@ pub fn export(
     seed: u64,
     skip: u64,
     profile: Profile,
-) -> Result<Exported, String> {
+) -> Result<Exported, FileError> {
     let mut exported = Exported {
         cases: 0,
         skipped: 0,
@@ -118,7 +119,7 @@ pub fn export(
             };
             let name = format!("case_{index:05}");
             let case_dir = tmp.join(&name);
-            std::fs::create_dir_all(&case_dir).map_err(|e| io(&case_dir, e))?;
+            std::fs::create_dir_all(&case_dir).map_err(io(&case_dir))?;
             let header = vec![
                 format!(
                     "teil test vector: program {index} of `teil fuzz --export DIR --seed {seed}{}`",
@@ -154,21 +155,23 @@ pub fn export(
             },
             "cases": entries,
         });
-        let text = serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n";
-        write_new(&tmp.join("index.json"), text.as_bytes()).map_err(|e| e.to_string())
+        let text = serde_json::to_string_pretty(&index)? + "\n";
+        Ok(write_new(&tmp.join("index.json"), text.as_bytes())?)
     })?;
     Ok(exported)
 }
 
 /// Reads the inputs of a case directory (`inputs/NAME.npy`).
-pub fn read_inputs(dir: &Path) -> Result<Inputs, String> {
+pub fn read_inputs(dir: &Path) -> Result<Inputs, FileError> {
     let data = dir.join("inputs");
     let mut inputs = Inputs::new();
     if !data.is_dir() {
         return Ok(inputs);
     }
-    let entries =
-        std::fs::read_dir(&data).map_err(|e| format!("cannot read `{}`: {e}", data.display()))?;
+    let entries = std::fs::read_dir(&data).map_err(|source| FileError::Read {
+        path: data.clone(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     for f in files
@@ -179,8 +182,10 @@ pub fn read_inputs(dir: &Path) -> Result<Inputs, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let t =
-            teil_interp::npy::read(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+        let t = teil_interp::npy::read(f).map_err(|source| FileError::ReadTensor {
+            path: f.clone(),
+            source,
+        })?;
         inputs.insert(name, t);
     }
     Ok(inputs)

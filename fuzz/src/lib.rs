@@ -12,9 +12,12 @@
 //! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]),
 //! [`export`] writes test vectors, and [`ops_eval`] is a reference evaluator of the ops/1 form
 //! (`teil::ops`) with planted bugs, for tests.
+//!
+//! [`error`] holds every error of the crate as data and is the one place that words them.
 
 pub mod campaign;
 pub mod compare;
+pub mod error;
 pub mod export;
 pub mod forms;
 pub mod gen;

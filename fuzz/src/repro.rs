@@ -11,6 +11,7 @@
 //! renamed into place last, so a reproducer that exists is complete.
 
 use crate::campaign::{Check, Config, Failure};
+use crate::error::FileError;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
 use teil::ast::Program;
@@ -55,18 +56,18 @@ pub fn write(
     program: &Program,
     inputs: &Inputs,
     index: Option<u64>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, FileError> {
     let stem = format!("repro_{seed}");
     let file = dir.join(format!("{stem}.teil"));
     let data = dir.join(&stem);
-    std::fs::create_dir_all(&data)
-        .map_err(|e| format!("cannot create `{}`: {e}", data.display()))?;
+    std::fs::create_dir_all(&data).map_err(|source| FileError::CreateDir {
+        path: data.clone(),
+        source,
+    })?;
     let mut staged = Staged::new();
     for (name, t) in inputs {
         let path = data.join(format!("{name}.npy"));
-        staged
-            .add(&path, &teil_interp::npy::to_bytes(t))
-            .map_err(|e| e.to_string())?;
+        staged.add(&path, &teil_interp::npy::to_bytes(t))?;
     }
 
     let pads: Vec<u64> = match failure.check {
@@ -101,10 +102,8 @@ pub fn write(
     }
     text.push('\n');
     text.push_str(&teil::fmt::program(program, Style::Infix));
-    staged
-        .add(&file, text.as_bytes())
-        .map_err(|e| e.to_string())?;
-    staged.commit().map_err(|e| e.to_string())?;
+    staged.add(&file, text.as_bytes())?;
+    staged.commit()?;
     // Inputs of an earlier reproducer with this seed that this one does not have would be
     // read back as inputs: remove them (the reproducer is complete without them).
     if let Ok(entries) = std::fs::read_dir(&data) {
@@ -123,23 +122,23 @@ pub fn write(
 
 /// Reads a reproducer written by [`write()`] (or a hand-written program with such a header line;
 /// without one, seed 0 and no pads are assumed).
-pub fn read(path: &Path) -> Result<Reproducer, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Reproducer, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let parsed = teil::parse(&text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
-        return Err(format!("`{}` does not parse", path.display()));
+        return Err(FileError::DoesNotParse(path.to_path_buf()));
     }
     let mut seed = 0;
     let mut pads = Vec::new();
     let mut plant = None;
     if let Some(line) = text.lines().find_map(|l| l.trim().strip_prefix(MARKER)) {
         for field in line.split_whitespace() {
-            let bad = || {
-                format!(
-                    "`{}`: cannot read `{field}` in the replay line",
-                    path.display()
-                )
+            let bad = || FileError::ReplayField {
+                path: path.to_path_buf(),
+                field: field.to_string(),
             };
             match field.split_once('=') {
                 Some(("seed", v)) => seed = v.parse().map_err(|_| bad())?,
@@ -158,8 +157,10 @@ pub fn read(path: &Path) -> Result<Reproducer, String> {
     let data = path.with_extension("");
     let mut inputs = Inputs::new();
     if data.is_dir() {
-        let entries = std::fs::read_dir(&data)
-            .map_err(|e| format!("cannot read `{}`: {e}", data.display()))?;
+        let entries = std::fs::read_dir(&data).map_err(|source| FileError::Read {
+            path: data.clone(),
+            source,
+        })?;
         let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
         for f in files {
@@ -168,8 +169,10 @@ pub fn read(path: &Path) -> Result<Reproducer, String> {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let t = teil_interp::npy::read(&f)
-                    .map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+                let t = teil_interp::npy::read(&f).map_err(|source| FileError::ReadTensor {
+                    path: f.clone(),
+                    source,
+                })?;
                 inputs.insert(name, t);
             }
         }

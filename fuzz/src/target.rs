@@ -10,6 +10,8 @@
 //! harness that dies without running destructors closes the target's standard input, and
 //! targets stop at end of input.
 
+pub use crate::error::Fault;
+use crate::error::{BadAnswer, TargetError};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -46,35 +48,6 @@ pub enum Answer {
     Error(String),
 }
 
-/// A target that broke the protocol (a finding; the target is restarted).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
-    /// The command could not be started.
-    Start(String),
-    /// The process ended (or closed its standard input) before answering.
-    Exited(String),
-    /// The answer is not one JSON object with this case's `id` and a known `status`.
-    Garbage(String),
-    /// No answer within the timeout.
-    Timeout(Duration),
-    /// The harness was asked to stop (its [`Cancel`] flag) while waiting: not a finding.
-    Interrupted,
-}
-
-impl std::fmt::Display for Fault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fault::Start(e) => write!(f, "the target cannot be started: {e}"),
-            Fault::Exited(e) => write!(f, "the target exited without answering: {e}"),
-            Fault::Garbage(e) => write!(f, "the target's answer is not teil-target/1: {e}"),
-            Fault::Timeout(t) => {
-                write!(f, "the target did not answer within {} s", t.as_secs_f64())
-            }
-            Fault::Interrupted => f.write_str("interrupted"),
-        }
-    }
-}
-
 /// A target command: a program and its arguments, split on whitespace (no shell).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetCommand {
@@ -86,11 +59,9 @@ pub struct TargetCommand {
 
 impl TargetCommand {
     /// `Err` for a command with no words.
-    pub fn parse(text: &str) -> Result<TargetCommand, String> {
+    pub fn parse(text: &str) -> Result<TargetCommand, TargetError> {
         let mut words = text.split_whitespace().map(str::to_string);
-        let program = words
-            .next()
-            .ok_or_else(|| "`--target` needs a command".to_string())?;
+        let program = words.next().ok_or(TargetError::NoCommand)?;
         Ok(TargetCommand {
             program,
             args: words.collect(),
@@ -286,13 +257,9 @@ impl Target {
         };
         match line {
             Line::Text(line) => parse_answer(id, &line).map_err(Fault::Garbage),
-            Line::TooLong => Err(Fault::Garbage(format!(
-                "the answer is longer than {MAX_ANSWER} bytes (a line of teil-target/1 is one \
-                 short JSON object)"
-            ))),
-            Line::NotUtf8(head) => Err(Fault::Garbage(format!(
-                "the answer is not UTF-8: `{}`",
-                head.trim_end()
+            Line::TooLong => Err(Fault::Garbage(BadAnswer::TooLong { max: MAX_ANSWER })),
+            Line::NotUtf8(head) => Err(Fault::Garbage(BadAnswer::NotUtf8(
+                head.trim_end().to_string(),
             ))),
             Line::Failed(e) => Err(Fault::Exited(exit_report(r, &format!("reading: {e}")))),
         }
@@ -345,21 +312,26 @@ fn exit_report(r: &mut Running, what: &str) -> String {
 }
 
 /// Reads one answer line; `Err` says what is wrong with it.
-pub fn parse_answer(id: u64, line: &str) -> Result<Answer, String> {
+pub fn parse_answer(id: u64, line: &str) -> Result<Answer, BadAnswer> {
     let shown: String = line.trim().chars().take(200).collect();
-    let v: Value =
-        serde_json::from_str(line.trim()).map_err(|e| format!("`{shown}` is not JSON ({e})"))?;
+    let v: Value = match serde_json::from_str(line.trim()) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(BadAnswer::NotJson {
+                shown,
+                error: e.to_string(),
+            })
+        }
+    };
     if v.get("id").and_then(Value::as_u64) != Some(id) {
-        return Err(format!("`{shown}` does not answer request {id}"));
+        return Err(BadAnswer::WrongId { shown, id });
     }
     let text = |f: &str| shorten(v.get(f).and_then(Value::as_str).unwrap_or(""));
     match v.get("status").and_then(Value::as_str) {
         Some("ok") => Ok(Answer::Ok),
         Some("unsupported") => Ok(Answer::Unsupported(text("reason"))),
         Some("error") => Ok(Answer::Error(text("message"))),
-        _ => Err(format!(
-            "`{shown}` has no `status` of `ok`, `unsupported` or `error`"
-        )),
+        _ => Err(BadAnswer::NoStatus { shown }),
     }
 }
 

@@ -11,6 +11,7 @@
 
 use crate::campaign::{self, flavour, program_seed, Progress, Store};
 use crate::compare::{self, Tolerance};
+use crate::error::{FileError, NotACase, TargetError};
 use crate::export;
 use crate::gen;
 use crate::shrink::{self, Inputs};
@@ -19,7 +20,7 @@ use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use teil::ast::{BinOp, ExprKind, Program, Qualifier};
 use teil::ops::Ops;
@@ -105,17 +106,17 @@ pub struct Case {
 impl Case {
     /// `Err` when the program does not check, reads an undefined value, or the oracle refuses
     /// it (too large).
-    pub fn new(seed: u64, program: Program, inputs: Option<Inputs>) -> Result<Case, String> {
-        let (checked, _) = teil::check(program).map_err(|_| "the program does not check")?;
+    pub fn new(seed: u64, program: Program, inputs: Option<Inputs>) -> Result<Case, NotACase> {
+        let (checked, _) = teil::check(program).map_err(|_| NotACase::DoesNotCheck)?;
         let inputs = inputs.unwrap_or_else(|| teil_interp::random_inputs(&checked, seed));
         let ops = teil::ops::lower(&checked);
         if let Some(n) = ops.undefined.first() {
-            return Err(format!("the program reads `{n}` before it is defined"));
+            return Err(NotACase::ReadsUndefined(n.clone()));
         }
         if let Some((n, _)) = ops.inputs.iter().find(|(n, _)| !inputs.contains_key(n)) {
-            return Err(format!("no input for `{n}`"));
+            return Err(NotACase::NoInput(n.clone()));
         }
-        let all = teil_interp::run_oracle(&checked, &inputs).map_err(|e| e.to_string())?;
+        let all = teil_interp::run_oracle(&checked, &inputs).map_err(NotACase::Oracle)?;
         let expected: Store = ops
             .outputs
             .iter()
@@ -239,7 +240,7 @@ pub struct Shrunk {
     pub case: Case,
     pub detail: String,
     /// The reproducer directory, or why it was not written.
-    pub dir: Option<Result<PathBuf, String>>,
+    pub dir: Option<Result<PathBuf, Arc<FileError>>>,
 }
 
 /// A program on which the target failed.
@@ -302,11 +303,11 @@ impl Report {
 struct WorkDir(StagingDir);
 
 impl WorkDir {
-    fn new() -> Result<WorkDir, String> {
-        let root = scratch_root();
-        StagingDir::new_in(&root)
+    fn new() -> Result<WorkDir, FileError> {
+        let path = scratch_root();
+        StagingDir::new_in(&path)
             .map(WorkDir)
-            .map_err(|e| format!("cannot create a directory in `{}`: {e}", root.display()))
+            .map_err(|source| FileError::WorkDir { path, source })
     }
 
     /// A fresh case directory for case `id`, under a name the target cannot predict: a target
@@ -348,10 +349,10 @@ impl Runner {
         command: TargetCommand,
         timeout: Duration,
         cancel: teil_interp::process::Cancel,
-    ) -> Result<Runner, String> {
+    ) -> Result<Runner, TargetError> {
         let mut target = Target::new(command, timeout);
         target.cancel = cancel;
-        target.start().map_err(|f| f.to_string())?;
+        target.start()?;
         Ok(Runner {
             target,
             work: WorkDir::new()?,
@@ -410,12 +411,15 @@ impl Runner {
 
 /// Writes the case directory (`program.teil`, `inputs/`, an empty `outputs/`) and returns the
 /// request line.
-fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
-    let io = |p: &Path, e: std::io::Error| format!("`{}`: {e}", p.display());
+fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> {
+    let io = |path: &Path, source| FileError::CaseFile {
+        path: path.to_path_buf(),
+        source,
+    };
     let write_new = |p: &Path, bytes: &[u8]| {
         files::write_new(p, bytes).map_err(|e| match e {
             WriteError::Io { path, source } => io(&path, source),
-            e => e.to_string(),
+            e => e.into(),
         })
     };
     let (ins, outs) = (dir.join("inputs"), dir.join("outputs"));
@@ -488,7 +492,7 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
         };
         if let Some(want) = case.expected.get(name) {
             if let Err(e) = compare::tensors(name, want, &got, tol, ("oracle", "target")) {
-                problems.push(e);
+                problems.push(e.to_string());
             }
         }
         actual.insert(name.clone(), got);
@@ -505,7 +509,7 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
 }
 
 /// Runs a campaign against the target. `Err` when the target cannot be started at all.
-pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> {
+pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetError> {
     let start = Instant::now();
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats::default();
@@ -633,13 +637,13 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
             export::write_case_files(tmp, &case, &header)?;
             export::write_outputs(tmp, &actual)?;
             let replay = replay_command(&cfg.command, &dir);
-            files::write_new(
+            Ok(files::write_new(
                 &tmp.join("message.txt"),
                 format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()).as_bytes(),
-            )
-            .map_err(|e| e.to_string())
+            )?)
         })
         .map(|()| dir)
+        .map_err(Arc::new)
     });
     Shrunk { case, detail, dir }
 }
@@ -688,18 +692,20 @@ fn reproducer_header(cfg: &Config, f: &Finding, detail: &str, dir: &Path) -> Vec
 
 /// Runs the reproducer directory `dir` (its `program.teil` and `inputs/`) once against the
 /// target. `Err` when the directory cannot be read or its program cannot be sent.
-pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, String> {
+pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, TargetError> {
     let start = Instant::now();
     let path = dir.join("program.teil");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| FileError::Read {
+        path: path.clone(),
+        source,
+    })?;
     let parsed = teil::parse(&text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
-        return Err(format!("`{}` does not parse", path.display()));
+        return Err(FileError::DoesNotParse(path).into());
     }
     let inputs = export::read_inputs(dir)?;
     let case = Case::new(0, parsed.program, Some(inputs))
-        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        .map_err(|reason| FileError::NotACase { path, reason })?;
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats {
         programs: 1,

@@ -289,7 +289,7 @@ fn load_replay(
     cfg: &mut Config,
     file: &std::path::Path,
 ) -> Result<repro::Reproducer, String> {
-    let r = repro::read(file)?;
+    let r = repro::read(file).map_err(|e| e.to_string())?;
     // The oracle computes the expected values: refuse a reproducer it could not finish.
     if let Ok((checked, _)) = teil::check(r.program.clone()) {
         let budget = teil_interp::Budget::default();

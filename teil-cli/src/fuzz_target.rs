@@ -30,7 +30,8 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
             return Err("`--export` cannot be combined with `--replay`".into());
         }
         let n = args.programs.unwrap_or(1000);
-        let done = teil_fuzz::export::export(dir, n, args.seed, args.skip, profile)?;
+        let done = teil_fuzz::export::export(dir, n, args.seed, args.skip, profile)
+            .map_err(|e| e.to_string())?;
         if done.skipped > 0 {
             crate::out::eprint(&format!(
                 "{} programs skipped (too large for the oracle, or no einsum-only program)\n",
@@ -45,7 +46,7 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         return Ok(0);
     }
     let text = args.target.as_deref().unwrap_or_default();
-    let command = TargetCommand::parse(text)?;
+    let command = TargetCommand::parse(text).map_err(|e| e.to_string())?;
     let t = args.target_timeout;
     if !(t.is_finite() && t > 0.0) {
         return Err(format!(
@@ -81,9 +82,10 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         cancel: crate::interrupt::cancel_on_signal(),
     };
     let report = match &args.replay {
-        Some(dir) => target_campaign::replay(&cfg, dir)?,
-        None => target_campaign::run(&cfg, &|_| {})?,
-    };
+        Some(dir) => target_campaign::replay(&cfg, dir),
+        None => target_campaign::run(&cfg, &|_| {}),
+    }
+    .map_err(|e| e.to_string())?;
     for f in &report.findings {
         crate::out::eprint(&describe(f, &cfg));
     }
