@@ -308,14 +308,14 @@ impl StagedDir {
         &self.path
     }
 
-    /// Renames the directory into place. An existing directory at the destination is replaced
-    /// when `replace` (it is moved aside first, and put back if the rename fails); otherwise
-    /// the rename fails on anything but an empty directory there.
+    /// Renames the directory into place. Whatever is at the destination is replaced when
+    /// `replace` (it is moved aside first, a symbolic link as itself, and put back if the rename
+    /// fails); otherwise the rename fails on anything but an empty directory there.
     pub fn commit(self, replace: bool) -> Result<(), WriteError> {
         let fail = io_err(&self.dest);
         let old = self.staging.path().join("old");
         let moved_aside = replace
-            && std::fs::symlink_metadata(&self.dest).is_ok_and(|m| m.is_dir())
+            && std::fs::symlink_metadata(&self.dest).is_ok()
             && std::fs::rename(&self.dest, &old).is_ok();
         if let Err(e) = std::fs::rename(&self.path, &self.dest) {
             if moved_aside {
