@@ -34,6 +34,7 @@
 //! nothing is shrunk. A driver that times out, on the other hand, runs a kernel that does not
 //! terminate: that is a failed C check like a crash (spec/fuzzing.md).
 
+pub use crate::check::{Check, Failure};
 use crate::compare::{self, Cells, Tolerance};
 use crate::error::{CheckFailed, Codes, Difference, FileError, NotPermitted};
 use crate::gen::{self, GenConfig};
@@ -53,6 +54,7 @@ use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{self, Job, Outcome, Process, RunError, Toolchain};
 use teil_cbackend::{validate, Options};
+use teil_interp::random::mix;
 use teil_interp::Tensor;
 
 /// A final store: every variable's value (the oracle's and the fast evaluator's results).
@@ -294,19 +296,6 @@ pub fn flavour(index: u64) -> GenConfig {
     }
 }
 
-/// SplitMix64 step, for other modules that derive values from a program seed.
-pub(crate) fn mix_seed(x: u64) -> u64 {
-    mix(x)
-}
-
-/// SplitMix64 step.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The seed of program `index` of the campaign with seed `seed`: it determines the program,
 /// its inputs, its variants and its mutant.
 pub fn program_seed(seed: u64, index: u64) -> u64 {
@@ -350,103 +339,6 @@ pub fn program_at(
         Some(p) => (p, false),
         None => generate(strategy, seed),
     }
-}
-
-/// One check of the campaign, with what is needed to run it again on a shrunk program.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Check {
-    /// The generator produced a program that does not type-check.
-    Generator,
-    /// The oracle tripped the out-of-bounds witness or failed internally.
-    Oracle,
-    /// The fast evaluator against the oracle.
-    Fast,
-    /// Printing in a syntax and parsing again.
-    RoundTrip(Style),
-    /// The Core-TeIL desugaring, under both evaluators.
-    Core,
-    /// A chain of law rewrites (chosen from the program seed), under both evaluators.
-    Laws(Vec<Law>),
-    /// A mutant that must be rejected with exactly `mutation.expected()`.
-    IllTyped { mutation: Mutation, choice: usize },
-    /// The C backend refused a well-typed program.
-    Lower { pad: u64 },
-    /// The C backend at padding multiple `pad`, with or without contraction lifting, in exact
-    /// or fused multiply-add mode.
-    C { pad: u64, lift: bool, fma: bool },
-    /// The translation validator (spec/validation.md) rejects the kernel at `pad`.
-    Validate { pad: u64 },
-}
-
-impl Check {
-    /// What the check compares, for reports.
-    pub fn describe(&self) -> String {
-        match self {
-            Check::Generator => "the generated program is ill-typed".into(),
-            Check::Oracle => "the oracle fails on a well-typed program".into(),
-            Check::Fast => "the fast evaluator differs from the oracle".into(),
-            Check::RoundTrip(s) => format!(
-                "printing in the {} syntax and parsing again changes the program",
-                style_name(*s)
-            ),
-            Check::Core => "the Core-TeIL form evaluates differently".into(),
-            Check::Laws(laws) if laws.is_empty() => {
-                "rewriting by the §3.6 laws gives an ill-typed program".into()
-            }
-            Check::Laws(laws) => {
-                let names: Vec<&str> = laws.iter().map(|l| l.equation()).collect();
-                format!(
-                    "rewriting by the laws [{}] changes the values",
-                    names.join("; ")
-                )
-            }
-            Check::IllTyped { mutation, .. } => format!(
-                "the mutant {mutation:?} is not rejected with exactly {}",
-                mutation.expected().as_str()
-            ),
-            Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
-            Check::C { pad, fma: true, .. } => format!(
-                "the C backend at M = {pad} in fma mode differs from the oracle by more than \
-                 the bound of spec/values.md"
-            ),
-            Check::C {
-                pad, lift: true, ..
-            } => {
-                format!("the C backend at M = {pad} differs from the oracle")
-            }
-            Check::C {
-                pad, lift: false, ..
-            } => format!(
-                "the C backend at M = {pad} without contraction lifting differs from the oracle"
-            ),
-            Check::Validate { pad } => {
-                format!("the translation validator rejects the kernel for M = {pad}")
-            }
-        }
-    }
-
-    /// How many predicate calls shrinking may spend (a C check compiles once per call).
-    fn shrink_budget(&self) -> usize {
-        match self {
-            Check::C { .. } | Check::Lower { .. } => 150,
-            Check::Validate { .. } => 500,
-            _ => 2000,
-        }
-    }
-}
-
-fn style_name(s: Style) -> &'static str {
-    match s {
-        Style::Prefix => "prefix",
-        Style::Infix => "infix",
-    }
-}
-
-/// One failed check.
-#[derive(Clone, Debug)]
-pub struct Failure {
-    pub check: Check,
-    pub detail: String,
 }
 
 /// A shrunk reproducer.
@@ -543,6 +435,16 @@ impl Stats {
         }
         self.mutants += o.mutants;
         self.cells.add(o.cells);
+    }
+}
+
+impl<'a> From<&'a Config> for crate::repro::Origin<'a> {
+    fn from(cfg: &'a Config) -> Self {
+        crate::repro::Origin {
+            seed: cfg.seed,
+            pads: &cfg.pads,
+            plant: cfg.plant,
+        }
     }
 }
 

@@ -212,7 +212,7 @@ impl std::fmt::Display for Codes {
 }
 
 /// Why a program cannot be a case of a campaign against another implementation
-/// (`crate::target_campaign::Case::new`).
+/// (`crate::case::Case::new`).
 #[derive(Debug, thiserror::Error)]
 pub enum NotACase {
     #[error("the program does not check")]

@@ -11,9 +11,9 @@
 //! (`teil_interp::files::StagedDir`), so a directory that exists is complete.
 
 use crate::campaign::Store;
+use crate::case::{Case, Generators, Profile};
 use crate::error::FileError;
 use crate::shrink::Inputs;
-use crate::target_campaign::{self, Case, Profile};
 use std::path::{Path, PathBuf};
 use teil::fmt::Style;
 use teil_interp::files::{write_new, StagedDir};
@@ -109,7 +109,7 @@ pub fn export(
         skipped: 0,
     };
     atomically(dir, false, |tmp| {
-        let mut gens = target_campaign::Generators::default();
+        let mut gens = Generators::default();
         let mut entries = Vec::new();
         for k in 0..programs {
             let index = skip.saturating_add(k);

@@ -10,7 +10,7 @@
 //! The files are written all or nothing (`teil_interp::files::Staged`), the `.teil` file
 //! renamed into place last, so a reproducer that exists is complete.
 
-use crate::campaign::{Check, Config, Failure};
+use crate::check::{Check, Failure};
 use crate::error::FileError;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
@@ -46,17 +46,27 @@ pub fn replay_command(path: &Path) -> String {
     format!("teil fuzz --replay {quoted}")
 }
 
-/// Writes the reproducer of a failure found on program `index` (if any) with seed `seed`.
-/// Returns the `.teil` file's path.
-pub fn write(
+/// What a reproducer records of the campaign that found it: its seed, its padding multiples
+/// and its planted bug (`crate::campaign::Config` converts into one).
+#[derive(Clone, Debug)]
+pub struct Origin<'a> {
+    pub seed: u64,
+    pub pads: &'a [u64],
+    pub plant: Option<Bug>,
+}
+
+/// Writes the reproducer of a failure found on program `index` (if any) with seed `seed` by
+/// the campaign `origin`. Returns the `.teil` file's path.
+pub fn write<'a>(
     dir: &Path,
-    cfg: &Config,
+    origin: impl Into<Origin<'a>>,
     seed: u64,
     failure: &Failure,
     program: &Program,
     inputs: &Inputs,
     index: Option<u64>,
 ) -> Result<PathBuf, FileError> {
+    let cfg = origin.into();
     let stem = format!("repro_{seed}");
     let file = dir.join(format!("{stem}.teil"));
     let data = dir.join(&stem);
@@ -72,7 +82,7 @@ pub fn write(
 
     let pads: Vec<u64> = match failure.check {
         Check::C { pad, .. } | Check::Lower { pad } | Check::Validate { pad } => vec![pad],
-        _ => cfg.pads.clone(),
+        _ => cfg.pads.to_vec(),
     };
     let mut text = format!("// teil fuzz reproducer: {}\n", failure.check.describe());
     // The first line says what differs; a judged lifted kernel's line says which law, if any,

@@ -9,59 +9,20 @@
 //! candidates of the shrinker that read one are not taken. So every value a target sees is a
 //! number, and `•` — which no framework has — never has to be modelled.
 
-use crate::campaign::{self, flavour, program_seed, Progress, Store};
+use crate::campaign::{self, Progress, Store};
+pub use crate::case::{supply, Case, Generators, Profile};
 use crate::compare::{self, Tolerance};
-use crate::error::{FileError, NotACase, TargetError};
+use crate::error::{FileError, TargetError};
 use crate::export;
-use crate::gen;
 use crate::shrink::{self, Inputs};
 use crate::target::{Answer, Target, TargetCommand};
-use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use teil::ast::{BinOp, ExprKind, Program, Qualifier};
-use teil::ops::Ops;
 use teil::CheckedProgram;
 use teil_interp::files::{self, StagingDir, WriteError};
-
-/// Which programs a campaign draws.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Profile {
-    /// Every construct (the flavours of the self-checking campaign).
-    #[default]
-    All,
-    /// Programs whose ops/1 form has `einsum` steps only.
-    Einsum,
-}
-
-impl Profile {
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::All => "all",
-            Profile::Einsum => "einsum",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Profile> {
-        [Profile::All, Profile::Einsum]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
-
-    /// The flag that selects it, with a leading space (nothing for the default).
-    pub fn flag(self) -> &'static str {
-        match self {
-            Profile::All => "",
-            Profile::Einsum => " --profile einsum",
-        }
-    }
-}
-
-/// How many seeds the einsum profile tries for one program before skipping it.
-const EINSUM_ATTEMPTS: u64 = 64;
 
 /// Shrinking budgets (predicate calls): a fault may cost a whole timeout per call.
 const SHRINK_BUDGET: usize = 1000;
@@ -87,117 +48,6 @@ pub struct Config {
     /// Stops the campaign between cases and any wait for an answer once set (a signal
     /// handler sets it): the report then says so ([`Report::interrupted`]).
     pub cancel: teil_interp::process::Cancel,
-}
-
-/// One program ready to be sent: the checked program, its inputs, the oracle's value of every
-/// output, its ops/1 form, and whether the comparison is exact.
-#[derive(Clone, Debug)]
-pub struct Case {
-    pub seed: u64,
-    pub checked: CheckedProgram,
-    pub inputs: Inputs,
-    pub expected: Store,
-    pub ops: Ops,
-    /// Exact when the program has no division and every output is an integer below 2^50
-    /// (spec/fuzzing.md); within the bound otherwise.
-    pub exact: bool,
-}
-
-impl Case {
-    /// `Err` when the program does not check, reads an undefined value, or the oracle refuses
-    /// it (too large).
-    pub fn new(seed: u64, program: Program, inputs: Option<Inputs>) -> Result<Case, NotACase> {
-        let (checked, _) = teil::check(program).map_err(|_| NotACase::DoesNotCheck)?;
-        let inputs = inputs.unwrap_or_else(|| teil_interp::random_inputs(&checked, seed));
-        let ops = teil::ops::lower(&checked);
-        if let Some(n) = ops.undefined.first() {
-            return Err(NotACase::ReadsUndefined(n.clone()));
-        }
-        if let Some((n, _)) = ops.inputs.iter().find(|(n, _)| !inputs.contains_key(n)) {
-            return Err(NotACase::NoInput(n.clone()));
-        }
-        let all = teil_interp::run_oracle(&checked, &inputs).map_err(NotACase::Oracle)?;
-        let expected: Store = ops
-            .outputs
-            .iter()
-            .filter_map(|(n, _)| all.get(n).map(|t| (n.clone(), t.clone())))
-            .collect();
-        let exact = !has_division(&checked) && compare::small_integers(expected.values());
-        Ok(Case {
-            seed,
-            checked,
-            inputs,
-            expected,
-            ops,
-            exact,
-        })
-    }
-}
-
-fn has_division(p: &CheckedProgram) -> bool {
-    let mut found = false;
-    for s in &p.program().stmts {
-        s.value
-            .walk(&mut |e| found |= matches!(e.kind, ExprKind::Binary(BinOp::Div, ..)));
-    }
-    found
-}
-
-/// `p` with every variable it reads before defining it made a parameter the caller supplies
-/// (`output` becomes `inout`, an unqualified variable `input`).
-pub fn supply(p: Program) -> Program {
-    let Ok((checked, _)) = teil::check(p.clone()) else {
-        return p;
-    };
-    let undefined = teil::ops::lower(&checked).undefined;
-    let mut p = p;
-    for d in p
-        .decls
-        .iter_mut()
-        .filter(|d| undefined.contains(&d.name.name))
-    {
-        d.qualifier = match d.qualifier {
-            Some(Qualifier::Output) | Some(Qualifier::InOut) => Some(Qualifier::InOut),
-            _ => Some(Qualifier::Input),
-        };
-    }
-    p
-}
-
-/// The generators of both profiles, built once per flavour.
-#[derive(Default)]
-pub struct Generators {
-    strategies: BTreeMap<(Profile, u64), BoxedStrategy<Program>>,
-}
-
-impl Generators {
-    /// Program `index` of the campaign with seed `seed`: for `all`, the self-checking
-    /// campaign's program ([`campaign::generate`]); for `einsum`, the first of up to
-    /// `EINSUM_ATTEMPTS` (64) seeds whose einsum-only program lowers to `einsum` steps only. Then
-    /// [`supply`]. `None` when no case results (see [`Case::new`]).
-    pub fn case(&mut self, profile: Profile, seed: u64, index: u64) -> Option<Case> {
-        let base = program_seed(seed, index);
-        let strategy =
-            self.strategies
-                .entry((profile, index % 4))
-                .or_insert_with(|| match profile {
-                    Profile::All => gen::program(flavour(index)),
-                    Profile::Einsum => gen::program(gen::GenConfig {
-                        einsum_only: true,
-                        ..flavour(index)
-                    }),
-                });
-        let attempts = match profile {
-            Profile::All => 1,
-            Profile::Einsum => EINSUM_ATTEMPTS,
-        };
-        (0..attempts).find_map(|a| {
-            let seed = if a == 0 { base } else { program_seed(base, a) };
-            let (p, _) = campaign::generate(strategy, seed);
-            let case = Case::new(seed, supply(p), None).ok()?;
-            (profile == Profile::All || case.ops.einsum_only()).then_some(case)
-        })
-    }
 }
 
 /// How a target failed on a case; shrinking keeps the kind.
@@ -339,10 +189,6 @@ pub struct Runner {
     next_id: u64,
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
 impl Runner {
     /// Starts the target; `Err` when its command cannot be started.
     pub fn new(
@@ -435,7 +281,7 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> 
     let entry = |path: &Path, shape: &[u64]| {
         format!(
             "{{\"path\": {}, \"shape\": {}}}",
-            json_str(&path.to_string_lossy()),
+            teil::json::string(&path.to_string_lossy()),
             serde_json::json!(shape)
         )
     };
@@ -445,7 +291,11 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> 
         if let Some(t) = case.inputs.get(name) {
             write_new(&path, &teil_interp::npy::to_bytes(t))?;
         }
-        inputs.push(format!("{}: {}", json_str(name), entry(&path, shape)));
+        inputs.push(format!(
+            "{}: {}",
+            teil::json::string(name),
+            entry(&path, shape)
+        ));
     }
     let outputs: Vec<String> = case
         .ops
@@ -453,13 +303,13 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> 
         .iter()
         .map(|(name, shape)| {
             let path = outs.join(format!("{name}.npy"));
-            format!("{}: {}", json_str(name), entry(&path, shape))
+            format!("{}: {}", teil::json::string(name), entry(&path, shape))
         })
         .collect();
     Ok(format!(
         "{{\"id\": {id}, \"dir\": {}, \"program\": {}, \"ops\": {}, \"inputs\": {{{}}}, \"outputs\": {{{}}}}}",
-        json_str(&dir.to_string_lossy()),
-        json_str(&program.to_string_lossy()),
+        teil::json::string(&dir.to_string_lossy()),
+        teil::json::string(&program.to_string_lossy()),
         teil::ops::steps_json(&case.ops.steps),
         inputs.join(", "),
         outputs.join(", ")

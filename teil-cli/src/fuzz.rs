@@ -18,6 +18,7 @@
 //! (including a C compiler that cannot be run at all, or that times out: E0801), 130
 //! interrupted.
 
+use crate::fuzz_target::TargetArgs;
 use crate::input::{fail, fail_coded};
 use crate::interrupt::{cancel_on_signal, EXIT_INTERRUPTED};
 use std::io::IsTerminal;
@@ -95,7 +96,20 @@ pub struct FuzzArgs {
 
 pub fn fuzz(args: &FuzzArgs) -> u8 {
     if args.target.is_some() || args.export.is_some() {
-        return crate::fuzz_target::fuzz_target(args);
+        return crate::fuzz_target::fuzz_target(&TargetArgs {
+            target: args.target.clone(),
+            export: args.export.clone(),
+            replay: args.replay.clone(),
+            profile: args.profile.clone(),
+            programs: args.programs,
+            seed: args.seed,
+            skip: args.skip,
+            target_timeout: args.target_timeout,
+            time: args.time,
+            jobs: args.jobs,
+            shrink: args.shrink,
+            out: args.out.clone(),
+        });
     }
     if args.profile != "all" {
         fail("`--profile` needs `--target` or `--export`");

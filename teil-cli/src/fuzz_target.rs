@@ -6,13 +6,30 @@
 //! Exit codes as for every campaign: 0 nothing found, 1 something found, 2 usage or I/O
 //! problems (including a target command that cannot be started).
 
-use crate::fuzz::FuzzArgs;
 use crate::input::fail;
+use std::path::PathBuf;
 use std::time::Duration;
 use teil_fuzz::target::TargetCommand;
 use teil_fuzz::target_campaign::{self, Config, Finding, Profile, Report};
 
-pub fn fuzz_target(args: &FuzzArgs) -> u8 {
+/// The flags of `teil fuzz` that a campaign against a target or an export reads (`teil fuzz`'s
+/// own module, `crate::fuzz`, parses them and hands them over).
+pub struct TargetArgs {
+    pub target: Option<String>,
+    pub export: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub profile: String,
+    pub programs: Option<u64>,
+    pub seed: u64,
+    pub skip: u64,
+    pub target_timeout: f64,
+    pub time: Option<f64>,
+    pub jobs: Option<usize>,
+    pub shrink: usize,
+    pub out: PathBuf,
+}
+
+pub fn fuzz_target(args: &TargetArgs) -> u8 {
     match run(args) {
         Ok(code) => code,
         Err(msg) => {
@@ -22,7 +39,7 @@ pub fn fuzz_target(args: &FuzzArgs) -> u8 {
     }
 }
 
-fn run(args: &FuzzArgs) -> Result<u8, String> {
+fn run(args: &TargetArgs) -> Result<u8, String> {
     let profile = Profile::from_name(&args.profile)
         .ok_or_else(|| format!("`--profile {}` is not `all` or `einsum`", args.profile))?;
     if let Some(dir) = &args.export {
