@@ -50,6 +50,7 @@ use std::time::{Duration, Instant};
 use teil::ast::{BinOp, ExprKind, Program};
 use teil::fmt::Style;
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{self, Job, Outcome, Process, RunError, Toolchain};
@@ -975,6 +976,7 @@ fn lower(
         name: name.to_string(),
         lift,
         fma,
+        openmp: false,
     };
     let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(CheckFailed::Lowering)?;
     if let Some(bug) = cfg.plant {

@@ -28,7 +28,7 @@
 //!
 //! `--plain` lowers without the optimisations of `teil_cbackend::opt` (the baseline of
 //! PERFORMANCE.md), `--tuning contract,order,split,tile` with only those named, `--pad` chooses
-//! the padding multiples (default 1). `--openmp` adds parallel outer loops (`Tuning::openmp`)
+//! the padding multiples (default 1). `--openmp` adds parallel outer loops (`Options::openmp`)
 //! and compiles with `-fopenmp`; the number of threads is then `OMP_NUM_THREADS`. `--groups`
 //! and `--only` select kernels: a kernel is built when its group is among `--groups` or its
 //! name among `--only` (all kernels without either). `--jobs N` compiles N kernels at a time
@@ -715,7 +715,7 @@ struct Args {
     jobs: usize,
     run: bool,
     list: bool,
-    /// Parallel outer loops (`Tuning::openmp`), compiled with `-fopenmp`.
+    /// Parallel outer loops (`Options::openmp`), compiled with `-fopenmp`.
     openmp: bool,
 }
 
@@ -882,12 +882,9 @@ fn build(
         name: format!("bench_{}", b.name),
         lift: true,
         fma: mode == Mode::Fma,
-    };
-    let tuning = teil_cbackend::opt::Tuning {
         openmp: a.openmp,
-        ..tuning(a)
     };
-    let kernel = teil_cbackend::opt::lower_tuned(&p, &opts, &tuning)
+    let kernel = teil_cbackend::opt::lower_tuned(&p, &opts, &tuning(a))
         .map_err(|e| format!("{}: {e}", b.name))?;
     let stem = stem(b, mode, pad);
     let kernel_c = dir.join(format!("{stem}.c"));
@@ -1154,13 +1151,7 @@ fn run(a: &Args, benches: &[Bench]) -> Result<(), String> {
         cflags.join(", "),
         a.openmp,
         a.plain,
-        teil::json::string(&format!(
-            "{:?}",
-            teil_cbackend::opt::Tuning {
-                openmp: a.openmp,
-                ..tuning(a)
-            }
-        )),
+        teil::json::string(&format!("{:?}", tuning(a))),
         groups.join(", "),
         entries.join(",\n")
     );

@@ -500,8 +500,39 @@ pub enum Strategy {
         /// The free label blocked by `rows` (read by no operand that reads the lane with
         /// unit stride), if any.
         rows_of: Option<Label>,
+        /// How `a` and `b` give the terms of a block's cells (it does not change any cell's
+        /// operations, only how the vector variants load them).
+        reads: [Reads; 2],
         variants: Vec<Lanes>,
     },
+}
+
+/// How an operand of a dot-product block ([`Strategy::Dot`]) gives the terms of its cells,
+/// the lane label's consecutive cells `u < width` at term `k`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reads {
+    /// It does not read the lane label: one value for every cell (a broadcast).
+    Same,
+    /// Unit stride along the lane: the cells' terms are one vector in memory.
+    Lane,
+    /// Unit stride in `k` (and not along the lane): each cell's terms are a row; a block of
+    /// `width` terms is loaded row by row and transposed in registers.
+    Rows,
+    /// Anything else: the terms are gathered one by one.
+    Gather,
+}
+
+impl Reads {
+    /// Whether an operand with strides `s` can give its terms along `lane` (term label `k`)
+    /// this way: what the printed loads assume of the strides.
+    pub fn holds(self, s: &Affine, lane: Label, k: Label) -> bool {
+        match self {
+            Reads::Same => s.get(lane) == 0,
+            Reads::Lane => s.get(lane) == 1,
+            Reads::Rows => s.get(lane) != 0 && s.get(k) == 1,
+            Reads::Gather => true,
+        }
+    }
 }
 
 impl Strategy {
@@ -1043,6 +1074,7 @@ impl fmt::Display for Kernel {
                             lane,
                             rows_of,
                             variants,
+                            ..
                         } => {
                             let one = |v: &Lanes| {
                                 let mut s = format!("{} lanes", v.lanes);

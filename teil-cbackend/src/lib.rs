@@ -81,6 +81,11 @@ pub struct Options {
     /// results (within the bound the spec states), so it is off by default; recorded in the
     /// kernel ([`ir::Kernel::fma`]).
     pub fma: bool,
+    /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
+    /// and copy, and per-thread row panels in the packed contraction kernel (spec/abi.md,
+    /// "OpenMP"); the C must then be compiled with `-fopenmp`. Recorded in the kernel
+    /// ([`ir::Kernel::openmp`]) by the lowering, which every caller goes through.
+    pub openmp: bool,
 }
 
 impl Default for Options {
@@ -90,6 +95,7 @@ impl Default for Options {
             name: DEFAULT_NAME.to_string(),
             lift: true,
             fma: false,
+            openmp: false,
         }
     }
 }
@@ -102,7 +108,7 @@ pub enum Error {
     #[error("`{0}` cannot be the kernel's C name: {1}")]
     BadName(String, &'static str),
     #[error(
-        "[E0706] {what} is too large for the C backend once padded (more than 2^60 - 1 \
+        "{what} is too large for the C backend once padded (more than 2^60 - 1 \
          elements: its size in bytes would not fit a signed 64-bit `ptrdiff_t`)"
     )]
     TooLarge { what: String },
@@ -110,6 +116,15 @@ pub enum Error {
     TooComplex,
     #[error("internal error in the C backend: {0}")]
     Internal(String),
+}
+
+impl teil::CodedError for Error {
+    fn code(&self) -> Option<teil::Code> {
+        match self {
+            Error::TooLarge { .. } => Some(teil::Code::CTooLarge),
+            _ => None,
+        }
+    }
 }
 
 /// Why [`run_program`] failed.
@@ -126,19 +141,27 @@ pub enum ProgramError {
     NonzeroPadding(Vec<String>),
 }
 
-/// The C backend as `teil run --backend c` runs a program: lowered with `opts`, with OpenMP
-/// pragmas when `openmp` (the toolchain's flags must then include `-fopenmp`), compiled by
-/// `tc` and run once in a separate process, its padding checked zero afterwards. Returns every
+impl teil::CodedError for ProgramError {
+    fn code(&self) -> Option<teil::Code> {
+        match self {
+            ProgramError::Lower(e) => e.code(),
+            ProgramError::Run(e) => e.code(),
+            ProgramError::NonzeroPadding(_) => None,
+        }
+    }
+}
+
+/// The C backend as `teil run --backend c` runs a program: lowered with `opts` (with
+/// [`Options::openmp`], the toolchain's flags must include `-fopenmp`), compiled by `tc` and
+/// run once in a separate process, its padding checked zero afterwards. Returns every
 /// variable's final value. The one implementation behind the CLI and the Python package.
 pub fn run_program(
     p: &CheckedProgram,
     opts: &Options,
-    openmp: bool,
     tc: &run::Toolchain,
     inputs: &std::collections::BTreeMap<String, ndarray::ArrayD<f64>>,
 ) -> Result<std::collections::BTreeMap<String, ndarray::ArrayD<f64>>, ProgramError> {
-    let mut kernel = lower(p, opts)?;
-    kernel.openmp = openmp;
+    let kernel = lower(p, opts)?;
     let outcome = run::run(tc, &kernel, inputs)?;
     if !outcome.nonzero_padding.is_empty() {
         return Err(ProgramError::NonzeroPadding(outcome.nonzero_padding));

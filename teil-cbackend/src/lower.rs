@@ -209,6 +209,8 @@ pub(crate) struct Context {
     pad: u64,
     /// Fused multiply-add mode ([`Kernel::fma`]).
     fma: bool,
+    /// Parallel outer loops ([`Kernel::openmp`]).
+    openmp: bool,
     /// Logical extent of each label.
     labels: Vec<u64>,
     buffers: Vec<Buffer>,
@@ -256,6 +258,7 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
             name: opts.name.clone(),
             pad: opts.pad,
             fma: opts.fma,
+            openmp: opts.openmp,
             labels: Vec::new(),
             buffers: Vec::new(),
             params: Vec::new(),
@@ -702,7 +705,7 @@ impl Context {
             steps,
             workspace: 0,
             lifted: self.lifted,
-            openmp: false,
+            openmp: self.openmp,
             fma: self.fma,
         };
         let used = kernel.referenced();

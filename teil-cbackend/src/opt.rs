@@ -64,10 +64,6 @@ pub struct Tuning {
     /// reductions (their accumulators in rows of a temporary). The `max`/`min` reductions left
     /// innermost along a unit-stride label are computed in lanes ([`lanes::run`]).
     pub interchange: bool,
-    /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest
-    /// and copy, and per-thread row panels in the packed contraction kernel. Off by default;
-    /// the C must then be compiled with `-fopenmp` (spec/abi.md, "OpenMP").
-    pub openmp: bool,
 }
 
 impl Default for Tuning {
@@ -78,7 +74,6 @@ impl Default for Tuning {
             split: true,
             tile: true,
             interchange: true,
-            openmp: false,
         }
     }
 }
@@ -92,7 +87,6 @@ impl Tuning {
             split: false,
             tile: false,
             interchange: false,
-            openmp: false,
         }
     }
 }
@@ -145,7 +139,6 @@ pub fn pipeline(k: &mut Kernel, t: &Tuning) {
     if t.tile {
         tile::run(k);
     }
-    k.openmp = t.openmp;
 }
 
 /// How a step of a kernel is printed (a summary of the step kinds, for tests and statistics).

@@ -177,12 +177,10 @@ pub struct Outcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("input `{var}` has shape {found:?}, but the program declares {expected:?}")]
-    InputShape {
-        var: String,
-        expected: Vec<u64>,
-        found: Vec<usize>,
-    },
+    /// A job's input does not have its parameter's shape (E0603, worded by
+    /// [`teil::interface`]).
+    #[error(transparent)]
+    Input(teil::interface::InterfaceError),
     #[error("job {job} names kernel {kernel}, but the batch has {count}")]
     NoSuchKernel {
         job: usize,
@@ -223,11 +221,11 @@ pub enum RunError {
     UnsafeFlag { flag: String, why: &'static str },
 }
 
-impl RunError {
-    /// The stable diagnostic code of the error, for those that have one (`teil explain`).
-    pub fn code(&self) -> Option<teil::Code> {
+impl teil::CodedError for RunError {
+    fn code(&self) -> Option<teil::Code> {
         match self {
             RunError::TimedOut { .. } => Some(teil::Code::ProcessTimedOut),
+            RunError::Input(e) => e.code(),
             _ => None,
         }
     }
@@ -474,15 +472,15 @@ fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
             buf.resize(start + b.padded_len() as usize * 8, 0);
             let given = job.inputs.get(&var).filter(|_| input);
             if let Some(value) = given {
-                let found: Vec<usize> = value.shape().to_vec();
-                if found.len() != b.logical.len()
-                    || found.iter().zip(&b.logical).any(|(&f, &l)| f as u64 != l)
-                {
-                    return Err(RunError::InputShape {
-                        var,
-                        expected: b.logical.clone(),
-                        found,
-                    });
+                let found: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
+                if found != b.logical {
+                    return Err(RunError::Input(
+                        teil::interface::InterfaceError::InputShape {
+                            name: var,
+                            expected: b.logical.clone(),
+                            found,
+                        },
+                    ));
                 }
             }
             // `iter` visits elements in logical row-major order whatever the memory layout. An

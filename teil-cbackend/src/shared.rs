@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use teil::interface::{self, Coded, Interface, InterfaceError};
 use teil::CheckedProgram;
 use teil_interp::files::{self, StagingDir};
 use teil_interp::Tensor;
@@ -191,20 +192,24 @@ pub enum KernelError {
         path: PathBuf,
         error: libloading::Error,
     },
-    #[error("missing input `{var}` of shape {shape:?}")]
-    MissingInput { var: String, shape: Vec<u64> },
-    #[error("input `{var}` has shape {found:?}, but the program declares {expected:?}")]
-    InputShape {
-        var: String,
-        expected: Vec<u64>,
-        found: Vec<usize>,
-    },
-    #[error("`{var}` is not a variable of the program")]
-    UnknownVariable { var: String },
-    #[error("`{var}` is not an input of the program (only `input` and `inout` variables are)")]
-    NotAnInput { var: String },
+    /// The inputs do not fit the program ([`teil::interface::check_inputs`]): every problem,
+    /// one per line.
+    #[error("{}", Coded(.0))]
+    Inputs(Vec<InterfaceError>),
     #[error("the kernel's buffers need {bytes} bytes, more than this machine can provide")]
     TooLarge { bytes: u64 },
+}
+
+/// The code of the error's cause; [`KernelError::Inputs`] lists several problems, each with
+/// its code in its line ([`Coded`]).
+impl teil::CodedError for KernelError {
+    fn code(&self) -> Option<teil::Code> {
+        match self {
+            KernelError::Lower(e) => e.code(),
+            KernelError::Compile(e) => e.code(),
+            _ => None,
+        }
+    }
 }
 
 /// The C entry point every shared kernel exports: all parameters through one array, so that
@@ -223,8 +228,6 @@ struct Param {
     input: bool,
     /// The caller receives its final contents.
     output: bool,
-    /// The caller must supply it ([`CheckedProgram::is_required`]).
-    required: bool,
 }
 
 impl Param {
@@ -242,8 +245,8 @@ pub struct SharedKernel {
     output_params: Vec<usize>,
     inputs: Vec<String>,
     outputs: Vec<String>,
-    /// Every declared variable, parameters or not.
-    declared: Vec<String>,
+    /// What [`Self::call`] checks its inputs against.
+    interface: Interface,
     /// Bytes of the workspace the C function allocates per call.
     workspace_bytes: u64,
     path: PathBuf,
@@ -276,10 +279,10 @@ impl SharedKernel {
         let lower = Options {
             pad: opts.pad,
             fma: opts.fma,
+            openmp: opts.openmp,
             ..Options::default()
         };
-        let mut kernel = crate::lower(p, &lower)?;
-        kernel.openmp = opts.openmp;
+        let kernel = crate::lower(p, &lower)?;
         let source = source(&kernel);
 
         let mut tc = Toolchain {
@@ -344,7 +347,6 @@ impl SharedKernel {
         path: PathBuf,
         openmp: bool,
     ) -> SharedKernel {
-        let decls = &p.program().decls;
         let params: Vec<Param> = kernel
             .params
             .iter()
@@ -355,39 +357,29 @@ impl SharedKernel {
                     Role::Param { input, output } => (input, output),
                     _ => (false, false),
                 };
-                let required = decls
-                    .iter()
-                    .find(|d| d.name.name == var)
-                    .is_some_and(|d| p.is_required(d));
                 Param {
                     var,
                     logical: b.logical.clone(),
                     padded: b.padded.clone(),
                     input,
                     output,
-                    required,
                 }
             })
             .collect();
-        let inputs = decls
-            .iter()
-            .filter(|d| p.is_required(d))
-            .map(|d| d.name.name.clone())
-            .collect();
+        let inputs = interface::required_inputs(p);
         // Every output is a parameter (spec/abi.md); pairing them keeps the two lists parallel.
         let (outputs, output_params) = p
             .output_names()
             .into_iter()
             .filter_map(|o| Some((o.clone(), params.iter().position(|q| q.var == o)?)))
             .unzip();
-        let declared = decls.iter().map(|d| d.name.name.clone()).collect();
         SharedKernel {
             entry,
             params,
             output_params,
             inputs,
             outputs,
-            declared,
+            interface: Interface::of(p),
             workspace_bytes: kernel.workspace.saturating_mul(8),
             path,
             object,
@@ -403,38 +395,12 @@ impl SharedKernel {
         &self,
         inputs: &BTreeMap<String, ArrayViewD<'_, f64>>,
     ) -> Result<BTreeMap<String, Tensor>, KernelError> {
-        for (name, value) in inputs {
-            let Some(q) = self.params.iter().find(|q| &q.var == name) else {
-                return Err(if self.declared.iter().any(|d| d == name) {
-                    KernelError::NotAnInput { var: name.clone() }
-                } else {
-                    KernelError::UnknownVariable { var: name.clone() }
-                });
-            };
-            if !q.input {
-                return Err(KernelError::NotAnInput { var: name.clone() });
-            }
-            let found = value.shape();
-            if found.len() != q.logical.len()
-                || found.iter().zip(&q.logical).any(|(&f, &l)| f as u64 != l)
-            {
-                return Err(KernelError::InputShape {
-                    var: name.clone(),
-                    expected: q.logical.clone(),
-                    found: found.to_vec(),
-                });
-            }
-        }
-        if let Some(q) = self
-            .params
-            .iter()
-            .find(|q| q.required && !inputs.contains_key(&q.var))
-        {
-            return Err(KernelError::MissingInput {
-                var: q.var.clone(),
-                shape: q.logical.clone(),
-            });
-        }
+        self.interface
+            .check(inputs.iter().map(|(name, value)| {
+                let shape: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
+                (name.as_str(), Some(shape))
+            }))
+            .map_err(KernelError::Inputs)?;
 
         // Buffers of this call; `None` where the caller's array is passed directly.
         let mut owned: Vec<Option<Aligned>> = Vec::with_capacity(self.params.len());

@@ -845,10 +845,25 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             Strategy::Dot {
                 lane,
                 rows_of,
+                reads,
                 variants,
             } => {
                 if c.outer.is_some() {
                     return Err(self.malformed("dot products of a two-level sum".to_string()));
+                }
+                // The vector variants load the operands' terms as `reads` says.
+                // (An unknown buffer is reported where the operand is read.)
+                for (x, r) in [&c.a, &c.b].into_iter().zip(reads) {
+                    if self.k.buffers.get(x.buf.0).is_none() {
+                        continue;
+                    }
+                    let s = Affine::of(self.k, x.buf, &x.index);
+                    if !r.holds(&s, *lane, c.k.var) {
+                        return Err(self.malformed(format!(
+                            "dot operand read as {r:?} along l{} with strides {s:?}",
+                            lane.0
+                        )));
+                    }
                 }
                 let Some(lane_n) = c.free.iter().find(|f| f.var == *lane).map(|f| f.extent) else {
                     return Err(

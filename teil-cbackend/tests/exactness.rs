@@ -39,7 +39,7 @@ fn run_c(
         fma,
         ..Options::default()
     };
-    teil_cbackend::run_program(p, &opts, false, tc, inputs)
+    teil_cbackend::run_program(p, &opts, tc, inputs)
 }
 
 /// Bit for bit (NaN = NaN), except that -0 = +0 as spec/values.md compares at the boundary.

@@ -67,6 +67,7 @@ fn lower(p: &CheckedProgram, name: &str, pad: u64, lift: bool, fma: bool) -> Ker
         name: name.to_string(),
         lift,
         fma,
+        openmp: false,
     };
     teil_cbackend::lower(p, &opts).expect("lowers")
 }

@@ -8,7 +8,7 @@
 mod compilers;
 
 use std::collections::BTreeMap;
-use teil_cbackend::ir::{Kernel, Step, Strategy, Target};
+use teil_cbackend::ir::{Kernel, Reads, Step, Strategy, Target};
 use teil_cbackend::opt::{self, Printing, Tuning};
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{run_batch, Job, Toolchain};
@@ -281,6 +281,30 @@ fn a_malformed_variant_of_one_target_is_rejected() {
     }
     let e = validate::validate(&p, &k).expect_err("rejected");
     assert!(matches!(e, Failure::Malformed { .. }), "{e}");
+}
+
+/// The dot products' vector loads follow the operands' recorded [`Reads`], which the printer
+/// prints without looking at the strides: a record the strides do not allow is malformed.
+#[test]
+fn a_dot_step_whose_operands_cannot_be_read_as_recorded_is_rejected() {
+    let (_, p) = program("matvec");
+    let mut k = lower(&p, 1);
+    validate::validate(&p, &k).expect("validates as lowered");
+    let Some(Step::Contract { c, .. }) = k.steps.first_mut() else {
+        panic!("a contraction step:\n{k}");
+    };
+    let Strategy::Dot { reads, .. } = &mut c.strategy else {
+        panic!("dot products: {k}");
+    };
+    // `A` is read along its rows (its terms have unit stride) and `x` is the same for every
+    // cell of the lane; `A` as one vector along the lane would read the wrong cells.
+    assert_eq!(*reads, [Reads::Rows, Reads::Same]);
+    reads[0] = Reads::Lane;
+    let e = validate::validate(&p, &k).expect_err("rejected");
+    assert!(
+        matches!(&e, Failure::Malformed { what, .. } if what.contains("Lane")),
+        "{e}"
+    );
 }
 
 /// The packed product's panels on every target, for `C = A B` of `m x k` and `k x n`.

@@ -10,7 +10,9 @@ use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use teil::interface::InterfaceError;
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_cbackend::run::RunError;
 use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
 use teil_interp::{same_values, Tensor};
@@ -381,38 +383,51 @@ fn call_errors_name_the_variable_and_shapes() {
     let a = tensor(&[2, 3], vec![0.0; 6]);
     let b = tensor(&[3, 4], vec![0.0; 12]);
 
+    // The caller boundary's errors (`teil::interface`), every one at once.
+    let inputs = |e: KernelError| match e {
+        KernelError::Inputs(errors) => errors,
+        e => panic!("not an input error: {e:?}"),
+    };
     let e = error(&kernel, &[("A", a.clone())]);
-    assert!(
-        matches!(&e, KernelError::MissingInput { var, shape } if var == "B" && shape == &[3, 4]),
-        "{e:?}"
+    assert_eq!(e.to_string(), "[E0604] missing input `B` of shape [3, 4]");
+    assert_eq!(
+        inputs(e),
+        [InterfaceError::MissingInput {
+            name: "B".to_string(),
+            shape: vec![3, 4]
+        }]
     );
-    assert_eq!(e.to_string(), "missing input `B` of shape [3, 4]");
 
     let e = error(
         &kernel,
         &[("A", a.clone()), ("B", tensor(&[4, 3], vec![0.0; 12]))],
     );
-    assert!(
-        matches!(&e, KernelError::InputShape { var, expected, found }
-            if var == "B" && expected == &[3, 4] && found == &[4, 3]),
-        "{e:?}"
+    assert_eq!(
+        inputs(e),
+        [InterfaceError::InputShape {
+            name: "B".to_string(),
+            expected: vec![3, 4],
+            found: vec![4, 3]
+        }]
     );
     let e = error(
         &kernel,
         &[("A", tensor(&[6], vec![0.0; 6])), ("B", b.clone())],
     );
-    assert!(
-        matches!(&e, KernelError::InputShape { var, .. } if var == "A"),
-        "{e:?}"
+    assert_eq!(
+        e.to_string(),
+        "[E0603] input `A` has shape [6], but the program declares [2, 3]"
     );
 
     let e = error(
         &kernel,
         &[("A", a.clone()), ("B", b.clone()), ("Q", a.clone())],
     );
-    assert!(
-        matches!(&e, KernelError::UnknownVariable { var } if var == "Q"),
-        "{e:?}"
+    assert_eq!(
+        inputs(e),
+        [InterfaceError::UnknownVariable {
+            name: "Q".to_string()
+        }]
     );
     for name in ["C", "T"] {
         let e = error(
@@ -423,11 +438,24 @@ fn call_errors_name_the_variable_and_shapes() {
                 (name, tensor(&[2, 4], vec![0.0; 8])),
             ],
         );
-        assert!(
-            matches!(&e, KernelError::NotAnInput { var } if var == name),
-            "{e:?}"
+        assert_eq!(
+            inputs(e),
+            [InterfaceError::NotAnInput {
+                name: name.to_string()
+            }]
         );
     }
+    // Several problems are reported together, given inputs first.
+    let e = error(
+        &kernel,
+        &[("Q", a.clone()), ("C", tensor(&[2, 4], vec![0.0; 8]))],
+    );
+    let codes: Vec<&str> = inputs(e)
+        .iter()
+        .filter_map(|e| e.code())
+        .map(|c| c.as_str())
+        .collect();
+    assert_eq!(codes, ["E0602", "E0601", "E0604", "E0604"]); // `C`, `Q` (name order), then A, B
 }
 
 #[test]

@@ -21,6 +21,7 @@ use crate::{Color, Format};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_cbackend::run::{RunError, Toolchain};
 use teil_cbackend::{Options, ProgramError};
 use teil_interp::Tensor;
@@ -71,16 +72,16 @@ pub fn emit_c(
         pad,
         name: name.to_string(),
         fma,
+        openmp,
         ..Options::default()
     };
-    let mut kernel = match teil_cbackend::lower(&checked, &opts) {
+    let kernel = match teil_cbackend::lower(&checked, &opts) {
         Ok(k) => k,
         Err(e) => {
-            fail(&e.to_string());
+            fail(&e.coded());
             return 2;
         }
     };
-    kernel.openmp = openmp;
     if validate {
         match teil_cbackend::validate::validate(&checked, &kernel) {
             Ok(v) => crate::out::eprint(&format!("{v}\n")),
@@ -171,18 +172,17 @@ impl CBackend {
         let opts = Options {
             pad: self.pad,
             fma: self.fma,
+            openmp: self.openmp,
             ..Options::default()
         };
         let toolchain = Toolchain {
             cancel: crate::interrupt::cancel_on_signal(),
             ..self.toolchain.clone()
         };
-        teil_cbackend::run_program(p, &opts, self.openmp, &toolchain, inputs).map_err(|e| match e {
+        teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
             ProgramError::Lower(teil_cbackend::Error::BadPad(_)) => Failure::Usage(e.to_string()),
-            ProgramError::Lower(_) => Failure::Rejected(vec![e.to_string()]),
-            ProgramError::Run(RunError::InputShape { .. }) => {
-                Failure::Rejected(vec![e.to_string()])
-            }
+            ProgramError::Lower(_) => Failure::Rejected(vec![e.coded()]),
+            ProgramError::Run(RunError::Input(_)) => Failure::Rejected(vec![e.coded()]),
             ProgramError::Run(RunError::Interrupted) => Failure::Interrupted,
             ProgramError::Run(e) => match e.code() {
                 Some(code) => Failure::Coded(code, e.to_string()),

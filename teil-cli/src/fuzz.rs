@@ -24,6 +24,7 @@ use crate::interrupt::{cancel_on_signal, EXIT_INTERRUPTED};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
+use teil::CodedError;
 use teil_cbackend::plant::Bug;
 use teil_cbackend::run::{RunError, Toolchain};
 use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report, Stop};

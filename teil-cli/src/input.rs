@@ -93,11 +93,12 @@ pub fn fail(msg: &str) {
     crate::out::eprint(&format!("error: {msg}\n"));
 }
 
-/// Prints an operational error with its diagnostic code, if it has one (`error[E0801]: ...`;
+/// Prints an operational error with its diagnostic code, if it has one, as every coded
+/// operational error is printed (`error: [E0801] ...`, [`teil::CodedError::coded`];
 /// `teil explain E0801` describes it).
 pub fn fail_coded(code: Option<teil::Code>, msg: &str) {
     match code {
-        Some(c) => crate::out::eprint(&format!("error[{}]: {msg}\n", c.as_str())),
+        Some(c) => fail(&format!("[{}] {msg}", c.as_str())),
         None => fail(msg),
     }
 }

@@ -14,7 +14,9 @@ use crate::{Color, Format};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use teil::ast::ShapeDisplay;
+use teil::interface::{self, Coded, InterfaceError};
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_interp::budget::{fast_bytes, oracle_bytes, oracle_work, Budget};
 use teil_interp::{npy, RunError, Tensor};
 
@@ -235,7 +237,7 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(r) => r,
         Err(f) => return f.report(),
     };
-    let outputs = output_names(&p);
+    let outputs = p.output_names();
     for w in undefined_warnings(&p, &inputs, &results, &outputs) {
         crate::out::eprint(&format!("warning: {w}\n"));
     }
@@ -271,16 +273,6 @@ pub fn compile_source(file: &str, color: Color) -> Result<(CheckedProgram, Sourc
     }
 }
 
-/// The variables the caller receives: `output`/`inout`, or every variable without qualifiers.
-pub fn output_names(p: &CheckedProgram) -> Vec<String> {
-    p.output_names()
-}
-
-/// Whether the caller must supply `d` ([`CheckedProgram::is_required`]).
-pub fn required(p: &CheckedProgram, d: &teil::ast::Decl) -> bool {
-    p.is_required(d)
-}
-
 /// Builds the caller's inputs from `--in NAME=FILE` specs and `--random-inputs SEED`
 /// (files win over random values). Every problem is reported, not just the first.
 pub fn load_inputs(
@@ -309,18 +301,19 @@ pub fn load_inputs(
         Some(Err(e)) => return Err(Failure::Rejected(vec![describe(&e)])),
         None => BTreeMap::new(),
     };
+    // What the caller gives, by name: the shape of each file that could be read (the others
+    // have `None`, so only their names are checked), and the random values not overridden.
+    let mut shapes: BTreeMap<String, Option<Vec<u64>>> = inputs
+        .iter()
+        .filter(|(name, _)| !given.contains_key(*name))
+        .map(|(name, t)| (name.clone(), Some(teil_interp::tensor_shape(t))))
+        .collect();
     for (name, path) in &given {
-        let Some(d) = p.decl(name) else {
-            errors.push(format!("`{name}` is not a variable of the program"));
+        shapes.insert(name.clone(), None);
+        // Only an input's file is read: the interface reports any other name.
+        let Some(d) = p.decl(name).filter(|d| p.is_input(d)) else {
             continue;
         };
-        if !p.is_input(d) {
-            errors.push(format!(
-                "`{name}` is not an input of the program (only `input` and `inout` variables take `--in`)"
-            ));
-            continue;
-        }
-        let expected = d.shape();
         // A file that cannot be read at all is an I/O problem (exit 2), as for the program
         // file; one that is read but holds no acceptable array is a rejected input (exit 1).
         if let Err(e) = teil_interp::files::check_regular(path) {
@@ -342,33 +335,32 @@ pub fn load_inputs(
                         format!("[{}] ", teil::Code::OutOfMemory.as_str()),
                     _ => String::new(),
                 },
-                ShapeDisplay(&expected),
+                ShapeDisplay(&d.shape()),
                 path.display()
             )),
             Ok(t) => {
-                let found = teil_interp::tensor_shape(&t);
-                if found != expected {
-                    errors.push(format!(
-                        "input `{name}` has the wrong shape: expected {}, found {} in `{}`",
-                        ShapeDisplay(&expected),
-                        ShapeDisplay(&found),
-                        path.display()
-                    ));
-                } else {
-                    inputs.insert(name.clone(), t);
-                }
+                shapes.insert(name.clone(), Some(teil_interp::tensor_shape(&t)));
+                inputs.insert(name.clone(), t);
             }
         }
     }
-    for d in &p.program().decls {
-        if required(p, d) && !inputs.contains_key(&d.name.name) && !given.contains_key(&d.name.name)
-        {
-            errors.push(format!(
-                "missing input `{}` of shape {}: give `--in {}=FILE.npy` or `--random-inputs SEED`",
-                d.name.name,
-                ShapeDisplay(&d.shape()),
-                d.name.name
-            ));
+    // The caller boundary's verdict (`teil::interface`), with where each value came from.
+    let shapes = shapes
+        .iter()
+        .map(|(name, shape)| (name.as_str(), shape.as_ref()));
+    if let Err(problems) = interface::check_inputs(p, shapes) {
+        for e in &problems {
+            let coded = Coded(std::slice::from_ref(e));
+            errors.push(match e {
+                InterfaceError::MissingInput { name, .. } => {
+                    format!("{coded}: give `--in {name}=FILE.npy` or `--random-inputs SEED`")
+                }
+                InterfaceError::InputShape { name, .. } => match given.get(name) {
+                    Some(path) => format!("{coded} (in `{}`)", path.display()),
+                    None => coded.to_string(),
+                },
+                _ => coded.to_string(),
+            });
         }
     }
     if !unreadable.is_empty() {

@@ -360,7 +360,7 @@ fn rejected(m: &Matmul, extra: &[&str], message: &str) {
 fn missing_input() {
     let m = matmul();
     let ia = format!("A={}", m.a);
-    rejected(&m, &["--in", &ia], "error: missing input `B` of shape [3, 2]: give `--in B=FILE.npy` or `--random-inputs SEED`");
+    rejected(&m, &["--in", &ia], "error: [E0604] missing input `B` of shape [3, 2]: give `--in B=FILE.npy` or `--random-inputs SEED`");
 }
 
 #[test]
@@ -372,7 +372,7 @@ fn wrong_shape() {
         &m,
         &["--in", &ia, "--in", &ib],
         &format!(
-            "error: input `A` has the wrong shape: expected [2, 3], found [3, 2] in `{}`",
+            "error: [E0603] input `A` has shape [3, 2], but the program declares [2, 3] (in `{}`)",
             m.b
         ),
     );
@@ -493,13 +493,13 @@ fn not_an_input() {
     rejected(
         &m,
         &["--in", &ia, "--in", &ib, "--in", &ic],
-        "error: `C` is not an input of the program (only `input` and `inout` variables take `--in`)",
+        "error: [E0602] `C` is not an input of the program (only `input` and `inout` variables take a value)",
     );
     let iz = format!("Z={}", m.a);
     rejected(
         &m,
         &["--in", &ia, "--in", &ib, "--in", &iz],
-        "error: `Z` is not a variable of the program",
+        "error: [E0601] `Z` is not a variable of the program",
     );
 }
 

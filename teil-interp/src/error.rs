@@ -7,7 +7,7 @@
 //! store access against the allocation's extents, and a checked program must never trigger it.
 
 use teil::ast::ShapeDisplay;
-use teil::Code;
+use teil::{Code, CodedError};
 
 /// Which kind of store access went out of bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,20 +43,10 @@ pub enum RunError {
     /// Any other broken invariant of the evaluator (a bug, never the user's fault).
     #[error("internal error: {0}")]
     Internal(String),
-    /// The caller supplied a value for a name the program does not declare.
-    #[error("`{name}` is not a variable of the program")]
-    UnknownVariable { name: String },
-    /// The caller supplied a value of the wrong shape.
-    #[error(
-        "`{name}` is declared with shape {} but the value supplied has shape {}",
-        ShapeDisplay(expected),
-        ShapeDisplay(found)
-    )]
-    InputShape {
-        name: String,
-        expected: Vec<u64>,
-        found: Vec<u64>,
-    },
+    /// The caller supplied a value for a name the program does not declare (E0601), or one of
+    /// the wrong shape (E0603): [`teil::interface::initial_shape`].
+    #[error(transparent)]
+    Interface(#[from] teil::interface::InterfaceError),
     /// The run's estimated memory is over the budget (E0701); nothing was allocated.
     #[error(
         "{who} needs an estimated {} of memory, over the memory budget of {}; the largest \
@@ -105,26 +95,21 @@ impl RunError {
     pub fn is_internal(&self) -> bool {
         matches!(self, RunError::OutOfBounds { .. } | RunError::Internal(_))
     }
+}
 
-    /// The stable code of a budget or resource error (spec/diagnostics.md, E07xx).
-    pub fn code(&self) -> Option<Code> {
+/// The stable code of a budget or resource error (spec/diagnostics.md, E07xx), or of the
+/// caller's inputs (E06xx).
+impl CodedError for RunError {
+    fn code(&self) -> Option<Code> {
         Some(match self {
             RunError::OverMemory { .. } => Code::MemoryBudget,
             RunError::OverWork { .. } => Code::WorkBudget,
             RunError::OutOfMemory { .. } => Code::OutOfMemory,
             RunError::Interrupted => Code::Interrupted,
             RunError::OverOutput { .. } => Code::OutputBudget,
+            RunError::Interface(e) => return e.code(),
             _ => return None,
         })
-    }
-
-    /// The message with its code in front, as `teil` prints it: `[E0701] ...`. Messages name
-    /// no command-line flag; the caller adds how to raise a budget in its own terms.
-    pub fn coded(&self) -> String {
-        match self.code() {
-            Some(c) => format!("[{}] {self}", c.as_str()),
-            None => self.to_string(),
-        }
     }
 }
 

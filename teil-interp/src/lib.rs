@@ -26,6 +26,7 @@
 //! ```
 //! use ndarray::{array, ArrayD};
 //! use std::collections::BTreeMap;
+//! use teil::CodedError;
 //!
 //! let src = "input var A : [2 3]\ninput var B : [3 2]\noutput var C : [2 2]\nC = (A # B) .[2 3]";
 //! let (program, _) = teil::compile(src).expect("well typed");
@@ -41,7 +42,7 @@
 //! let mut wrong = inputs.clone();
 //! wrong.insert("B".to_string(), array![[1., 2.]].into_dyn());
 //! let e = teil_interp::run_fast(&program, &wrong).unwrap_err();
-//! assert!(matches!(e, teil_interp::RunError::InputShape { ref name, .. } if name == "B"));
+//! assert_eq!(e.coded(), "[E0603] input `B` has shape [1, 2], but the program declares [3, 2]");
 //! # Ok::<(), teil_interp::RunError>(())
 //! ```
 
@@ -98,23 +99,10 @@ pub fn initial_store(
     Ok(store)
 }
 
-/// Checks that `name` is declared with the shape of `t`; returns the declared shape.
+/// Checks that `name` is declared with the shape of `t` ([`teil::interface::initial_shape`]);
+/// returns the declared shape.
 pub fn check_input(p: &CheckedProgram, name: &str, t: &Tensor) -> Result<Vec<u64>, RunError> {
-    let expected = p
-        .var_shape(name)
-        .ok_or_else(|| RunError::UnknownVariable {
-            name: name.to_string(),
-        })?
-        .to_vec();
-    let found = tensor_shape(t);
-    if found != expected {
-        return Err(RunError::InputShape {
-            name: name.to_string(),
-            expected,
-            found,
-        });
-    }
-    Ok(expected)
+    Ok(teil::interface::initial_shape(p, name, &tensor_shape(t))?.to_vec())
 }
 
 /// Converts one allocation of the oracle's store to a boundary tensor (`•` becomes NaN).

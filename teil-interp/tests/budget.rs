@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use teil::Code;
+use teil::CodedError;
 use teil_interp::budget::{
     cell_work, fast_bytes, oracle_bytes, oracle_work, statement_work, Budget,
 };

@@ -3,6 +3,7 @@
 use ndarray::{arr2, ArrayD, IxDyn};
 use std::collections::BTreeMap;
 use teil::fmt::Style;
+use teil::CodedError;
 use teil_interp::trace::{trace, Line, TraceError};
 use teil_interp::Budget;
 

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use teil::CheckedProgram;
+use teil::CodedError;
 use teil_cbackend::run::Cancel;
 use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
 use teil_interp::budget::MemoryEstimate;

@@ -1,6 +1,7 @@
 //! `teil.check` and `teil.Program`: a checked program with its source, run on any backend.
 
 use crate::arrays::{self, Held, Unsigned};
+use teil::CodedError;
 
 /// How the `pad` argument is named in its errors.
 pub(crate) const PAD: &str = "pad (the padding multiple)";
@@ -14,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::Duration;
-use teil::ast::ShapeDisplay;
 use teil::fmt::Style;
-use teil::{interface, CheckedProgram};
+use teil::interface::{self, Coded};
+use teil::CheckedProgram;
 use teil_interp::{Budget, Tensor};
 
 /// Parses and checks TeIL text (index notation when ``filename`` ends in ``.tin``) and returns
@@ -206,32 +207,12 @@ impl Program {
         arrays::convert_all(&given)
     }
 
+    /// The names given, checked by the caller boundary (`teil::interface`); the shapes are
+    /// checked with the values, by the evaluator or the kernel.
     fn check_names<V>(&self, py: Python<'_>, given: &BTreeMap<String, V>) -> PyResult<()> {
-        let p = &self.checked;
-        let mut errors = Vec::new();
-        for name in given.keys() {
-            match p.decl(name) {
-                None => errors.push(format!("`{name}` is not a variable of the program")),
-                Some(d) if !p.is_input(d) => errors.push(format!(
-                    "`{name}` is not an input of the program (only `input` and `inout` variables take a value)"
-                )),
-                Some(_) => {}
-            }
-        }
-        for d in &p.program().decls {
-            if p.is_required(d) && !given.contains_key(&d.name.name) {
-                errors.push(format!(
-                    "missing input `{}` of shape {}",
-                    d.name.name,
-                    ShapeDisplay(&d.shape())
-                ));
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(diag::run_error(py, errors.join("\n")))
-        }
+        let names = given.keys().map(|name| (name.as_str(), None::<&[u64]>));
+        interface::check_inputs(&self.checked, names)
+            .map_err(|errors| diag::run_error(py, Coded(&errors).to_string()))
     }
 }
 
@@ -301,6 +282,7 @@ fn run_c(
     let opts = teil_cbackend::Options {
         pad: c.pad,
         fma: c.fma,
+        openmp: c.openmp,
         ..teil_cbackend::Options::default()
     };
     let mut toolchain = teil_cbackend::run::Toolchain {
@@ -316,12 +298,12 @@ fn run_c(
     if c.openmp {
         toolchain.cflags.push("-fopenmp".to_string());
     }
-    teil_cbackend::run_program(p, &opts, c.openmp, &toolchain, inputs).map_err(|e| match e {
+    teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
         teil_cbackend::ProgramError::Lower(e) => lower_failure(e),
         e @ teil_cbackend::ProgramError::Run(teil_cbackend::run::RunError::UnsafeFlag {
             ..
         }) => Failure::Usage(e.to_string()),
-        e => Failure::run(e),
+        e => Failure::Run(e.coded()),
     })
 }
 
@@ -330,7 +312,7 @@ fn lower_failure(e: teil_cbackend::Error) -> Failure {
         teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..) => {
             Failure::Usage(e.to_string())
         }
-        _ => Failure::Run(e.to_string()),
+        _ => Failure::Run(e.coded()),
     }
 }
 
@@ -414,13 +396,7 @@ impl Program {
     /// qualifiers, the variables read before they are assigned.
     #[getter]
     fn required_inputs(&self) -> Vec<String> {
-        let p = &self.checked;
-        p.program()
-            .decls
-            .iter()
-            .filter(|d| p.is_required(d))
-            .map(|d| d.name.name.clone())
-            .collect()
+        interface::required_inputs(&self.checked)
     }
 
     /// The variables a run returns: ``output`` and ``inout`` variables, or every variable of
@@ -578,11 +554,11 @@ impl Program {
             pad: pad.get(PAD, 1)?,
             name: name.to_string(),
             fma,
+            openmp,
             ..teil_cbackend::Options::default()
         };
-        let mut kernel =
+        let kernel =
             teil_cbackend::lower(&self.checked, &opts).map_err(|e| lower_failure(e).into_py(py))?;
-        kernel.openmp = openmp;
         Ok(teil_cbackend::print::module(&[&kernel]))
     }
 

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use teil::fmt::Style;
 use teil::guard::EinsumOutcome;
+use teil::CodedError;
 use teil::{CheckedProgram, Diagnostic};
 use teil_interp::Tensor;
 
@@ -232,12 +233,14 @@ fn inputs(
         let given = given
             .as_object()
             .ok_or("`inputs` must map variable names to nested lists")?;
+        // The caller boundary (`teil::interface`): only inputs take a value; the random
+        // values fill every input, so none is missing.
+        let names = given.keys().chain(out.keys());
+        teil::interface::check_inputs(p, names.map(|n| (n.as_str(), None::<&[u64]>)))
+            .map_err(|errors| teil::interface::Coded(&errors).to_string())?;
         for (name, value) in given {
-            let shape = p
-                .var_shape(name)
-                .ok_or_else(|| format!("`{name}` is not a variable of the program"))?;
+            let shape = p.var_shape(name).unwrap_or_default();
             let t = from_nested(name, value, shape)?;
-            teil_interp::check_input(p, name, &t).map_err(|e| e.to_string())?;
             out.insert(name.clone(), t);
         }
     }
@@ -418,7 +421,7 @@ fn emit_c(req: &Map<String, Value>) -> Answer {
         pad: u64_field(req, "pad", 1)?,
         ..Default::default()
     };
-    let text = teil_cbackend::emit_c(&p, &opts).map_err(|e| e.to_string())?;
+    let text = teil_cbackend::emit_c(&p, &opts).map_err(|e| e.coded())?;
     Ok(json!({ "text": text }))
 }
 

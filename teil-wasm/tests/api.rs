@@ -70,6 +70,14 @@ fn run_marks_undefined_cells_null() {
 fn run_rejects_misshaped_inputs_and_large_programs() {
     let a = ask(json!({"cmd": "run", "source": MATMUL, "inputs": {"A": [[1, 2], [3, 4]]}}));
     assert!(a["error"].as_str().unwrap().contains("input `A`"), "{a}");
+    // The caller boundary's errors, coded as everywhere (`teil::interface`).
+    let a = ask(json!({"cmd": "run", "source": MATMUL, "inputs": {"C": [[1, 2], [3, 4]], "Q": 1}}));
+    assert_eq!(
+        a["error"].as_str().unwrap(),
+        "[E0602] `C` is not an input of the program (only `input` and `inout` variables take a \
+         value)\n[E0601] `Q` is not a variable of the program",
+        "{a}"
+    );
     let a = ask(json!({"cmd": "run", "source": "alloc A : [100000, 100000]\nA = A\n"}));
     assert!(a["error"].as_str().unwrap().contains("[E0701]"), "{a}");
 }

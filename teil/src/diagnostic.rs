@@ -523,6 +523,36 @@ so the case is flagged.
     alloc C : [3]
     A(i) = B(i, k) + C(i)   // warning: means sum_k B(i, k) + 4 * C(i)";
 
+    // The caller boundary (`teil::interface`): E06xx, reported by every surface that takes
+    // inputs (`teil run`, the Python package, `SharedKernel::call`, the evaluators).
+
+    UnknownVariable = "E0601", Error, "no such variable",
+"A value was given for a name that no declaration of the program has (`teil run --in
+NAME=FILE`, a keyword or dictionary key in Python). Check the spelling against the program's
+declarations; `teil check` lists none of the inputs' names, but the program's `input` and
+`inout` declarations are the names it takes.";
+
+    NotAnInput = "E0602", Error, "not an input",
+"A value was given for a variable the caller does not supply: in a program with qualifiers only
+`input` and `inout` variables take a value (spec/interpreter.md, \"Inputs\"); `output` and
+unqualified variables are the program's own. Give the value to an input, or declare the
+variable `inout`.
+
+    input  alloc A : [2]
+    output alloc B : [2]   // `--in B=b.npy` is E0602
+    B = A + A";
+
+    InputShape = "E0603", Error, "input shape differs from the declaration",
+"A value's shape is not the shape its variable is declared with. TeIL checks every shape
+statically, so the caller's arrays must match the declarations exactly: no broadcasting, no
+reshaping. The message gives both shapes.";
+
+    MissingInput = "E0604", Error, "missing input",
+"An input the program needs was not given: every `input` and `inout` variable, and in a
+program without qualifiers every variable read before it is assigned. Give it (`--in
+NAME=FILE.npy`, a keyword argument in Python), or let `teil run --random-inputs SEED` draw every
+input.";
+
     // Evaluation (spec/limits.md, "Evaluation budgets"): E07xx, reported by `teil run`,
     // `teil trace` and `teil fuzz --replay` for a program that checks.
 
@@ -592,5 +622,23 @@ impl Code {
             .iter()
             .copied()
             .find(|c| c.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+/// An operational error (a caller's inputs, a budget, the C backend, its processes) that may
+/// carry a diagnostic code. Every surface renders it the same way, through [`Self::coded`]:
+/// `[E0701] message` (the CLI prefixes `error: `; Python raises it as the exception's text; the
+/// playground shows it), or the message alone when it has no code. Messages name no
+/// command-line flag; a surface adds its own hints after them.
+pub trait CodedError: std::fmt::Display {
+    /// The stable diagnostic code, for errors that have one (`teil explain CODE`).
+    fn code(&self) -> Option<Code>;
+
+    /// The message with its code in front.
+    fn coded(&self) -> String {
+        match self.code() {
+            Some(c) => format!("[{}] {self}", c.as_str()),
+            None => self.to_string(),
+        }
     }
 }

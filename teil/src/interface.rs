@@ -1,9 +1,14 @@
-//! A checked program as a caller sees it, beyond what [`CheckedProgram`] answers itself
-//! (`is_input`, `is_required`, `output_names`): the names of the inputs, how a cell is
-//! addressed, and which syntax to show the program in. `teil run`, `teil trace` and the Python
-//! binding ask these functions instead of deciding for themselves (spec/interpreter.md).
+//! The caller boundary: a checked program as a caller sees it, beyond what
+//! [`CheckedProgram`] answers itself (`is_input`, `is_required`, `output_names`). The names of
+//! the inputs and of the required ones, whether the values a caller gives fit the program
+//! ([`check_inputs`], [`InterfaceError`]), how a cell is addressed, and which syntax to show
+//! the program in. Every surface that takes inputs (the evaluators, `teil run`, the C runner,
+//! `SharedKernel::call`, the Python package, the playground) asks these functions and only
+//! translates their answer (spec/interpreter.md, "Inputs").
 
+use crate::ast::ShapeDisplay;
 use crate::check::CheckedProgram;
+use crate::diagnostic::{Code, CodedError};
 use crate::fmt::Style;
 
 /// The variables the caller may supply, in declaration order: `input`/`inout`, or every
@@ -15,6 +20,203 @@ pub fn input_names(p: &CheckedProgram) -> Vec<String> {
         .filter(|d| p.is_input(d))
         .map(|d| d.name.name.clone())
         .collect()
+}
+
+/// The inputs the caller must supply, in declaration order ([`CheckedProgram::is_required`]):
+/// every `input`/`inout` variable; without qualifiers, the variables read before they are
+/// assigned.
+pub fn required_inputs(p: &CheckedProgram) -> Vec<String> {
+    p.program()
+        .decls
+        .iter()
+        .filter(|d| p.is_required(d))
+        .map(|d| d.name.name.clone())
+        .collect()
+}
+
+/// Why the values a caller gives do not fit a checked program (spec/diagnostics.md, "Codes of
+/// a program's caller"). The one wording of these errors: every surface reports them through
+/// this type.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InterfaceError {
+    /// E0601: no variable of the program has this name.
+    #[error("`{name}` is not a variable of the program")]
+    UnknownVariable { name: String },
+    /// E0602: the variable is declared but the caller does not supply it (not `input` or
+    /// `inout` in a program with qualifiers).
+    #[error(
+        "`{name}` is not an input of the program (only `input` and `inout` variables take a value)"
+    )]
+    NotAnInput { name: String },
+    /// E0603: the value's shape is not the declared one.
+    #[error(
+        "input `{name}` has shape {}, but the program declares {}",
+        ShapeDisplay(found),
+        ShapeDisplay(expected)
+    )]
+    InputShape {
+        name: String,
+        expected: Vec<u64>,
+        found: Vec<u64>,
+    },
+    /// E0604: a required input ([`required_inputs`]) is not given.
+    #[error("missing input `{name}` of shape {}", ShapeDisplay(shape))]
+    MissingInput { name: String, shape: Vec<u64> },
+}
+
+impl CodedError for InterfaceError {
+    fn code(&self) -> Option<Code> {
+        Some(match self {
+            InterfaceError::UnknownVariable { .. } => Code::UnknownVariable,
+            InterfaceError::NotAnInput { .. } => Code::NotAnInput,
+            InterfaceError::InputShape { .. } => Code::InputShape,
+            InterfaceError::MissingInput { .. } => Code::MissingInput,
+        })
+    }
+}
+
+impl InterfaceError {
+    /// The variable the error is about.
+    pub fn name(&self) -> &str {
+        match self {
+            InterfaceError::UnknownVariable { name }
+            | InterfaceError::NotAnInput { name }
+            | InterfaceError::InputShape { name, .. }
+            | InterfaceError::MissingInput { name, .. } => name,
+        }
+    }
+}
+
+/// Interface errors as every surface prints them: one per line, each `[E06xx] message`.
+pub struct Coded<'a>(pub &'a [InterfaceError]);
+
+impl std::fmt::Display for Coded<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (k, e) in self.0.iter().enumerate() {
+            if k > 0 {
+                f.write_str("\n")?;
+            }
+            f.write_str(&e.coded())?;
+        }
+        Ok(())
+    }
+}
+
+/// The declared shape of `name` when a value of shape `found` may initialise it: `name` is a
+/// variable of `p` with that shape. This is the evaluators' condition, which lets a caller
+/// start any variable (the oracle's reproducers do); the surfaces users call check the stricter
+/// [`check_inputs`].
+pub fn initial_shape<'p>(
+    p: &'p CheckedProgram,
+    name: &str,
+    found: &[u64],
+) -> Result<&'p [u64], InterfaceError> {
+    let expected = p
+        .var_shape(name)
+        .ok_or_else(|| InterfaceError::UnknownVariable {
+            name: name.to_string(),
+        })?;
+    if found != expected {
+        return Err(InterfaceError::InputShape {
+            name: name.to_string(),
+            expected: expected.to_vec(),
+            found: found.to_vec(),
+        });
+    }
+    Ok(expected)
+}
+
+/// Checks the inputs a caller gives, by name with their shapes (`None` where the value could
+/// not be read, so only its name is checked): [`Interface::check`] of `p`'s interface.
+pub fn check_inputs<'a, S: AsRef<[u64]>>(
+    p: &CheckedProgram,
+    given: impl IntoIterator<Item = (&'a str, Option<S>)>,
+) -> Result<(), Vec<InterfaceError>> {
+    Interface::of(p).check(given)
+}
+
+/// What a caller needs to know of a program's variables to give it inputs, kept apart from the
+/// program by callers that outlive it (a compiled kernel).
+#[derive(Clone, Debug)]
+pub struct Interface {
+    /// Every declared variable, in declaration order.
+    vars: Vec<Var>,
+    /// Indices into `vars` by name.
+    index: std::collections::HashMap<String, usize>,
+}
+
+#[derive(Clone, Debug)]
+struct Var {
+    name: String,
+    shape: Vec<u64>,
+    input: bool,
+    required: bool,
+}
+
+impl Interface {
+    pub fn of(p: &CheckedProgram) -> Interface {
+        let vars = p
+            .program()
+            .decls
+            .iter()
+            .map(|d| Var {
+                name: d.name.name.clone(),
+                shape: d.shape(),
+                input: p.is_input(d),
+                required: p.is_required(d),
+            })
+            .collect::<Vec<_>>();
+        let index = vars
+            .iter()
+            .enumerate()
+            .map(|(k, v)| (v.name.clone(), k))
+            .collect();
+        Interface { vars, index }
+    }
+
+    /// Checks the inputs a caller gives: each must be an input ([`input_names`]) with the
+    /// declared shape, and every required input ([`required_inputs`]) must be given. Returns
+    /// every problem: the given inputs' in the order given, then the missing ones in
+    /// declaration order.
+    pub fn check<'a, S: AsRef<[u64]>>(
+        &self,
+        given: impl IntoIterator<Item = (&'a str, Option<S>)>,
+    ) -> Result<(), Vec<InterfaceError>> {
+        let mut errors = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        for (name, shape) in given {
+            names.insert(name);
+            let error = match self.index.get(name).map(|&k| &self.vars[k]) {
+                None => Some(InterfaceError::UnknownVariable {
+                    name: name.to_string(),
+                }),
+                Some(v) if !v.input => Some(InterfaceError::NotAnInput {
+                    name: name.to_string(),
+                }),
+                Some(v) => shape
+                    .filter(|found| found.as_ref() != v.shape.as_slice())
+                    .map(|found| InterfaceError::InputShape {
+                        name: name.to_string(),
+                        expected: v.shape.clone(),
+                        found: found.as_ref().to_vec(),
+                    }),
+            };
+            errors.extend(error);
+        }
+        for v in &self.vars {
+            if v.required && !names.contains(v.name.as_str()) {
+                errors.push(InterfaceError::MissingInput {
+                    name: v.name.clone(),
+                    shape: v.shape.clone(),
+                });
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
 }
 
 /// Parses `C[1,2]`, `C[1, 2]`, `C[1 2]`, `s` or `s[]` into a name and a 1-based multi-index.
@@ -99,14 +301,51 @@ mod tests {
 
     fn names(src: &str) -> (Vec<String>, Vec<String>, Vec<String>) {
         let (p, _) = crate::compile(src).expect("well-typed");
-        let req = p
-            .program()
-            .decls
+        (input_names(&p), p.output_names(), required_inputs(&p))
+    }
+
+    #[test]
+    fn inputs_are_checked_in_one_place() {
+        let (p, _) = crate::compile(
+            "input alloc A : [2, 3]\ninput alloc B : [3]\noutput alloc C : [2]\n\
+             C = red+ 2 (A * expa 1 2 B)",
+        )
+        .expect("well-typed");
+        let given = |list: &[(&'static str, Option<Vec<u64>>)]| {
+            check_inputs(&p, list.iter().map(|(n, s)| (*n, s.clone())))
+        };
+        assert_eq!(
+            given(&[("A", Some(vec![2, 3])), ("B", Some(vec![3]))]),
+            Ok(())
+        );
+        let errors = given(&[
+            ("Q", Some(vec![1])),
+            ("C", Some(vec![2])),
+            ("A", Some(vec![3, 2])),
+        ])
+        .unwrap_err();
+        let codes: Vec<&str> = errors
             .iter()
-            .filter(|d| p.is_required(d))
-            .map(|d| d.name.name.clone())
+            .filter_map(|e| e.code())
+            .map(Code::as_str)
             .collect();
-        (input_names(&p), p.output_names(), req)
+        assert_eq!(codes, ["E0601", "E0602", "E0603", "E0604"]);
+        assert_eq!(
+            errors[2].to_string(),
+            "input `A` has shape [3, 2], but the program declares [2, 3]"
+        );
+        assert_eq!(errors[3].to_string(), "missing input `B` of shape [3]");
+        assert_eq!(
+            Coded(&errors[..2]).to_string(),
+            "[E0601] `Q` is not a variable of the program\n[E0602] `C` is not an input of the \
+             program (only `input` and `inout` variables take a value)"
+        );
+        // A value that could not be read is given: only its name is checked.
+        assert_eq!(given(&[("A", None), ("B", Some(vec![3]))]), Ok(()));
+        // The evaluators' condition: any declared variable, with its shape.
+        assert_eq!(initial_shape(&p, "C", &[2]), Ok(&[2][..]));
+        let e = initial_shape(&p, "C", &[3]).unwrap_err();
+        assert_eq!(e.code(), Some(Code::InputShape));
     }
 
     #[test]

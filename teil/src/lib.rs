@@ -73,7 +73,7 @@ pub mod render;
 
 pub use ast::{Program, Span};
 pub use check::{check, CheckedProgram, Shape};
-pub use diagnostic::{Code, Diagnostic, Severity};
+pub use diagnostic::{Code, CodedError, Diagnostic, Severity};
 pub use parse::parse;
 
 /// Parses and checks `src` in one go. `Ok` carries the checked program and any warnings; `Err`

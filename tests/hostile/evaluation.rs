@@ -464,7 +464,10 @@ fn the_c_backend_refuses_buffers_it_cannot_address() {
         o.stderr
     );
     let file = write(dir.path(), "over.teil", &program(largest + 1));
-    Case::new(["emit-c", &file]).run().exits(2).reports("E0706");
+    Case::new(["emit-c", &file])
+        .run()
+        .exits(2)
+        .reports("error: [E0706] ");
 }
 
 #[test]

@@ -188,7 +188,7 @@ fn a_hanging_compiler_is_stopped_at_the_time_out() {
         ])
         .run();
     o.exits(2)
-        .reports("error[E0801]")
+        .reports("error: [E0801]")
         .within(Duration::from_secs(4));
     assert!(o.elapsed >= Duration::from_secs(1), "{:?}", o.elapsed);
     assert!(
@@ -209,7 +209,7 @@ fn a_hanging_compiler_stops_a_campaign_without_a_finding() {
         .case(&["fuzz", "--programs", "20", "--cc", &cc, "--cc-timeout", "1"])
         .run();
     o.exits(2)
-        .reports("error[E0801]")
+        .reports("error: [E0801]")
         .within(Duration::from_secs(4));
     assert!(o.stderr.contains("the C compiler"), "{}", o.stderr);
     assert!(!o.stderr.contains("mismatch"), "{}", o.stderr);
@@ -240,7 +240,7 @@ fn a_hanging_driver_is_stopped_at_the_time_out() {
         ])
         .run();
     o.exits(2)
-        .reports("error[E0801]")
+        .reports("error: [E0801]")
         .within(Duration::from_secs(5));
     assert!(
         o.stderr

@@ -25,8 +25,8 @@
 //! TeIL does not distinguish).
 
 use crate::ir::{
-    Access, Affine, Bound, Contraction, Ix, Kernel, Label, Lanes, Node, Panels, Step, Strategy,
-    Target, Val,
+    Access, Affine, Bound, Contraction, Ix, Kernel, Label, Lanes, Node, Panels, Reads, Step,
+    Strategy, Target, Val,
 };
 use teil::ast::{BinOp, RedOp};
 
@@ -339,6 +339,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
         strategy: Strategy::Dot {
             lane: *k,
             rows_of: None,
+            reads: [Reads::Gather; 2],
             variants: Vec::new(),
         },
     })
@@ -464,22 +465,8 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
     }
 }
 
-/// Which way an operand of a dot-product block gives the terms of its cells (the lane label's
-/// consecutive cells `u < width`, term `k`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reads {
-    /// It does not read the lane label: one value for every cell (a broadcast).
-    Same,
-    /// Unit stride along the lane: the cells' terms are one vector in memory.
-    Lane,
-    /// Unit stride in `k` (and not along the lane): each cell's terms are a row; a block of
-    /// `width` terms is loaded row by row and transposed in registers.
-    Rows,
-    /// Anything else: the terms are gathered one by one.
-    Gather,
-}
-
-/// How the operand with strides `s` gives the cells' terms along `lane`.
+/// How the operand with strides `s` gives the cells' terms along `lane`, recorded in
+/// [`Strategy::Dot::reads`] for the printer.
 pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
     match (s.get(lane), s.get(k)) {
         (0, _) => Reads::Same,
@@ -537,6 +524,7 @@ fn dot(c: &Contraction, lane: &Bound, sa: &Affine, sb: &Affine) -> Strategy {
     Strategy::Dot {
         lane: lane.var,
         rows_of,
+        reads: kinds,
         variants,
     }
 }

@@ -3,6 +3,7 @@
 //! decide the bits (the meaning and the argument are on [`LaneFold`]; spec/padding.md, "Lane
 //! reductions"). Plain C (`teil_vector_bits` 0) gets the loop itself.
 
+use super::writer::Writer;
 use super::Printer;
 use crate::ir::{walk_val, LaneFold, Val, Visit};
 use teil::ast::RedOp;
@@ -31,10 +32,9 @@ typedef long long teil_lanes_mask __attribute__((vector_size(32)));
 ";
 
 impl Printer<'_> {
-    /// The lane fold `l` as a block at `depth` (its first line already indented).
-    pub(super) fn lane_fold(&mut self, l: &LaneFold, depth: usize) {
-        let i = format!("i{}", self.names.len());
-        self.names.insert(l.var, i.clone());
+    /// The lane fold `l`, a block of its own.
+    pub(super) fn lane_fold(&mut self, w: &mut Writer, l: &LaneFold) {
+        let i = self.fresh(l.var);
         let acc = format!("acc{}", l.acc);
         let (f, vf, id) = match l.op {
             RedOp::Min => ("teil_min", "teil_lanes_min", "teil_inf()"),
@@ -45,90 +45,72 @@ impl Printer<'_> {
         let term = self.val(&l.value, true);
         let (lanes, width) = (LaneFold::LANES, LaneFold::WIDTH);
         let vectors = lanes / width;
-        let mut lines: Vec<(usize, String)> = Vec::new();
-        let mut line = |d: usize, s: String| lines.push((d, s));
-        line(
-            0,
-            "{ /* in lanes (spec/padding.md, \"Lane reductions\") */".into(),
-        );
-        line(1, format!("long long {i} = 0;"));
-        line(0, "#if teil_vector_bits != 0".into());
-        line(1, format!("teil_lanes teil_v0 = teil_lanes_of({id});"));
-        let rest: Vec<String> = (1..vectors)
-            .map(|v| format!("teil_v{v} = teil_v0"))
-            .collect();
-        line(1, format!("teil_lanes {};", rest.join(", ")));
-        line(1, "teil_lanes teil_x;".into());
-        line(1, format!("double teil_l[{width}], teil_c;"));
-        line(
-            1,
-            format!("for (; {i} + {lanes} <= {n}; {i} += {lanes}) {{"),
-        );
-        for v in 0..vectors {
-            let at = if v == 0 {
-                i.clone()
-            } else {
-                format!("({i} + {})", v * width)
-            };
-            self.names.insert(l.var, at);
-            let x = self.lanes_val(&l.value, l);
-            line(2, format!("teil_x = {x};"));
-            line(2, format!("teil_v{v} = {vf}(teil_v{v}, teil_x);"));
-        }
-        self.names.insert(l.var, i.clone());
-        line(1, "}".into());
-        for v in 1..vectors {
-            line(1, format!("teil_v0 = {vf}(teil_v0, teil_v{v});"));
-        }
-        line(
-            1,
-            "__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);".into(),
-        );
-        let mut c = acc.clone();
-        for j in 0..width {
-            c = format!("{f}({c}, teil_l[{j}])");
-        }
-        line(1, format!("teil_c = {c};"));
-        line(1, format!("for (; {i} < {n}; {i}++) {{"));
-        line(2, format!("teil_c = {f}(teil_c, {term});"));
-        line(1, "}".into());
-        line(
-            1,
-            "/* A NaN's payload and a zero's sign depend on the order: a NaN folds again in order,"
-                .into(),
-        );
-        line(
-            1,
-            " * a zero is the first zero among acc and the terms (none is greater). */".into(),
-        );
-        line(1, "if (teil_c != teil_c) {".into());
-        line(2, format!("teil_c = {acc};"));
-        line(2, format!("for ({i} = 0; {i} < {n}; {i}++) {{"));
-        line(3, format!("teil_c = {f}(teil_c, {term});"));
-        line(2, "}".into());
-        line(1, "} else if (teil_c == 0.0) {".into());
-        line(2, format!("teil_c = {acc};"));
-        line(
-            2,
-            format!("for ({i} = 0; teil_c != 0.0 && {i} < {n}; {i}++) {{"),
-        );
-        line(3, format!("teil_c = {term};"));
-        line(2, "}".into());
-        line(1, "}".into());
-        line(1, format!("{acc} = teil_c;"));
-        line(0, "#else".into());
-        line(1, format!("for (; {i} < {n}; {i}++) {{"));
-        line(2, format!("{acc} = {f}({acc}, {term});"));
-        line(1, "}".into());
-        line(0, "#endif".into());
-        line(0, "}".into());
-        for (n, (d, s)) in lines.into_iter().enumerate() {
-            if n > 0 && !s.starts_with('#') {
-                self.indent(depth + d);
+        let note = "/* in lanes (spec/padding.md, \"Lane reductions\") */";
+        w.block_noted("", note, |w| {
+            w.line(format!("long long {i} = 0;"));
+            w.directive("#if teil_vector_bits != 0");
+            w.line(format!("teil_lanes teil_v0 = teil_lanes_of({id});"));
+            let rest: Vec<String> = (1..vectors)
+                .map(|v| format!("teil_v{v} = teil_v0"))
+                .collect();
+            w.line(format!("teil_lanes {};", rest.join(", ")));
+            w.line("teil_lanes teil_x;");
+            w.line(format!("double teil_l[{width}], teil_c;"));
+            w.block(
+                format!("for (; {i} + {lanes} <= {n}; {i} += {lanes})"),
+                |w| {
+                    for v in 0..vectors {
+                        let at = if v == 0 {
+                            i.clone()
+                        } else {
+                            format!("({i} + {})", v * width)
+                        };
+                        self.names.insert(l.var, at);
+                        let x = self.lanes_val(&l.value, l);
+                        w.line(format!("teil_x = {x};"));
+                        w.line(format!("teil_v{v} = {vf}(teil_v{v}, teil_x);"));
+                    }
+                    self.names.insert(l.var, i.clone());
+                },
+            );
+            for v in 1..vectors {
+                w.line(format!("teil_v0 = {vf}(teil_v0, teil_v{v});"));
             }
-            self.out.push_str(&s);
-            self.out.push('\n');
-        }
+            w.line("__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);");
+            let mut c = acc.clone();
+            for j in 0..width {
+                c = format!("{f}({c}, teil_l[{j}])");
+            }
+            w.line(format!("teil_c = {c};"));
+            w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
+                w.line(format!("teil_c = {f}(teil_c, {term});"));
+            });
+            w.line(
+                "/* A NaN's payload and a zero's sign depend on the order: a NaN folds again in order,",
+            );
+            w.line(" * a zero is the first zero among acc and the terms (none is greater). */");
+            w.chain(&mut [
+                ("if (teil_c != teil_c)", &mut |w: &mut Writer| {
+                    w.line(format!("teil_c = {acc};"));
+                    w.block(format!("for ({i} = 0; {i} < {n}; {i}++)"), |w| {
+                        w.line(format!("teil_c = {f}(teil_c, {term});"));
+                    });
+                }),
+                ("else if (teil_c == 0.0)", &mut |w: &mut Writer| {
+                    w.line(format!("teil_c = {acc};"));
+                    w.block(
+                        format!("for ({i} = 0; teil_c != 0.0 && {i} < {n}; {i}++)"),
+                        |w| w.line(format!("teil_c = {term};")),
+                    );
+                }),
+            ]);
+            w.line(format!("{acc} = teil_c;"));
+            w.directive("#else");
+            w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
+                w.line(format!("{acc} = {f}({acc}, {term});"));
+            });
+            w.directive("#endif");
+        });
     }
 
     /// `v` as a vector of the terms at the loop variable's current name and the next

@@ -1,0 +1,141 @@
+//! Printing the scalar dot products of [`Strategy::Dot`](crate::ir::Strategy::Dot) (a variant
+//! whose sums are scalars, [`Lanes::width`](crate::ir::Lanes::width) 1), and the cells past the
+//! last whole block of lanes, one at a time, which the vector dot products share
+//! ([`Remainder`]).
+
+use super::contract::{affine, offset, within_loops, Fresh};
+use super::multiply_add;
+use super::writer::Writer;
+use crate::ir::{Affine, BufId, Contraction, Kernel, Label};
+
+/// `lanes` cells at a time along the target label with the smallest stride in the target; the
+/// remaining labels are ordinary loops outside.
+pub(super) fn print(
+    k: &Kernel,
+    c: &Contraction,
+    lane: Label,
+    lanes: u64,
+    w: &mut Writer,
+    fresh: &mut Fresh,
+) {
+    let st = affine(k, &c.target);
+    let sa = affine(k, &c.a);
+    let sb = affine(k, &c.b);
+    let lane_n = c
+        .free
+        .iter()
+        .find(|f| f.var == lane)
+        .map_or(0, |f| f.extent);
+    within_loops(k, c, &[lane], w, fresh, |w, fresh, mut names, pragma| {
+        let lv = fresh.name();
+        let kv = fresh.name();
+        names.insert(lane, lv.clone());
+        names.insert(c.k.var, kv.clone());
+        let terms = |s: &Affine| -> Vec<(String, u64)> {
+            names.iter().map(|(l, n)| (n.clone(), s.get(*l))).collect()
+        };
+        let (ta, tb, tt) = (terms(&sa), terms(&sb), terms(&st));
+        let name = |b: BufId| k.buffer(b).c_name.clone();
+        let (na, nb, nt) = (name(c.a.buf), name(c.b.buf), name(c.target.buf));
+        let at = |o: &str, s: &Affine, u: u64| {
+            let extra = u * s.get(lane);
+            if extra == 0 {
+                o.to_string()
+            } else {
+                format!("{o} + {extra}")
+            }
+        };
+        let (oa, ob, ot) = (
+            offset(&ta, sa.constant),
+            offset(&tb, sb.constant),
+            offset(&tt, st.constant),
+        );
+        let kn = c.k.extent;
+        let full = lane_n - lane_n % lanes.max(1);
+        if pragma {
+            w.directive("#pragma omp parallel for");
+        }
+        w.block_noted(
+            format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
+            format!("/* {lanes} cells at a time */"),
+            |w| {
+                for u in 0..lanes {
+                    w.line(format!("double teil_s{u} = -0.0;"));
+                }
+                w.block(format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"), |w| {
+                    // Lanes that are rows of an operand stream through several cache lines at
+                    // once, which the hardware prefetchers follow badly: fetch the next
+                    // block's rows, one cache line per term, while this block runs (only where
+                    // the next block exists and lies inside the rows it will read).
+                    for (name, s, o) in [(&na, &sa, &oa), (&nb, &sb, &ob)] {
+                        let (sl, sk) = (s.get(lane), s.get(c.k.var));
+                        if sk == 1 && sl >= kn && full > lanes {
+                            w.directive("#if defined(__GNUC__) && !defined(teil_portable)");
+                            w.line(format!(
+                                "if ({lv} + {lanes} < {full}) __builtin_prefetch(&{name}[{o} + {} + {kv} * {}]);",
+                                lanes * sl,
+                                lanes - 1
+                            ));
+                            w.directive("#endif");
+                        }
+                    }
+                    for u in 0..lanes {
+                        w.line(multiply_add(
+                            k.fma,
+                            1,
+                            &format!("teil_s{u}"),
+                            &format!("{na}[{}]", at(&oa, &sa, u)),
+                            &format!("{nb}[{}]", at(&ob, &sb, u)),
+                        ));
+                    }
+                });
+                for u in 0..lanes {
+                    w.line(format!("{nt}[{}] = teil_s{u};", at(&ot, &st, u)));
+                }
+            },
+        );
+        if full < lane_n {
+            let cells = Remainder {
+                lane: (&lv, full, lane_n),
+                k: (&kv, kn),
+                fma: k.fma,
+            };
+            cells.print(
+                w,
+                &format!("{na}[{oa}]"),
+                &format!("{nb}[{ob}]"),
+                &format!("{nt}[{ot}]"),
+            );
+        }
+    });
+}
+
+/// The cells of a lane past the last whole group of lanes (`lane.1..lane.2` of the lane label
+/// `lane.0`), one at a time: each its own sum from `-0.0` over `k = 0..k.1` in order, the
+/// remainder of the scalar and the vector dot kernels.
+pub(super) struct Remainder<'a> {
+    pub(super) lane: (&'a str, u64, u64),
+    pub(super) k: (&'a str, u64),
+    pub(super) fma: bool,
+}
+
+impl Remainder<'_> {
+    /// The loop for one row of cells: `target` = Σ_k `a` * `b` (C expressions in the lane
+    /// and `k` variables).
+    pub(super) fn print(&self, w: &mut Writer, a: &str, b: &str, target: &str) {
+        let ((lv, full, lane_n), (kv, kn)) = (self.lane, self.k);
+        w.block(
+            format!("for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++)"),
+            |w| {
+                w.line("double teil_s0 = -0.0;");
+                w.block(
+                    format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
+                    |w| {
+                        w.line(multiply_add(self.fma, 1, "teil_s0", a, b));
+                    },
+                );
+                w.line(format!("{target} = teil_s0;"));
+            },
+        );
+    }
+}

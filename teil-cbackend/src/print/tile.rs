@@ -1,0 +1,373 @@
+//! Printing the register tiles that the packed matrix products call
+//! ([`packed`](super::packed)): one C function per tile shape, target and mode, defined once
+//! per translation unit ([`tiles`]).
+
+use super::contract::{branches, fma_lanes};
+use super::multiply_add;
+use super::writer::Writer;
+use crate::ir::{Contraction, Kernel, Step, Strategy, Target};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A register tile: `MR`, `NR`, whether it fuses its multiply-adds (fma mode), and whether
+/// it computes two-level sums.
+type TileShape = (u64, u64, bool, bool);
+
+/// The register tiles the packed steps of `kernels` call, for every target (one branch per
+/// group of targets with the same tiles and vector width). Returns whether it wrote any
+/// (none without packed steps).
+pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
+    let mut shapes: BTreeMap<Target, BTreeSet<TileShape>> = BTreeMap::new();
+    for k in kernels {
+        for s in &k.steps {
+            if let Step::Contract {
+                c:
+                    c @ Contraction {
+                        strategy: Strategy::Packed { variants, .. },
+                        ..
+                    },
+                ..
+            } = s
+            {
+                for v in variants {
+                    shapes.entry(v.target).or_default().insert((
+                        v.mr,
+                        v.nr,
+                        k.fma,
+                        c.outer.is_some(),
+                    ));
+                }
+            }
+        }
+    }
+    if shapes.is_empty() {
+        return false;
+    }
+    // Targets with the same vector width and tile shapes print the same tiles.
+    let mut keys: Vec<(u64, &BTreeSet<TileShape>)> = Vec::new();
+    let mut targets: Vec<Vec<Target>> = Vec::new();
+    for (t, set) in &shapes {
+        let key = (t.width(), set);
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => targets[i].push(*t),
+            None => {
+                keys.push(key);
+                targets.push(vec![*t]);
+            }
+        }
+    }
+    // Every tile starts with a blank line that parts it from what precedes it, but for the
+    // first one of the section where nothing precedes it.
+    let mut section = Writer::new();
+    branches(&targets, &mut section, |w, t| {
+        let width = t.width();
+        if width > 1 && shapes[&t].iter().any(|&(_, _, fma, _)| fma) {
+            fma_lanes(w, width);
+        }
+        for &(mr, nr, fma, two_level) in &shapes[&t] {
+            w.blank();
+            tile(w, mr, nr, width, fma, two_level);
+        }
+    });
+    w.text(section.finish().trim_start());
+    true
+}
+
+/// The C name of the register tile of `mr` x `nr` cells (`_fma` in fma mode), `teil_tile2_..`
+/// for two-level sums.
+pub(super) fn tile_name(mr: u64, nr: u64, fma: bool, two_level: bool) -> String {
+    format!(
+        "teil_tile{}_{mr}x{nr}{}",
+        if two_level { "2" } else { "" },
+        if fma { "_fma" } else { "" }
+    )
+}
+
+/// The register tile `teil_tile_MRxNR` (`teil_tile_MRxNR_fma` in fma mode, every multiply-add
+/// fused): `t[rows[i] + cols[j]] (+)= Σ_p pa[p][i] * pb[p][j]`
+/// for `i < mr`, `j < nr`, starting from `-0.0` when `first`, else from the cell's current
+/// value (the partial sum of the previous panels of terms). Products are added in the order of
+/// `p`. With `width > 1` the tile's rows live in vectors of `width` doubles (GCC's generic
+/// vector extensions; `nr` is a multiple of `width`), each vector operation one binary64
+/// operation per cell; with `width == 1` the same computation is plain C (the compiler may
+/// vectorise it).
+///
+/// With `two_level`, the tile `teil_tile2_MRxNR` (`_fma` in fma mode) of a two-level sum: the
+/// same, with the terms in groups of `kin` (an extra argument; `kc` is a multiple of it), each
+/// group's products added in order to an inner sum of its own from `-0.0`, which is then added
+/// to the cell's sum: `t[..] (+)= s_0 + s_1 + ...` with `s_g = -0.0 + pa[g kin][i] * pb[g
+/// kin][j] + ...` (spec/padding.md, "Contraction kernels"). In fma mode only the
+/// multiply-adds of the inner sums are fused. The tile keeps both sums of every cell in
+/// registers (the pass's two-sum tile sizes, `opt::contract::NESTED`, are chosen so).
+fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) {
+    let name = tile_name(mr, nr, fma, two_level);
+    let cells = mr * nr;
+    // The continuation lines of the parameter list.
+    let more = "                      ";
+    if two_level {
+        w.line("/* A register tile of the packed two-level contraction kernel (spec/padding.md, \"Contraction");
+        w.line(" * kernels\"): t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + s[0] + s[1] + ...");
+        w.line(" * with s[g] = -0.0 + pa[g * kin][i] * pb[g * kin][j] + ... (kin products), sums and products");
+        w.line(format!(
+            " * added in order, for i < mr, j < nr; kc is a multiple of kin. pa holds kc columns of {mr}"
+        ));
+        w.line(format!(
+            " * rows, pb kc rows of {nr} columns (packed panels, zero beyond mr and nr). */"
+        ));
+        w.line(format!(
+            "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
+        ));
+        w.line(format!(
+            "{more}const long long *rows, const long long *cols, int mr, int nr, int first,"
+        ));
+        w.line(format!("{more}long long kin)"));
+    } else {
+        w.line("/* A register tile of the packed contraction kernel (spec/padding.md, \"Contraction kernels\"):");
+        w.line(" * t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + pa[0][i] * pb[0][j] + ...,");
+        w.line(format!(
+            " * products added in order, for i < mr, j < nr. pa holds kc columns of {mr} rows, pb kc rows of"
+        ));
+        w.line(format!(
+            " * {nr} columns (packed panels, zero beyond mr and nr). */"
+        ));
+        w.line(format!(
+            "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
+        ));
+        w.line(format!(
+            "{more}const long long *rows, const long long *cols, int mr, int nr, int first)"
+        ));
+    }
+    w.block("", |w| {
+        w.line(format!("double w[{cells}];"));
+        w.line(format!("int i, j, dense = mr == {mr} && nr == {nr};"));
+        w.line(if two_level {
+            "long long p, q;"
+        } else {
+            "long long p;"
+        });
+        w.nested(format!("for (j = 1; dense && j < {nr}; j++)"), |w| {
+            w.line("dense = cols[j] == cols[0] + j;");
+        });
+        w.block("if (!dense)", |w| {
+            w.nested(format!("for (i = 0; i < {cells}; i++)"), |w| {
+                w.line("w[i] = -0.0;");
+            });
+            w.nested("if (!first)", |w| {
+                each_cell(
+                    w,
+                    "mr",
+                    "nr",
+                    &format!("w[i * {nr} + j] = t[rows[i] + cols[j]];"),
+                );
+            });
+        });
+        if width > 1 {
+            w.block("", |w| vector_tile(w, mr, nr, width, fma, two_level));
+        } else {
+            w.block("if (dense)", |w| {
+                each_cell(
+                    w,
+                    &mr.to_string(),
+                    &nr.to_string(),
+                    &format!("w[i * {nr} + j] = first ? -0.0 : t[rows[i] + cols[j]];"),
+                );
+            });
+            // The products of one term, into the cells' sums (`sums` at `i * NR + j`).
+            let products = |w: &mut Writer, sums: &str| {
+                let update =
+                    multiply_add(fma, 1, &format!("{sums}[i * {nr} + j]"), "pa[i]", "pb[j]");
+                each_cell(w, &mr.to_string(), &nr.to_string(), &update);
+                w.line(format!("pa += {mr};"));
+                w.line(format!("pb += {nr};"));
+            };
+            if two_level {
+                w.block("for (p = 0; p < kc; p += kin)", |w| {
+                    w.line(format!("double u[{cells}];"));
+                    w.nested(format!("for (i = 0; i < {cells}; i++)"), |w| {
+                        w.line("u[i] = -0.0;");
+                    });
+                    w.block("for (q = 0; q < kin; q++)", |w| products(w, "u"));
+                    w.nested(format!("for (i = 0; i < {cells}; i++)"), |w| {
+                        w.line("w[i] += u[i];");
+                    });
+                });
+            } else {
+                w.block("for (p = 0; p < kc; p++)", |w| products(w, "w"));
+            }
+        }
+        each_cell(
+            w,
+            "mr",
+            "nr",
+            &format!("t[rows[i] + cols[j]] = w[i * {nr} + j];"),
+        );
+    });
+}
+
+/// `for (i = 0; i < rows; i++) for (j = 0; j < cols; j++) statement`, without braces.
+fn each_cell(w: &mut Writer, rows: &str, cols: &str, statement: &str) {
+    w.nested(format!("for (i = 0; i < {rows}; i++)"), |w| {
+        w.nested(format!("for (j = 0; j < {cols}; j++)"), |w| {
+            w.line(statement)
+        });
+    });
+}
+
+/// The body of a tile whose rows are vectors of `width` doubles ([`tile`]): the cells' sums
+/// `cI_V` (row `I`, vector `V`) from `-0.0` or from the cells, the products of every term
+/// added, then the sums stored.
+fn vector_tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) {
+    let vecs = nr / width;
+    let bytes = 8 * width;
+    let ty = format!("teil_v{width}");
+    let acc = |i: u64, v: u64| format!("c{i}_{v}");
+    let part = |i: u64, v: u64| format!("u{i}_{v}");
+    let splat = |x: &str| vec![x; width as usize].join(", ");
+    // One line per row of the tile: `each(i, v)` for its vectors, side by side.
+    let rows = |w: &mut Writer, each: &dyn Fn(u64, u64) -> String| {
+        for i in 0..mr {
+            let row: Vec<String> = (0..vecs).map(|v| each(i, v)).collect();
+            w.line(row.join(" "));
+        }
+    };
+    let all = |name: &dyn Fn(u64, u64) -> String| -> String {
+        let names: Vec<String> = (0..mr)
+            .flat_map(|i| (0..vecs).map(move |v| (i, v)))
+            .map(|(i, v)| name(i, v))
+            .collect();
+        names.join(", ")
+    };
+    // `base` plus `offset` doubles, as C.
+    let at = |base: &str, offset: u64| {
+        if offset == 0 {
+            base.to_string()
+        } else {
+            format!("{base} + {offset}")
+        }
+    };
+    w.line(format!(
+        "typedef double {ty} __attribute__((vector_size({bytes})));"
+    ));
+    w.line(format!("{ty} {};", all(&acc)));
+    w.chain(&mut [
+        ("if (dense && first)", &mut |w: &mut Writer| {
+            w.line(format!("{ty} z = {{{}}};", splat("-0.0")));
+            rows(w, &|i, v| format!("{} = z;", acc(i, v)));
+        }),
+        ("else", &mut |w: &mut Writer| {
+            for i in 0..mr {
+                w.line(format!(
+                    "const double *s{i} = dense ? t + rows[{i}] + cols[0] : w + {};",
+                    i * nr
+                ));
+            }
+            rows(w, &|i, v| {
+                let src = at(&format!("s{i}"), v * width);
+                format!("__builtin_memcpy(&{}, {src}, {bytes});", acc(i, v))
+            });
+        }),
+    ]);
+    // The products of one term, into the sums `sum`.
+    let products = |w: &mut Writer, sum: &dyn Fn(u64, u64) -> String| {
+        let bs: Vec<String> = (0..vecs).map(|v| format!("b{v}")).collect();
+        w.line(format!("{ty} {}, a;", bs.join(", ")));
+        for v in 0..vecs {
+            w.line(format!(
+                "__builtin_memcpy(&b{v}, {}, {bytes});",
+                at("pb", v * width)
+            ));
+        }
+        for i in 0..mr {
+            let mut line = format!("a = ({ty}){{{}}};", splat(&format!("pa[{i}]")));
+            for v in 0..vecs {
+                line.push(' ');
+                line.push_str(&multiply_add(fma, width, &sum(i, v), "a", &format!("b{v}")));
+            }
+            w.line(line);
+        }
+        w.line(format!("pa += {mr};"));
+        w.line(format!("pb += {nr};"));
+    };
+    if two_level {
+        // A two-level sum's inner sums (`u..`) are one loop deeper: the products of the term
+        // loop go to them, and each group of `kin` terms ends by adding them to the cells'.
+        w.block("for (p = 0; p < kc; p += kin)", |w| {
+            w.line(format!("{ty} {}, z = {{{}}};", all(&part), splat("-0.0")));
+            rows(w, &|i, v| format!("{} = z;", part(i, v)));
+            w.block("for (q = 0; q < kin; q++)", |w| products(w, &part));
+            rows(w, &|i, v| format!("{} += {};", acc(i, v), part(i, v)));
+        });
+    } else {
+        w.block("for (p = 0; p < kc; p++)", |w| products(w, &acc));
+    }
+    w.block("if (dense)", |w| {
+        for i in 0..mr {
+            w.line(format!("double *d{i} = t + rows[{i}] + cols[0];"));
+        }
+        rows(w, &|i, v| {
+            let dst = at(&format!("d{i}"), v * width);
+            format!("__builtin_memcpy({dst}, &{}, {bytes});", acc(i, v))
+        });
+        w.line("return;");
+    });
+    rows(w, &|i, v| {
+        let dst = at("w", i * nr + v * width);
+        format!("__builtin_memcpy({dst}, &{}, {bytes});", acc(i, v))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn printed(mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) -> String {
+        let mut w = Writer::new();
+        tile(&mut w, mr, nr, width, fma, two_level);
+        w.finish()
+    }
+
+    /// The fma tiles differ from the exact ones in exactly the multiply-add statements: every
+    /// `c += a * b;` of the exact tile is `c = teil_fmavW(a, b, c);` (vectors) or
+    /// `c = teil_fma(a, b, c);` (plain C) in the fma tile, and nothing else changes.
+    #[test]
+    fn the_fma_tiles_fuse_exactly_the_multiply_adds() {
+        for (mr, nr, width) in [(6, 8, 4), (16, 8, 8), (6, 8, 2), (6, 8, 1)] {
+            let exact = printed(mr, nr, width, false, false);
+            let fused = printed(mr, nr, width, true, false);
+            let updates = if width > 1 { mr * (nr / width) } else { 1 };
+            let call = if width > 1 {
+                format!("teil_fmav{width}(")
+            } else {
+                "teil_fma(".to_string()
+            };
+            assert_eq!(fused.matches(&call).count() as u64, updates, "{fused}");
+            assert_eq!(
+                exact.matches(" += a * b").count() as u64
+                    + exact.matches("] += pa[i] * pb[j];").count() as u64,
+                updates,
+                "{exact}"
+            );
+            assert!(!exact.contains("fma"), "{exact}");
+            // Undoing the fusion gives the exact tile back, byte for byte.
+            let mut undone = fused.replace(
+                &tile_name(mr, nr, true, false),
+                &tile_name(mr, nr, false, false),
+            );
+            if width > 1 {
+                for i in 0..mr {
+                    for v in 0..nr / width {
+                        undone = undone.replace(
+                            &format!("c{i}_{v} = teil_fmav{width}(a, b{v}, c{i}_{v});"),
+                            &format!("c{i}_{v} += a * b{v};"),
+                        );
+                    }
+                }
+            } else {
+                undone = undone.replace(
+                    &format!("w[i * {nr} + j] = teil_fma(pa[i], pb[j], w[i * {nr} + j]);"),
+                    &format!("w[i * {nr} + j] += pa[i] * pb[j];"),
+                );
+            }
+            assert_eq!(undone, exact);
+        }
+    }
+}

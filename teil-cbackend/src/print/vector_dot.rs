@@ -1,0 +1,443 @@
+//! Printing the dot products of [`Strategy::Dot`] whose sums are in
+//! GCC/Clang vectors ([`Lanes::width`] above 1), and the helpers they use
+//! ([`dot_helpers`]).
+
+use super::contract::{affine, fma_lanes, offset, plus, within_loops, Fresh};
+use super::dot::Remainder;
+use super::multiply_add;
+use super::writer::Writer;
+use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
+use std::collections::BTreeSet;
+
+/// The dot products of the variant `v` with sums in vectors of `v.width` doubles (the order of
+/// [`Strategy::Dot`]; spec/padding.md, "Contraction kernels"): a block is `v.rows` rows of
+/// `rows_of` (one row where the variant has one) times `v.lanes / v.width` vectors of
+/// consecutive lane cells. Each operand gives a vector of the cells' terms by its [`Reads`]:
+/// a broadcast, a load, or (for [`Reads::Rows`]) `width` rows of `width` terms loaded and
+/// transposed in registers (`teil_shuffle`), the terms then added in order one column at a
+/// time; the terms beyond the last whole group of `width` are gathered one by one. The
+/// lane's remaining cells are summed one at a time with scalars, as the scalar dot products
+/// do ([`Remainder`]).
+pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fresh: &mut Fresh) {
+    let Strategy::Dot {
+        lane,
+        rows_of,
+        reads,
+        ..
+    } = c.strategy
+    else {
+        return;
+    };
+    let st = affine(k, &c.target);
+    let sa = affine(k, &c.a);
+    let sb = affine(k, &c.b);
+    let rows = rows_of.filter(|_| v.rows > 1);
+    let extent = |l: Label| c.free.iter().find(|f| f.var == l).map_or(0, |f| f.extent);
+    let skip: Vec<Label> = std::iter::once(lane).chain(rows).collect();
+    within_loops(k, c, &skip, w, fresh, |w, fresh, mut names, pragma| {
+        let rv = rows.map(|r| {
+            let name = fresh.name();
+            names.insert(r, name.clone());
+            name
+        });
+        let lv = fresh.name();
+        let kv = fresh.name();
+        names.insert(lane, lv.clone());
+        names.insert(c.k.var, kv.clone());
+        let off = |s: &Affine| {
+            let terms: Vec<(String, u64)> =
+                names.iter().map(|(l, n)| (n.clone(), s.get(*l))).collect();
+            offset(&terms, s.constant)
+        };
+        let name = |b: BufId| k.buffer(b).c_name.clone();
+        let block = Block {
+            k,
+            c,
+            v,
+            ops: [
+                Operand {
+                    buf: name(c.a.buf),
+                    offset: off(&sa),
+                    strides: sa.clone(),
+                    var: "teil_a",
+                    reads: reads[0],
+                },
+                Operand {
+                    buf: name(c.b.buf),
+                    offset: off(&sb),
+                    strides: sb.clone(),
+                    var: "teil_b",
+                    reads: reads[1],
+                },
+            ],
+            target: (name(c.target.buf), off(&st), st.clone()),
+            lane,
+            rows,
+            lv: &lv,
+            kv: &kv,
+            full: extent(lane) - extent(lane) % v.lanes,
+            lane_n: extent(lane),
+        };
+        match (rows, &rv) {
+            (Some(r), Some(rv)) => {
+                let (rn, per) = (extent(r), v.rows);
+                let whole = rn - rn % per;
+                if pragma {
+                    w.directive("#pragma omp parallel for");
+                }
+                w.block(
+                    format!("for (long long {rv} = 0; {rv} < {whole}; {rv} += {per})"),
+                    |w| block.print(w, per, false),
+                );
+                if whole < rn {
+                    if pragma {
+                        w.directive("#pragma omp parallel for");
+                    }
+                    w.block(
+                        format!("for (long long {rv} = {whole}; {rv} < {rn}; {rv}++)"),
+                        |w| block.print(w, 1, false),
+                    );
+                }
+            }
+            _ => block.print(w, 1, pragma),
+        }
+    });
+}
+
+/// An operand of a dot-product block: its buffer's C name, the C offset of the block's first
+/// cell and term, its strides, the prefix of its vector variables, and how it gives the
+/// cells' terms.
+struct Operand {
+    buf: String,
+    offset: String,
+    strides: Affine,
+    var: &'static str,
+    reads: Reads,
+}
+
+/// What every row block of one vector dot-product step shares.
+struct Block<'a> {
+    k: &'a Kernel,
+    c: &'a Contraction,
+    v: &'a Lanes,
+    ops: [Operand; 2],
+    /// The target's C name, offset and strides.
+    target: (String, String, Affine),
+    lane: Label,
+    /// The label blocked in rows, where the variant blocks rows.
+    rows: Option<Label>,
+    lv: &'a str,
+    kv: &'a str,
+    /// The lane cells in whole blocks of lanes, and all of them.
+    full: u64,
+    lane_n: u64,
+}
+
+impl Block<'_> {
+    /// The stride of `s` along the blocked rows (0 without them).
+    fn srow(&self, s: &Affine) -> u64 {
+        self.rows.map_or(0, |r| s.get(r))
+    }
+
+    /// The type of the vectors.
+    fn ty(&self) -> String {
+        format!("teil_v{}", self.v.width)
+    }
+
+    /// A vector literal; parenthesised in fma mode, where it is a macro's argument.
+    fn literal(&self, cells: Vec<String>) -> String {
+        let v = format!("({}){{{}}}", self.ty(), cells.join(", "));
+        if self.k.fma {
+            format!("({v})")
+        } else {
+            v
+        }
+    }
+
+    /// The C expression or variable of operand `x`'s terms for row `r`, vector `u`, term `j`
+    /// after `kv` (`gather`: read element by element).
+    fn term(&self, x: usize, r: u64, u: u64, j: u64, gather: bool) -> String {
+        let op = &self.ops[x];
+        let (w, nv) = (self.v.width, self.v.lanes / self.v.width);
+        let base = r * self.srow(&op.strides) + j * op.strides.get(self.c.k.var);
+        match op.reads {
+            Reads::Same => {
+                let one = format!("{}[{}]", op.buf, plus(&op.offset, base));
+                self.literal(vec![one; w as usize])
+            }
+            Reads::Lane if !gather => format!("{}{}_{}", op.var, r * nv + u, j),
+            _ => {
+                let cells: Vec<String> = (0..w)
+                    .map(|e| {
+                        let at = base + (u * w + e) * op.strides.get(self.lane);
+                        format!("{}[{}]", op.buf, plus(&op.offset, at))
+                    })
+                    .collect();
+                self.literal(cells)
+            }
+        }
+    }
+
+    /// Loads of the [`Reads::Lane`] operands' vectors for terms `j < terms` after `kv`, for a
+    /// block of `nr` rows.
+    fn loads(&self, w: &mut Writer, nr: u64, terms: u64) {
+        let (width, nv) = (self.v.width, self.v.lanes / self.v.width);
+        let (ty, bytes) = (self.ty(), 8 * width);
+        for op in self.ops.iter().filter(|op| op.reads == Reads::Lane) {
+            let (buf, var) = (&op.buf, op.var);
+            let rs = if self.srow(&op.strides) == 0 { 1 } else { nr };
+            for r in 0..rs {
+                for u in 0..nv {
+                    for j in 0..terms {
+                        let at = plus(
+                            &op.offset,
+                            r * self.srow(&op.strides)
+                                + j * op.strides.get(self.c.k.var)
+                                + u * width,
+                        );
+                        w.line(format!(
+                            "{ty} {var}{}_{j}; __builtin_memcpy(&{var}{}_{j}, &{buf}[{at}], {bytes});",
+                            r * nv + u,
+                            r * nv + u
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The multiply-adds of term `j` after `kv` into every sum of a block of `nr` rows; `cols`
+    /// gives an operand's vector where it is not [`Block::term`]'s.
+    fn updates(
+        &self,
+        w: &mut Writer,
+        nr: u64,
+        j: u64,
+        gather: bool,
+        cols: &dyn Fn(usize, u64, u64) -> Option<String>,
+    ) {
+        let nv = self.v.lanes / self.v.width;
+        for r in 0..nr {
+            for u in 0..nv {
+                let operand = |x: usize| {
+                    let row = if self.srow(&self.ops[x].strides) == 0 {
+                        0
+                    } else {
+                        r
+                    };
+                    cols(x, u, j).unwrap_or_else(|| self.term(x, row, u, j, gather))
+                };
+                w.line(multiply_add(
+                    self.k.fma,
+                    self.v.width,
+                    &format!("teil_s{}", r * nv + u),
+                    &operand(0),
+                    &operand(1),
+                ));
+            }
+        }
+    }
+
+    /// One row block of `nr` rows (at the row variable's value), the first loop parallel
+    /// with OpenMP where `pragma`.
+    fn print(&self, w: &mut Writer, nr: u64, pragma: bool) {
+        let (lv, kv, full, lanes) = (self.lv, self.kv, self.full, self.v.lanes);
+        let (width, nv) = (self.v.width, lanes / self.v.width);
+        let (ty, bytes, kn) = (self.ty(), 8 * width, self.c.k.extent);
+        let (nt, ot, st) = &self.target;
+        let transposed = self.ops.iter().any(|op| op.reads == Reads::Rows);
+        let whole = if transposed { kn - kn % width } else { 0 };
+        if pragma {
+            w.directive("#pragma omp parallel for");
+        }
+        w.block_noted(
+            format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
+            format!("/* {} cells at a time */", nr * lanes),
+            |w| {
+                w.line(format!(
+                    "typedef double {ty} __attribute__((vector_size({bytes})));"
+                ));
+                let zero = vec!["-0.0"; width as usize].join(", ");
+                let inits: Vec<String> = (0..nr * nv)
+                    .map(|i| format!("teil_s{i} = {{{zero}}}"))
+                    .collect();
+                w.line(format!("{ty} {};", inits.join(", ")));
+                if transposed {
+                    w.block(
+                        format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {width})"),
+                        |w| self.transposed_terms(w, nr),
+                    );
+                }
+                if whole < kn {
+                    w.block(
+                        format!("for (long long {kv} = {whole}; {kv} < {kn}; {kv}++)"),
+                        |w| {
+                            self.loads(w, nr, 1);
+                            self.updates(w, nr, 0, transposed, &|_, _, _| None);
+                        },
+                    );
+                }
+                for r in 0..nr {
+                    for u in 0..nv {
+                        let s = format!("teil_s{}", r * nv + u);
+                        let base = r * self.srow(st) + u * width * st.get(self.lane);
+                        if st.get(self.lane) == 1 {
+                            w.line(format!(
+                                "__builtin_memcpy(&{nt}[{}], &{s}, {bytes});",
+                                plus(ot, base)
+                            ));
+                        } else {
+                            let cells: Vec<String> = (0..width)
+                                .map(|x| {
+                                    let at = plus(ot, base + x * st.get(self.lane));
+                                    format!("{nt}[{at}] = {s}[{x}];")
+                                })
+                                .collect();
+                            w.line(cells.join(" "));
+                        }
+                    }
+                }
+            },
+        );
+        // The lane's remaining cells, one at a time, for each row of the block.
+        if full < self.lane_n {
+            let cells = Remainder {
+                lane: (lv, full, self.lane_n),
+                k: (kv, kn),
+                fma: self.k.fma,
+            };
+            for r in 0..nr {
+                let o = |x: usize| plus(&self.ops[x].offset, r * self.srow(&self.ops[x].strides));
+                cells.print(
+                    w,
+                    &format!("{}[{}]", self.ops[0].buf, o(0)),
+                    &format!("{}[{}]", self.ops[1].buf, o(1)),
+                    &format!("{nt}[{}]", plus(ot, r * self.srow(st))),
+                );
+            }
+        }
+    }
+
+    /// The body of the loop over whole groups of `width` terms where an operand is
+    /// transposed ([`Reads::Rows`]): its rows loaded and transposed in registers, then the
+    /// terms added one column at a time.
+    fn transposed_terms(&self, w: &mut Writer, nr: u64) {
+        let (lv, kv, full, lanes) = (self.lv, self.kv, self.full, self.v.lanes);
+        let (width, nv) = (self.v.width, lanes / self.v.width);
+        let (ty, bytes, kn) = (self.ty(), 8 * width, self.c.k.extent);
+        // As in the scalar dot products: the next block's rows, one cache line per `lanes`
+        // terms, while this block runs (where they follow this block's rows), for rows of at
+        // most a page (512 doubles). Longer rows are streams the hardware prefetchers follow,
+        // and fetching the next block as well slowed the 4096 x 4096 matrix-vector product
+        // from 5.9 to 10.7 ms on the Zen 4 machine; 128-double rows gained (2.4 to 2.0 ms).
+        for op in &self.ops {
+            let sl = op.strides.get(self.lane);
+            if op.reads == Reads::Rows && sl >= kn && sl <= 512 && full > lanes && nr == 1 {
+                w.line(format!(
+                    "if ({lv} + {lanes} < {full}) for (int teil_e = 0; teil_e < {width}; teil_e++) \
+                     __builtin_prefetch(&{}[{} + {kv} * {} + teil_e * {lanes}]);",
+                    op.buf,
+                    plus(&op.offset, lanes * sl),
+                    lanes - 1
+                ));
+            }
+        }
+        self.loads(w, nr, width);
+        for op in self.ops.iter().filter(|op| op.reads == Reads::Rows) {
+            let (buf, var) = (&op.buf, op.var);
+            for u in 0..nv {
+                let m = |i: u64| format!("{var}{u}_{i}");
+                for i in 0..width {
+                    let at = plus(&op.offset, (u * width + i) * op.strides.get(self.lane));
+                    w.line(format!(
+                        "{ty} {}; __builtin_memcpy(&{}, &{buf}[{at}], {bytes});",
+                        m(i),
+                        m(i)
+                    ));
+                }
+                // Rows of terms into columns of cells: swap the off-diagonal blocks of
+                // 1, 2, 4, ... elements.
+                let mut b = 1;
+                while b < width {
+                    for i in (0..width).filter(|i| i & b == 0) {
+                        let lo: Vec<String> = (0..width)
+                            .map(|x| if x & b != 0 { width + x - b } else { x }.to_string())
+                            .collect();
+                        let hi: Vec<String> = (0..width)
+                            .map(|x| if x & b != 0 { width + x } else { x + b }.to_string())
+                            .collect();
+                        w.line(format!(
+                            "{{ {ty} teil_x = teil_shuffle({width}, {}, {}, {}), teil_y = teil_shuffle({width}, {}, {}, {}); {} = teil_x; {} = teil_y; }}",
+                            m(i), m(i + b), lo.join(", "), m(i), m(i + b), hi.join(", "), m(i), m(i + b)
+                        ));
+                    }
+                    b *= 2;
+                }
+            }
+        }
+        for j in 0..width {
+            self.updates(w, nr, j, false, &|x, u, j| {
+                (self.ops[x].reads == Reads::Rows).then(|| format!("{}{u}_{j}", self.ops[x].var))
+            });
+        }
+    }
+}
+
+/// What the vector dot products of `kernels` use besides the vectors themselves: the macro
+/// `teil_shuffle(w, a, b, i, ...)` (the vector of elements `i, ...` of `a`'s elements followed
+/// by `b`'s, for `w` doubles: `__builtin_shufflevector` on Clang, `__builtin_shuffle` on GCC)
+/// where some operand is transposed, and in fma mode the vector multiply-add `teil_fmav<width>` of
+/// each vector width ([`fma_lanes`]). Returns whether it wrote anything (nothing without vector
+/// dot products).
+pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
+    let mut shuffle = false;
+    let mut fused: BTreeSet<(u64, u64)> = BTreeSet::new();
+    for k in kernels {
+        for s in &k.steps {
+            let Step::Contract { c, .. } = s else {
+                continue;
+            };
+            let Strategy::Dot {
+                reads, variants, ..
+            } = &c.strategy
+            else {
+                continue;
+            };
+            for v in variants.iter().filter(|v| v.width > 1) {
+                shuffle |= reads.contains(&Reads::Rows);
+                if k.fma {
+                    fused.insert((v.target.vector_bits(), v.width));
+                }
+            }
+        }
+    }
+    if shuffle {
+        w.line("/* Element shuffles of the dot-product kernels (spec/padding.md, \"Contraction kernels\"):");
+        w.line(" * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's. */");
+        w.directive("#if teil_vector_bits != 0");
+        w.directive("#if defined(__clang__)");
+        w.directive(
+            "#define teil_shuffle(w, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)",
+        );
+        w.directive("#else");
+        for n in [2, 4, 8] {
+            w.directive(format!(
+                "typedef long long teil_mask{n} __attribute__((vector_size({})));",
+                8 * n
+            ));
+        }
+        w.directive(
+            "#define teil_shuffle(w, a, b, ...) __builtin_shuffle(a, b, (teil_mask##w){__VA_ARGS__})",
+        );
+        w.directive("#endif");
+        w.directive("#endif");
+    }
+    for &(bits, width) in &fused {
+        w.directive(format!(
+            "#if teil_vector_bits == {bits} && !defined(teil_fmav{width})"
+        ));
+        fma_lanes(w, width);
+        w.directive("#endif");
+    }
+    shuffle || !fused.is_empty()
+}
