@@ -34,7 +34,9 @@
 //! nothing is shrunk. A driver that times out, on the other hand, runs a kernel that does not
 //! terminate: that is a failed C check like a crash (spec/fuzzing.md).
 
+pub use crate::check::{Check, Failure};
 use crate::compare::{self, Cells, Tolerance};
+use crate::error::{CheckFailed, Codes, Difference, FileError, NotPermitted};
 use crate::gen::{self, GenConfig};
 use crate::inplace;
 use crate::laws::{self, Law};
@@ -43,7 +45,7 @@ use crate::shrink::{self, Inputs};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teil::ast::{BinOp, ExprKind, Program};
 use teil::fmt::Style;
@@ -53,6 +55,7 @@ use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{self, Job, Outcome, Process, RunError, Toolchain};
 use teil_cbackend::{validate, Options};
+use teil_interp::random::mix;
 use teil_interp::Tensor;
 
 /// A final store: every variable's value (the oracle's and the fast evaluator's results).
@@ -294,19 +297,6 @@ pub fn flavour(index: u64) -> GenConfig {
     }
 }
 
-/// SplitMix64 step, for other modules that derive values from a program seed.
-pub(crate) fn mix_seed(x: u64) -> u64 {
-    mix(x)
-}
-
-/// SplitMix64 step.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The seed of program `index` of the campaign with seed `seed`: it determines the program,
 /// its inputs, its variants and its mutant.
 pub fn program_seed(seed: u64, index: u64) -> u64 {
@@ -352,103 +342,6 @@ pub fn program_at(
     }
 }
 
-/// One check of the campaign, with what is needed to run it again on a shrunk program.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Check {
-    /// The generator produced a program that does not type-check.
-    Generator,
-    /// The oracle tripped the out-of-bounds witness or failed internally.
-    Oracle,
-    /// The fast evaluator against the oracle.
-    Fast,
-    /// Printing in a syntax and parsing again.
-    RoundTrip(Style),
-    /// The Core-TeIL desugaring, under both evaluators.
-    Core,
-    /// A chain of law rewrites (chosen from the program seed), under both evaluators.
-    Laws(Vec<Law>),
-    /// A mutant that must be rejected with exactly `mutation.expected()`.
-    IllTyped { mutation: Mutation, choice: usize },
-    /// The C backend refused a well-typed program.
-    Lower { pad: u64 },
-    /// The C backend at padding multiple `pad`, with or without contraction lifting, in exact
-    /// or fused multiply-add mode.
-    C { pad: u64, lift: bool, fma: bool },
-    /// The translation validator (spec/validation.md) rejects the kernel at `pad`.
-    Validate { pad: u64 },
-}
-
-impl Check {
-    /// What the check compares, for reports.
-    pub fn describe(&self) -> String {
-        match self {
-            Check::Generator => "the generated program is ill-typed".into(),
-            Check::Oracle => "the oracle fails on a well-typed program".into(),
-            Check::Fast => "the fast evaluator differs from the oracle".into(),
-            Check::RoundTrip(s) => format!(
-                "printing in the {} syntax and parsing again changes the program",
-                style_name(*s)
-            ),
-            Check::Core => "the Core-TeIL form evaluates differently".into(),
-            Check::Laws(laws) if laws.is_empty() => {
-                "rewriting by the §3.6 laws gives an ill-typed program".into()
-            }
-            Check::Laws(laws) => {
-                let names: Vec<&str> = laws.iter().map(|l| l.equation()).collect();
-                format!(
-                    "rewriting by the laws [{}] changes the values",
-                    names.join("; ")
-                )
-            }
-            Check::IllTyped { mutation, .. } => format!(
-                "the mutant {mutation:?} is not rejected with exactly {}",
-                mutation.expected().as_str()
-            ),
-            Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
-            Check::C { pad, fma: true, .. } => format!(
-                "the C backend at M = {pad} in fma mode differs from the oracle by more than \
-                 the bound of spec/values.md"
-            ),
-            Check::C {
-                pad, lift: true, ..
-            } => {
-                format!("the C backend at M = {pad} differs from the oracle")
-            }
-            Check::C {
-                pad, lift: false, ..
-            } => format!(
-                "the C backend at M = {pad} without contraction lifting differs from the oracle"
-            ),
-            Check::Validate { pad } => {
-                format!("the translation validator rejects the kernel for M = {pad}")
-            }
-        }
-    }
-
-    /// How many predicate calls shrinking may spend (a C check compiles once per call).
-    fn shrink_budget(&self) -> usize {
-        match self {
-            Check::C { .. } | Check::Lower { .. } => 150,
-            Check::Validate { .. } => 500,
-            _ => 2000,
-        }
-    }
-}
-
-fn style_name(s: Style) -> &'static str {
-    match s {
-        Style::Prefix => "prefix",
-        Style::Infix => "infix",
-    }
-}
-
-/// One failed check.
-#[derive(Clone, Debug)]
-pub struct Failure {
-    pub check: Check,
-    pub detail: String,
-}
-
 /// A shrunk reproducer.
 #[derive(Clone, Debug)]
 pub struct Shrunk {
@@ -457,7 +350,7 @@ pub struct Shrunk {
     /// The failure as seen on the shrunk program.
     pub failure: Failure,
     /// The reproducer file, when one was written, and why writing failed otherwise.
-    pub file: Option<Result<PathBuf, String>>,
+    pub file: Option<Result<PathBuf, Arc<FileError>>>,
 }
 
 /// A program on which some check failed.
@@ -543,6 +436,16 @@ impl Stats {
         }
         self.mutants += o.mutants;
         self.cells.add(o.cells);
+    }
+}
+
+impl<'a> From<&'a Config> for crate::repro::Origin<'a> {
+    fn from(cfg: &'a Config) -> Self {
+        crate::repro::Origin {
+            seed: cfg.seed,
+            pads: &cfg.pads,
+            plant: cfg.plant,
+        }
     }
 }
 
@@ -774,7 +677,7 @@ pub fn replay(cfg: &Config, program: Program, inputs: Inputs, seed: u64) -> Repo
             seed,
             failures: vec![Failure {
                 check: Check::Generator,
-                detail: codes(&d),
+                detail: codes(&d).to_string(),
             }],
             program,
             inputs,
@@ -832,7 +735,7 @@ fn check_chunk(
                 seed,
                 failures: vec![Failure {
                     check: Check::Generator,
-                    detail: codes(&d),
+                    detail: codes(&d).to_string(),
                 }],
                 program,
                 inputs: Inputs::new(),
@@ -858,16 +761,13 @@ fn check_chunk(
     Ok(out)
 }
 
-fn codes(d: &[teil::Diagnostic]) -> String {
-    let codes: BTreeSet<&str> = d
+fn codes(d: &[teil::Diagnostic]) -> Codes {
+    let codes: BTreeSet<&'static str> = d
         .iter()
         .filter(|d| d.is_error())
         .map(|d| d.code.as_str())
         .collect();
-    format!(
-        "the checker reports {}",
-        codes.into_iter().collect::<Vec<_>>().join(", ")
-    )
+    Codes(codes.into_iter().collect())
 }
 
 fn has_division(p: &CheckedProgram) -> bool {
@@ -941,7 +841,7 @@ fn prepare(
         Ok(None) => {}
         Err(detail) => failures.push(Failure {
             check: Check::Laws(Vec::new()),
-            detail,
+            detail: detail.to_string(),
         }),
     }
     if let Some((mutation, choice)) = pick_mutant(&checked, seed) {
@@ -957,7 +857,10 @@ fn prepare(
         }
         match run_check(cfg, &check, &checked, &inputs, &expected, seed, stats) {
             Ok(()) => {}
-            Err(CheckError::Failed(detail)) => failures.push(Failure { check, detail }),
+            Err(CheckError::Failed(detail)) => failures.push(Failure {
+                check,
+                detail: detail.to_string(),
+            }),
             Err(CheckError::Stopped(s)) => return Err(s),
         }
     }
@@ -978,7 +881,7 @@ fn prepare(
                 }
                 Err(detail) => failures.push(Failure {
                     check: Check::Lower { pad },
-                    detail,
+                    detail: detail.to_string(),
                 }),
             }
         }
@@ -996,7 +899,7 @@ fn prepare(
                 }
                 Err(detail) => failures.push(Failure {
                     check: Check::Lower { pad },
-                    detail,
+                    detail: detail.to_string(),
                 }),
             }
         }
@@ -1016,7 +919,7 @@ fn prepare(
                 Ok(_) => {}
                 Err(detail) => failures.push(Failure {
                     check: Check::Lower { pad },
-                    detail,
+                    detail: detail.to_string(),
                 }),
             }
         }
@@ -1043,7 +946,7 @@ fn prepare(
         if let Err(detail) = validate(&checked, k, stats) {
             failures.push(Failure {
                 check: Check::Validate { pad: k.pad },
-                detail,
+                detail: detail.to_string(),
             });
         }
     }
@@ -1067,7 +970,7 @@ fn lower(
     fma: bool,
     name: &str,
     stats: &mut Stats,
-) -> Result<Kernel, String> {
+) -> Result<Kernel, CheckFailed> {
     let opts = Options {
         pad,
         name: name.to_string(),
@@ -1075,7 +978,7 @@ fn lower(
         fma,
         openmp: false,
     };
-    let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(|e| e.to_string())?;
+    let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(CheckFailed::Lowering)?;
     if let Some(bug) = cfg.plant {
         if plant::apply(&mut k, bug) {
             stats.planted += 1;
@@ -1104,13 +1007,13 @@ pub const VALIDATION_CELLS: u64 = 20_000;
 
 /// Validates `k`; `Err` when the validator shows it wrong. Kernels beyond the bounds count as
 /// not validated.
-fn validate(checked: &CheckedProgram, k: &Kernel, stats: &mut Stats) -> Result<(), String> {
+fn validate(checked: &CheckedProgram, k: &Kernel, stats: &mut Stats) -> Result<(), CheckFailed> {
     match guarded(|| validate::validate_with(checked, k, &validation_limits()))? {
         Ok(_) => {
             stats.validated += 1;
             Ok(())
         }
-        Err(f) if f.is_rejection() => Err(f.to_string()),
+        Err(f) if f.is_rejection() => Err(CheckFailed::Rejected(f)),
         Err(_) => {
             stats.not_validated += 1;
             Ok(())
@@ -1142,7 +1045,7 @@ fn run_c(
         for (check, k) in &p.kernels {
             let outcome = outcomes
                 .next()
-                .unwrap_or_else(|| Err("the batch returned too few results".into()));
+                .unwrap_or_else(|| Err(CheckFailed::TooFewResults));
             stats.kernels += 1;
             stats.lifted += u64::from(k.lifted > 0);
             let result = outcome.and_then(|o| {
@@ -1151,7 +1054,7 @@ fn run_c(
             if let Err(detail) = result {
                 failures.push(Failure {
                     check: check.clone(),
-                    detail,
+                    detail: detail.to_string(),
                 });
             }
         }
@@ -1176,7 +1079,7 @@ fn run_kernels(
     tc: &Toolchain,
     runs: &[(&Kernel, &Inputs)],
     stats: &mut Stats,
-) -> Result<Vec<Result<Outcome, String>>, Stop> {
+) -> Result<Vec<Result<Outcome, CheckFailed>>, Stop> {
     let kernels: Vec<&Kernel> = runs.iter().map(|r| r.0).collect();
     let jobs: Vec<Job> = runs
         .iter()
@@ -1197,14 +1100,16 @@ fn run_kernels(
             if runs.len() > 1 {
                 remove_kept(&e);
             }
-            Err(e.to_string())
+            Err(CheckFailed::Run(e))
         }
         Err(panic) => Err(panic),
     };
     Ok(match result {
         Ok(o) if o.len() == runs.len() => o.into_iter().map(Ok).collect(),
-        Ok(_) => vec![Err("the driver returned the wrong number of results".into()); runs.len()],
-        Err(e) if runs.len() == 1 => vec![Err(format!("the kernel did not run: {e}"))],
+        Ok(_) => (0..runs.len())
+            .map(|_| Err(CheckFailed::WrongCount))
+            .collect(),
+        Err(e) if runs.len() == 1 => vec![Err(CheckFailed::DidNotRun(Box::new(e)))],
         Err(_) => {
             let (a, b) = runs.split_at(runs.len() / 2);
             let mut out = run_kernels(tc, a, stats)?;
@@ -1214,15 +1119,15 @@ fn run_kernels(
     })
 }
 
-/// Runs `f`, turning a panic (a bug in the code under test) into an error message.
-fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+/// Runs `f`, turning a panic (a bug in the code under test) into an error.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, CheckFailed> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
         let msg = p
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic".to_string());
-        format!("the C backend panicked: {msg}")
+        CheckFailed::Panicked(msg)
     })
 }
 
@@ -1253,24 +1158,19 @@ fn compare_c(
     k: &Kernel,
     o: &Outcome,
     stats: &mut Stats,
-) -> Result<(), String> {
+) -> Result<(), CheckFailed> {
     if !o.nonzero_padding.is_empty() {
-        return Err(format!(
-            "non-zero padding in {} after the call",
-            o.nonzero_padding
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Err(CheckFailed::NonzeroPadding {
+            names: o.nonzero_padding.clone(),
+        });
     }
     let outputs = checked.output_names();
     let label = format!("C backend at M = {}", k.pad);
     if k.fma {
         // Unlifted: the oracle's own term, with the bound of spec/values.md per cell.
         stats.fma += 1;
-        let bounds = teil_interp::rounding::fma_bounds(checked, inputs)
-            .map_err(|e| format!("the oracle cannot compute the fma bound: {e}"))?;
+        let bounds =
+            teil_interp::rounding::fma_bounds(checked, inputs).map_err(CheckFailed::FmaBound)?;
         let label = format!("{label} in fma mode");
         let cells =
             compare::stores_within(&outputs, expected, &o.values, &bounds, ("oracle", &label))?;
@@ -1292,7 +1192,7 @@ fn compare_c(
             let fallback = (!exact).then_some(Tolerance::Bound);
             judge_lifted(checked, inputs, expected, k, o, detail, fallback, stats)?
         }
-        Err(detail) => return Err(detail),
+        Err(detail) => return Err(detail.into()),
     }
     compare_inputs(checked, inputs, o)
 }
@@ -1318,17 +1218,17 @@ fn judge_lifted(
     expected: &Store,
     k: &Kernel,
     o: &Outcome,
-    detail: String,
+    detail: Difference,
     fallback: Option<Tolerance>,
     stats: &mut Stats,
-) -> Result<(), String> {
+) -> Result<(), CheckFailed> {
     let limits = validate::Limits {
         max_operations: JUDGE_OPERATIONS,
         max_cells: JUDGE_CELLS,
         ..validate::Limits::default()
     };
     let verdict = guarded(|| validate::judge(checked, k, inputs, &o.values, &limits))?;
-    Err(match verdict {
+    let judgement = match verdict {
         validate::Judgement::Permitted(_) => {
             stats.permitted += 1;
             return Ok(());
@@ -1339,20 +1239,14 @@ fn judge_lifted(
             index,
             ir,
             kernel,
-        } => {
-            let at: Vec<String> = index.iter().map(u64::to_string).collect();
-            format!(
-                "{detail}\n    judgement: not permitted (law: none): the compiled kernel does not compute \
-                 its loop IR: `{var}`[{}]: the IR in binary64 ({target}) {}, the C backend {}",
-                at.join(", "),
-                compare::show(ir),
-                compare::show(kernel)
-            )
-        }
-        validate::Judgement::Rejected(f) => format!(
-            "{detail}\n    judgement: not permitted (law: none): the kernel's term is not the spec's up to \
-             the laws of spec/values.md: {f}"
-        ),
+        } => NotPermitted::NotTheIr {
+            target,
+            var,
+            index,
+            ir,
+            kernel,
+        },
+        validate::Judgement::Rejected(f) => NotPermitted::Rejected(f),
         validate::Judgement::Undecided(f) => {
             let outputs = checked.output_names();
             let label = format!("C backend at M = {}", k.pad);
@@ -1363,16 +1257,21 @@ fn judge_lifted(
                 stats.cells.add(cells);
                 return Ok(());
             }
-            format!(
-                "{detail}\n    judgement: not shown permitted (law: undecided; lifting reassociates, \
-                 commutes and distributes, but the kernel's terms are unknown): {f}"
-            )
+            NotPermitted::Undecided(f)
         }
+    };
+    Err(CheckFailed::Judged {
+        difference: Box::new(detail),
+        judgement: Box::new(judgement),
     })
 }
 
 /// Input-only parameters are left as the caller gave them.
-fn compare_inputs(checked: &CheckedProgram, inputs: &Inputs, o: &Outcome) -> Result<(), String> {
+fn compare_inputs(
+    checked: &CheckedProgram,
+    inputs: &Inputs,
+    o: &Outcome,
+) -> Result<(), CheckFailed> {
     for d in checked
         .interface()
         .filter(|d| checked.is_input(d) && !checked.is_output(d))
@@ -1380,7 +1279,7 @@ fn compare_inputs(checked: &CheckedProgram, inputs: &Inputs, o: &Outcome) -> Res
         let name = &d.name.name;
         if let (Some(given), Some(after)) = (inputs.get(name), o.values.get(name)) {
             compare::tensors(name, given, after, Tolerance::Exact, ("input", "kernel"))
-                .map_err(|e| format!("the kernel wrote its input-only parameter: {e}"))?;
+                .map_err(|d| CheckFailed::WroteInput(Box::new(d)))?;
         }
     }
     Ok(())
@@ -1402,14 +1301,20 @@ fn names(s: &Store) -> Vec<String> {
 /// Why a check did not pass.
 enum CheckError {
     /// The check failed; how.
-    Failed(String),
+    Failed(CheckFailed),
     /// The check could not run to its end (only the C check can stop so).
     Stopped(Stop),
 }
 
-impl From<String> for CheckError {
-    fn from(detail: String) -> Self {
+impl From<CheckFailed> for CheckError {
+    fn from(detail: CheckFailed) -> Self {
         CheckError::Failed(detail)
+    }
+}
+
+impl From<Difference> for CheckError {
+    fn from(detail: Difference) -> Self {
+        CheckError::Failed(detail.into())
     }
 }
 
@@ -1429,8 +1334,7 @@ fn run_check(
     match check {
         Check::Generator | Check::Oracle => Ok(()),
         Check::Fast => {
-            let got = teil_interp::run_fast(c, inputs)
-                .map_err(|e| format!("the fast evaluator failed: {e}"))?;
+            let got = teil_interp::run_fast(c, inputs).map_err(CheckFailed::Fast)?;
             let cells = compare::stores(
                 &all,
                 expected,
@@ -1445,28 +1349,28 @@ fn run_check(
             let text = teil::fmt::program(c.program(), *style);
             let parsed = teil::parse(&text);
             if parsed.diagnostics.iter().any(|d| d.is_error()) {
-                return Err(format!(
-                    "the printed program does not parse ({})\n{text}",
-                    codes(&parsed.diagnostics)
-                )
+                return Err(CheckFailed::DoesNotParse {
+                    codes: codes(&parsed.diagnostics),
+                    text,
+                }
                 .into());
             }
             if !parsed.program.same_as(c.program()) {
-                return Err(
-                    format!("parsing the printed program gives another program\n{text}").into(),
-                );
+                return Err(CheckFailed::AnotherProgram { text }.into());
             }
             let (again, _) = teil::check(parsed.program)
-                .map_err(|d| format!("the re-parsed program does not check: {}", codes(&d)))?;
+                .map_err(|d| CheckFailed::ReparsedDoesNotCheck(codes(&d)))?;
             Ok(evaluate_variant(
                 &again, inputs, expected, division, false, stats,
             )?)
         }
         Check::Core => {
-            let core = teil::core::desugar(c)
-                .map_err(|d| format!("cannot desugar: {} {}", d.code.as_str(), d.message))?;
-            let (core, _) = teil::check(core)
-                .map_err(|d| format!("the Core-TeIL form does not check: {}", codes(&d)))?;
+            let core = teil::core::desugar(c).map_err(|d| CheckFailed::Desugar {
+                code: d.code.as_str(),
+                message: d.message,
+            })?;
+            let (core, _) =
+                teil::check(core).map_err(|d| CheckFailed::CoreDoesNotCheck(codes(&d)))?;
             Ok(evaluate_variant(
                 &core, inputs, expected, division, true, stats,
             )?)
@@ -1475,10 +1379,10 @@ fn run_check(
             None => Ok(()),
             Some((variant, _)) => {
                 evaluate_variant(&variant, inputs, expected, division, true, stats).map_err(|e| {
-                    CheckError::Failed(format!(
-                        "{e}\nrewritten program:\n{}",
-                        teil::fmt::program(variant.program(), Style::Infix)
-                    ))
+                    CheckError::Failed(CheckFailed::LawVariant {
+                        failed: Box::new(e),
+                        text: teil::fmt::program(variant.program(), Style::Infix),
+                    })
                 })
             }
         },
@@ -1494,9 +1398,9 @@ fn run_check(
             let text = teil::fmt::program(&bad, style);
             let want = BTreeSet::from([mutation.expected().as_str()]);
             match teil::compile(&text) {
-                Ok(_) => Err(format!("the mutant is accepted\n{text}").into()),
+                Ok(_) => Err(CheckFailed::MutantAccepted { text }.into()),
                 Err(d) => {
-                    let got: BTreeSet<&str> = d
+                    let got: BTreeSet<&'static str> = d
                         .iter()
                         .filter(|d| d.is_error())
                         .map(|d| d.code.as_str())
@@ -1504,11 +1408,11 @@ fn run_check(
                     if got == want {
                         Ok(())
                     } else {
-                        Err(format!(
-                            "expected {}, the checker reports {}\n{text}",
-                            mutation.expected().as_str(),
-                            got.into_iter().collect::<Vec<_>>().join(", ")
-                        )
+                        Err(CheckFailed::MutantCodes {
+                            expected: mutation.expected().as_str(),
+                            reported: got.into_iter().collect(),
+                            text,
+                        }
                         .into())
                     }
                 }
@@ -1527,7 +1431,7 @@ fn run_check(
             let o = run_kernels(&cfg.toolchain, &runs, stats)
                 .map_err(CheckError::Stopped)?
                 .pop()
-                .unwrap_or_else(|| Err("no result".into()))?;
+                .unwrap_or_else(|| Err(CheckFailed::NoResult))?;
             Ok(compare_c(c, inputs, expected, division, &k, &o, stats)?)
         }
     }
@@ -1543,11 +1447,10 @@ fn evaluate_variant(
     division: bool,
     oracle: bool,
     stats: &mut Stats,
-) -> Result<(), String> {
+) -> Result<(), CheckFailed> {
     let all = names(expected);
     if oracle {
-        let got = teil_interp::run_oracle(v, inputs)
-            .map_err(|e| format!("the oracle failed on the variant: {e}"))?;
+        let got = teil_interp::run_oracle(v, inputs).map_err(CheckFailed::OracleOnVariant)?;
         let cells = compare::stores(
             &all,
             expected,
@@ -1557,8 +1460,7 @@ fn evaluate_variant(
         )?;
         stats.cells.add(cells);
     }
-    let got = teil_interp::run_fast(v, inputs)
-        .map_err(|e| format!("the fast evaluator failed on the variant: {e}"))?;
+    let got = teil_interp::run_fast(v, inputs).map_err(CheckFailed::FastOnVariant)?;
     let cells = compare::stores(
         &all,
         expected,
@@ -1580,7 +1482,7 @@ const LAW_CHAIN: usize = 3;
 pub fn law_variant(
     c: &CheckedProgram,
     seed: u64,
-) -> Result<Option<(CheckedProgram, Vec<Law>)>, String> {
+) -> Result<Option<(CheckedProgram, Vec<Law>)>, CheckFailed> {
     let mut state = seed ^ 0x6c61_7773;
     let mut cur: Option<CheckedProgram> = None;
     let mut applied = Vec::new();
@@ -1598,12 +1500,10 @@ pub fn law_variant(
             break;
         };
         let text = teil::fmt::program(&p, Style::Infix);
-        let (checked, _) = teil::check(p).map_err(|d| {
-            format!(
-                "rewriting by {} gives an ill-typed program ({})\n{text}",
-                law.equation(),
-                codes(&d)
-            )
+        let (checked, _) = teil::check(p).map_err(|d| CheckFailed::IllTypedRewrite {
+            equation: law.equation(),
+            codes: codes(&d),
+            text,
         })?;
         applied.push(law);
         cur = Some(checked);
@@ -1686,15 +1586,14 @@ fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Result<Option<Shrunk>, Stop> {
             &mut scratch,
         ) {
             Ok(()) => first.detail.clone(),
-            Err(CheckError::Failed(detail)) => detail,
+            Err(CheckError::Failed(detail)) => detail.to_string(),
             Err(CheckError::Stopped(s)) => return Err(s),
         },
     };
     let failure = Failure { check, detail };
-    let file = cfg
-        .out
-        .as_ref()
-        .map(|dir| crate::repro::write(dir, cfg, seed, &failure, &program, &inputs, m.index));
+    let file = cfg.out.as_ref().map(|dir| {
+        crate::repro::write(dir, cfg, seed, &failure, &program, &inputs, m.index).map_err(Arc::new)
+    });
     Ok(Some(Shrunk {
         program,
         inputs,

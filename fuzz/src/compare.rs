@@ -20,8 +20,8 @@
 //! ([`tensors_within`]): spec/values.md's `2 γ_D M` where the spec gives one, and the
 //! [`Tolerance::Loose`] rule elsewhere (cells whose term divides).
 
+use crate::error::Difference;
 use std::collections::BTreeMap;
-use teil::ast::ShapeDisplay;
 use teil_interp::{ulps_apart, Tensor};
 
 /// How closely two results must agree.
@@ -63,16 +63,14 @@ pub fn tensors(
     got: &Tensor,
     tol: Tolerance,
     labels: (&str, &str),
-) -> Result<Cells, String> {
+) -> Result<Cells, Difference> {
     if want.shape() != got.shape() {
-        let s = |t: &Tensor| ShapeDisplay(&teil_interp::tensor_shape(t)).to_string();
-        return Err(format!(
-            "`{name}` has shape {} from the {} but {} from the {}",
-            s(want),
-            labels.0,
-            s(got),
-            labels.1
-        ));
+        return Err(Difference::Shape {
+            name: name.to_string(),
+            want: teil_interp::tensor_shape(want),
+            got: teil_interp::tensor_shape(got),
+            sides: labels.into(),
+        });
     }
     let mut cells = Cells::default();
     let mut first: Option<(Vec<usize>, f64, f64)> = None;
@@ -109,23 +107,20 @@ pub fn tensors(
     }
     match first {
         None => Ok(cells),
-        Some((at, x, y)) => {
-            let at: Vec<String> = at.iter().map(|i| (i + 1).to_string()).collect();
-            let more = if differing > 1 {
-                format!(" ({} cells differ)", differing)
-            } else {
-                String::new()
-            };
-            Err(format!(
-                "`{name}`[{}]: {} {}, {} {}{more}",
-                at.join(", "),
-                labels.0,
-                show(x),
-                labels.1,
-                show(y)
-            ))
-        }
+        Some((at, want, got)) => Err(Difference::Cell {
+            name: name.to_string(),
+            at: one_based(&at),
+            want,
+            got,
+            bound: None,
+            differing,
+            sides: labels.into(),
+        }),
     }
+}
+
+fn one_based(at: &[usize]) -> Vec<u64> {
+    at.iter().map(|&i| i as u64 + 1).collect()
 }
 
 /// Compares one variable cell by cell against `bounds` (same shape): a cell with a finite bound
@@ -137,7 +132,7 @@ pub fn tensors_within(
     got: &Tensor,
     bounds: &Tensor,
     labels: (&str, &str),
-) -> Result<Cells, String> {
+) -> Result<Cells, Difference> {
     if want.shape() != got.shape() || want.shape() != bounds.shape() {
         return tensors(name, want, got, Tolerance::Exact, labels);
     }
@@ -161,31 +156,18 @@ pub fn tensors_within(
             first.get_or_insert((flat, x, y, b));
         }
     }
-    let Some((flat, x, y, b)) = first else {
+    let Some((flat, want, got, b)) = first else {
         return Ok(cells);
     };
-    let at: Vec<String> = unflatten(flat, want.shape())
-        .iter()
-        .map(|i| (i + 1).to_string())
-        .collect();
-    let more = if differing > 1 {
-        format!(" ({differing} cells differ)")
-    } else {
-        String::new()
-    };
-    let allowed = if b.is_finite() {
-        format!("the bound is {}", show(b))
-    } else {
-        "no bound".to_string()
-    };
-    Err(format!(
-        "`{name}`[{}]: {} {}, {} {} ({allowed}){more}",
-        at.join(", "),
-        labels.0,
-        show(x),
-        labels.1,
-        show(y)
-    ))
+    Err(Difference::Cell {
+        name: name.to_string(),
+        at: one_based(&unflatten(flat, bounds.shape())),
+        want,
+        got,
+        bound: Some(b),
+        differing,
+        sides: labels.into(),
+    })
 }
 
 /// [`tensors_within`] for the variables `names`, with `bounds` by variable.
@@ -195,11 +177,14 @@ pub fn stores_within(
     got: &BTreeMap<String, Tensor>,
     bounds: &BTreeMap<String, Tensor>,
     labels: (&str, &str),
-) -> Result<Cells, String> {
+) -> Result<Cells, Difference> {
     let mut cells = Cells::default();
     for name in names {
         let (Some(w), Some(g), Some(b)) = (want.get(name), got.get(name), bounds.get(name)) else {
-            return Err(format!("no value for `{name}` from the {}", labels.1));
+            return Err(Difference::Missing {
+                name: name.clone(),
+                sides: labels.into(),
+            });
         };
         cells.add(tensors_within(name, w, g, b, labels)?);
     }
@@ -214,11 +199,14 @@ pub fn stores(
     got: &BTreeMap<String, Tensor>,
     tol: Tolerance,
     labels: (&str, &str),
-) -> Result<Cells, String> {
+) -> Result<Cells, Difference> {
     let mut cells = Cells::default();
     for name in names {
         let (Some(w), Some(g)) = (want.get(name), got.get(name)) else {
-            return Err(format!("no value for `{name}` from the {}", labels.1));
+            return Err(Difference::Missing {
+                name: name.clone(),
+                sides: labels.into(),
+            });
         };
         cells.add(tensors(name, w, g, tol, labels)?);
     }
@@ -235,14 +223,7 @@ fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     at
 }
 
-/// A value as the report shows it: NaN for `•`, shortest round-trip decimal otherwise.
-pub fn show(x: f64) -> String {
-    if x.is_nan() {
-        "NaN".to_string()
-    } else {
-        format!("{x}")
-    }
-}
+pub use crate::error::show;
 
 /// Below this magnitude, integer-valued results are exact in any association.
 pub const EXACT_LIMIT: f64 = (1u64 << 50) as f64;
@@ -279,12 +260,12 @@ mod tests {
         );
         let tight = arr1(&[1e-13, 0.0, 0.0, f64::INFINITY, f64::INFINITY]).into_dyn();
         assert_eq!(
-            tensors_within("v", &want, &got, &tight, ("oracle", "C")),
+            tensors_within("v", &want, &got, &tight, ("oracle", "C")).map_err(|e| e.to_string()),
             Err("`v`[1]: oracle 1, C 1.000000000001 (the bound is 0.0000000000001)".to_string())
         );
         let far = arr1(&[1.0, 2.0, f64::NAN, 4.0, 6.0]).into_dyn();
         assert_eq!(
-            tensors_within("v", &want, &far, &bounds, ("oracle", "C")),
+            tensors_within("v", &want, &far, &bounds, ("oracle", "C")).map_err(|e| e.to_string()),
             Err("`v`[5]: oracle 5, C 6 (no bound)".to_string())
         );
     }
@@ -299,7 +280,7 @@ mod tests {
         );
         let c = t2([[f64::NAN, 0.0], [1.0, 2.0 + 1e-15]]);
         assert_eq!(
-            tensors("x", &a, &c, Tolerance::Exact, ("oracle", "C")),
+            tensors("x", &a, &c, Tolerance::Exact, ("oracle", "C")).map_err(|e| e.to_string()),
             Err("`x`[2, 2]: oracle 2, C 2.000000000000001".to_string())
         );
         assert!(tensors("x", &a, &c, Tolerance::Bound, ("a", "b")).is_ok());
@@ -310,7 +291,7 @@ mod tests {
         let a = arr1(&[f64::INFINITY, 1.0, 5.0]).into_dyn();
         let b = arr1(&[3.0, 1.0, 5.0]).into_dyn();
         assert_eq!(
-            tensors("v", &a, &b, Tolerance::Bound, ("a", "b")),
+            tensors("v", &a, &b, Tolerance::Bound, ("a", "b")).map_err(|e| e.to_string()),
             Err("`v`[1]: a inf, b 3".to_string())
         );
         assert_eq!(
@@ -322,7 +303,7 @@ mod tests {
         );
         let c = arr1(&[f64::INFINITY, 1.5, 6.0]).into_dyn();
         assert_eq!(
-            tensors("v", &a, &c, Tolerance::Loose, ("a", "b")),
+            tensors("v", &a, &c, Tolerance::Loose, ("a", "b")).map_err(|e| e.to_string()),
             Err("`v`[2]: a 1, b 1.5 (2 cells differ)".to_string())
         );
     }
@@ -332,7 +313,7 @@ mod tests {
         let a = arr1(&[1.0, 2.0]).into_dyn();
         let b = arr1(&[1.0, 2.0, 3.0]).into_dyn();
         assert_eq!(
-            tensors("v", &a, &b, Tolerance::Exact, ("oracle", "C")),
+            tensors("v", &a, &b, Tolerance::Exact, ("oracle", "C")).map_err(|e| e.to_string()),
             Err("`v` has shape [2] from the oracle but [3] from the C".to_string())
         );
     }

@@ -7,31 +7,36 @@
 //! (the oracle's value of every output), all float64. A reproducer adds `outputs/NAME.npy`
 //! (the target's values) and `message.txt`.
 //!
-//! Everything is written under a temporary name beside the destination and renamed into
-//! place, so a directory that exists is complete.
+//! A directory is built in a staging directory beside the destination and renamed into place
+//! (`teil_interp::files::StagedDir`), so a directory that exists is complete.
 
 use crate::campaign::Store;
+use crate::case::{Case, Generators, Profile};
+use crate::error::FileError;
 use crate::shrink::Inputs;
-use crate::target_campaign::{self, Case, Profile};
 use std::path::{Path, PathBuf};
 use teil::fmt::Style;
+use teil_interp::files::{write_new, StagedDir};
 
-fn io(what: &Path, e: std::io::Error) -> String {
-    format!("cannot write `{}`: {e}", what.display())
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
+    move |source| FileError::WriteIo {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
-fn write_tensors(dir: &Path, values: &Store) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+fn write_tensors(dir: &Path, values: &Store) -> Result<(), FileError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     for (name, t) in values {
         let path = dir.join(format!("{name}.npy"));
-        std::fs::write(&path, teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+        write_new(&path, &teil_interp::npy::to_bytes(t))?;
     }
     Ok(())
 }
 
 /// Writes the files of a case directory into `dir` (which must exist): the program after the
 /// comment lines of `header`, its ops/1 form, its inputs and the oracle's outputs.
-pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<(), String> {
+pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<(), FileError> {
     let program = case.checked.program();
     let mut text: String = header.iter().map(|l| format!("// {l}\n")).collect();
     text.push_str(&teil::fmt::program(program, Style::Infix));
@@ -44,8 +49,7 @@ pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<()
         ("ops.json", case.ops.to_json()),
     ];
     for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+        write_new(&dir.join(name), text.as_bytes())?;
     }
     write_tensors(&dir.join("inputs"), &case.inputs)?;
     write_tensors(&dir.join("expected"), &case.expected)?;
@@ -53,47 +57,24 @@ pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<()
 }
 
 /// Writes `outputs/` (the target's values) into a case directory.
-pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), String> {
+pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), FileError> {
     write_tensors(&dir.join("outputs"), outputs)
 }
 
-/// Fills a fresh temporary directory beside `dest` with `fill`, then renames it to `dest`,
-/// replacing an older directory of that name when `replace` (reproducers), refusing otherwise.
+/// Fills a fresh staging directory beside `dest` with `fill`, then renames it to `dest`
+/// ([`StagedDir`]), replacing an older directory of that name when `replace` (reproducers),
+/// refusing otherwise.
 pub fn atomically(
     dest: &Path,
     replace: bool,
-    fill: impl FnOnce(&Path) -> Result<(), String>,
-) -> Result<(), String> {
+    fill: impl FnOnce(&Path) -> Result<(), FileError>,
+) -> Result<(), FileError> {
     if !replace && dest.exists() {
-        return Err(format!(
-            "`{}` exists; export into a new directory",
-            dest.display()
-        ));
+        return Err(FileError::Exists(dest.to_path_buf()));
     }
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = parent.join(format!(".{name}.tmp{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-    let filled = fill(&tmp);
-    if let Err(e) = filled {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    if replace {
-        let _ = std::fs::remove_dir_all(dest);
-    }
-    std::fs::rename(&tmp, dest).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&tmp);
-        io(dest, e)
-    })
+    let staged = StagedDir::new(dest)?;
+    fill(staged.path())?;
+    Ok(staged.commit(replace)?)
 }
 
 /// What an export wrote.
@@ -122,13 +103,13 @@ pub fn export(
     seed: u64,
     skip: u64,
     profile: Profile,
-) -> Result<Exported, String> {
+) -> Result<Exported, FileError> {
     let mut exported = Exported {
         cases: 0,
         skipped: 0,
     };
     atomically(dir, false, |tmp| {
-        let mut gens = target_campaign::Generators::default();
+        let mut gens = Generators::default();
         let mut entries = Vec::new();
         for k in 0..programs {
             let index = skip.saturating_add(k);
@@ -138,7 +119,7 @@ pub fn export(
             };
             let name = format!("case_{index:05}");
             let case_dir = tmp.join(&name);
-            std::fs::create_dir_all(&case_dir).map_err(|e| io(&case_dir, e))?;
+            std::fs::create_dir_all(&case_dir).map_err(io(&case_dir))?;
             let header = vec![
                 format!(
                     "teil test vector: program {index} of `teil fuzz --export DIR --seed {seed}{}`",
@@ -174,22 +155,23 @@ pub fn export(
             },
             "cases": entries,
         });
-        let text = serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n";
-        let path = tmp.join("index.json");
-        std::fs::write(&path, text).map_err(|e| io(&path, e))
+        let text = serde_json::to_string_pretty(&index)? + "\n";
+        Ok(write_new(&tmp.join("index.json"), text.as_bytes())?)
     })?;
     Ok(exported)
 }
 
 /// Reads the inputs of a case directory (`inputs/NAME.npy`).
-pub fn read_inputs(dir: &Path) -> Result<Inputs, String> {
+pub fn read_inputs(dir: &Path) -> Result<Inputs, FileError> {
     let data = dir.join("inputs");
     let mut inputs = Inputs::new();
     if !data.is_dir() {
         return Ok(inputs);
     }
-    let entries =
-        std::fs::read_dir(&data).map_err(|e| format!("cannot read `{}`: {e}", data.display()))?;
+    let entries = std::fs::read_dir(&data).map_err(|source| FileError::Read {
+        path: data.clone(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     for f in files
@@ -200,8 +182,10 @@ pub fn read_inputs(dir: &Path) -> Result<Inputs, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let t =
-            teil_interp::npy::read(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+        let t = teil_interp::npy::read(f).map_err(|source| FileError::ReadTensor {
+            path: f.clone(),
+            source,
+        })?;
         inputs.insert(name, t);
     }
     Ok(inputs)

@@ -21,6 +21,7 @@
 //! planted-bug budgets of spec/fuzzing.md were measured) are the generator's.
 
 use teil::ast::Program;
+use teil_interp::random::mix;
 
 /// Every `PERIOD` programs, four are drawn from the templates.
 pub const PERIOD: u64 = 20;
@@ -28,9 +29,8 @@ pub const PERIOD: u64 = 20;
 /// The template program for index `index` with program seed `seed`, if the index is one of
 /// the four of each period.
 pub fn program(index: u64, seed: u64) -> Option<Program> {
-    let pick =
-        |lo: u64, hi: u64, salt: u64| lo + crate::campaign::mix_seed(seed ^ salt) % (hi - lo + 1);
-    let variant = crate::campaign::mix_seed(seed ^ 0x7661_7269) % 2;
+    let pick = |lo: u64, hi: u64, salt: u64| lo + mix(seed ^ salt) % (hi - lo + 1);
+    let variant = mix(seed ^ 0x7661_7269) % 2;
     let text = match index % PERIOD {
         16 => {
             let (k, m, n) = (pick(9, 12, 8), pick(6, 10, 9), pick(10, 16, 10));

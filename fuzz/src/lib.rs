@@ -4,17 +4,24 @@
 //! deterministically from a seed with [`gen::sample`]. [`mutate`] breaks exactly one typing
 //! rule of a well-typed program, for testing the checker's diagnostics. [`shrink`] reduces a
 //! failing program and its inputs. [`laws`] rewrites programs by the TeIL paper's equational
-//! laws. [`campaign`] runs whole differential campaigns (`teil fuzz`), comparing with the
-//! tolerances of [`compare`] and writing reproducers with [`repro`]; [`forms`] gives the
+//! laws. [`campaign`] runs whole differential campaigns (`teil fuzz`) of the checks of
+//! [`check`], comparing with the tolerances of [`compare`] and writing reproducers with
+//! [`repro`]; [`forms`] gives the
 //! programs that reach the C backend's kernel forms.
 //!
 //! Against other implementations: [`target`] speaks the `teil-target/1` protocol with a target
-//! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]),
+//! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]) on
+//! the programs of [`case`],
 //! [`export`] writes test vectors, and [`ops_eval`] is a reference evaluator of the ops/1 form
 //! (`teil::ops`) with planted bugs, for tests.
+//!
+//! [`error`] holds every error of the crate as data and is the one place that words them.
 
 pub mod campaign;
+pub mod case;
+pub mod check;
 pub mod compare;
+pub mod error;
 pub mod export;
 pub mod forms;
 pub mod gen;

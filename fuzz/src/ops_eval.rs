@@ -7,6 +7,7 @@
 //! somebody else's implementation without Python installed. It is written for clarity: every
 //! op follows its definition in spec/fuzzing.md, folds run from the first element upwards.
 
+use crate::error::OpsEvalError;
 use crate::shrink::Inputs;
 use ndarray::{ArrayD, Axis, Dimension, IxDyn};
 use serde_json::Value;
@@ -53,12 +54,12 @@ pub fn run(
     steps: &[Step],
     env: &mut BTreeMap<String, Tensor>,
     bug: Option<Bug>,
-) -> Result<(), String> {
+) -> Result<(), OpsEvalError> {
     for s in steps {
         let args = s
             .args
             .iter()
-            .map(|a| env.get(a).ok_or_else(|| format!("`{a}` is not bound")))
+            .map(|a| env.get(a).ok_or_else(|| OpsEvalError::Unbound(a.clone())))
             .collect::<Result<Vec<_>, _>>()?;
         let v = step(&s.op, &args, bug)?;
         if v.shape()
@@ -66,25 +67,22 @@ pub fn run(
             .map(|&n| n as u64)
             .ne(s.shape.iter().copied())
         {
-            return Err(format!(
-                "step `{}` has shape {:?}, its `shape` field says {:?}",
-                s.out,
-                v.shape(),
-                s.shape
-            ));
+            return Err(OpsEvalError::StepShape {
+                out: s.out.clone(),
+                got: v.shape().to_vec(),
+                says: s.shape.clone(),
+            });
         }
         env.insert(s.out.clone(), v);
     }
     Ok(())
 }
 
-fn arg<'a>(args: &[&'a Tensor], k: usize) -> Result<&'a Tensor, String> {
-    args.get(k)
-        .copied()
-        .ok_or_else(|| format!("argument {} is missing", k + 1))
+fn arg<'a>(args: &[&'a Tensor], k: usize) -> Result<&'a Tensor, OpsEvalError> {
+    args.get(k).copied().ok_or(OpsEvalError::MissingArgument(k))
 }
 
-fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, String> {
+fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalError> {
     match op {
         Op::Const { value } => Ok(ArrayD::from_elem(IxDyn(&[]), *value)),
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
@@ -104,17 +102,13 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, String> {
                 let k = b.iter().next().copied().unwrap_or(f64::NAN);
                 Ok(a.mapv(|x| f(x, k)))
             } else {
-                Err(format!(
-                    "shapes {:?} and {:?} do not match",
-                    a.shape(),
-                    b.shape()
-                ))
+                Err(OpsEvalError::Shapes(a.shape().to_vec(), b.shape().to_vec()))
             }
         }
         Op::Reduce { kind, axis } => {
             let a = arg(args, 0)?;
             if *axis >= a.ndim() {
-                return Err(format!("axis {axis} is out of range"));
+                return Err(OpsEvalError::Axis(*axis));
             }
             let from_zero = *kind == ReduceKind::Max && bug == Some(Bug::MaxFromZero);
             Ok(a.map_axis(Axis(*axis), |lane| {
@@ -135,24 +129,24 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, String> {
         Op::Expand { axis, n } => {
             let a = arg(args, 0)?;
             if *axis > a.ndim() {
-                return Err(format!("axis {axis} is out of range"));
+                return Err(OpsEvalError::Axis(*axis));
             }
             let mut shape = a.shape().to_vec();
             shape.insert(*axis, *n as usize);
             let v = a.clone().insert_axis(Axis(*axis));
             v.broadcast(IxDyn(&shape))
                 .map(|b| b.to_owned())
-                .ok_or_else(|| "cannot expand".to_string())
+                .ok_or(OpsEvalError::CannotExpand)
         }
         Op::Take { axis, index } => {
             let a = arg(args, 0)?;
-            let n = *a.shape().get(*axis).ok_or("axis is out of range")? as u64;
+            let n = *a.shape().get(*axis).ok_or(OpsEvalError::TakeAxis)? as u64;
             let index = match bug {
                 Some(Bug::TakeOffByOne) => (index + 1) % n,
                 _ => *index,
             };
             if index >= n {
-                return Err(format!("index {index} is out of range"));
+                return Err(OpsEvalError::Index(index));
             }
             Ok(a.index_axis(Axis(*axis), index as usize).to_owned())
         }
@@ -184,20 +178,20 @@ fn min(a: f64, b: f64) -> f64 {
 /// `einsum` by definition: for every output index, the left fold with `+` over every
 /// assignment of the summed labels (row-major, in order of first appearance) of the product of
 /// the operands' elements, left to right.
-fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, String> {
+fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalError> {
     let (ins, out) = equation
         .split_once("->")
-        .ok_or_else(|| format!("`{equation}` has no `->`"))?;
+        .ok_or_else(|| OpsEvalError::NoArrow(equation.to_string()))?;
     let mut operands: Vec<Vec<char>> = ins.split(',').map(|s| s.chars().collect()).collect();
     if ins.is_empty() && args.is_empty() {
         operands.clear();
     }
     if operands.len() != args.len() {
-        return Err(format!(
-            "`{equation}` needs {} operands, got {}",
-            operands.len(),
-            args.len()
-        ));
+        return Err(OpsEvalError::Operands {
+            equation: equation.to_string(),
+            needs: operands.len(),
+            got: args.len(),
+        });
     }
     if bug == Some(Bug::EinsumDropsRepeated) {
         // The planted bug: a label repeated within one operand becomes a fresh summed label.
@@ -215,11 +209,17 @@ fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, 
     let mut extent: BTreeMap<char, usize> = BTreeMap::new();
     for (ls, t) in operands.iter().zip(args) {
         if ls.len() != t.ndim() {
-            return Err(format!("`{equation}`: an operand has rank {}", t.ndim()));
+            return Err(OpsEvalError::Rank {
+                equation: equation.to_string(),
+                rank: t.ndim(),
+            });
         }
         for (l, &n) in ls.iter().zip(t.shape()) {
             if *extent.entry(*l).or_insert(n) != n {
-                return Err(format!("`{equation}`: label `{l}` has two extents"));
+                return Err(OpsEvalError::TwoExtents {
+                    equation: equation.to_string(),
+                    label: *l,
+                });
             }
             if !labels.contains(l) {
                 labels.push(*l);
@@ -232,7 +232,10 @@ fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, 
             extent
                 .get(l)
                 .copied()
-                .ok_or_else(|| format!("`{equation}`: `{l}` is unbound"))
+                .ok_or_else(|| OpsEvalError::UnboundLabel {
+                    equation: equation.to_string(),
+                    label: *l,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let summed: Vec<char> = labels
@@ -282,7 +285,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write, bug: Option<Bug>) -> s
                     Ok(Some(reason)) => {
                         serde_json::json!({"status": "unsupported", "reason": reason})
                     }
-                    Err(message) => serde_json::json!({"status": "error", "message": message}),
+                    Err(e) => serde_json::json!({"status": "error", "message": e.to_string()}),
                 };
                 (id, answer)
             }
@@ -300,7 +303,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write, bug: Option<Bug>) -> s
 }
 
 /// One case: `Ok(None)` done, `Ok(Some(reason))` unsupported, `Err` an error message.
-fn answer(req: &Value, bug: Option<Bug>) -> Result<Option<String>, String> {
+fn answer(req: &Value, bug: Option<Bug>) -> Result<Option<String>, OpsEvalError> {
     let Some(ops) = req.get("ops").and_then(Value::as_array) else {
         return Ok(Some("this target runs the ops/1 form only".into()));
     };
@@ -308,31 +311,33 @@ fn answer(req: &Value, bug: Option<Bug>) -> Result<Option<String>, String> {
         .iter()
         .map(Step::from_json)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .map_err(OpsEvalError::Ops)?;
     let mut env = Inputs::new();
     let vars = |field: &str| {
         req.get(field)
             .and_then(Value::as_object)
-            .ok_or_else(|| format!("`{field}` is missing"))
+            .ok_or_else(|| OpsEvalError::MissingField(field.to_string()))
     };
-    fn path(v: &Value) -> Result<&Path, String> {
+    fn path(v: &Value) -> Result<&Path, OpsEvalError> {
         v.get("path")
             .and_then(Value::as_str)
             .map(Path::new)
-            .ok_or_else(|| "a `path` is missing".to_string())
+            .ok_or(OpsEvalError::MissingPath)
     }
     for (name, v) in vars("inputs")? {
-        let t = teil_interp::npy::read(path(v)?).map_err(|e| format!("input `{name}`: {e}"))?;
+        let t = teil_interp::npy::read(path(v)?).map_err(|source| OpsEvalError::Input {
+            name: name.clone(),
+            source,
+        })?;
         env.insert(name.clone(), t);
     }
     run(&steps, &mut env, bug)?;
     for (name, v) in vars("outputs")? {
         let t = env
             .get(name)
-            .ok_or_else(|| format!("output `{name}` was never bound"))?;
+            .ok_or_else(|| OpsEvalError::NeverBound(name.clone()))?;
         let p = path(v)?;
-        std::fs::write(p, teil_interp::npy::to_bytes(t))
-            .map_err(|e| format!("cannot write `{}`: {e}", p.display()))?;
+        teil_interp::files::write_atomically(p, &teil_interp::npy::to_bytes(t))?;
     }
     Ok(None)
 }

@@ -10,7 +10,8 @@
 //! The files are written all or nothing (`teil_interp::files::Staged`), the `.teil` file
 //! renamed into place last, so a reproducer that exists is complete.
 
-use crate::campaign::{Check, Config, Failure};
+use crate::check::{Check, Failure};
+use crate::error::FileError;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
 use teil::ast::Program;
@@ -45,33 +46,43 @@ pub fn replay_command(path: &Path) -> String {
     format!("teil fuzz --replay {quoted}")
 }
 
-/// Writes the reproducer of a failure found on program `index` (if any) with seed `seed`.
-/// Returns the `.teil` file's path.
-pub fn write(
+/// What a reproducer records of the campaign that found it: its seed, its padding multiples
+/// and its planted bug (`crate::campaign::Config` converts into one).
+#[derive(Clone, Debug)]
+pub struct Origin<'a> {
+    pub seed: u64,
+    pub pads: &'a [u64],
+    pub plant: Option<Bug>,
+}
+
+/// Writes the reproducer of a failure found on program `index` (if any) with seed `seed` by
+/// the campaign `origin`. Returns the `.teil` file's path.
+pub fn write<'a>(
     dir: &Path,
-    cfg: &Config,
+    origin: impl Into<Origin<'a>>,
     seed: u64,
     failure: &Failure,
     program: &Program,
     inputs: &Inputs,
     index: Option<u64>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, FileError> {
+    let cfg = origin.into();
     let stem = format!("repro_{seed}");
     let file = dir.join(format!("{stem}.teil"));
     let data = dir.join(&stem);
-    std::fs::create_dir_all(&data)
-        .map_err(|e| format!("cannot create `{}`: {e}", data.display()))?;
+    std::fs::create_dir_all(&data).map_err(|source| FileError::CreateDir {
+        path: data.clone(),
+        source,
+    })?;
     let mut staged = Staged::new();
     for (name, t) in inputs {
         let path = data.join(format!("{name}.npy"));
-        staged
-            .add(&path, &teil_interp::npy::to_bytes(t))
-            .map_err(|e| e.to_string())?;
+        staged.add(&path, &teil_interp::npy::to_bytes(t))?;
     }
 
     let pads: Vec<u64> = match failure.check {
         Check::C { pad, .. } | Check::Lower { pad } | Check::Validate { pad } => vec![pad],
-        _ => cfg.pads.clone(),
+        _ => cfg.pads.to_vec(),
     };
     let mut text = format!("// teil fuzz reproducer: {}\n", failure.check.describe());
     // The first line says what differs; a judged lifted kernel's line says which law, if any,
@@ -101,10 +112,8 @@ pub fn write(
     }
     text.push('\n');
     text.push_str(&teil::fmt::program(program, Style::Infix));
-    staged
-        .add(&file, text.as_bytes())
-        .map_err(|e| e.to_string())?;
-    staged.commit().map_err(|e| e.to_string())?;
+    staged.add(&file, text.as_bytes())?;
+    staged.commit()?;
     // Inputs of an earlier reproducer with this seed that this one does not have would be
     // read back as inputs: remove them (the reproducer is complete without them).
     if let Ok(entries) = std::fs::read_dir(&data) {
@@ -123,23 +132,23 @@ pub fn write(
 
 /// Reads a reproducer written by [`write()`] (or a hand-written program with such a header line;
 /// without one, seed 0 and no pads are assumed).
-pub fn read(path: &Path) -> Result<Reproducer, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Reproducer, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let parsed = teil::parse(&text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
-        return Err(format!("`{}` does not parse", path.display()));
+        return Err(FileError::DoesNotParse(path.to_path_buf()));
     }
     let mut seed = 0;
     let mut pads = Vec::new();
     let mut plant = None;
     if let Some(line) = text.lines().find_map(|l| l.trim().strip_prefix(MARKER)) {
         for field in line.split_whitespace() {
-            let bad = || {
-                format!(
-                    "`{}`: cannot read `{field}` in the replay line",
-                    path.display()
-                )
+            let bad = || FileError::ReplayField {
+                path: path.to_path_buf(),
+                field: field.to_string(),
             };
             match field.split_once('=') {
                 Some(("seed", v)) => seed = v.parse().map_err(|_| bad())?,
@@ -158,8 +167,10 @@ pub fn read(path: &Path) -> Result<Reproducer, String> {
     let data = path.with_extension("");
     let mut inputs = Inputs::new();
     if data.is_dir() {
-        let entries = std::fs::read_dir(&data)
-            .map_err(|e| format!("cannot read `{}`: {e}", data.display()))?;
+        let entries = std::fs::read_dir(&data).map_err(|source| FileError::Read {
+            path: data.clone(),
+            source,
+        })?;
         let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
         for f in files {
@@ -168,8 +179,10 @@ pub fn read(path: &Path) -> Result<Reproducer, String> {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let t = teil_interp::npy::read(&f)
-                    .map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+                let t = teil_interp::npy::read(&f).map_err(|source| FileError::ReadTensor {
+                    path: f.clone(),
+                    source,
+                })?;
                 inputs.insert(name, t);
             }
         }

@@ -3,21 +3,22 @@
 //! JSON line back on its standard output.
 //!
 //! The command is split on whitespace and started without a shell, in a process group of its
-//! own, so that killing it also kills whatever it started (a Python interpreter's workers, a
+//! own ([`teil_interp::process::Group`]), so that killing it also kills whatever it started (a Python interpreter's workers, a
 //! compiler). A target that exits, answers with something that is not a well-formed answer to
 //! the request, or does not answer within the timeout is a [`Fault`]: the process group is
 //! killed, and the next request starts the command again. Dropping a [`Target`] kills it; a
 //! harness that dies without running destructors closes the target's standard input, and
 //! targets stop at end of input.
 
+pub use crate::error::Fault;
+use crate::error::{BadAnswer, TargetError};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use teil_cbackend::run::Cancel;
+use teil_interp::process::{Cancel, Group};
 
 /// How long a target may take for one case unless `--target-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,35 +48,6 @@ pub enum Answer {
     Error(String),
 }
 
-/// A target that broke the protocol (a finding; the target is restarted).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
-    /// The command could not be started.
-    Start(String),
-    /// The process ended (or closed its standard input) before answering.
-    Exited(String),
-    /// The answer is not one JSON object with this case's `id` and a known `status`.
-    Garbage(String),
-    /// No answer within the timeout.
-    Timeout(Duration),
-    /// The harness was asked to stop (its [`Cancel`] flag) while waiting: not a finding.
-    Interrupted,
-}
-
-impl std::fmt::Display for Fault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fault::Start(e) => write!(f, "the target cannot be started: {e}"),
-            Fault::Exited(e) => write!(f, "the target exited without answering: {e}"),
-            Fault::Garbage(e) => write!(f, "the target's answer is not teil-target/1: {e}"),
-            Fault::Timeout(t) => {
-                write!(f, "the target did not answer within {} s", t.as_secs_f64())
-            }
-            Fault::Interrupted => f.write_str("interrupted"),
-        }
-    }
-}
-
 /// A target command: a program and its arguments, split on whitespace (no shell).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetCommand {
@@ -87,11 +59,9 @@ pub struct TargetCommand {
 
 impl TargetCommand {
     /// `Err` for a command with no words.
-    pub fn parse(text: &str) -> Result<TargetCommand, String> {
+    pub fn parse(text: &str) -> Result<TargetCommand, TargetError> {
         let mut words = text.split_whitespace().map(str::to_string);
-        let program = words
-            .next()
-            .ok_or_else(|| "`--target` needs a command".to_string())?;
+        let program = words.next().ok_or(TargetError::NoCommand)?;
         Ok(TargetCommand {
             program,
             args: words.collect(),
@@ -111,7 +81,7 @@ enum Line {
 }
 
 struct Running {
-    child: Child,
+    child: Group,
     /// Request lines for the writer thread.
     requests: mpsc::Sender<String>,
     lines: Receiver<Line>,
@@ -190,19 +160,20 @@ impl Target {
         if self.running.is_some() {
             return Ok(());
         }
-        let mut child = Command::new(&self.command.program)
-            .args(&self.command.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| Fault::Start(format!("`{}`: {e}", self.command.program)))?;
+        let mut child = Group::spawn(
+            Command::new(&self.command.program)
+                .args(&self.command.args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .map_err(|e| Fault::Start(format!("`{}`: {e}", self.command.program)))?;
         self.starts += 1;
+        let pipes = child.child_mut();
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+            (pipes.stdin.take(), pipes.stdout.take(), pipes.stderr.take())
         else {
-            kill(&mut child);
+            child.kill();
             return Err(Fault::Start("no pipes to the target".into()));
         };
         // A writer thread, so that a target that does not read its input cannot block the
@@ -286,13 +257,9 @@ impl Target {
         };
         match line {
             Line::Text(line) => parse_answer(id, &line).map_err(Fault::Garbage),
-            Line::TooLong => Err(Fault::Garbage(format!(
-                "the answer is longer than {MAX_ANSWER} bytes (a line of teil-target/1 is one \
-                 short JSON object)"
-            ))),
-            Line::NotUtf8(head) => Err(Fault::Garbage(format!(
-                "the answer is not UTF-8: `{}`",
-                head.trim_end()
+            Line::TooLong => Err(Fault::Garbage(BadAnswer::TooLong { max: MAX_ANSWER })),
+            Line::NotUtf8(head) => Err(Fault::Garbage(BadAnswer::NotUtf8(
+                head.trim_end().to_string(),
             ))),
             Line::Failed(e) => Err(Fault::Exited(exit_report(r, &format!("reading: {e}")))),
         }
@@ -301,7 +268,7 @@ impl Target {
     /// Kills the target's process group, if it runs.
     pub fn stop(&mut self) {
         if let Some(mut r) = self.running.take() {
-            kill(&mut r.child);
+            r.child.kill();
         }
     }
 }
@@ -310,18 +277,6 @@ impl Drop for Target {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Kills the process group of `child` (its id: it leads its own group) and reaps it.
-fn kill(child: &mut Child) {
-    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: killpg only sends a signal; the group is the one this harness created.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// How the target ended, with the end of its standard error.
@@ -357,21 +312,26 @@ fn exit_report(r: &mut Running, what: &str) -> String {
 }
 
 /// Reads one answer line; `Err` says what is wrong with it.
-pub fn parse_answer(id: u64, line: &str) -> Result<Answer, String> {
+pub fn parse_answer(id: u64, line: &str) -> Result<Answer, BadAnswer> {
     let shown: String = line.trim().chars().take(200).collect();
-    let v: Value =
-        serde_json::from_str(line.trim()).map_err(|e| format!("`{shown}` is not JSON ({e})"))?;
+    let v: Value = match serde_json::from_str(line.trim()) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(BadAnswer::NotJson {
+                shown,
+                error: e.to_string(),
+            })
+        }
+    };
     if v.get("id").and_then(Value::as_u64) != Some(id) {
-        return Err(format!("`{shown}` does not answer request {id}"));
+        return Err(BadAnswer::WrongId { shown, id });
     }
     let text = |f: &str| shorten(v.get(f).and_then(Value::as_str).unwrap_or(""));
     match v.get("status").and_then(Value::as_str) {
         Some("ok") => Ok(Answer::Ok),
         Some("unsupported") => Ok(Answer::Unsupported(text("reason"))),
         Some("error") => Ok(Answer::Error(text("message"))),
-        _ => Err(format!(
-            "`{shown}` has no `status` of `ok`, `unsupported` or `error`"
-        )),
+        _ => Err(BadAnswer::NoStatus { shown }),
     }
 }
 

@@ -9,57 +9,20 @@
 //! candidates of the shrinker that read one are not taken. So every value a target sees is a
 //! number, and `•` — which no framework has — never has to be modelled.
 
-use crate::campaign::{self, flavour, program_seed, Progress, Store};
+use crate::campaign::{self, Progress, Store};
+pub use crate::case::{supply, Case, Generators, Profile};
 use crate::compare::{self, Tolerance};
+use crate::error::{FileError, TargetError};
 use crate::export;
-use crate::gen;
 use crate::shrink::{self, Inputs};
 use crate::target::{Answer, Target, TargetCommand};
-use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use teil::ast::{BinOp, ExprKind, Program, Qualifier};
-use teil::ops::Ops;
 use teil::CheckedProgram;
-
-/// Which programs a campaign draws.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Profile {
-    /// Every construct (the flavours of the self-checking campaign).
-    #[default]
-    All,
-    /// Programs whose ops/1 form has `einsum` steps only.
-    Einsum,
-}
-
-impl Profile {
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::All => "all",
-            Profile::Einsum => "einsum",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Profile> {
-        [Profile::All, Profile::Einsum]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
-
-    /// The flag that selects it, with a leading space (nothing for the default).
-    pub fn flag(self) -> &'static str {
-        match self {
-            Profile::All => "",
-            Profile::Einsum => " --profile einsum",
-        }
-    }
-}
-
-/// How many seeds the einsum profile tries for one program before skipping it.
-const EINSUM_ATTEMPTS: u64 = 64;
+use teil_interp::files::{self, StagingDir, WriteError};
 
 /// Shrinking budgets (predicate calls): a fault may cost a whole timeout per call.
 const SHRINK_BUDGET: usize = 1000;
@@ -84,118 +47,7 @@ pub struct Config {
     pub out: Option<PathBuf>,
     /// Stops the campaign between cases and any wait for an answer once set (a signal
     /// handler sets it): the report then says so ([`Report::interrupted`]).
-    pub cancel: teil_cbackend::run::Cancel,
-}
-
-/// One program ready to be sent: the checked program, its inputs, the oracle's value of every
-/// output, its ops/1 form, and whether the comparison is exact.
-#[derive(Clone, Debug)]
-pub struct Case {
-    pub seed: u64,
-    pub checked: CheckedProgram,
-    pub inputs: Inputs,
-    pub expected: Store,
-    pub ops: Ops,
-    /// Exact when the program has no division and every output is an integer below 2^50
-    /// (spec/fuzzing.md); within the bound otherwise.
-    pub exact: bool,
-}
-
-impl Case {
-    /// `Err` when the program does not check, reads an undefined value, or the oracle refuses
-    /// it (too large).
-    pub fn new(seed: u64, program: Program, inputs: Option<Inputs>) -> Result<Case, String> {
-        let (checked, _) = teil::check(program).map_err(|_| "the program does not check")?;
-        let inputs = inputs.unwrap_or_else(|| teil_interp::random_inputs(&checked, seed));
-        let ops = teil::ops::lower(&checked);
-        if let Some(n) = ops.undefined.first() {
-            return Err(format!("the program reads `{n}` before it is defined"));
-        }
-        if let Some((n, _)) = ops.inputs.iter().find(|(n, _)| !inputs.contains_key(n)) {
-            return Err(format!("no input for `{n}`"));
-        }
-        let all = teil_interp::run_oracle(&checked, &inputs).map_err(|e| e.to_string())?;
-        let expected: Store = ops
-            .outputs
-            .iter()
-            .filter_map(|(n, _)| all.get(n).map(|t| (n.clone(), t.clone())))
-            .collect();
-        let exact = !has_division(&checked) && compare::small_integers(expected.values());
-        Ok(Case {
-            seed,
-            checked,
-            inputs,
-            expected,
-            ops,
-            exact,
-        })
-    }
-}
-
-fn has_division(p: &CheckedProgram) -> bool {
-    let mut found = false;
-    for s in &p.program().stmts {
-        s.value
-            .walk(&mut |e| found |= matches!(e.kind, ExprKind::Binary(BinOp::Div, ..)));
-    }
-    found
-}
-
-/// `p` with every variable it reads before defining it made a parameter the caller supplies
-/// (`output` becomes `inout`, an unqualified variable `input`).
-pub fn supply(p: Program) -> Program {
-    let Ok((checked, _)) = teil::check(p.clone()) else {
-        return p;
-    };
-    let undefined = teil::ops::lower(&checked).undefined;
-    let mut p = p;
-    for d in p
-        .decls
-        .iter_mut()
-        .filter(|d| undefined.contains(&d.name.name))
-    {
-        d.qualifier = match d.qualifier {
-            Some(Qualifier::Output) | Some(Qualifier::InOut) => Some(Qualifier::InOut),
-            _ => Some(Qualifier::Input),
-        };
-    }
-    p
-}
-
-/// The generators of both profiles, built once per flavour.
-#[derive(Default)]
-pub struct Generators {
-    strategies: BTreeMap<(Profile, u64), BoxedStrategy<Program>>,
-}
-
-impl Generators {
-    /// Program `index` of the campaign with seed `seed`: for `all`, the self-checking
-    /// campaign's program ([`campaign::generate`]); for `einsum`, the first of up to
-    /// `EINSUM_ATTEMPTS` (64) seeds whose einsum-only program lowers to `einsum` steps only. Then
-    /// [`supply`]. `None` when no case results (see [`Case::new`]).
-    pub fn case(&mut self, profile: Profile, seed: u64, index: u64) -> Option<Case> {
-        let base = program_seed(seed, index);
-        let strategy =
-            self.strategies
-                .entry((profile, index % 4))
-                .or_insert_with(|| match profile {
-                    Profile::All => gen::program(flavour(index)),
-                    Profile::Einsum => gen::program(gen::GenConfig {
-                        einsum_only: true,
-                        ..flavour(index)
-                    }),
-                });
-        let attempts = match profile {
-            Profile::All => 1,
-            Profile::Einsum => EINSUM_ATTEMPTS,
-        };
-        (0..attempts).find_map(|a| {
-            let seed = if a == 0 { base } else { program_seed(base, a) };
-            let (p, _) = campaign::generate(strategy, seed);
-            let case = Case::new(seed, supply(p), None).ok()?;
-            (profile == Profile::All || case.ops.einsum_only()).then_some(case)
-        })
-    }
+    pub cancel: teil_interp::process::Cancel,
 }
 
 /// How a target failed on a case; shrinking keeps the kind.
@@ -238,7 +90,7 @@ pub struct Shrunk {
     pub case: Case,
     pub detail: String,
     /// The reproducer directory, or why it was not written.
-    pub dir: Option<Result<PathBuf, String>>,
+    pub dir: Option<Result<PathBuf, Arc<FileError>>>,
 }
 
 /// A program on which the target failed.
@@ -295,18 +147,17 @@ impl Report {
     }
 }
 
-/// A scratch directory for case directories (mode 0700, an unpredictable name), removed when
-/// dropped.
-struct WorkDir(tempfile::TempDir);
+/// A scratch directory for case directories (a staging directory of
+/// [`teil_interp::files`]: mode 0700, an unpredictable name, locked while the campaign runs, so
+/// that a killed campaign's is removed by the next one), removed when dropped.
+struct WorkDir(StagingDir);
 
 impl WorkDir {
-    fn new() -> Result<WorkDir, String> {
-        let root = scratch_root();
-        tempfile::Builder::new()
-            .prefix("teil-target-")
-            .tempdir_in(&root)
+    fn new() -> Result<WorkDir, FileError> {
+        let path = scratch_root();
+        StagingDir::new_in(&path)
             .map(WorkDir)
-            .map_err(|e| format!("cannot create a directory in `{}`: {e}", root.display()))
+            .map_err(|source| FileError::WorkDir { path, source })
     }
 
     /// A fresh case directory for case `id`, under a name the target cannot predict: a target
@@ -338,20 +189,16 @@ pub struct Runner {
     next_id: u64,
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
 impl Runner {
     /// Starts the target; `Err` when its command cannot be started.
     pub fn new(
         command: TargetCommand,
         timeout: Duration,
-        cancel: teil_cbackend::run::Cancel,
-    ) -> Result<Runner, String> {
+        cancel: teil_interp::process::Cancel,
+    ) -> Result<Runner, TargetError> {
         let mut target = Target::new(command, timeout);
         target.cancel = cancel;
-        target.start().map_err(|f| f.to_string())?;
+        target.start()?;
         Ok(Runner {
             target,
             work: WorkDir::new()?,
@@ -410,8 +257,17 @@ impl Runner {
 
 /// Writes the case directory (`program.teil`, `inputs/`, an empty `outputs/`) and returns the
 /// request line.
-fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
-    let io = |p: &Path, e: std::io::Error| format!("`{}`: {e}", p.display());
+fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> {
+    let io = |path: &Path, source| FileError::CaseFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let write_new = |p: &Path, bytes: &[u8]| {
+        files::write_new(p, bytes).map_err(|e| match e {
+            WriteError::Io { path, source } => io(&path, source),
+            e => e.into(),
+        })
+    };
     let (ins, outs) = (dir.join("inputs"), dir.join("outputs"));
     for d in [&ins, &outs] {
         // Not `create_dir_all`: an entry already there (planted) is an error, not followed.
@@ -421,12 +277,11 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     write_new(
         &program,
         teil::fmt::program(case.checked.program(), teil::fmt::Style::Infix).as_bytes(),
-    )
-    .map_err(|e| io(&program, e))?;
+    )?;
     let entry = |path: &Path, shape: &[u64]| {
         format!(
             "{{\"path\": {}, \"shape\": {}}}",
-            json_str(&path.to_string_lossy()),
+            teil::json::string(&path.to_string_lossy()),
             serde_json::json!(shape)
         )
     };
@@ -434,9 +289,13 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
     for (name, shape) in &case.ops.inputs {
         let path = ins.join(format!("{name}.npy"));
         if let Some(t) = case.inputs.get(name) {
-            write_new(&path, &teil_interp::npy::to_bytes(t)).map_err(|e| io(&path, e))?;
+            write_new(&path, &teil_interp::npy::to_bytes(t))?;
         }
-        inputs.push(format!("{}: {}", json_str(name), entry(&path, shape)));
+        inputs.push(format!(
+            "{}: {}",
+            teil::json::string(name),
+            entry(&path, shape)
+        ));
     }
     let outputs: Vec<String> = case
         .ops
@@ -444,13 +303,13 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, String> {
         .iter()
         .map(|(name, shape)| {
             let path = outs.join(format!("{name}.npy"));
-            format!("{}: {}", json_str(name), entry(&path, shape))
+            format!("{}: {}", teil::json::string(name), entry(&path, shape))
         })
         .collect();
     Ok(format!(
         "{{\"id\": {id}, \"dir\": {}, \"program\": {}, \"ops\": {}, \"inputs\": {{{}}}, \"outputs\": {{{}}}}}",
-        json_str(&dir.to_string_lossy()),
-        json_str(&program.to_string_lossy()),
+        teil::json::string(&dir.to_string_lossy()),
+        teil::json::string(&program.to_string_lossy()),
         teil::ops::steps_json(&case.ops.steps),
         inputs.join(", "),
         outputs.join(", ")
@@ -483,7 +342,7 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
         };
         if let Some(want) = case.expected.get(name) {
             if let Err(e) = compare::tensors(name, want, &got, tol, ("oracle", "target")) {
-                problems.push(e);
+                problems.push(e.to_string());
             }
         }
         actual.insert(name.clone(), got);
@@ -499,19 +358,8 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
     }
 }
 
-/// Writes a file that must not exist yet (`O_EXCL`, so a symbolic link in its place is not
-/// followed).
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?
-        .write_all(bytes)
-}
-
 /// Runs a campaign against the target. `Err` when the target cannot be started at all.
-pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, String> {
+pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetError> {
     let start = Instant::now();
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats::default();
@@ -638,15 +486,14 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         export::atomically(&dir, true, |tmp| {
             export::write_case_files(tmp, &case, &header)?;
             export::write_outputs(tmp, &actual)?;
-            let path = tmp.join("message.txt");
             let replay = replay_command(&cfg.command, &dir);
-            std::fs::write(
-                &path,
-                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()),
-            )
-            .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+            Ok(files::write_new(
+                &tmp.join("message.txt"),
+                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()).as_bytes(),
+            )?)
         })
         .map(|()| dir)
+        .map_err(Arc::new)
     });
     Shrunk { case, detail, dir }
 }
@@ -695,18 +542,20 @@ fn reproducer_header(cfg: &Config, f: &Finding, detail: &str, dir: &Path) -> Vec
 
 /// Runs the reproducer directory `dir` (its `program.teil` and `inputs/`) once against the
 /// target. `Err` when the directory cannot be read or its program cannot be sent.
-pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, String> {
+pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, TargetError> {
     let start = Instant::now();
     let path = dir.join("program.teil");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| FileError::Read {
+        path: path.clone(),
+        source,
+    })?;
     let parsed = teil::parse(&text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
-        return Err(format!("`{}` does not parse", path.display()));
+        return Err(FileError::DoesNotParse(path).into());
     }
     let inputs = export::read_inputs(dir)?;
     let case = Case::new(0, parsed.program, Some(inputs))
-        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        .map_err(|reason| FileError::NotACase { path, reason })?;
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats {
         programs: 1,

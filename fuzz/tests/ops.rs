@@ -173,7 +173,7 @@ fn agrees(c: &teil::CheckedProgram, seed: u64) -> Result<bool, String> {
             .collect();
         env.insert(n.clone(), Tensor::from_elem(shape, f64::NAN));
     }
-    ops_eval::run(&ops.steps, &mut env, None)?;
+    ops_eval::run(&ops.steps, &mut env, None).map_err(|e| e.to_string())?;
     let outputs: Vec<String> = ops.outputs.iter().map(|(n, _)| n.clone()).collect();
     let division = c.program().stmts.iter().any(|s| {
         let mut d = false;
@@ -191,7 +191,8 @@ fn agrees(c: &teil::CheckedProgram, seed: u64) -> Result<bool, String> {
     } else {
         Tolerance::Bound
     };
-    compare::stores(&outputs, &want, &env, tol, ("oracle", "ops form"))?;
+    compare::stores(&outputs, &want, &env, tol, ("oracle", "ops form"))
+        .map_err(|e| e.to_string())?;
     Ok(exact)
 }
 

@@ -844,30 +844,13 @@ fn selected(a: &Args) -> Result<Vec<Bench>, String> {
         .collect())
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 fn json_shape(s: &[u64]) -> String {
     let parts: Vec<String> = s.iter().map(u64::to_string).collect();
     format!("[{}]", parts.join(", "))
 }
 
 fn json_opt(s: Option<&str>) -> String {
-    s.map_or("null".to_string(), json_str)
+    s.map_or("null".to_string(), teil::json::string)
 }
 
 /// The optimisations the arguments ask for (without OpenMP).
@@ -1055,7 +1038,7 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
         .map(|(n, s)| {
             format!(
                 "{{\"name\": {}, \"shape\": {}}}",
-                json_str(n),
+                teil::json::string(n),
                 json_shape(s)
             )
         })
@@ -1065,10 +1048,10 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
         .map(|x| {
             format!(
                 "{{\"mode\": {}, \"pad\": {}, \"exe\": {}, \"out\": {}, \"steps\": {}, \"lifted\": {}}}",
-                json_str(x.mode.name()),
+                teil::json::string(x.mode.name()),
                 x.pad,
-                json_str(&x.exe.to_string_lossy()),
-                json_str(&x.out.to_string_lossy()),
+                teil::json::string(&x.exe.to_string_lossy()),
+                teil::json::string(&x.out.to_string_lossy()),
                 x.steps,
                 x.lifted
             )
@@ -1087,18 +1070,18 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
         "  {{\"name\": {}, \"group\": {}, \"einsum\": {}, \"numpy\": {}, \"terms\": {}, \
          \"roundings\": {}, \"check\": {}, \"blas\": {}, \"slow\": {}, \"statement\": {},\n   \
          \"operands\": [{}],\n   \"output\": {{\"name\": {}, \"shape\": {}}},\n   \"builds\": [{}]}}",
-        json_str(&b.name),
-        json_str(b.group),
+        teil::json::string(&b.name),
+        teil::json::string(b.group),
         json_opt(einsum),
         json_opt(numpy),
         json_opt(terms),
         roundings.map_or("null".to_string(), |r| r.to_string()),
-        json_str(b.check.name()),
+        teil::json::string(b.check.name()),
         b.blas,
         b.slow,
-        json_str(b.statement),
+        teil::json::string(b.statement),
         operands.join(", "),
-        json_str(b.output.0),
+        teil::json::string(b.output.0),
         json_shape(&b.output.1),
         builds.join(", ")
     )
@@ -1149,20 +1132,26 @@ fn run(a: &Args, benches: &[Bench]) -> Result<(), String> {
     let cflags: Vec<String> = a
         .modes
         .iter()
-        .map(|&m| format!("{}: {}", json_str(m.name()), json_str(&a.cflags(m))))
+        .map(|&m| {
+            format!(
+                "{}: {}",
+                teil::json::string(m.name()),
+                teil::json::string(&a.cflags(m))
+            )
+        })
         .collect();
     let groups: Vec<String> = GROUPS
         .iter()
-        .map(|(g, what)| format!("[{}, {}]", json_str(g), json_str(what)))
+        .map(|(g, what)| format!("[{}, {}]", teil::json::string(g), teil::json::string(what)))
         .collect();
     let manifest = format!(
         "{{\"cc\": {}, \"cflags\": {{{}}}, \"openmp\": {}, \"plain\": {}, \"tuning\": {}, \
          \"groups\": [{}],\n \"kernels\": [\n{}\n]}}\n",
-        json_str(&format!("{} ({cc_version})", a.cc)),
+        teil::json::string(&format!("{} ({cc_version})", a.cc)),
         cflags.join(", "),
         a.openmp,
         a.plain,
-        json_str(&format!("{:?}", tuning(a))),
+        teil::json::string(&format!("{:?}", tuning(a))),
         groups.join(", "),
         entries.join(",\n")
     );

@@ -9,9 +9,9 @@
 //! When the compiler or the driver fails, the directory is kept and its path is part of the
 //! error, so the generated source can be inspected.
 //!
-//! Every child process is supervised ([`supervise`]): it runs in a process group of its own
-//! (the compiler starts `cc1`, `as` and `ld` below it), is bounded by [`Toolchain::timeout`],
-//! and is stopped when [`Toolchain::cancel`] is set (a signal handler sets it); in both cases
+//! Every child process is supervised ([`supervise`], through [`teil_interp::process`]): it runs
+//! in a process group of its own (the compiler starts `cc1`, `as` and `ld` below it), is
+//! bounded by [`Toolchain::timeout`], and is stopped when [`Toolchain::cancel`] is set (a signal handler sets it); in both cases
 //! the whole group is killed, so no orphan survives, and the directory is removed, because
 //! nothing in it explains a time-out and `teil emit-c` reproduces the source. The run then ends
 //! with [`RunError::TimedOut`] or [`RunError::Interrupted`] through the ordinary return path, so
@@ -24,10 +24,9 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+use teil_interp::process::{Group, Stopped};
 
 /// The value the runner writes into the logical cells of output-only parameters before a call.
 /// The ABI leaves them unspecified; a recognisable finite value makes a kernel that forgets to
@@ -63,37 +62,8 @@ impl Default for Toolchain {
     }
 }
 
-/// A cancellation flag shared between whoever runs kernels and whoever wants them stopped (a
-/// signal handler, another thread). Clones share the flag; two `Cancel`s are equal when they
-/// share it.
-#[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// Asks every run that uses this flag to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl From<Arc<AtomicBool>> for Cancel {
-    /// Uses an existing flag (for example the one an interpreter's budget polls).
-    fn from(flag: Arc<AtomicBool>) -> Self {
-        Cancel(flag)
-    }
-}
-
-impl PartialEq for Cancel {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Cancel {}
+/// The cancellation flag of every run (one definition for every supervised process).
+pub use teil_interp::process::Cancel;
 
 /// The process that did not finish in time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -420,10 +390,10 @@ fn read_message(path: &Path) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Runs `cmd` to its end in a process group of its own, within `tc.timeout` and until
-/// `tc.cancel` is set. When either ends it first, the whole group is killed and the child
-/// reaped before this returns [`RunError::TimedOut`] (naming `process`) or
-/// [`RunError::Interrupted`]. `Ok(Err(e))`: the command could not be started.
+/// Runs `cmd` to its end as a supervised [`Group`] (a process group of its own), within
+/// `tc.timeout` and until `tc.cancel` is set. When either ends it first, the whole group is
+/// killed and the child reaped before this returns [`RunError::TimedOut`] (naming `process`)
+/// or [`RunError::Interrupted`]. `Ok(Err(e))`: the command could not be started.
 ///
 /// Every process this module starts goes through here; so should any other compiler or
 /// kernel process of the backend. Give the command files (not pipes) for its output, so that
@@ -436,59 +406,19 @@ pub fn supervise(
     if tc.cancel.is_cancelled() {
         return Err(RunError::Interrupted);
     }
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(cmd, 0);
-    let mut child = match cmd.spawn() {
+    let mut child = match Group::spawn(cmd) {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };
-    let start = Instant::now();
-    // Polling keeps the child unreaped until it is known to be finished, so its id names its
-    // process group whenever the group is killed. The pause grows to a few milliseconds: short
-    // against a compilation, long enough to cost no measurable CPU.
-    let mut pause = Duration::from_micros(200);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(Ok(status)),
-            Ok(None) => {}
-            Err(error) => {
-                kill_group(&mut child);
-                return Err(RunError::Io {
-                    what: format!("cannot wait for {process}"),
-                    error,
-                });
-            }
-        }
-        if tc.cancel.is_cancelled() {
-            kill_group(&mut child);
-            return Err(RunError::Interrupted);
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= tc.timeout {
-            kill_group(&mut child);
-            return Err(RunError::TimedOut {
-                process,
-                timeout: tc.timeout,
-            });
-        }
-        std::thread::sleep(pause.min(tc.timeout - elapsed));
-        pause = (pause * 2).min(Duration::from_millis(5));
+    match child.wait(tc.timeout, &tc.cancel) {
+        Ok(status) => Ok(Ok(status)),
+        Err(Stopped::Cancelled) => Err(RunError::Interrupted),
+        Err(Stopped::TimedOut(timeout)) => Err(RunError::TimedOut { process, timeout }),
+        Err(Stopped::Wait(error)) => Err(RunError::Io {
+            what: format!("cannot wait for {process}"),
+            error,
+        }),
     }
-}
-
-/// Kills `child` and every process in its group (it leads the group: [`supervise`]), then
-/// reaps it.
-fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // The child is not reaped yet, so its id still names its group.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Compiles and runs one kernel once.

@@ -28,8 +28,10 @@
 //! again and replaced. The file checked is the file loaded: on Linux it is loaded through
 //! `/proc/self/fd/N` of the verified descriptor (elsewhere by its path, in the directory
 //! nobody else can write). The directories above the cache directory are trusted.
-//! Temporary entries (`.tmp-PID-*`) that killed compilations left are removed by the next
-//! compilation ([`STALE_AFTER`]).
+//! Each compilation stages its temporaries (the compiler's scratch files, the source and the
+//! HMAC record before their renames) in a locked staging directory of
+//! [`teil_interp::files`] (`.teil-tmp-*`); those that killed compilations left are removed by
+//! the next compilation ([`teil_interp::files::remove_stale`], after [`STALE_AFTER`]).
 //!
 //! **In-process limits.** Sanitizer flags (`-fsanitize=...`) are refused
 //! ([`KernelError::Sanitizer`]): a sanitizer's runtime must be the first thing loaded in a
@@ -74,6 +76,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use teil::interface::{self, Coded, Interface, InterfaceError};
 use teil::CheckedProgram;
+use teil_interp::files::{self, StagingDir};
 use teil_interp::Tensor;
 
 /// How [`SharedKernel::compile`] builds a kernel.
@@ -313,7 +316,7 @@ impl SharedKernel {
             None => default_cache_dir().ok_or(KernelError::NoCacheDir)?,
         };
         trusted_dir(&dir)?;
-        remove_stale(&dir);
+        files::remove_stale(&dir);
         let secret = secret(&dir)?;
         let key = cache_key(&source, &tc);
         let path = dir.join(format!("{key}.{}", std::env::consts::DLL_EXTENSION));
@@ -653,9 +656,8 @@ fn secret(dir: &Path) -> Result<[u8; 32], KernelError> {
     // `tempfile` creates the file with mode 0600; `persist` replaces a secret that failed the
     // checks above (not this user's, readable by others, damaged): the objects it
     // authenticated are then rebuilt.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&temp_prefix())
-        .tempfile_in(dir)
+    let staging = staging(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(staging.path())
         .map_err(io("cannot create a file in the cache directory", dir))?;
     std::io::Write::write_all(&mut tmp, &fresh).map_err(io("cannot write", &path))?;
     match tmp.persist_noclobber(&path) {
@@ -767,60 +769,17 @@ fn authentic(secret: &[u8; 32], dir: &Path, key: &str, bytes: &[u8]) -> bool {
             == 0
 }
 
-/// The prefix of every temporary entry this process makes in the cache: `.tmp-PID-`, so that
-/// [`remove_stale`] can tell those of live processes.
-fn temp_prefix() -> String {
-    format!(".tmp-{}-", std::process::id())
-}
+/// How old an unlocked staging directory of a compilation must be before another removes it.
+pub use files::STALE_AFTER;
 
-/// How old a temporary entry of a process that is gone must be before it is removed: the
-/// margin covers a process of another PID namespace sharing the cache.
-pub const STALE_AFTER: Duration = Duration::from_secs(60);
-
-/// Removes the temporary entries (`.tmp-*`) that compilations killed midway left in `dir`:
-/// those of this user whose writer process is gone (or, for names without a process id,
-/// older than an hour), last modified more than [`STALE_AFTER`] ago. Errors are ignored.
-fn remove_stale(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let now = std::time::SystemTime::now();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(".tmp-")) else {
-            continue;
-        };
-        let pid = rest
-            .split_once('-')
-            .and_then(|(pid, _)| pid.parse::<i32>().ok())
-            .filter(|&p| p > 0);
-        let path = entry.path();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        let age = meta
-            .modified()
-            .ok()
-            .and_then(|t| now.duration_since(t).ok())
-            .unwrap_or_default();
-        let stale = match pid {
-            // SAFETY: signal 0 only checks that the process exists.
-            Some(pid) => {
-                age > STALE_AFTER
-                    && unsafe { libc::kill(pid, 0) } != 0
-                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-            }
-            None => age > Duration::from_secs(3600),
-        };
-        if !stale || meta.uid() != euid() {
-            continue;
-        }
-        let _ = if meta.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-    }
+/// A staging directory in the cache directory `dir` for one writer's temporaries (mode 0700,
+/// locked while it exists, removed when dropped).
+fn staging(dir: &Path) -> Result<StagingDir, KernelError> {
+    StagingDir::new_in(dir).map_err(|error| KernelError::Io {
+        what: "cannot create a directory in the cache directory",
+        path: dir.to_path_buf(),
+        error,
+    })
 }
 
 /// Compiles `source` into `path`: the C source is written (atomically) to `KEY.c` in `dir`,
@@ -839,12 +798,13 @@ fn build(
         let path = path.to_path_buf();
         move |error| KernelError::Io { what, path, error }
     };
-    let prefix = temp_prefix();
+    // The compiler's scratch directory, private (0700) and removed with its contents on every
+    // return; the source and the record are staged in it before their renames too.
+    let scratch = staging(dir)?;
     let c_path = dir.join(format!("{key}.c"));
     let mut c_tmp = tempfile::Builder::new()
-        .prefix(&prefix)
         .suffix(".c")
-        .tempfile_in(dir)
+        .tempfile_in(scratch.path())
         .map_err(io("cannot create a file in the cache directory", dir))?;
     std::io::Write::write_all(&mut c_tmp, source.as_bytes())
         .map_err(io("cannot write the generated source", c_tmp.path()))?;
@@ -853,10 +813,6 @@ fn build(
         path: c_path.clone(),
         error: e.error,
     })?;
-    let scratch = tempfile::Builder::new()
-        .prefix(&prefix)
-        .tempdir_in(dir)
-        .map_err(io("cannot create a directory in the cache directory", dir))?;
     let so_tmp = scratch
         .path()
         .join(format!("kernel.{}", std::env::consts::DLL_EXTENSION));
@@ -879,9 +835,7 @@ fn build(
         .map_err(io("cannot read the compiled kernel", &so_tmp))?
         .ok_or_else(not_written)?;
     let mac = mac_path(dir, key);
-    let mut mac_tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .tempfile_in(dir)
+    let mut mac_tmp = tempfile::NamedTempFile::new_in(scratch.path())
         .map_err(io("cannot create a file in the cache directory", dir))?;
     std::io::Write::write_all(&mut mac_tmp, mac_text(secret, key, &bytes).as_bytes())
         .map_err(io("cannot write", &mac))?;

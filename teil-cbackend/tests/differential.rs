@@ -196,22 +196,8 @@ fn random(seeds: std::ops::Range<u64>, cfg: GenConfig) -> Vec<Case> {
         .collect()
 }
 
-/// SplitMix64, for the contraction-chain generator below.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+// SplitMix64, for the contraction-chain generator below.
+use teil_interp::random::SplitMix64 as Rng;
 
 /// One random contraction chain over fresh inputs: a product of 3 to 5 factors, some
 /// transpositions, one to four contractions of equal-extent pairs, maybe a `red+`, a scalar

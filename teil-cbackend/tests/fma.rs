@@ -132,14 +132,8 @@ fn same(x: f64, y: f64) -> bool {
 /// Reproducible doubles in `±[0.5, 2)`: no product or sum of the test programs can underflow
 /// or overflow, as the bound assumes.
 fn random_floats(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor> {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = teil_interp::random::SplitMix64(seed);
+    let mut next = move || rng.next_u64();
     p.program()
         .decls
         .iter()

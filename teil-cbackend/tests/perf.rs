@@ -237,14 +237,8 @@ fn splitting_and_printing_never_change_the_loop_work() {
 /// SplitMix64 stream, exponents spread over 2^-20 .. 2^20, signs mixed; with `specials`, a few
 /// cells are infinite, NaN or signed zeros.
 fn inputs(p: &CheckedProgram, seed: u64, specials: bool) -> BTreeMap<String, Tensor> {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = teil_interp::random::SplitMix64(seed);
+    let mut next = move || rng.next_u64();
     let mut out = BTreeMap::new();
     for d in p.program().decls.iter().filter(|d| p.is_input(d)) {
         let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();

@@ -768,29 +768,27 @@ fn stale_temporaries_of_killed_compilations_are_removed() {
             .set_modified(old)
             .expect("set the modification time");
     };
-    // No process has an id above the kernel's maximum, 2^22.
-    let dead_file = cache.path().join(".tmp-99999999-abc.so");
-    let dead_dir = cache.path().join(".tmp-99999999-xyz");
-    let young = cache.path().join(".tmp-99999999-new.c");
-    let live = cache
-        .path()
-        .join(format!(".tmp-{}-live.c", std::process::id()));
+    // A killed compilation leaves its staging directory (`.teil-tmp-*`, teil_interp::files),
+    // unlocked; a young one may belong to a compilation that has not locked it yet.
+    let dead_dir = cache.path().join(".teil-tmp-xyz123");
+    let young = cache.path().join(".teil-tmp-new456");
+    let dead_file = cache.path().join(".teil-tmp-file.so");
     let other = cache.path().join("notes.txt");
-    for f in [&dead_file, &young, &live, &other] {
+    for f in [&dead_file, &other] {
         std::fs::write(f, "x").expect("write");
     }
-    std::fs::create_dir(&dead_dir).expect("mkdir");
-    std::fs::write(dead_dir.join("cc.stderr"), "x").expect("write");
-    for p in [&dead_file, &dead_dir, &live, &other] {
+    for d in [&dead_dir, &young] {
+        std::fs::create_dir(d).expect("mkdir");
+        std::fs::write(d.join("cc.stderr"), "x").expect("write");
+    }
+    for p in [&dead_file, &dead_dir, &other] {
         age(p);
     }
     let p = program(MATMUL);
     SharedKernel::compile(&p, &options(cache.path(), 1)).expect("compiles");
-    assert!(
-        !dead_file.exists() && !dead_dir.exists(),
-        "stale temporaries left"
-    );
-    for kept in [&young, &live, &other] {
+    assert!(!dead_dir.exists(), "a stale staging directory was left");
+    // Only directories are staging directories: a file of that name is not this code's.
+    for kept in [&young, &dead_file, &other] {
         assert!(kept.exists(), "{} was removed", kept.display());
     }
 }

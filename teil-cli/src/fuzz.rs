@@ -18,6 +18,7 @@
 //! (including a C compiler that cannot be run at all, or that times out: E0801), 130
 //! interrupted.
 
+use crate::fuzz_target::TargetArgs;
 use crate::input::{fail, fail_coded};
 use crate::interrupt::{cancel_on_signal, EXIT_INTERRUPTED};
 use std::io::IsTerminal;
@@ -96,7 +97,20 @@ pub struct FuzzArgs {
 
 pub fn fuzz(args: &FuzzArgs) -> u8 {
     if args.target.is_some() || args.export.is_some() {
-        return crate::fuzz_target::fuzz_target(args);
+        return crate::fuzz_target::fuzz_target(&TargetArgs {
+            target: args.target.clone(),
+            export: args.export.clone(),
+            replay: args.replay.clone(),
+            profile: args.profile.clone(),
+            programs: args.programs,
+            seed: args.seed,
+            skip: args.skip,
+            target_timeout: args.target_timeout,
+            time: args.time,
+            jobs: args.jobs,
+            shrink: args.shrink,
+            out: args.out.clone(),
+        });
     }
     if args.profile != "all" {
         fail("`--profile` needs `--target` or `--export`");
@@ -290,7 +304,7 @@ fn load_replay(
     cfg: &mut Config,
     file: &std::path::Path,
 ) -> Result<repro::Reproducer, String> {
-    let r = repro::read(file)?;
+    let r = repro::read(file).map_err(|e| e.to_string())?;
     // The oracle computes the expected values: refuse a reproducer it could not finish.
     if let Ok((checked, _)) = teil::check(r.program.clone()) {
         let budget = teil_interp::Budget::default();

@@ -6,13 +6,30 @@
 //! Exit codes as for every campaign: 0 nothing found, 1 something found, 2 usage or I/O
 //! problems (including a target command that cannot be started).
 
-use crate::fuzz::FuzzArgs;
 use crate::input::fail;
+use std::path::PathBuf;
 use std::time::Duration;
 use teil_fuzz::target::TargetCommand;
 use teil_fuzz::target_campaign::{self, Config, Finding, Profile, Report};
 
-pub fn fuzz_target(args: &FuzzArgs) -> u8 {
+/// The flags of `teil fuzz` that a campaign against a target or an export reads (`teil fuzz`'s
+/// own module, `crate::fuzz`, parses them and hands them over).
+pub struct TargetArgs {
+    pub target: Option<String>,
+    pub export: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub profile: String,
+    pub programs: Option<u64>,
+    pub seed: u64,
+    pub skip: u64,
+    pub target_timeout: f64,
+    pub time: Option<f64>,
+    pub jobs: Option<usize>,
+    pub shrink: usize,
+    pub out: PathBuf,
+}
+
+pub fn fuzz_target(args: &TargetArgs) -> u8 {
     match run(args) {
         Ok(code) => code,
         Err(msg) => {
@@ -22,7 +39,7 @@ pub fn fuzz_target(args: &FuzzArgs) -> u8 {
     }
 }
 
-fn run(args: &FuzzArgs) -> Result<u8, String> {
+fn run(args: &TargetArgs) -> Result<u8, String> {
     let profile = Profile::from_name(&args.profile)
         .ok_or_else(|| format!("`--profile {}` is not `all` or `einsum`", args.profile))?;
     if let Some(dir) = &args.export {
@@ -30,7 +47,8 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
             return Err("`--export` cannot be combined with `--replay`".into());
         }
         let n = args.programs.unwrap_or(1000);
-        let done = teil_fuzz::export::export(dir, n, args.seed, args.skip, profile)?;
+        let done = teil_fuzz::export::export(dir, n, args.seed, args.skip, profile)
+            .map_err(|e| e.to_string())?;
         if done.skipped > 0 {
             crate::out::eprint(&format!(
                 "{} programs skipped (too large for the oracle, or no einsum-only program)\n",
@@ -45,7 +63,7 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         return Ok(0);
     }
     let text = args.target.as_deref().unwrap_or_default();
-    let command = TargetCommand::parse(text)?;
+    let command = TargetCommand::parse(text).map_err(|e| e.to_string())?;
     let t = args.target_timeout;
     if !(t.is_finite() && t > 0.0) {
         return Err(format!(
@@ -81,9 +99,10 @@ fn run(args: &FuzzArgs) -> Result<u8, String> {
         cancel: crate::interrupt::cancel_on_signal(),
     };
     let report = match &args.replay {
-        Some(dir) => target_campaign::replay(&cfg, dir)?,
-        None => target_campaign::run(&cfg, &|_| {})?,
-    };
+        Some(dir) => target_campaign::replay(&cfg, dir),
+        None => target_campaign::run(&cfg, &|_| {}),
+    }
+    .map_err(|e| e.to_string())?;
     for f in &report.findings {
         crate::out::eprint(&describe(f, &cfg));
     }

@@ -17,6 +17,12 @@
 //! renamed destinations are restored from the backups (or removed if they did not exist).
 //! Dropping a [`Staged`] without committing removes the staging directories.
 //!
+//! A whole directory is staged the same way ([`StagedDir`]: built inside a staging directory,
+//! its files written by [`write_new`], renamed into place at once), and so are other writers'
+//! temporaries (the C backend's kernel cache stages its compilations in a [`StagingDir`]): every
+//! temporary entry the toolchain makes beside a destination is a `.teil-tmp-*` directory, and
+//! [`remove_stale`] is the one cleanup of them.
+//!
 //! So: a failure before the first rename (any write error, a full disk, a refused destination)
 //! leaves every destination as it was; a failure during the renames is rolled back; only a
 //! failed rollback or a kill during the renames (microseconds) can leave some destinations new
@@ -92,15 +98,19 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
     }
 }
 
-/// A staging directory in one destination directory, locked while it exists.
-struct Staging {
+/// A private staging directory `.teil-tmp-XXXXXX` (mode 0700, an unpredictable name created
+/// exclusively) in a destination's directory, locked while it exists and removed with what it
+/// holds when dropped (see the module documentation). [`Staged`] stages files in one; a writer
+/// that must stage something else there (a whole directory, [`StagedDir`]; a compiler's
+/// scratch files beside a cache it fills) makes its own, so that a killed run's leftovers are
+/// removed by [`remove_stale`] whoever left them.
+pub struct StagingDir {
     parent: PathBuf,
     /// Dropped (removed) before `_lock` is released, so no other run sees it unlocked.
     dir: tempfile::TempDir,
     /// Holds the `flock` that tells other runs this directory is alive.
     _lock: File,
 }
-
 struct StagedFile {
     dest: PathBuf,
     temp: tempfile::TempPath,
@@ -113,7 +123,7 @@ struct StagedFile {
 pub struct Staged {
     // Fields drop in order: the files' temporary paths before the directories holding them.
     files: Vec<StagedFile>,
-    stagings: Vec<Staging>,
+    stagings: Vec<StagingDir>,
 }
 
 impl Staged {
@@ -132,14 +142,12 @@ impl Staged {
         if name.is_none() || dest.as_os_str().as_bytes().ends_with(b"/") {
             return Err(WriteError::NotAFile(dest.to_path_buf()));
         }
-        let parent = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let parent = parent_of(dest);
         let staging = match self.stagings.iter().position(|s| s.parent == parent) {
             Some(i) => i,
             None => {
-                self.stagings.push(Staging::new(&parent, dest)?);
+                self.stagings
+                    .push(StagingDir::new_in(&parent).map_err(io_err(dest))?);
                 self.stagings.len() - 1
             }
         };
@@ -239,26 +247,109 @@ impl Staged {
     }
 }
 
-impl Staging {
-    /// A staging directory in `parent`, which must exist; errors name `dest`, the file the
-    /// user asked for.
-    fn new(parent: &Path, dest: &Path) -> Result<Staging, WriteError> {
+impl StagingDir {
+    /// A staging directory in `parent`, which must exist, after removing the stale ones there
+    /// ([`remove_stale`]).
+    pub fn new_in(parent: &Path) -> io::Result<StagingDir> {
         remove_stale(parent);
         let dir = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
-            .tempdir_in(parent)
-            .map_err(io_err(dest))?;
-        let lock = File::open(dir.path()).map_err(io_err(dest))?;
+            .tempdir_in(parent)?;
+        let lock = File::open(dir.path())?;
         // SAFETY: flock on a descriptor we own; no memory is passed.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(io_err(dest)(io::Error::last_os_error()));
+            return Err(io::Error::last_os_error());
         }
-        Ok(Staging {
+        Ok(StagingDir {
             parent: parent.to_path_buf(),
             dir,
             _lock: lock,
         })
     }
+
+    /// The staging directory itself.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A directory built under a [`StagingDir`] next to its destination and renamed into place
+/// whole by [`StagedDir::commit`], so that a directory at the destination is always complete
+/// (test vectors, reproducer directories). Fill [`StagedDir::path`] with [`write_new`] and
+/// `create_dir`: nobody else can reach it before the commit. Dropped without a commit, it is
+/// removed.
+pub struct StagedDir {
+    staging: StagingDir,
+    /// The directory being built, inside `staging` (created with the usual mode, not 0700).
+    path: PathBuf,
+    dest: PathBuf,
+}
+
+impl StagedDir {
+    /// Starts building the directory `dest`; its parent is created if needed.
+    pub fn new(dest: &Path) -> Result<StagedDir, WriteError> {
+        if dest.file_name().is_none() || dest.as_os_str().as_bytes().ends_with(b"/") {
+            return Err(WriteError::NotAFile(dest.to_path_buf()));
+        }
+        let parent = parent_of(dest);
+        create_dir(&parent)?;
+        let staging = StagingDir::new_in(&parent).map_err(io_err(dest))?;
+        let path = staging.path().join("dir");
+        std::fs::create_dir(&path).map_err(io_err(dest))?;
+        Ok(StagedDir {
+            staging,
+            path,
+            dest: dest.to_path_buf(),
+        })
+    }
+
+    /// The directory to fill.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the directory into place. Whatever is at the destination is replaced when
+    /// `replace` (it is moved aside first, a symbolic link as itself, and put back if the rename
+    /// fails); otherwise the rename fails on anything but an empty directory there.
+    pub fn commit(self, replace: bool) -> Result<(), WriteError> {
+        let fail = io_err(&self.dest);
+        let old = self.staging.path().join("old");
+        let moved_aside = replace
+            && std::fs::symlink_metadata(&self.dest).is_ok()
+            && std::fs::rename(&self.dest, &old).is_ok();
+        if let Err(e) = std::fs::rename(&self.path, &self.dest) {
+            if moved_aside {
+                let _ = std::fs::rename(&old, &self.dest);
+            }
+            return Err(fail(e));
+        }
+        // As in `Staged::commit`: not reported, nothing a reader sees depends on it.
+        if let Ok(d) = File::open(&self.staging.parent) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+/// The directory holding `dest` (`.` for a bare name).
+fn parent_of(dest: &Path) -> PathBuf {
+    match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes a new file at `path` (created exclusively: an entry already there, a planted
+/// symbolic link included, is an error, never followed) and `fsync`s it. For files inside a
+/// directory nobody else can reach before it is complete: a [`StagedDir`], a [`StagingDir`],
+/// a private scratch directory.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .map_err(io_err(path))
 }
 
 fn create_dir(dir: &Path) -> Result<(), WriteError> {
@@ -672,6 +763,40 @@ mod tests {
         drop(held);
         assert_eq!(remove_stale(d.path()), 1);
         assert!(!locked.exists());
+    }
+
+    #[test]
+    fn a_staged_directory_appears_whole_and_replaces_only_when_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let dest = d.path().join("sub/case");
+        let staged = StagedDir::new(&dest).unwrap();
+        write_new(&staged.path().join("a"), b"1").unwrap();
+        assert!(matches!(
+            write_new(&staged.path().join("a"), b"2"),
+            Err(WriteError::Io { .. })
+        ));
+        assert!(!dest.exists());
+        staged.commit(false).unwrap();
+        assert_eq!(std::fs::read(dest.join("a")).unwrap(), b"1");
+        assert!(staging_dirs(&d.path().join("sub")).is_empty());
+
+        let again = StagedDir::new(&dest).unwrap();
+        write_new(&again.path().join("b"), b"3").unwrap();
+        assert!(
+            again.commit(false).is_err(),
+            "a full directory is not replaced"
+        );
+        assert_eq!(std::fs::read(dest.join("a")).unwrap(), b"1");
+        let again = StagedDir::new(&dest).unwrap();
+        write_new(&again.path().join("b"), b"3").unwrap();
+        again.commit(true).unwrap();
+        assert!(!dest.join("a").exists());
+        assert_eq!(std::fs::read(dest.join("b")).unwrap(), b"3");
+
+        drop(StagedDir::new(&d.path().join("never")).unwrap());
+        assert!(!d.path().join("never").exists());
+        assert!(staging_dirs(d.path()).is_empty());
+        assert!(staging_dirs(&d.path().join("sub")).is_empty());
     }
 
     #[test]

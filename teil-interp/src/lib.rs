@@ -10,7 +10,9 @@
 //!   estimated from the shapes and checked before anything is allocated or evaluated
 //!   ([`run_fast_with`], [`run_oracle_with`]).
 //!
-//! [`files`] writes every output file all-or-nothing and reads input files without blocking.
+//! [`files`] writes every output file all-or-nothing and reads input files without blocking;
+//! [`process`] starts, bounds, stops and reaps every child process the toolchain runs;
+//! [`random`] is the workspace's one small deterministic generator (SplitMix64).
 //!
 //! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
 //! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
@@ -53,6 +55,8 @@ pub mod fast;
 pub mod files;
 pub mod npy;
 pub mod oracle;
+pub mod process;
+pub mod random;
 pub mod rounding;
 pub mod store;
 pub mod symbolic;
@@ -166,19 +170,6 @@ pub fn run_fast_with(
     Ok(store)
 }
 
-/// SplitMix64: a tiny, well-known generator, enough for reproducible test inputs.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// FNV-1a, to give every variable its own stream independent of the other declarations.
 fn fnv1a(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -223,10 +214,10 @@ pub fn uniform_inputs(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor>
         .iter()
         .filter(|d| p.is_input(d))
         .map(|d| {
-            let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
+            let mut rng = random::SplitMix64(seed ^ fnv1a(&d.name.name));
             let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
             let t = Tensor::from_shape_simple_fn(shape, || {
-                (rng.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+                (rng.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
             });
             (d.name.name.clone(), t)
         })
@@ -238,8 +229,8 @@ fn random_tensor(d: &teil::ast::Decl, seed: u64) -> Result<Tensor, RunError> {
     let extents = d.shape();
     let what = format!("`{}`", d.name.name);
     let len = budget::checked_len(&what, &extents)?;
-    let mut rng = SplitMix64(seed ^ fnv1a(&d.name.name));
-    let values = (0..len).map(|_| (rng.next() % 7) as f64 - 3.0);
+    let mut rng = random::SplitMix64(seed ^ fnv1a(&d.name.name));
+    let values = (0..len).map(|_| (rng.next_u64() % 7) as f64 - 3.0);
     let data = budget::try_vec(&what, len, values)?;
     let shape: Vec<usize> = extents.iter().map(|&n| n as usize).collect();
     ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|e| RunError::Internal(e.to_string()))

@@ -13,22 +13,8 @@ use ndarray::{ArrayD, Dimension, IxDyn};
 use std::collections::BTreeMap;
 use teil_interp::{run_fast, run_oracle, Tensor};
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+// SplitMix64.
+use teil_interp::random::SplitMix64 as Rng;
 
 const NAMES: [&str; 4] = ["i", "j", "k", "l"];
 
@@ -170,7 +156,7 @@ fn random_statements_follow_the_summation_rule() {
             1 + rng.below(3),
         ];
         let mut g = Gen {
-            rng: Rng(rng.next()),
+            rng: Rng(rng.next_u64()),
             ext,
             tensors: Vec::new(),
         };

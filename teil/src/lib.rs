@@ -62,6 +62,7 @@ pub mod framing;
 pub mod guard;
 pub mod ide;
 pub mod interface;
+pub mod json;
 pub mod lexer;
 pub mod limits;
 pub mod lines;

@@ -465,10 +465,6 @@ impl Lowering<'_> {
     }
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
 fn json_shape(s: &[u64]) -> String {
     let parts: Vec<String> = s.iter().map(u64::to_string).collect();
     format!("[{}]", parts.join(", "))
@@ -477,9 +473,9 @@ fn json_shape(s: &[u64]) -> String {
 impl Step {
     /// One line of JSON, fields in the order `out`, `op`, `args`, the op's own, `shape`.
     pub fn to_json(&self) -> String {
-        let args: Vec<String> = self.args.iter().map(|a| json_str(a)).collect();
+        let args: Vec<String> = self.args.iter().map(|a| crate::json::string(a)).collect();
         let own = match &self.op {
-            Op::Einsum { equation } => format!(", \"equation\": {}", json_str(equation)),
+            Op::Einsum { equation } => format!(", \"equation\": {}", crate::json::string(equation)),
             Op::Reduce { kind, axis } => {
                 format!(", \"kind\": \"{}\", \"axis\": {axis}", kind.name())
             }
@@ -494,7 +490,7 @@ impl Step {
         };
         format!(
             "{{\"out\": {}, \"op\": \"{}\", \"args\": [{}]{own}, \"shape\": {}}}",
-            json_str(&self.out),
+            crate::json::string(&self.out),
             self.op.name(),
             args.join(", "),
             json_shape(&self.shape)
@@ -587,11 +583,15 @@ impl Ops {
         let vars = |vs: &[(String, Vec<u64>)]| {
             let parts: Vec<String> = vs
                 .iter()
-                .map(|(n, s)| format!("{}: {}", json_str(n), json_shape(s)))
+                .map(|(n, s)| format!("{}: {}", crate::json::string(n), json_shape(s)))
                 .collect();
             format!("{{{}}}", parts.join(", "))
         };
-        let undefined: Vec<String> = self.undefined.iter().map(|n| json_str(n)).collect();
+        let undefined: Vec<String> = self
+            .undefined
+            .iter()
+            .map(|n| crate::json::string(n))
+            .collect();
         let steps: Vec<String> = self
             .steps
             .iter()

@@ -143,25 +143,7 @@ pub fn naive_einsum(eq: &str, ops: &[Tensor]) -> Tensor {
 }
 
 /// SplitMix64, for reproducible equations and inputs.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    pub fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
+pub use teil_interp::random::SplitMix64 as Rng;
 
 pub fn random_tensor(shape: &[usize], rng: &mut Rng) -> Tensor {
     let len = shape.iter().product();

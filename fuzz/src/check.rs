@@ -1,0 +1,104 @@
+//! What a self-checking campaign checks ([`Check`], with what is needed to run a check again on
+//! a shrunk program) and how one failed ([`Failure`]); shared by [`crate::campaign`], which runs
+//! the checks, and [`crate::repro`], which records a failure in a reproducer.
+
+use crate::laws::Law;
+use crate::mutate::Mutation;
+use teil::fmt::Style;
+
+/// One check of the campaign, with what is needed to run it again on a shrunk program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// The generator produced a program that does not type-check.
+    Generator,
+    /// The oracle tripped the out-of-bounds witness or failed internally.
+    Oracle,
+    /// The fast evaluator against the oracle.
+    Fast,
+    /// Printing in a syntax and parsing again.
+    RoundTrip(Style),
+    /// The Core-TeIL desugaring, under both evaluators.
+    Core,
+    /// A chain of law rewrites (chosen from the program seed), under both evaluators.
+    Laws(Vec<Law>),
+    /// A mutant that must be rejected with exactly `mutation.expected()`.
+    IllTyped { mutation: Mutation, choice: usize },
+    /// The C backend refused a well-typed program.
+    Lower { pad: u64 },
+    /// The C backend at padding multiple `pad`, with or without contraction lifting, in exact
+    /// or fused multiply-add mode.
+    C { pad: u64, lift: bool, fma: bool },
+    /// The translation validator (spec/validation.md) rejects the kernel at `pad`.
+    Validate { pad: u64 },
+}
+
+impl Check {
+    /// What the check compares, for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Check::Generator => "the generated program is ill-typed".into(),
+            Check::Oracle => "the oracle fails on a well-typed program".into(),
+            Check::Fast => "the fast evaluator differs from the oracle".into(),
+            Check::RoundTrip(s) => format!(
+                "printing in the {} syntax and parsing again changes the program",
+                style_name(*s)
+            ),
+            Check::Core => "the Core-TeIL form evaluates differently".into(),
+            Check::Laws(laws) if laws.is_empty() => {
+                "rewriting by the §3.6 laws gives an ill-typed program".into()
+            }
+            Check::Laws(laws) => {
+                let names: Vec<&str> = laws.iter().map(|l| l.equation()).collect();
+                format!(
+                    "rewriting by the laws [{}] changes the values",
+                    names.join("; ")
+                )
+            }
+            Check::IllTyped { mutation, .. } => format!(
+                "the mutant {mutation:?} is not rejected with exactly {}",
+                mutation.expected().as_str()
+            ),
+            Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
+            Check::C { pad, fma: true, .. } => format!(
+                "the C backend at M = {pad} in fma mode differs from the oracle by more than \
+                 the bound of spec/values.md"
+            ),
+            Check::C {
+                pad, lift: true, ..
+            } => {
+                format!("the C backend at M = {pad} differs from the oracle")
+            }
+            Check::C {
+                pad, lift: false, ..
+            } => format!(
+                "the C backend at M = {pad} without contraction lifting differs from the oracle"
+            ),
+            Check::Validate { pad } => {
+                format!("the translation validator rejects the kernel for M = {pad}")
+            }
+        }
+    }
+
+    /// How many predicate calls shrinking may spend (a C check compiles once per call).
+    pub(crate) fn shrink_budget(&self) -> usize {
+        match self {
+            Check::C { .. } | Check::Lower { .. } => 150,
+            Check::Validate { .. } => 500,
+            _ => 2000,
+        }
+    }
+}
+
+fn style_name(s: Style) -> &'static str {
+    match s {
+        Style::Prefix => "prefix",
+        Style::Infix => "infix",
+    }
+}
+
+/// One failed check.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub check: Check,
+    pub detail: String,
+}
