@@ -173,9 +173,10 @@ pub enum Failure {
 /// Which of the symbolic evaluation's [`Limits`] a validation would exceed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TooLarge {
-    /// The estimated operations of the oracle and the kernel together.
+    /// The estimated operations of the oracle and the kernel together (saturated at
+    /// `u64::MAX`, which keeps [`Failure`] small).
     #[error("symbolic evaluation would take about {operations} operations, more than the limit of {limit}")]
-    Operations { operations: u128, limit: u128 },
+    Operations { operations: u64, limit: u64 },
     /// The cells of the program's variables or of the kernel's buffers.
     #[error("the program's variables and the kernel's buffers have {cells} cells, more than the limit of {limit}")]
     Cells { cells: u64, limit: u64 },
@@ -228,9 +229,10 @@ pub fn validate_with(
 ) -> Result<Validated, Failure> {
     let operations = oracle_operations(p).saturating_add(kernel.work());
     if operations > limits.max_operations {
+        let saturated = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
         return Err(Failure::TooLarge(TooLarge::Operations {
-            operations,
-            limit: limits.max_operations,
+            operations: saturated(operations),
+            limit: saturated(limits.max_operations),
         }));
     }
     if let Some(&b) = kernel.params.iter().find(|b| b.0 >= kernel.buffers.len()) {
