@@ -52,14 +52,43 @@ function source() {
   return view.state.doc.toString();
 }
 
-/** Byte offsets (the toolchain's spans) to string indices (CodeMirror positions). */
+/**
+ * Byte offsets (the toolchain's spans) and string indices (CodeMirror positions) of one text,
+ * both ways. Built once per text (one pass over it) and reused by every span of an answer, so
+ * that a program with many statements and diagnostics costs linear time, not one pass per span.
+ */
+const offsetTables = { text: null, byteToIndex: null, indexToByte: null };
+
+function offsets(text) {
+  if (offsetTables.text !== text) {
+    const toIndex = [];
+    const toByte = new Uint32Array(text.length + 1);
+    let byte = 0;
+    for (let i = 0; i < text.length; i++) {
+      toByte[i] = byte;
+      const c = text.charCodeAt(i);
+      // UTF-8 length per UTF-16 unit: a surrogate pair is 4 bytes, 2 for each half.
+      const n = c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c < 0xe000 ? 2 : 3;
+      for (let k = 0; k < n; k++) toIndex.push(i);
+      byte += n;
+    }
+    toByte[text.length] = byte;
+    toIndex.push(text.length);
+    offsetTables.text = text;
+    offsetTables.byteToIndex = Uint32Array.from(toIndex);
+    offsetTables.indexToByte = toByte;
+  }
+  return offsetTables;
+}
+
 function byteToIndex(text, byte) {
-  const bytes = new TextEncoder().encode(text);
-  return new TextDecoder().decode(bytes.slice(0, Math.min(byte, bytes.length))).length;
+  const t = offsets(text).byteToIndex;
+  return t[Math.max(0, Math.min(byte, t.length - 1))];
 }
 
 function indexToByte(text, index) {
-  return new TextEncoder().encode(text.slice(0, index)).length;
+  const t = offsets(text).indexToByte;
+  return t[Math.max(0, Math.min(index, t.length - 1))];
 }
 
 const teilLinter = linter(async (v) => {

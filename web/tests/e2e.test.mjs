@@ -71,6 +71,28 @@ test('a quick fix makes the program well typed', async () => {
   await page.close();
 });
 
+test('spans after non-ASCII text land on the right characters', async () => {
+  // Byte offsets (the toolchain's) and string indices (the editor's) differ after `ß`, Greek
+  // letters, an emoji (a surrogate pair) and `€`: the fix, the statement and the marker must
+  // still cover exactly `Alphx`.
+  const comment = '// Größe: αβγ 😀 €\n';
+  const program = `${comment}alloc Alpha : [2]\nalloc B : [2]\nB = Alphx + Alpha\n`;
+  const page = await open(program);
+  await page.waitForSelector('.diag[data-code=E0301] button.fix');
+  await page.click('.diag[data-code=E0301] button.where');
+  assert.equal(await page.evaluate(() => window.teilEditor.state.selection.main.head), program.indexOf('Alphx'));
+  await page.click('.diag[data-code=E0301] button.fix');
+  await page.waitForFunction(() => document.body.dataset.ok === 'true');
+  assert.equal(
+    await page.evaluate(() => window.teilEditor.state.doc.toString()),
+    `${comment}alloc Alpha : [2]\nalloc B : [2]\nB = Alpha + Alpha\n`,
+  );
+  const cells = await page.$$eval('#stmt-shapes tbody td', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(cells, ['4', 'B = Alpha + Alpha', '[2]']);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('run shows the matrix product', async () => {
   const page = await open(matmul);
   await analysed(page);
