@@ -3,8 +3,8 @@
 //! decide the bits (the meaning and the argument are on [`LaneFold`]; spec/padding.md, "Lane
 //! reductions"). Plain C (`teil_vector_bits` 0) gets the loop itself.
 
+use super::nest::Printer;
 use super::writer::Writer;
-use super::Printer;
 use crate::ir::{walk_val, LaneFold, Val, Visit};
 use teil::ast::RedOp;
 
