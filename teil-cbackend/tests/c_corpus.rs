@@ -6,19 +6,10 @@
 //! shows as a snapshot diff to review; a change to the printer's code that leaves them
 //! untouched leaves the C byte for byte as before.
 
-use std::path::{Path, PathBuf};
-use teil_cbackend::Options;
+mod corpus;
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lower");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/lower")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "teil"))
-        .collect();
-    files.sort();
-    files
-}
+use std::path::Path;
+use teil_cbackend::Options;
 
 /// Programs for paths of the printer that no corpus program reaches, by name.
 const EXTRA: [(&str, &str); 2] = [
@@ -38,7 +29,7 @@ const EXTRA: [(&str, &str); 2] = [
 
 #[test]
 fn the_c_of_every_corpus_program_is_its_snapshot() {
-    let files = corpus();
+    let files = corpus::files();
     assert!(files.len() >= 10, "{files:?}");
     let mut programs: Vec<(String, String)> = files
         .iter()

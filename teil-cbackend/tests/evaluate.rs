@@ -4,6 +4,8 @@
 //! the campaign's judgement of lifted kernels (spec/fuzzing.md, *Lifted kernels*) can compare
 //! the C with its IR.
 
+mod corpus;
+
 use ndarray::{ArrayD, Dimension};
 use std::collections::BTreeMap;
 use teil_cbackend::ir::{Kernel, Target};
@@ -12,9 +14,7 @@ use teil_cbackend::validate;
 use teil_cbackend::Options;
 
 fn corpus(name: &str) -> teil::CheckedProgram {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/lower")
-        .join(format!("{name}.teil"));
+    let path = corpus::dir().join(format!("{name}.teil"));
     let text = std::fs::read_to_string(path).expect("read");
     teil::compile(&text).expect("checks").0
 }

@@ -7,6 +7,8 @@
 
 mod compilers;
 
+mod corpus;
+
 use std::collections::BTreeMap;
 use teil_cbackend::ir::{Kernel, Reads, Step, Strategy, Target};
 use teil_cbackend::opt::{self, Printing, Tuning};
@@ -16,12 +18,8 @@ use teil_cbackend::validate::{self, Failure};
 use teil_cbackend::Options;
 use teil_fuzz::campaign::{self, Check, Config, DEFAULT_CFLAGS};
 
-fn lower_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lower")
-}
-
 fn program(name: &str) -> (String, teil::CheckedProgram) {
-    let text = std::fs::read_to_string(lower_dir().join(format!("{name}.teil"))).expect("read");
+    let text = std::fs::read_to_string(corpus::dir().join(format!("{name}.teil"))).expect("read");
     let (p, _) = teil::compile(&text).expect("checks");
     (text, p)
 }

@@ -4,23 +4,13 @@
 //! validates as it is (spec/validation.md). A change to the lowering or to the passes of
 //! `teil_cbackend::opt` shows as a snapshot diff to review.
 
-use std::path::{Path, PathBuf};
-use teil_cbackend::Options;
+mod corpus;
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lower");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/lower")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "teil"))
-        .collect();
-    files.sort();
-    files
-}
+use teil_cbackend::Options;
 
 #[test]
 fn the_optimised_ir_of_every_corpus_program_is_its_snapshot() {
-    let files = corpus();
+    let files = corpus::files();
     assert!(files.len() >= 10, "{files:?}");
     for f in files {
         let text = std::fs::read_to_string(&f).expect("read");

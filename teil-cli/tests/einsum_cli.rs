@@ -3,10 +3,8 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use support::{stderr, stdout, teil};
+use support::{stderr, stdout, teil, teil_stdin};
 
 fn tin(name: &str) -> String {
     let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -188,20 +186,10 @@ fn tin_files_are_checked_with_their_verdicts() {
 
 #[test]
 fn lower_reads_standard_input() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(["lower", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("teil runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"alloc A : [2, 3]\nalloc B : [3, 2]\nA(i, j) = B(j, i)\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = teil_stdin(
+        &["lower", "-"],
+        b"alloc A : [2, 3]\nalloc B : [3, 2]\nA(i, j) = B(j, i)\n",
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).ends_with("A = transp 1 2 B\n"), "{}", stdout(&o));
 }
