@@ -4,7 +4,7 @@
 //! - **Scheduling passes** over the lowering's tensor-level assignments (`crate::lower`'s
 //!   intermediate form), composed by `schedule`: `hoist` (reductions that do not depend on
 //!   some enclosing loop variable, into temporaries), `lift` (contraction lifting, with the
-//!   planner of `order`) and `split` (the inner sums of nested sums, into temporaries). Each
+//!   planner of [`teil::plan`]) and `split` (the inner sums of nested sums, into temporaries). Each
 //!   is `fn run(&mut Context, &mut Assign, ..)`: it rewrites one assignment's value and adds the
 //!   assignments of the temporaries it creates to the assignment's `pre`, through the
 //!   lowering's one temporary-making function.
@@ -27,7 +27,6 @@ pub(crate) mod hoist;
 pub mod interchange;
 pub mod lanes;
 pub(crate) mod lift;
-pub(crate) mod order;
 pub(crate) mod split;
 #[cfg(test)]
 mod testing;

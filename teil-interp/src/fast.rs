@@ -9,9 +9,10 @@
 //! label to one slice. Nothing is computed while a term is built; in particular a product is
 //! never materialised.
 //!
-//! A term is then evaluated by pairwise contraction in a greedy order (smallest intermediate
-//! first, as opt_einsum's greedy strategy): labels summed and carried by one factor only are
-//! summed first, then the two factors whose merged result is smallest are contracted, and so on.
+//! A term is then evaluated by pairwise contraction in the order of the contraction planner
+//! ([`teil::plan`], `Objective::Memory`: smallest intermediate first, as opt_einsum's greedy
+//! strategy): labels summed and carried by one factor only are summed first, then the two
+//! factors whose merged result is smallest are contracted, and so on.
 //! `C = (A # B) .[2 3]` is one pass over `A` and `B` producing `C`; the CFD operator
 //! `(A # B # C # u) .[2 7] .[3 6] .[4 5]` of the TeIL paper §5 is three contractions of
 //! `O(n^4)` work each with intermediates the size of `u`.
@@ -34,6 +35,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use teil::ast::{BinOp, Expr, ExprKind, RedOp};
+use teil::plan::{LabelSet, Objective, Plan, Problem};
 use teil::CheckedProgram;
 
 /// What the evaluator computes.
@@ -461,82 +463,42 @@ impl<'s> Evaluator<'_, 's> {
             out,
             scale,
         } = t;
-        let mut fs: Vec<Factor<'s>> = factors.into_iter().map(Factor::merged).collect();
-        loop {
-            // Sum labels that one factor alone carries and nothing else needs.
-            for k in 0..fs.len() {
-                let lonely: Vec<Label> = fs[k]
-                    .labels()
-                    .into_iter()
-                    .filter(|l| {
-                        !out.contains(l) && !fs.iter().enumerate().any(|(j, f)| j != k && f.has(*l))
-                    })
-                    .collect();
-                if !lonely.is_empty() {
-                    let keep: Vec<Label> = fs[k]
-                        .labels()
-                        .into_iter()
-                        .filter(|l| !lonely.contains(l))
-                        .collect();
-                    let f = std::mem::replace(&mut fs[k], Factor::placeholder());
-                    fs[k] = self.contract(&[&f], &keep)?;
-                }
+        let fs: Vec<Factor<'s>> = factors.into_iter().map(Factor::merged).collect();
+        // The planner sees the term's labels by dense numbers; it minimises the size of each
+        // next intermediate (the evaluator allocates every one under the memory budget).
+        let mut number: BTreeMap<Label, usize> = BTreeMap::new();
+        let mut extents = Vec::new();
+        let mut sets = Vec::with_capacity(fs.len());
+        for f in &fs {
+            let mut set = LabelSet::new();
+            for l in f.labels() {
+                let n = *number.entry(l).or_insert_with(|| {
+                    extents.push(self.extent(l));
+                    extents.len() - 1
+                });
+                set.insert(n);
             }
-            if fs.len() <= 1 {
-                break;
-            }
-            // Greedy: the pair with the smallest result, then the least work, then the first.
-            let mut best: Option<(u128, u128, usize, usize, Vec<Label>)> = None;
-            for a in 0..fs.len() {
-                for b in a + 1..fs.len() {
-                    let mut union = fs[a].labels();
-                    for l in fs[b].labels() {
-                        if !union.contains(&l) {
-                            union.push(l);
-                        }
-                    }
-                    let keep: Vec<Label> = union
-                        .iter()
-                        .copied()
-                        .filter(|l| {
-                            out.contains(l)
-                                || fs
-                                    .iter()
-                                    .enumerate()
-                                    .any(|(j, f)| j != a && j != b && f.has(*l))
-                        })
-                        .collect();
-                    let size = keep
-                        .iter()
-                        .map(|&l| u128::from(self.extent(l)))
-                        .product::<u128>();
-                    let work = union
-                        .iter()
-                        .map(|&l| u128::from(self.extent(l)))
-                        .product::<u128>();
-                    if best
-                        .as_ref()
-                        .is_none_or(|(s, w, ..)| (size, work) < (*s, *w))
-                    {
-                        best = Some((size, work, a, b, keep));
-                    }
-                }
-            }
-            let (_, _, a, b, keep) = best.ok_or_else(|| bad("no pair to contract"))?;
-            let fb = fs.remove(b);
-            let fa = fs.remove(a);
-            self.note_contraction();
-            let merged = self.contract(&[&fa, &fb], &keep)?;
-            fs.push(merged);
+            sets.push(set);
         }
-        // Broadcast to the output labels in order (labels no factor carries come from `expa`).
-        let result = match fs.pop() {
-            Some(f) if f.is_plain(&out) => f,
-            Some(f) => self.contract(&[&f], &out)?,
-            None => {
-                let one = Factor::scalar(1.0);
-                self.contract(&[&one], &out)?
+        let problem = Problem {
+            extents,
+            free: out.iter().filter_map(|l| number.get(l).copied()).collect(),
+            factors: sets,
+            dangling: LabelSet::new(),
+        };
+        let result = match problem.plan(Objective::Memory) {
+            Some(plan) => {
+                let mut slots: Vec<Option<Factor<'s>>> = fs.into_iter().map(Some).collect();
+                let f = self.run_plan(&plan, &mut slots, &number)?;
+                if f.is_plain(&out) {
+                    f
+                } else {
+                    // Broadcast to the output labels in order (labels no factor carries come
+                    // from `expa`).
+                    self.contract(&[&f], &out)?
+                }
             }
+            None => self.contract(&[&Factor::scalar(1.0)], &out)?,
         };
         let mut arr = match result.data {
             Data::Owned(a) => a,
@@ -548,6 +510,46 @@ impl<'s> Evaluator<'_, 's> {
             arr.mapv_inplace(|v| repeated_sum(v, n));
         }
         Ok(arr)
+    }
+
+    /// Evaluates `plan` over the term's factors (`slots`, each taken once); `number` gives the
+    /// planner's number of each label. A node's axes are its operands' labels in order, those
+    /// it keeps.
+    fn run_plan(
+        &self,
+        plan: &Plan,
+        slots: &mut [Option<Factor<'s>>],
+        number: &BTreeMap<Label, usize>,
+    ) -> Result<Factor<'s>, RunError> {
+        let kept = |labels: Vec<Label>, keep: &LabelSet| -> Vec<Label> {
+            labels
+                .into_iter()
+                .filter(|l| number.get(l).is_some_and(|&n| keep.contains(n)))
+                .collect()
+        };
+        match plan {
+            Plan::Leaf { factor, keep } => {
+                let f = slots
+                    .get_mut(*factor)
+                    .and_then(Option::take)
+                    .ok_or_else(|| bad("a plan uses a factor twice"))?;
+                let labels = f.labels();
+                let keep = kept(labels.clone(), keep);
+                if keep.len() == labels.len() {
+                    return Ok(f);
+                }
+                // Sum the labels this factor alone carries and nothing else needs.
+                self.contract(&[&f], &keep)
+            }
+            Plan::Merge { left, right, keep } => {
+                let a = self.run_plan(left, slots, number)?;
+                let b = self.run_plan(right, slots, number)?;
+                let mut union = a.labels();
+                union.extend(b.labels().into_iter().filter(|l| !a.has(*l)));
+                self.note_contraction();
+                self.contract(&[&a, &b], &kept(union, keep))
+            }
+        }
     }
 
     /// `Σ over the labels of `ops` not in `keep` of the product of `ops``, as a new factor whose
@@ -682,10 +684,6 @@ impl Term<'_> {
 }
 
 impl<'s> Factor<'s> {
-    fn placeholder() -> Self {
-        Factor::scalar(0.0)
-    }
-
     fn scalar(v: f64) -> Self {
         Factor {
             data: Data::Owned(ndarray::arr0(v).into_dyn()),

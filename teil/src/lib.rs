@@ -69,6 +69,7 @@ pub mod lines;
 pub mod ops;
 pub mod parse;
 pub mod parse_error;
+pub mod plan;
 pub mod render;
 
 pub use ast::{Program, Span};

@@ -502,7 +502,7 @@ fn many_operands_are_contracted_pairwise() {
 }
 
 #[test]
-fn greedy_order_avoids_outer_products() {
+fn the_planned_order_avoids_outer_products() {
     // `i,j,ij->`: multiplying the vectors first would build a 100 x 100 outer product.
     let p = einsum_ok("i,j,ij->", &[&[100], &[100], &[100, 100]]);
     let temps: Vec<u64> = p

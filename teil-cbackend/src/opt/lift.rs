@@ -1,7 +1,7 @@
 //! Contraction lifting (TeIL paper §5): a maximal sum-of-products region of an assignment's
 //! value — `red+` and `*` nodes over other expressions, its *factors* — is the tensor-network
 //! expression `Σ_{summed} Π factors`. It is replaced by pairwise contractions over temporaries
-//! when the plan of [`crate::opt::order`] costs less than the fused loop nest over all of the
+//! when the plan of [`teil::plan`] costs less than the fused loop nest over all of the
 //! region's labels; the last contraction stays inline.
 //!
 //! ```text
@@ -17,9 +17,9 @@
 
 use crate::ir::Label;
 use crate::lower::{Assign, Context, IExpr, Walk};
-use crate::opt::order::{Plan, Region};
 use crate::Error;
 use teil::ast::{BinOp, RedOp};
+use teil::plan::{Count, LabelSet, Objective, Plan, Problem};
 
 /// The pass: every maximal region of `a`'s value, innermost first (the regions inside a
 /// region's factors before the region). With `order` (`Tuning::order`) plans are compared by
@@ -67,9 +67,9 @@ fn is_region(e: &IExpr) -> bool {
     )
 }
 
-/// Plans the region rooted at `e` as a tree of pairwise contractions; returns the
-/// replacement (the last contraction, inline) when it costs less than the fused loop nest over
-/// all of the region's labels.
+/// Plans the region rooted at `e` as a tree of pairwise contractions ([`teil::plan`], by
+/// iterations, or by operations with `order`); returns the replacement (the last contraction,
+/// inline) when it costs less than the fused loop nest over all of the region's labels.
 fn lift_region(
     cx: &mut Context,
     e: &IExpr,
@@ -90,49 +90,45 @@ fn lift_region(
             Walk::Past
         }
     });
-    let n = factors.len();
-    if !(2..=64).contains(&n) {
+    if factors.len() < 2 {
         return Ok(None);
     }
     let free_e = e.free();
     let mut universe: Vec<Label> = free_e.iter().chain(&summed).copied().collect();
     universe.sort();
     universe.dedup();
-    if universe.len() > 128 {
-        return Ok(None);
-    }
-    let mask_of = |ls: &mut dyn Iterator<Item = Label>| -> u128 {
-        ls.filter_map(|l| universe.binary_search(&l).ok())
-            .fold(0u128, |m, b| m | (1u128 << b))
+    let set_of = |ls: &mut dyn Iterator<Item = Label>| -> LabelSet {
+        ls.filter_map(|l| universe.binary_search(&l).ok()).collect()
     };
-    let fmask = mask_of(&mut free_e.iter().copied());
-    let lab: Vec<u128> = factors
+    let free = set_of(&mut free_e.iter().copied());
+    let lab: Vec<LabelSet> = factors
         .iter()
-        .map(|f| mask_of(&mut f.free().into_iter()))
+        .map(|f| set_of(&mut f.free().into_iter()))
         .collect();
-    let all = lab.iter().fold(0u128, |m, &l| m | l);
-    let summed_mask = mask_of(&mut summed.iter().copied());
-    let region = Region {
+    let all = lab.iter().fold(LabelSet::new(), |m, l| m.union(l));
+    let problem = Problem {
         extents: universe.iter().map(|&l| cx.extent(l)).collect(),
-        labels: universe.clone(),
-        lab,
-        fmask,
-        dangling: summed_mask & !all,
-        full: if n == 64 { u64::MAX } else { (1u64 << n) - 1 },
-        merge_ops: if order { 2.0 } else { 1.0 },
+        dangling: set_of(&mut summed.iter().copied()).difference(&all),
+        factors: lab,
+        free,
     };
-    // The fused nest runs every label's loop; with operation counting (`order`) each
-    // iteration costs one multiplication per factor beyond the first and one addition.
-    let fused = region.prod(fmask | summed_mask) * if order { n as f64 } else { 1.0 };
-    let plan = region.plan();
-    if region.cost(&plan, true) >= fused {
+    let count = if order {
+        Count::Operations
+    } else {
+        Count::Iterations
+    };
+    let Some(plan) = problem.plan(Objective::Work(count)) else {
+        return Ok(None);
+    };
+    if problem.cost(&plan, count) >= problem.fused_cost(count) {
         return Ok(None);
     }
     cx.lifted += 1;
     let comment = format!("lifted contraction for: {origin}");
     let mut b = Build {
         cx,
-        r: &region,
+        problem: &problem,
+        universe: &universe,
         factors: &factors,
         pre,
         comment: &comment,
@@ -144,7 +140,9 @@ fn lift_region(
 /// Turns a plan into assignments of temporaries (added to `pre`) and the root's value.
 struct Build<'a, 'c> {
     cx: &'c mut Context,
-    r: &'a Region,
+    problem: &'a Problem,
+    /// The region's labels, by their number in `problem`.
+    universe: &'a [Label],
     factors: &'a [&'a IExpr],
     pre: &'c mut Vec<Assign>,
     comment: &'a str,
@@ -153,76 +151,67 @@ struct Build<'a, 'c> {
 
 impl Build<'_, '_> {
     fn build(&mut self, plan: &Plan, root: bool) -> Result<IExpr, Error> {
-        let r = self.r;
+        let r = self.problem;
         match plan {
-            Plan::Leaf(k) => {
-                let f = self.factors[*k].clone();
-                let need = r.need(1u64 << k);
-                let private = r.lab[*k] & !need;
-                if private == 0 {
+            Plan::Leaf { factor, keep } => {
+                let f = self.factors[*factor].clone();
+                let private = r.factors[*factor].difference(keep);
+                if private.is_empty() {
                     return Ok(f);
                 }
-                let value = wrap_sum(r, private, f);
-                self.temp(&r.labels_of(need), value)
+                let value = self.wrap_sum(&private, f);
+                let labels = self.labels(keep);
+                self.temp(&labels, value)
             }
-            Plan::Merge(m, a, b) => {
-                let ea = self.build(a, false)?;
-                let eb = self.build(b, false)?;
-                let loops = r.need(a.mask()) | r.need(b.mask());
+            Plan::Merge { left, right, keep } => {
+                let ea = self.build(left, false)?;
+                let eb = self.build(right, false)?;
+                let loops = left.keep().union(right.keep());
                 let prod = IExpr::Bin(BinOp::Mul, Box::new(ea), Box::new(eb));
                 if root {
-                    return Ok(wrap_sum(r, (loops & !r.fmask) | r.dangling, prod));
+                    let summed = loops.difference(&r.free).union(&r.dangling);
+                    return Ok(self.wrap_sum(&summed, prod));
                 }
-                let keep = r.need(*m);
-                let value = wrap_sum(r, loops & !keep, prod);
+                let value = self.wrap_sum(&loops.difference(keep), prod);
                 let labels = if self.order {
-                    r.layout(keep)
+                    self.layout(keep)
                 } else {
-                    r.labels_of(keep)
+                    self.labels(keep)
                 };
                 self.temp(&labels, value)
             }
         }
     }
 
+    fn labels(&self, set: &LabelSet) -> Vec<Label> {
+        set.iter().map(|b| self.universe[b]).collect()
+    }
+
+    /// The dimension order of a temporary holding `keep` (`Tuning::order`): label order,
+    /// except that the region's last free label (the statement target's innermost
+    /// dimension), if the temporary has it, is innermost. The kernels that compute and read
+    /// the temporary then run along the target's innermost dimension, as the statement's own
+    /// nest does.
+    fn layout(&self, keep: &LabelSet) -> Vec<Label> {
+        let mut labels = self.labels(keep);
+        let last = self.labels(&self.problem.free).pop();
+        if let Some(p) = labels.iter().position(|&l| Some(l) == last) {
+            let l = labels.remove(p);
+            labels.push(l);
+        }
+        labels
+    }
+
+    /// `Σ_{l in set} e`, outermost label first.
+    fn wrap_sum(&self, set: &LabelSet, e: IExpr) -> IExpr {
+        self.labels(set)
+            .into_iter()
+            .rev()
+            .fold(e, |acc, l| IExpr::Reduce(RedOp::Sum, l, Box::new(acc)))
+    }
+
     fn temp(&mut self, labels: &[Label], value: IExpr) -> Result<IExpr, Error> {
         self.cx
             .materialize(self.pre, labels, value, false, self.comment.to_string())
-    }
-}
-
-/// `Σ_{l in m} e`, outermost label first.
-fn wrap_sum(r: &Region, m: u128, e: IExpr) -> IExpr {
-    r.labels_of(m)
-        .into_iter()
-        .rev()
-        .fold(e, |acc, l| IExpr::Reduce(RedOp::Sum, l, Box::new(acc)))
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::opt::testing::rewrite;
-
-    #[test]
-    fn a_matrix_chain_times_a_vector_becomes_two_matrix_vector_products() {
-        let r = rewrite(
-            "input var A : [3 4]\ninput var B : [4 5]\ninput var u : [5]\noutput var v : [3]\n\
-             v = ((A # B) .[2 3] # u) .[2 3]",
-            4,
-            &mut |cx, a| super::run(cx, a, true),
-        );
-        assert_eq!(
-            r.before,
-            "v[l0] = (red+ l1 < 5: ((red+ l2 < 4: (A[l0, l2] * B[l2, l1])) * u[l1])) // v = ((A # B) .[2 3] # u) .[2 3]\n"
-        );
-        assert_eq!(
-            r.after,
-            concat!(
-                "tmp0[l2] = (red+ l1 < 5: (B[l2, l1] * u[l1])) // lifted contraction for: v = ((A # B) .[2 3] # u) .[2 3]\n",
-                "v[l0] = (red+ l2 < 4: (A[l0, l2] * tmp0[l2])) // v = ((A # B) .[2 3] # u) .[2 3]\n",
-            )
-        );
-        assert_eq!((r.plain.lifted, r.rewritten.lifted), (0, 1));
-        r.assert_same_values(true);
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! A front end describes a tensor computation as [`Factor`]s: TeIL expressions whose dimensions
 //! carry index labels ([`Idx`]). [`Builder::contract`] multiplies factors and sums the labels
-//! that are not kept, choosing a pairwise order greedily (in the style of opt_einsum's greedy
-//! path); [`Builder::align`] brings the result into a requested label order. Everything built
+//! that are not kept, in the pairwise order of the contraction planner ([`crate::plan`], by
+//! loop iterations: the emitted program's own cost); [`Builder::align`] brings the result into a requested label order. Everything built
 //! here is ordinary TeIL ([`crate::ast`]) and goes through [`crate::check`] afterwards: this
 //! module decides *which* program to emit, the checker decides whether it is well-typed.
 //!
@@ -25,6 +25,7 @@
 
 use crate::ast::*;
 use crate::limits::MAX_RANK;
+use crate::plan::{Count, LabelSet, Objective, Plan, Problem};
 use std::collections::HashSet;
 
 /// An index label: a position in the front end's table of index variables.
@@ -272,23 +273,22 @@ impl Builder {
                 tensors.push(f);
             }
         }
-        while tensors.len() > 1 {
-            let (i, j) = choose_pair(&tensors, keep, &count, ext);
-            let b = tensors.remove(j);
-            let a = tensors.remove(i);
-            let merged = self.merge(a, b, keep, &mut count, ext);
-            let merged = if tensors.is_empty() {
-                self.bind(merged, ext)
-            } else {
-                self.spill(merged, ext)
-            };
-            if merged.idx.is_empty() {
-                scalars.push(merged.expr);
-            } else {
-                tensors.push(merged);
-            }
-        }
-        let mut acc = match tensors.pop() {
+        let problem = Problem {
+            extents: ext.to_vec(),
+            factors: tensors
+                .iter()
+                .map(|t| t.idx.iter().copied().collect())
+                .collect(),
+            free: (0..ext.len()).filter(|&l| keep[l]).collect(),
+            dangling: LabelSet::new(),
+        };
+        let plan = problem.plan(Objective::Work(Count::Iterations));
+        let mut slots: Vec<Option<Factor>> = tensors.into_iter().map(Some).collect();
+        let tensor = match &plan {
+            Some(plan) => self.run_plan(plan, &mut slots, true, &mut scalars, ext),
+            None => None,
+        };
+        let mut acc = match tensor {
             Some(t) => t,
             None if scalars.is_empty() => Factor::new(self.lit(1.0), Vec::new()),
             None => Factor::new(scalars.remove(0), Vec::new()),
@@ -299,6 +299,44 @@ impl Builder {
             acc = self.bind(acc, ext);
         }
         acc
+    }
+
+    /// Emits the pairwise products of `plan` over the factors in `slots` (each taken once).
+    /// Every intermediate is bound to a temporary, except the result of the last product
+    /// (`last`); a product that sums every label is a scalar and joins `scalars` (multiplied
+    /// in at the end), so `None` means the group is all scalar.
+    fn run_plan(
+        &mut self,
+        plan: &Plan,
+        slots: &mut [Option<Factor>],
+        last: bool,
+        scalars: &mut Vec<Expr>,
+        ext: &[u64],
+    ) -> Option<Factor> {
+        match plan {
+            Plan::Leaf { factor, .. } => slots.get_mut(*factor).and_then(Option::take),
+            Plan::Merge { left, right, keep } => {
+                // A side that ends as a scalar leaves the other side's product last.
+                let a = self.run_plan(left, slots, last && right.keep().is_empty(), scalars, ext);
+                let b = self.run_plan(right, slots, last && left.keep().is_empty(), scalars, ext);
+                let (a, b) = match (a, b) {
+                    (Some(a), Some(b)) => (a, b),
+                    (one, other) => return one.or(other),
+                };
+                let merged = self.merge(a, b, keep, ext);
+                let merged = if last {
+                    self.bind(merged, ext)
+                } else {
+                    self.spill(merged, ext)
+                };
+                if merged.idx.is_empty() {
+                    scalars.push(merged.expr);
+                    None
+                } else {
+                    Some(merged)
+                }
+            }
+        }
     }
 
     /// Takes the diagonals of labels repeated inside `f` and sums the labels that are summed
@@ -322,29 +360,22 @@ impl Builder {
         f
     }
 
-    /// Multiplies two factors, summing the shared labels that occur nowhere else and are not
-    /// kept; `count` is updated to the factors that remain.
-    fn merge(
-        &self,
-        a: Factor,
-        b: Factor,
-        keep: &[bool],
-        count: &mut [usize],
-        ext: &[u64],
-    ) -> Factor {
+    /// Multiplies two factors, summing the shared labels the product does not keep (the
+    /// plan's `keep`: labels kept by the result or carried by another factor).
+    fn merge(&self, a: Factor, b: Factor, keep: &LabelSet, ext: &[u64]) -> Factor {
         let shared: Vec<Idx> = a
             .idx
             .iter()
             .copied()
             .filter(|l| b.idx.contains(l))
             .collect();
-        let summed = |l: Idx, count: &[usize]| !keep[l] && count[l] == 2;
+        let summed = |l: Idx| !keep.contains(l);
         let mut f;
         if same_set(&a.idx, &b.idx) {
             let order = a.idx.clone();
             f = self.elementwise(BinOp::Mul, a, b, &order, ext);
             for p in (0..f.idx.len()).rev() {
-                if summed(f.idx[p], count) {
+                if summed(f.idx[p]) {
                     f = self.reduce(f, p);
                 }
             }
@@ -353,7 +384,7 @@ impl Builder {
             for &l in &shared {
                 let p = f.idx.iter().position(|&x| x == l).unwrap_or(0);
                 let q = f.idx.iter().rposition(|&x| x == l).unwrap_or(0);
-                f = if summed(l, count) {
+                f = if summed(l) {
                     self.contr(f, p, q)
                 } else {
                     self.diag(f, p, q)
@@ -366,13 +397,10 @@ impl Builder {
             order.extend(b.idx.iter().copied().filter(|l| !a.idx.contains(l)));
             f = self.elementwise(BinOp::Mul, a, b, &order, ext);
             for p in (0..f.idx.len()).rev() {
-                if shared.contains(&f.idx[p]) && summed(f.idx[p], count) {
+                if shared.contains(&f.idx[p]) && summed(f.idx[p]) {
                     f = self.reduce(f, p);
                 }
             }
-        }
-        for &l in &shared {
-            count[l] = if summed(l, count) { 0 } else { count[l] - 1 };
         }
         f
     }
@@ -400,57 +428,4 @@ fn first_repeat(idx: &[Idx]) -> Option<(usize, usize)> {
 
 fn same_set(a: &[Idx], b: &[Idx]) -> bool {
     a.len() == b.len() && a.iter().all(|l| b.contains(l))
-}
-
-fn size(labels: impl IntoIterator<Item = Idx>, ext: &[u64]) -> u128 {
-    labels
-        .into_iter()
-        .fold(1u128, |acc, l| acc.saturating_mul(u128::from(ext[l])))
-}
-
-/// The greedy choice (opt_einsum's `greedy` heuristic): among pairs that share a label, the
-/// one whose product removes the most elements, `size(result) - size(a) - size(b)` smallest,
-/// ties broken by the smaller result and then by position; when no pair shares a label, the
-/// two smallest factors form an outer product. Returns `(i, j)` with `i < j`.
-fn choose_pair(tensors: &[Factor], keep: &[bool], count: &[usize], ext: &[u64]) -> (usize, usize) {
-    let mut best: Option<((i128, u128), usize, usize)> = None;
-    for i in 0..tensors.len() {
-        for j in i + 1..tensors.len() {
-            let (a, b) = (&tensors[i].idx, &tensors[j].idx);
-            if !a.iter().any(|l| b.contains(l)) {
-                continue;
-            }
-            let result = a
-                .iter()
-                .chain(b.iter().filter(|l| !a.contains(l)))
-                .copied()
-                .filter(|&l| {
-                    let shared = a.contains(&l) && b.contains(&l);
-                    !(shared && !keep[l] && count[l] == 2)
-                });
-            let r = size(result, ext);
-            let cost = clamp_i128(r)
-                - clamp_i128(size(a.iter().copied(), ext))
-                - clamp_i128(size(b.iter().copied(), ext));
-            let key = (cost, r);
-            if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
-                best = Some((key, i, j));
-            }
-        }
-    }
-    if let Some((_, i, j)) = best {
-        return (i, j);
-    }
-    let mut by_size: Vec<(u128, usize)> = tensors
-        .iter()
-        .enumerate()
-        .map(|(k, t)| (size(t.idx.iter().copied(), ext), k))
-        .collect();
-    by_size.sort();
-    let (i, j) = (by_size[0].1, by_size[1].1);
-    (i.min(j), i.max(j))
-}
-
-fn clamp_i128(x: u128) -> i128 {
-    i128::try_from(x.min(u128::MAX >> 2)).unwrap_or(i128::MAX >> 2)
 }

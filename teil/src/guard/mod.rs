@@ -15,7 +15,7 @@
 //! their own source (the equation, the `.tin` text), and so do the checker's, because every
 //! generated node carries the span of the source it stands for.
 //!
-//! The shared lowering (greedy pairwise contraction order, diagonals, alignment) lives in
+//! The shared lowering (pairwise contraction in the planner's order, diagonals, alignment) lives in
 //! `lower.rs`; spec/frontends.md states the semantics. Both front ends report
 //! [`FrontEndError`]s, worded into diagnostics in one place, [`error`].
 
@@ -34,7 +34,7 @@ use crate::check::CheckedProgram;
 use crate::diagnostic::Diagnostic;
 
 /// Most operands an einsum equation may have (E0409). NumPy's limit is of the same order; the
-/// greedy ordering is quadratic in the number of operands per step.
+/// planner's greedy pairing above ten operands is quadratic in the operands per step.
 pub const MAX_EINSUM_OPERANDS: usize = 64;
 
 /// Whether `name` (a path, or `<stdin>`) holds index notation rather than TeIL.

@@ -10,7 +10,7 @@
 //! - `T(I) += e` is `T(I) = T(I) + e`, with the sum over the indices of `e` alone.
 //!
 //! Each term is lowered as an einsum ([`super::lower`]): products are contracted pairwise in
-//! greedy order, sums of the term's own indices happen as early as possible, and the result is
+//! the planner's order ([`crate::plan`]), sums of the term's own indices happen as early as possible, and the result is
 //! aligned to `I`. Sub-expressions that are not plain products (a parenthesised sum inside a
 //! product, a division by an indexed expression) are computed over all their indices first,
 //! broadcasting with `expa`, and then enter the product as one factor.
