@@ -1,13 +1,15 @@
 //! Compiling generated kernels with the system C compiler and running them.
 //!
-//! Kernels and the generated [`driver`](crate::driver) are written to a fresh temporary
-//! directory, compiled with `CC FLAGS... -o driver kernels.c driver.c` (no shell), and the
+//! Kernels and the generated [`driver`](crate::driver) are written to a private scratch
+//! directory ([`StagingDir::scratch`]: removed on return, and by a later run if this one is
+//! killed), compiled with `CC FLAGS... -o driver kernels.c driver.c` (no shell), and the
 //! driver runs as a separate process, so sanitizer-instrumented builds
 //! (`-fsanitize=address,undefined`) work and cannot disturb the Rust process. Many kernels and
 //! many jobs go into one compilation and one process ([`run_batch`]).
 //!
-//! When the compiler or the driver fails, the directory is kept and its path is part of the
-//! error, so the generated source can be inspected.
+//! When the compiler or the driver fails, the directory is kept (renamed to `teil-cc-*` in the
+//! temporary directory) and its path is part of the error, so the generated source can be
+//! inspected.
 //!
 //! Every child process is supervised ([`supervise`], through [`teil_interp::process`]): it runs
 //! in a process group of its own (the compiler starts `cc1`, `as` and `ld` below it), is
@@ -26,6 +28,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
+use teil_interp::files::StagingDir;
 use teil_interp::process::{Group, Stopped};
 
 /// The value the runner writes into the logical cells of output-only parameters before a call.
@@ -231,6 +234,24 @@ impl teil::CodedError for RunError {
     }
 }
 
+impl RunError {
+    /// The error with its kept source moved into `dir` (the same file name).
+    fn kept_in(mut self, dir: PathBuf) -> Self {
+        if let RunError::CompilerNotFound { kept, .. }
+        | RunError::CompileFailed { kept, .. }
+        | RunError::KernelFailed { kept, .. } = &mut self
+        {
+            if let Some(name) = kept.file_name() {
+                *kept = dir.join(name);
+            }
+        }
+        self
+    }
+}
+
+/// The name prefix of a scratch directory kept for inspection.
+const KEPT_PREFIX: &str = "teil-cc-";
+
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
     let what = what.into();
     move |error| RunError::Io { what, error }
@@ -243,10 +264,9 @@ pub fn run_batch(
     jobs: &[Job],
 ) -> Result<Vec<Outcome>, RunError> {
     let input = encode(kernels, jobs)?;
-    let dir = tempfile::Builder::new()
-        .prefix("teil-cc-")
-        .tempdir()
-        .map_err(io("cannot create a temporary directory"))?;
+    // Private, removed on every return, and by a later run if this one is killed; kept (under
+    // a `teil-cc-` name) when an error names the source in it.
+    let dir = StagingDir::scratch().map_err(io("cannot create a temporary directory"))?;
     let path = dir.path().to_path_buf();
     let kernels_c = path.join("kernels.c");
     let driver_c = path.join("driver.c");
@@ -267,7 +287,7 @@ pub fn run_batch(
             e,
             RunError::CompilerNotFound { .. } | RunError::CompileFailed { .. }
         ) {
-            let _ = dir.keep(); // the error names the source in it
+            return Err(e.kept_in(dir.keep(KEPT_PREFIX)));
         }
         return Err(e);
     }
@@ -289,7 +309,7 @@ pub fn run_batch(
             return Err(RunError::KernelFailed {
                 status: "not started".to_string(),
                 message: e.to_string(),
-                kept: dir.keep().join("kernels.c"),
+                kept: dir.keep(KEPT_PREFIX).join("kernels.c"),
             })
         }
     };
@@ -300,7 +320,7 @@ pub fn run_batch(
         return Err(RunError::KernelFailed {
             status: ran.to_string(),
             message,
-            kept: dir.keep().join("kernels.c"),
+            kept: dir.keep(KEPT_PREFIX).join("kernels.c"),
         });
     }
     let output = std::fs::read(&out_bin).map_err(io("cannot read the kernel outputs"))?;
@@ -310,7 +330,7 @@ pub fn run_batch(
             "the driver wrote {} bytes, which does not match the parameters",
             output.len()
         ),
-        kept: dir.keep().join("kernels.c"),
+        kept: dir.keep(KEPT_PREFIX).join("kernels.c"),
     })
 }
 

@@ -210,6 +210,13 @@ impl teil::CodedError for KernelError {
             _ => None,
         }
     }
+
+    fn codes(&self) -> Vec<teil::Code> {
+        match self {
+            KernelError::Inputs(errors) => errors.iter().filter_map(|e| e.code()).collect(),
+            e => e.code().into_iter().collect(),
+        }
+    }
 }
 
 /// The C entry point every shared kernel exports: all parameters through one array, so that

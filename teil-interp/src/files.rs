@@ -267,9 +267,41 @@ impl StagingDir {
         })
     }
 
+    /// A private scratch directory in the system's temporary directory (`$TMPDIR`, else
+    /// `/tmp`), with the same guarantees: removed when dropped, and removed by a later run if
+    /// this one is killed. The C runner compiles and runs its drivers in one.
+    pub fn scratch() -> io::Result<StagingDir> {
+        StagingDir::new_in(&std::env::temp_dir())
+    }
+
     /// The staging directory itself.
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Keeps the directory and what it holds, for a person to inspect (the source of a kernel
+    /// that failed): it is renamed to a new name starting with `prefix` in the same parent,
+    /// outside the names [`remove_stale`] removes, and that path is returned. If the rename
+    /// fails, the directory stays where it is and that path is returned (a later run may then
+    /// remove it as stale).
+    pub fn keep(self, prefix: &str) -> PathBuf {
+        let StagingDir { parent, dir, _lock } = self;
+        let here = dir.keep();
+        let kept = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(&parent)
+            .map(tempfile::TempDir::keep);
+        match kept {
+            // Renaming a directory onto an empty one replaces it atomically.
+            Ok(there) => match std::fs::rename(&here, &there) {
+                Ok(()) => there,
+                Err(_) => {
+                    let _ = std::fs::remove_dir(&there);
+                    here
+                }
+            },
+            Err(_) => here,
+        }
     }
 }
 

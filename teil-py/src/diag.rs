@@ -33,7 +33,9 @@ create_exception!(
     RunError,
     TeilError,
     "A problem at run time: a missing, unknown or mis-shaped input, an allocation refused, the C \
-     compiler missing or failing."
+     compiler missing or failing.\n\n`str(e)` is the message as `teil run` prints it, each coded \
+     problem's code in front (`[E0603] ...`); `.codes` lists those codes in order (`teil explain \
+     CODE`), `.code` is the first or `None`."
 );
 
 /// One diagnostic: a stable code, a severity, a message, the violated rule, labelled spans,
@@ -173,9 +175,25 @@ pub fn rejected(py: Python<'_>, diags: &[teil::Diagnostic], file: &str, src: &st
     }
 }
 
-/// A `teil.RunError` (no diagnostics) with the evaluator's message.
-pub fn run_error(py: Python<'_>, message: impl Into<String>) -> PyErr {
-    with_diagnostics::<RunError>(py, message.into(), Vec::new())
+/// A `teil.RunError` (no diagnostics) with the message as `teil run` prints it (each coded
+/// problem's code in front, `[E0701] ...`) and the codes as data: `codes` (every problem's
+/// code, in order) and `code` (the first, or `None`).
+pub fn run_error(py: Python<'_>, message: impl Into<String>, codes: &[teil::Code]) -> PyErr {
+    let err = with_diagnostics::<RunError>(py, message.into(), Vec::new());
+    let codes: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
+    let value = err.value(py);
+    let set = value
+        .setattr("codes", codes.clone())
+        .and_then(|()| value.setattr("code", codes.first().copied()));
+    match set {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
+/// [`run_error`] for one operational error, coded or not.
+pub fn coded_run_error(py: Python<'_>, e: &impl teil::CodedError) -> PyErr {
+    run_error(py, e.coded(), &e.codes())
 }
 
 fn with_diagnostics<E: PyTypeInfo>(

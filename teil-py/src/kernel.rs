@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use teil::CheckedProgram;
-use teil::CodedError;
 use teil_cbackend::run::Cancel;
 use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
 use teil_interp::budget::MemoryEstimate;
@@ -58,7 +57,7 @@ fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
         | KernelError::Compile(teil_cbackend::run::RunError::UnsafeFlag { .. })
         | KernelError::Sanitizer { .. }
         | KernelError::EmptyCacheDir => PyValueError::new_err(e.to_string()),
-        _ => diag::run_error(py, e.to_string()),
+        _ => diag::coded_run_error(py, &e),
     }
 }
 
@@ -114,7 +113,7 @@ impl Kernel {
                 largest: format!("`{largest}`"),
                 largest_cells,
             })
-            .map_err(|e| diag::run_error(py, e.coded()))?;
+            .map_err(|e| diag::coded_run_error(py, &e))?;
         let given = arrays::gather(inputs, named_inputs)?;
         let held = arrays::convert_all(&given)?;
         let views = arrays::views(&held);

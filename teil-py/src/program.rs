@@ -211,8 +211,10 @@ impl Program {
     /// checked with the values, by the evaluator or the kernel.
     fn check_names<V>(&self, py: Python<'_>, given: &BTreeMap<String, V>) -> PyResult<()> {
         let names = given.keys().map(|name| (name.as_str(), None::<&[u64]>));
-        interface::check_inputs(&self.checked, names)
-            .map_err(|errors| diag::run_error(py, Coded(&errors).to_string()))
+        interface::check_inputs(&self.checked, names).map_err(|errors| {
+            let codes: Vec<teil::Code> = errors.iter().filter_map(|e| e.code()).collect();
+            diag::run_error(py, Coded(&errors).to_string(), &codes)
+        })
     }
 }
 
@@ -231,26 +233,29 @@ pub(crate) fn evaluate(
     }
 }
 
-/// Why an evaluation failed: the caller's arguments (`ValueError`) or the run (`RunError`).
+/// Why an evaluation failed: the caller's arguments (`ValueError`) or the run (`RunError`,
+/// with the message as `teil run` prints it and its code as data).
 pub(crate) enum Failure {
     Usage(String),
-    Run(String),
+    Run {
+        message: String,
+        codes: Vec<teil::Code>,
+    },
 }
 
 impl Failure {
-    fn run(e: impl std::fmt::Display) -> Self {
-        Failure::Run(e.to_string())
-    }
-
-    /// An evaluator's error with its code first (`[E0701] ...`), as `teil run` prints it.
-    fn coded(e: teil_interp::RunError) -> Self {
-        Failure::Run(e.coded())
+    /// An operational error, its code first (`[E0701] ...`) where it has one.
+    fn coded(e: impl teil::CodedError) -> Self {
+        Failure::Run {
+            message: e.coded(),
+            codes: e.codes(),
+        }
     }
 
     pub fn into_py(self, py: Python<'_>) -> PyErr {
         match self {
             Failure::Usage(m) => PyValueError::new_err(m),
-            Failure::Run(m) => diag::run_error(py, m),
+            Failure::Run { message, codes } => diag::run_error(py, message, &codes),
         }
     }
 }
@@ -277,7 +282,7 @@ fn run_c(
         .check_memory(&teil_interp::budget::fast_bytes(p))
         .map_err(Failure::coded)?;
     for (name, t) in inputs {
-        teil_interp::check_input(p, name, t).map_err(Failure::run)?;
+        teil_interp::check_input(p, name, t).map_err(Failure::coded)?;
     }
     let opts = teil_cbackend::Options {
         pad: c.pad,
@@ -303,7 +308,7 @@ fn run_c(
         e @ teil_cbackend::ProgramError::Run(teil_cbackend::run::RunError::UnsafeFlag {
             ..
         }) => Failure::Usage(e.to_string()),
-        e => Failure::Run(e.coded()),
+        e => Failure::coded(e),
     })
 }
 
@@ -312,7 +317,7 @@ fn lower_failure(e: teil_cbackend::Error) -> Failure {
         teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..) => {
             Failure::Usage(e.to_string())
         }
-        _ => Failure::Run(e.coded()),
+        _ => Failure::coded(e),
     }
 }
 
@@ -533,8 +538,8 @@ impl Program {
             teil_interp::trace::trace(p, &name, &idx, tensors.as_ref(), style, &budget)
         })?
         .map_err(|e| match e {
-            teil_interp::trace::TraceError::Run(e) => diag::run_error(py, e.coded()),
-            e => diag::run_error(py, e.to_string()),
+            teil_interp::trace::TraceError::Run(e) => diag::coded_run_error(py, &e),
+            e => diag::run_error(py, e.to_string(), &[]),
         })?;
         Ok(teil_interp::trace::render(&lines))
     }

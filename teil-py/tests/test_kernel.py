@@ -94,8 +94,9 @@ def test_kernel_from_many_threads(cache):
 def test_kernel_errors(cache):
     p = teil.Program(MATMUL)
     k = p.compile()
-    with pytest.raises(teil.RunError, match=r"missing input `B`"):
+    with pytest.raises(teil.RunError, match=r"^\[E0604\] missing input `B`") as info:
         k(A=np.ones((3, 4)))
+    assert (info.value.code, info.value.codes) == ("E0604", ["E0604"])
     with pytest.raises(teil.RunError, match="`A`"):
         k(A=np.ones((4, 3)), B=np.ones((4, 5)))
     with pytest.raises(teil.RunError, match="`C`"):

@@ -141,6 +141,7 @@ def test_run_errors_are_precise():
         p.run(A=np.ones((3, 4)))
     assert str(info.value) == "[E0604] missing input `B` of shape [4, 5]"
     assert info.value.diagnostics == []
+    assert (info.value.code, info.value.codes) == ("E0604", ["E0604"])
     with pytest.raises(teil.RunError) as info:
         p.run(A=np.ones((4, 3)), B=np.ones((4, 5)))
     assert str(info.value) == "[E0603] input `A` has shape [4, 3], but the program declares [3, 4]"
@@ -151,6 +152,7 @@ def test_run_errors_are_precise():
         "[E0602] `C` is not an input of the program (only `input` and `inout` variables take a value)",
         "[E0601] `X` is not a variable of the program",
     ]
+    assert (info.value.code, info.value.codes) == ("E0602", ["E0602", "E0601"])
     with pytest.raises(TypeError, match="given twice"):
         p.run({"A": np.ones((3, 4))}, A=np.ones((3, 4)), B=np.ones((4, 5)))
     with pytest.raises(TypeError, match="mapping"):
@@ -163,8 +165,10 @@ def test_run_errors_are_precise():
 def test_c_backend_errors():
     p = teil.Program(MATMUL)
     args = dict(A=np.ones((3, 4)), B=np.ones((4, 5)), backend="c")
-    with pytest.raises(teil.RunError, match="cannot run the C compiler `no-such-cc-teil`"):
+    with pytest.raises(teil.RunError, match="cannot run the C compiler `no-such-cc-teil`") as info:
         p.run(**args, cc="no-such-cc-teil")
+    # An operational error without a code of its own.
+    assert (info.value.code, info.value.codes) == (None, [])
     with pytest.raises(teil.RunError, match="the C compiler `cc` failed"):
         p.run(**args, cflags="-O2 --no-such-flag-teil")
     with pytest.raises(ValueError, match="padding multiple"):
@@ -177,8 +181,9 @@ def test_memory_and_work_budgets_refuse_before_evaluating():
     p = teil.Program(MATMUL)
     args = dict(A=np.ones((3, 4)), B=np.ones((4, 5)))
     for backend in ("fast", "oracle", "c"):
-        with pytest.raises(teil.RunError, match=r"\[E0701\].*budget"):
+        with pytest.raises(teil.RunError, match=r"\[E0701\].*budget") as info:
             p.run(**args, backend=backend, max_memory=64)
+        assert info.value.codes == ["E0701"]
     with pytest.raises(teil.RunError, match=r"\[E0702\]"):
         p.run(**args, backend="oracle", max_work=10)
     # Within the budgets the same run computes the product.

@@ -1,15 +1,72 @@
 //! The requests of the playground, each a thin conversion between JSON and the toolchain's
 //! library calls. Every answer is a JSON object; a request that cannot be answered gets
 //! `{"error": MESSAGE}` (and, where the program was rejected, its `diagnostics`).
+//!
+//! Positions in requests and answers are the page's string indices (UTF-16 code units from the
+//! start of their text), not the toolchain's byte offsets: [`Units`] converts them, through
+//! the one [`LineIndex`] of the text, so the page does no arithmetic on positions.
 
 use ndarray::{ArrayD, IxDyn};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use teil::fmt::Style;
 use teil::guard::EinsumOutcome;
+use teil::lines::LineIndex;
 use teil::CodedError;
 use teil::{CheckedProgram, Diagnostic};
 use teil_interp::Tensor;
+
+/// A text's positions both ways: byte offsets (the toolchain's spans) and string indices
+/// (UTF-16 code units, the page's). One index per text, so an answer with many spans costs
+/// linear time in the text.
+struct Units<'t> {
+    text: &'t str,
+    index: LineIndex,
+}
+
+impl<'t> Units<'t> {
+    fn new(text: &'t str) -> Self {
+        Units {
+            text,
+            index: LineIndex::new(text),
+        }
+    }
+
+    /// The string index of a byte offset.
+    fn index(&self, byte: usize) -> usize {
+        self.index.utf16_index(self.text, byte)
+    }
+
+    /// The byte offset of a string index.
+    fn byte(&self, index: usize) -> usize {
+        self.index.utf16_offset(self.text, index)
+    }
+
+    /// Every `span` object's `start` and `end` in `v` (a diagnostic of `teil check --format
+    /// json`: its span, its fixes' edits), as string indices. Lines and columns stay as they
+    /// are (1-based, in characters).
+    fn convert_spans(&self, v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    if key == "span" {
+                        if let Value::Object(span) = item {
+                            for end in ["start", "end"] {
+                                if let Some(b) = span.get(end).and_then(Value::as_u64) {
+                                    span[end] = json!(self.index(b as usize));
+                                }
+                            }
+                        }
+                    } else {
+                        self.convert_spans(item);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| self.convert_spans(i)),
+            _ => {}
+        }
+    }
+}
 
 /// Handles one JSON request (see `web/README.md` for the requests and their answers).
 pub fn handle(request: &str) -> String {
@@ -71,12 +128,16 @@ fn file_name(req: &Map<String, Value>) -> &'static str {
 /// sends them; [`omitted`] counts the rest (a megabyte of garbage has some 177,000).
 fn diagnostics_json(diags: &[Diagnostic], file: &str, src: &str) -> Vec<Value> {
     let renderer = teil::render::Renderer::new(file, src);
+    let units = Units::new(src);
     diags
         .iter()
         .take(teil::render::MAX_EDITOR_DIAGNOSTICS)
         .map(|d| {
-            // The one JSON form of a diagnostic is the CLI's (`teil check --format json`).
-            serde_json::from_str(&renderer.json(d)).expect("render_json prints JSON")
+            // The one JSON form of a diagnostic is the CLI's (`teil check --format json`),
+            // with its spans in string indices.
+            let mut v = serde_json::from_str(&renderer.json(d)).expect("render_json prints JSON");
+            units.convert_spans(&mut v);
+            v
         })
         .collect()
 }
@@ -118,20 +179,19 @@ fn analyze(req: &Map<String, Value>) -> Answer {
             "variables": [],
         }),
         Ok((p, warnings)) => {
-            // One index of the text for every statement's line (building one reads the text).
-            let lines = teil::render::Renderer::new(file, src);
+            // One index of the text for every statement (building one reads the text).
+            let units = Units::new(src);
             let statements: Vec<Value> = p
                 .program()
                 .stmts
                 .iter()
                 .map(|s| {
-                    let (line, _) = lines.line_col(s.span.start);
                     json!({
                         "target": s.target.name,
                         "shape": p.shape(&s.value),
-                        "start": s.span.start,
-                        "end": s.span.end,
-                        "line": line,
+                        "start": units.index(s.span.start),
+                        "end": units.index(s.span.end),
+                        "line": units.index.line(s.span.start) + 1,
                     })
                 })
                 .collect();
@@ -172,25 +232,28 @@ fn budget() -> teil_interp::Budget {
     }
 }
 
-/// The editor analysis of the request's text (`teil::ide`, as the language server uses it).
-fn analysis(req: &Map<String, Value>) -> Result<(teil::ide::Analysis, usize), String> {
+/// The editor analysis of the request's text (`teil::ide`, as the language server uses it),
+/// its positions, and the request's `offset` (a string index) as a byte offset.
+fn analysis(req: &Map<String, Value>) -> Result<(teil::ide::Analysis, Units<'_>, usize), String> {
     let src = str_field(req, "source")?;
     let kind = match file_name(req) {
         "playground.tin" => teil::ide::SourceKind::Tin,
         _ => teil::ide::SourceKind::Teil,
     };
-    let offset = usize::try_from(u64_field(req, "offset", 0)?).unwrap_or(usize::MAX);
-    Ok((teil::ide::Analysis::new(src, kind), offset))
+    let units = Units::new(src);
+    let index = usize::try_from(u64_field(req, "offset", 0)?).unwrap_or(usize::MAX);
+    let offset = units.byte(index);
+    Ok((teil::ide::Analysis::new(src, kind), units, offset))
 }
 
 /// `hover`: the shape and typing rule of the innermost expression at `offset`, or a
 /// variable's declaration.
 fn hover(req: &Map<String, Value>) -> Answer {
-    let (a, offset) = analysis(req)?;
+    let (a, units, offset) = analysis(req)?;
     Ok(json!({
         "hover": a.hover(offset).map(|h| json!({
-            "start": h.range.start,
-            "end": h.range.end,
+            "start": units.index(h.range.start),
+            "end": units.index(h.range.end),
             "text": h.markdown.replace('`', ""),
             "shape": h.shape,
             "rule": h.rule,
@@ -200,14 +263,14 @@ fn hover(req: &Map<String, Value>) -> Answer {
 
 /// `subexpressions`: every sub-expression of the statement at `offset`, outermost first.
 fn subexpressions(req: &Map<String, Value>) -> Answer {
-    let (a, offset) = analysis(req)?;
+    let (a, units, offset) = analysis(req)?;
     let list: Vec<Value> = a
         .statement_expressions(offset)
         .into_iter()
         .map(|e| {
             json!({
-                "start": e.range.start,
-                "end": e.range.end,
+                "start": units.index(e.range.start),
+                "end": units.index(e.range.end),
                 "text": e.text,
                 "shape": e.shape,
                 "rule": e.rule,
@@ -375,13 +438,17 @@ fn trace(req: &Map<String, Value>) -> Answer {
     let style = style(req, src);
     let lines = teil_interp::trace::trace(&p, &name, &idx, Some(&inputs), style, &budget())
         .map_err(|e| e.to_string())?;
+    let units = Units::new(src);
     Ok(json!({
         "lines": lines
             .iter()
             .map(|l| json!({
                 "text": l.text,
                 "rule": l.rule,
-                "span": l.span.as_ref().map(|s| json!({ "start": s.start, "end": s.end })),
+                "span": l.span.as_ref().map(|s| json!({
+                    "start": units.index(s.start),
+                    "end": units.index(s.end),
+                })),
             }))
             .collect::<Vec<_>>(),
     }))

@@ -320,3 +320,56 @@ fn every_surface_agrees_on_lines_after_lone_cr_and_separators() {
         );
     }
 }
+
+/// `text[start..end]` for string indices (UTF-16 code units), as the page slices its text.
+fn js_slice(text: &str, v: &Value) -> String {
+    let units: Vec<u16> = text.encode_utf16().collect();
+    let (start, end) = (
+        v["start"].as_u64().unwrap() as usize,
+        v["end"].as_u64().unwrap() as usize,
+    );
+    String::from_utf16(&units[start..end]).unwrap()
+}
+
+/// Positions are the page's string indices both ways, whatever the characters before them: a
+/// comment with 2-, 3- and 4-byte characters (the last two UTF-16 units) shifts every byte
+/// offset but no string index past what the page counts.
+#[test]
+fn positions_are_string_indices_not_bytes() {
+    let src = format!("// é € 😀 😀\n{MATMUL}C = contr 2 3 (prod A Bx)\n");
+    let a = ask(json!({"cmd": "analyze", "source": src}));
+    let d = &a["diagnostics"][0];
+    assert_eq!(d["code"], "E0301", "{a}");
+    assert_eq!(js_slice(&src, &d["span"]), "Bx");
+    let edit = &d["fixes"][0]["edits"][0];
+    assert_eq!(js_slice(&src, &edit["span"]), "Bx");
+    // Lines and columns stay 1-based characters, as `teil check --format json` prints them.
+    assert_eq!(d["line"], 6, "{d}");
+
+    let ok = src.replace("prod A Bx)", "prod A B)");
+    let a = ask(json!({"cmd": "analyze", "source": ok}));
+    let last = a["statements"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(js_slice(&ok, &last), "C = contr 2 3 (prod A B)", "{a}");
+    assert_eq!(last["line"], 6);
+
+    // A request's offset is a string index too: the one of `prod` in the page's text.
+    let at = ok[..ok.find("prod").unwrap()].encode_utf16().count() + 1;
+    let h = ask(json!({"cmd": "hover", "source": ok, "offset": at}));
+    assert_eq!(h["hover"]["rule"], "T-Prod", "{h}");
+    assert_eq!(js_slice(&ok, &h["hover"]), "prod A B", "{h}");
+    let s = ask(json!({"cmd": "subexpressions", "source": ok, "offset": at}));
+    assert_eq!(
+        js_slice(&ok, &s["subexpressions"][0]),
+        "contr 2 3 (prod A B)"
+    );
+
+    let t = ask(json!({"cmd": "trace", "source": ok, "cell": "C[1, 1]"}));
+    let spans: Vec<String> = t["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["span"].is_object())
+        .map(|l| js_slice(&ok, &l["span"]))
+        .collect();
+    assert!(spans.contains(&"(prod A B)".to_string()), "{spans:?}");
+}

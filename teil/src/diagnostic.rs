@@ -634,6 +634,12 @@ pub trait CodedError: std::fmt::Display {
     /// The stable diagnostic code, for errors that have one (`teil explain CODE`).
     fn code(&self) -> Option<Code>;
 
+    /// Every code the error reports, in order: its [`Self::code`], or, for an error that lists
+    /// several problems each with its code on its own line, theirs (Python's `RunError.codes`).
+    fn codes(&self) -> Vec<Code> {
+        self.code().into_iter().collect()
+    }
+
     /// The message with its code in front.
     fn coded(&self) -> String {
         match self.code() {

@@ -117,16 +117,29 @@ impl LineIndex {
         if target >= self.utf16_before(text, end) {
             return end;
         }
+        self.utf16_offset(text, target)
+    }
+
+    /// The UTF-16 code units in `text[..offset]`: a JavaScript string index. An offset past
+    /// the end or inside a character is moved back to the nearest character boundary.
+    pub fn utf16_index(&self, text: &str, offset: usize) -> usize {
+        self.utf16_before(text, floor_boundary(text, offset))
+    }
+
+    /// The byte offset of a UTF-16 index from the start of the text (the inverse of
+    /// [`LineIndex::utf16_index`]): past the end means the end, inside a surrogate pair the
+    /// start of that character.
+    pub fn utf16_offset(&self, text: &str, units: usize) -> usize {
         // The last block boundary at or before the target, then a scan of at most one block.
-        let k = self.utf16.partition_point(|&u| u <= target) - 1;
-        let mut at = floor_boundary(text, (k * BLOCK).max(start));
-        let mut units = self.utf16_before(text, at);
-        for c in text[at..end].chars() {
+        let k = self.utf16.partition_point(|&u| u <= units) - 1;
+        let mut at = floor_boundary(text, k * BLOCK);
+        let mut seen = self.utf16_before(text, at);
+        for c in text[at..].chars() {
             let w = c.len_utf16();
-            if units + w > target {
+            if seen + w > units {
                 break;
             }
-            units += w;
+            seen += w;
             at += c.len_utf8();
         }
         at
@@ -252,5 +265,28 @@ mod tests {
             units += c.len_utf16() as u32;
         }
         assert_eq!(ix.offset(&text, 1, units + 5), text.len());
+    }
+
+    #[test]
+    fn utf16_indices_are_javascript_string_indices_both_ways() {
+        // ASCII, 2-, 3- and 4-byte characters (the last a surrogate pair in UTF-16), long
+        // enough to cross several blocks.
+        let text = "aé€😀\n".repeat(100);
+        let ix = LineIndex::new(&text);
+        let (mut units, mut byte) = (0, 0);
+        for c in text.chars() {
+            assert_eq!(ix.utf16_index(&text, byte), units);
+            assert_eq!(ix.utf16_offset(&text, units), byte);
+            if c.len_utf16() == 2 {
+                // Between the halves of a pair: the start of the character.
+                assert_eq!(ix.utf16_offset(&text, units + 1), byte);
+            }
+            // Inside a character: the boundary before it.
+            assert_eq!(ix.utf16_index(&text, byte + c.len_utf8() - 1), units);
+            units += c.len_utf16();
+            byte += c.len_utf8();
+        }
+        assert_eq!(ix.utf16_index(&text, text.len() + 9), units);
+        assert_eq!(ix.utf16_offset(&text, units + 9), text.len());
     }
 }

@@ -52,45 +52,6 @@ function source() {
   return view.state.doc.toString();
 }
 
-/**
- * Byte offsets (the toolchain's spans) and string indices (CodeMirror positions) of one text,
- * both ways. Built once per text (one pass over it) and reused by every span of an answer, so
- * that a program with many statements and diagnostics costs linear time, not one pass per span.
- */
-const offsetTables = { text: null, byteToIndex: null, indexToByte: null };
-
-function offsets(text) {
-  if (offsetTables.text !== text) {
-    const toIndex = [];
-    const toByte = new Uint32Array(text.length + 1);
-    let byte = 0;
-    for (let i = 0; i < text.length; i++) {
-      toByte[i] = byte;
-      const c = text.charCodeAt(i);
-      // UTF-8 length per UTF-16 unit: a surrogate pair is 4 bytes, 2 for each half.
-      const n = c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c < 0xe000 ? 2 : 3;
-      for (let k = 0; k < n; k++) toIndex.push(i);
-      byte += n;
-    }
-    toByte[text.length] = byte;
-    toIndex.push(text.length);
-    offsetTables.text = text;
-    offsetTables.byteToIndex = Uint32Array.from(toIndex);
-    offsetTables.indexToByte = toByte;
-  }
-  return offsetTables;
-}
-
-function byteToIndex(text, byte) {
-  const t = offsets(text).byteToIndex;
-  return t[Math.max(0, Math.min(byte, t.length - 1))];
-}
-
-function indexToByte(text, index) {
-  const t = offsets(text).indexToByte;
-  return t[Math.max(0, Math.min(index, t.length - 1))];
-}
-
 const teilLinter = linter(async (v) => {
   const text = v.state.doc.toString();
   const a = await ask({ cmd: 'analyze', source: text, kind: state.kind });
@@ -100,26 +61,27 @@ const teilLinter = linter(async (v) => {
   document.body.dataset.analysisMs = String(a.ms);
   renderAnalysis(a, text);
   return (a.diagnostics || []).map((d) => ({
-    from: byteToIndex(text, d.span.start),
-    to: byteToIndex(text, Math.max(d.span.end, d.span.start)),
+    from: d.span.start,
+    to: Math.max(d.span.end, d.span.start),
     severity: d.severity === 'warning' ? 'warning' : 'error',
     source: d.code,
     message: `${d.message}${d.rule ? ` [${d.rule}]` : ''}${d.help ? `\nhelp: ${d.help}` : ''}`,
     actions: (d.fixes || []).map((f) => ({
       name: f.title || 'Apply fix',
       apply(view) {
-        applyFix(view, text, f);
+        applyFix(view, f);
       },
     })),
   }));
 }, { delay: 150 });
 
-function applyFix(v, text, fix) {
-  // Edits are spans into the text the fix was computed for (byte offsets).
+function applyFix(v, fix) {
+  // Edits are spans into the text the fix was computed for (string indices, as every position
+  // the module answers).
   v.dispatch({
     changes: fix.edits.map((e) => ({
-      from: byteToIndex(text, e.span.start),
-      to: byteToIndex(text, e.span.end),
+      from: e.span.start,
+      to: e.span.end,
       insert: e.replacement,
     })),
   });
@@ -127,12 +89,12 @@ function applyFix(v, text, fix) {
 
 const shapeHover = hoverTooltip(async (v, pos) => {
   const text = v.state.doc.toString();
-  const a = await ask({ cmd: 'hover', source: text, kind: state.kind, offset: indexToByte(text, pos) });
+  const a = await ask({ cmd: 'hover', source: text, kind: state.kind, offset: pos });
   if (!a || a.error || !a.hover) return null;
   const h = a.hover;
   return {
-    pos: byteToIndex(text, h.start),
-    end: byteToIndex(text, h.end),
+    pos: h.start,
+    end: h.end,
     above: true,
     create() {
       const dom = document.createElement('div');
@@ -219,7 +181,7 @@ function renderAnalysis(a, text) {
     where.className = 'where';
     where.textContent = `line ${d.line}, column ${d.column}`;
     where.addEventListener('click', () => {
-      const from = byteToIndex(text, d.span.start);
+      const from = d.span.start;
       view.dispatch({ selection: { anchor: from }, scrollIntoView: true });
       view.focus();
     });
@@ -247,7 +209,7 @@ function renderAnalysis(a, text) {
       b.type = 'button';
       b.className = 'fix';
       b.textContent = f.title || 'Apply fix';
-      b.addEventListener('click', () => applyFix(view, text, f));
+      b.addEventListener('click', () => applyFix(view, f));
       item.append(b);
     }
     box.append(item);
@@ -256,7 +218,7 @@ function renderAnalysis(a, text) {
   body.replaceChildren();
   for (const s of a.statements || []) {
     const tr = document.createElement('tr');
-    const stmt = text.slice(byteToIndex(text, s.start), byteToIndex(text, s.end));
+    const stmt = text.slice(s.start, s.end);
     for (const cell of [String(s.line), stmt, `[${s.shape.join(', ')}]`]) {
       const td = document.createElement('td');
       td.textContent = cell;
@@ -271,7 +233,7 @@ function scheduleSubShapes() {
   clearTimeout(subTimer);
   subTimer = setTimeout(async () => {
     const text = source();
-    const offset = indexToByte(text, view.state.selection.main.head);
+    const offset = view.state.selection.main.head;
     const a = await ask({ cmd: 'subexpressions', source: text, kind: state.kind, offset });
     const body = $('sub-shapes').querySelector('tbody');
     body.replaceChildren();
@@ -423,11 +385,8 @@ function step(i) {
   items[state.step]?.scrollIntoView({ block: 'nearest' });
   $('step-pos').textContent = `step ${state.step + 1} of ${state.trace.length}`;
   const line = state.trace[state.step];
-  const text = source();
   view.dispatch({
-    effects: highlight.of(line.span
-      ? { start: byteToIndex(text, line.span.start), end: byteToIndex(text, line.span.end) }
-      : null),
+    effects: highlight.of(line.span ? { start: line.span.start, end: line.span.end } : null),
   });
 }
 
@@ -460,8 +419,8 @@ async function lowerEinsum() {
     item.className = `diag ${d.severity}`;
     item.dataset.code = d.code;
     const text = a.in === 'equation' ? $('equation').value : $('shapes').value;
-    // Spans are byte offsets; the caret is as wide as the characters they cover.
-    const width = byteToIndex(text, d.span.end) - byteToIndex(text, d.span.start);
+    // Spans are string indices; the caret is as wide as the text they cover.
+    const width = d.span.end - d.span.start;
     const marker = `${text}\n${' '.repeat(d.column - 1)}${'^'.repeat(Math.max(1, width))}`;
     const pre = document.createElement('pre');
     pre.textContent = marker;

@@ -41,7 +41,14 @@ class ShapeError(TeilError):
     """Any other rejection (E01xx to E05xx)."""
 
 class RunError(TeilError):
-    """A problem at run time (inputs, allocation, C compiler)."""
+    """A problem at run time (inputs, allocation, C compiler).
+
+    `str(e)` is the message as `teil run` prints it, each coded problem's code in front
+    (`[E0603] ...`); `codes` lists those codes in order, `code` is the first or `None`.
+    """
+
+    codes: list[str]
+    code: str | None
 
 class Diagnostic:
     """One diagnostic; `str(d)` is the report of `teil check --color never`."""
