@@ -34,7 +34,7 @@
 //! nothing is shrunk. A driver that times out, on the other hand, runs a kernel that does not
 //! terminate: that is a failed C check like a crash (spec/fuzzing.md).
 
-pub use crate::check::{Check, Failure};
+pub use crate::check::{Check, FailedCheck};
 use crate::compare::{self, Cells, Tolerance};
 use crate::error::{CheckFailed, Codes, Difference, FileError, NotPermitted};
 use crate::gen::{self, GenConfig};
@@ -53,7 +53,7 @@ use teil::CheckedProgram;
 use teil::CodedError;
 use teil_cbackend::ir::Kernel;
 use teil_cbackend::plant::{self, Bug};
-use teil_cbackend::run::{self, Job, Outcome, Process, RunError, Toolchain};
+use teil_cbackend::run::{self, DriverError, Job, Outcome, Process, Toolchain};
 use teil_cbackend::{validate, Options};
 use teil_interp::random::mix;
 use teil_interp::Tensor;
@@ -348,7 +348,7 @@ pub struct Shrunk {
     pub program: Program,
     pub inputs: Inputs,
     /// The failure as seen on the shrunk program.
-    pub failure: Failure,
+    pub failure: FailedCheck,
     /// The reproducer file, when one was written, and why writing failed otherwise.
     pub file: Option<Result<PathBuf, Arc<FileError>>>,
 }
@@ -360,7 +360,7 @@ pub struct Mismatch {
     pub index: Option<u64>,
     /// Its seed ([`program_seed`]).
     pub seed: u64,
-    pub failures: Vec<Failure>,
+    pub failures: Vec<FailedCheck>,
     pub program: Program,
     pub inputs: Inputs,
     pub shrunk: Option<Shrunk>,
@@ -463,10 +463,10 @@ pub enum Stop {
 }
 
 impl Stop {
-    fn from_run_error(e: &RunError) -> Option<Stop> {
+    fn from_driver_error(e: &DriverError) -> Option<Stop> {
         match e {
-            RunError::Interrupted => Some(Stop::Interrupted),
-            RunError::TimedOut {
+            DriverError::Interrupted => Some(Stop::Interrupted),
+            DriverError::TimedOut {
                 process: Process::Compiler(_),
                 ..
             } => Some(Stop::Environment {
@@ -675,7 +675,7 @@ pub fn replay(cfg: &Config, program: Program, inputs: Inputs, seed: u64) -> Repo
         Err(d) => vec![Mismatch {
             index: None,
             seed,
-            failures: vec![Failure {
+            failures: vec![FailedCheck {
                 check: Check::Generator,
                 detail: codes(&d).to_string(),
             }],
@@ -714,7 +714,7 @@ struct Prepared {
     expected: Store,
     division: bool,
     kernels: Vec<(Check, Kernel)>,
-    failures: Vec<Failure>,
+    failures: Vec<FailedCheck>,
 }
 
 /// Checks a chunk of programs; `Err` when the campaign must stop before the chunk completed.
@@ -733,7 +733,7 @@ fn check_chunk(
             Err(d) => out.push(Mismatch {
                 index: Some(index),
                 seed,
-                failures: vec![Failure {
+                failures: vec![FailedCheck {
                     check: Check::Generator,
                     detail: codes(&d).to_string(),
                 }],
@@ -795,7 +795,7 @@ fn prepare(
     stats: &mut Stats,
     out: &mut Vec<Mismatch>,
 ) -> Result<Option<Prepared>, Stop> {
-    let fail = |failures: Vec<Failure>, checked: &CheckedProgram, inputs: &Inputs| Mismatch {
+    let fail = |failures: Vec<FailedCheck>, checked: &CheckedProgram, inputs: &Inputs| Mismatch {
         index,
         seed,
         failures,
@@ -806,7 +806,7 @@ fn prepare(
     let expected = match teil_interp::run_oracle(&checked, &inputs) {
         Ok(e) => e,
         Err(e) if e.is_internal() => {
-            let f = Failure {
+            let f = FailedCheck {
                 check: Check::Oracle,
                 detail: e.to_string(),
             };
@@ -839,7 +839,7 @@ fn prepare(
             interpreter_checks.push(Check::Laws(applied));
         }
         Ok(None) => {}
-        Err(detail) => failures.push(Failure {
+        Err(detail) => failures.push(FailedCheck {
             check: Check::Laws(Vec::new()),
             detail: detail.to_string(),
         }),
@@ -857,11 +857,11 @@ fn prepare(
         }
         match run_check(cfg, &check, &checked, &inputs, &expected, seed, stats) {
             Ok(()) => {}
-            Err(CheckError::Failed(detail)) => failures.push(Failure {
+            Err(NotPassed::Failed(detail)) => failures.push(FailedCheck {
                 check,
                 detail: detail.to_string(),
             }),
-            Err(CheckError::Stopped(s)) => return Err(s),
+            Err(NotPassed::Stopped(s)) => return Err(s),
         }
     }
     let mut kernels = Vec::new();
@@ -879,7 +879,7 @@ fn prepare(
                     };
                     kernels.push((check, k));
                 }
-                Err(detail) => failures.push(Failure {
+                Err(detail) => failures.push(FailedCheck {
                     check: Check::Lower { pad },
                     detail: detail.to_string(),
                 }),
@@ -897,7 +897,7 @@ fn prepare(
                     };
                     kernels.push((check, k));
                 }
-                Err(detail) => failures.push(Failure {
+                Err(detail) => failures.push(FailedCheck {
                     check: Check::Lower { pad },
                     detail: detail.to_string(),
                 }),
@@ -917,7 +917,7 @@ fn prepare(
                     kernels.push((check, k));
                 }
                 Ok(_) => {}
-                Err(detail) => failures.push(Failure {
+                Err(detail) => failures.push(FailedCheck {
                     check: Check::Lower { pad },
                     detail: detail.to_string(),
                 }),
@@ -944,7 +944,7 @@ fn prepare(
     });
     if let Some((_, k)) = kernel.filter(|_| cfg.validation) {
         if let Err(detail) = validate(&checked, k, stats) {
-            failures.push(Failure {
+            failures.push(FailedCheck {
                 check: Check::Validate { pad: k.pad },
                 detail: detail.to_string(),
             });
@@ -1052,7 +1052,7 @@ fn run_c(
                 compare_c(&p.checked, &p.inputs, &p.expected, p.division, k, &o, stats)
             });
             if let Err(detail) = result {
-                failures.push(Failure {
+                failures.push(FailedCheck {
                     check: check.clone(),
                     detail: detail.to_string(),
                 });
@@ -1093,7 +1093,7 @@ fn run_kernels(
     let result = match guarded(|| run::run_batch(tc, &kernels, &jobs)) {
         Ok(Ok(o)) => Ok(o),
         Ok(Err(e)) => {
-            if let Some(stop) = Stop::from_run_error(&e) {
+            if let Some(stop) = Stop::from_driver_error(&e) {
                 return Err(stop);
             }
             // The source of a batch that is split further is not interesting on its own.
@@ -1131,11 +1131,11 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, CheckFailed> {
     })
 }
 
-fn remove_kept(e: &run::RunError) {
+fn remove_kept(e: &run::DriverError) {
     let kept = match e {
-        run::RunError::CompilerNotFound { kept, .. }
-        | run::RunError::CompileFailed { kept, .. }
-        | run::RunError::KernelFailed { kept, .. } => kept,
+        run::DriverError::CompilerNotFound { kept, .. }
+        | run::DriverError::CompileFailed { kept, .. }
+        | run::DriverError::KernelFailed { kept, .. } => kept,
         _ => return,
     };
     if let Some(dir) = kept.parent() {
@@ -1299,22 +1299,22 @@ fn names(s: &Store) -> Vec<String> {
 }
 
 /// Why a check did not pass.
-enum CheckError {
+enum NotPassed {
     /// The check failed; how.
     Failed(CheckFailed),
     /// The check could not run to its end (only the C check can stop so).
     Stopped(Stop),
 }
 
-impl From<CheckFailed> for CheckError {
+impl From<CheckFailed> for NotPassed {
     fn from(detail: CheckFailed) -> Self {
-        CheckError::Failed(detail)
+        NotPassed::Failed(detail)
     }
 }
 
-impl From<Difference> for CheckError {
+impl From<Difference> for NotPassed {
     fn from(detail: Difference) -> Self {
-        CheckError::Failed(detail.into())
+        NotPassed::Failed(detail.into())
     }
 }
 
@@ -1328,7 +1328,7 @@ fn run_check(
     expected: &Store,
     seed: u64,
     stats: &mut Stats,
-) -> Result<(), CheckError> {
+) -> Result<(), NotPassed> {
     let division = has_division(c);
     let all = names(expected);
     match check {
@@ -1379,7 +1379,7 @@ fn run_check(
             None => Ok(()),
             Some((variant, _)) => {
                 evaluate_variant(&variant, inputs, expected, division, true, stats).map_err(|e| {
-                    CheckError::Failed(CheckFailed::LawVariant {
+                    NotPassed::Failed(CheckFailed::LawVariant {
                         failed: Box::new(e),
                         text: teil::fmt::program(variant.program(), Style::Infix),
                     })
@@ -1429,7 +1429,7 @@ fn run_check(
             let k = lower(cfg, c, *pad, *lift, *fma, "teil_kernel", stats)?;
             let runs = [(&k, inputs)];
             let o = run_kernels(&cfg.toolchain, &runs, stats)
-                .map_err(CheckError::Stopped)?
+                .map_err(NotPassed::Stopped)?
                 .pop()
                 .unwrap_or_else(|| Err(CheckFailed::NoResult))?;
             Ok(compare_c(c, inputs, expected, division, &k, &o, stats)?)
@@ -1554,8 +1554,8 @@ fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Result<Option<Shrunk>, Stop> {
             Ok(_) if check == Check::Oracle => false,
             Ok(expected) => match run_check(cfg, &check, c, inputs, &expected, seed, &mut stats) {
                 Ok(()) => false,
-                Err(CheckError::Failed(_)) => true,
-                Err(CheckError::Stopped(s)) => {
+                Err(NotPassed::Failed(_)) => true,
+                Err(NotPassed::Stopped(s)) => {
                     stopped = Some(s);
                     false
                 }
@@ -1586,11 +1586,11 @@ fn shrink_mismatch(cfg: &Config, m: &Mismatch) -> Result<Option<Shrunk>, Stop> {
             &mut scratch,
         ) {
             Ok(()) => first.detail.clone(),
-            Err(CheckError::Failed(detail)) => detail.to_string(),
-            Err(CheckError::Stopped(s)) => return Err(s),
+            Err(NotPassed::Failed(detail)) => detail.to_string(),
+            Err(NotPassed::Stopped(s)) => return Err(s),
         },
     };
-    let failure = Failure { check, detail };
+    let failure = FailedCheck { check, detail };
     let file = cfg.out.as_ref().map(|dir| {
         crate::repro::write(dir, cfg, seed, &failure, &program, &inputs, m.index).map_err(Arc::new)
     });

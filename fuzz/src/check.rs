@@ -1,5 +1,5 @@
 //! What a self-checking campaign checks ([`Check`], with what is needed to run a check again on
-//! a shrunk program) and how one failed ([`Failure`]); shared by [`crate::campaign`], which runs
+//! a shrunk program) and how one failed ([`FailedCheck`]); shared by [`crate::campaign`], which runs
 //! the checks, and [`crate::repro`], which records a failure in a reproducer.
 
 use crate::laws::Law;
@@ -98,7 +98,7 @@ fn style_name(s: Style) -> &'static str {
 
 /// One failed check.
 #[derive(Clone, Debug)]
-pub struct Failure {
+pub struct FailedCheck {
     pub check: Check,
     pub detail: String,
 }

@@ -1,6 +1,6 @@
 //! Every error of the fuzz crate, as data, and the one place that words them.
 //!
-//! A campaign records what it found as text (a [`crate::campaign::Failure`]'s detail, the
+//! A campaign records what it found as text (a [`crate::campaign::FailedCheck`]'s detail, the
 //! comment lines of a reproducer, a target finding's detail): that text is the rendering of
 //! these values, made where the record is made.
 
@@ -111,12 +111,12 @@ pub enum NotPermitted {
         "not permitted (law: none): the kernel's term is not the spec's up to the laws of \
          spec/values.md: {0}"
     )]
-    Rejected(teil_cbackend::validate::Failure),
+    Rejected(teil_cbackend::validate::ValidationError),
     #[error(
         "not shown permitted (law: undecided; lifting reassociates, commutes and distributes, \
          but the kernel's terms are unknown): {0}"
     )]
-    Undecided(teil_cbackend::validate::Failure),
+    Undecided(teil_cbackend::validate::ValidationError),
 }
 
 /// How one check of a self-checking campaign failed (`crate::campaign`). The first line says
@@ -130,11 +130,11 @@ pub enum CheckFailed {
     #[error("{0}")]
     Lowering(teil_cbackend::Error),
     #[error("{0}")]
-    Rejected(teil_cbackend::validate::Failure),
+    Rejected(teil_cbackend::validate::ValidationError),
     #[error("the kernel did not run: {0}")]
     DidNotRun(Box<CheckFailed>),
     #[error("{0}")]
-    Run(teil_cbackend::run::RunError),
+    Run(teil_cbackend::run::DriverError),
     #[error("the driver returned the wrong number of results")]
     WrongCount,
     #[error("the batch returned too few results")]

@@ -10,7 +10,7 @@
 //! The files are written all or nothing (`teil_interp::files::Staged`), the `.teil` file
 //! renamed into place last, so a reproducer that exists is complete.
 
-use crate::check::{Check, Failure};
+use crate::check::{Check, FailedCheck};
 use crate::error::FileError;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
@@ -61,7 +61,7 @@ pub fn write<'a>(
     dir: &Path,
     origin: impl Into<Origin<'a>>,
     seed: u64,
-    failure: &Failure,
+    failure: &FailedCheck,
     program: &Program,
     inputs: &Inputs,
     index: Option<u64>,

@@ -227,7 +227,7 @@ fn a_planted_bug_in_a_lifted_kernel_is_reported_even_where_only_a_non_finite_cel
         assert!(
             matches!(
                 verdict,
-                Judgement::Rejected(validate::Failure::Differs { .. })
+                Judgement::Rejected(validate::ValidationError::Differs { .. })
             ),
             "M = {pad}: {verdict:?}"
         );

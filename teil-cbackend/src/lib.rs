@@ -54,9 +54,11 @@ pub mod opt;
 #[doc(hidden)]
 pub mod plant;
 pub mod print;
+// Compiling and running C, and loading shared objects, need a Unix host: processes, private
+// scratch directories (`teil_interp::files`) and a dynamic loader (none in the browser build).
+#[cfg(unix)]
 pub mod run;
-// Loading shared objects needs a dynamic loader (none in the browser build).
-#[cfg(any(unix, windows))]
+#[cfg(unix)]
 pub mod shared;
 pub mod validate;
 
@@ -128,6 +130,7 @@ impl teil::CodedError for Error {
 }
 
 /// Why [`run_program`] failed.
+#[cfg(unix)]
 #[derive(Debug, thiserror::Error)]
 pub enum ProgramError {
     /// The program could not be lowered (for example a padding multiple of 0).
@@ -135,12 +138,13 @@ pub enum ProgramError {
     Lower(#[from] Error),
     /// The compiler or the compiled kernel failed, or the run was stopped.
     #[error(transparent)]
-    Run(#[from] run::RunError),
+    Run(#[from] run::DriverError),
     /// The kernel broke the ABI's padding invariant (spec/abi.md): a backend bug.
     #[error("internal error: the generated kernel left non-zero padding in {}", .0.join(", "))]
     NonzeroPadding(Vec<String>),
 }
 
+#[cfg(unix)]
 impl teil::CodedError for ProgramError {
     fn code(&self) -> Option<teil::Code> {
         match self {
@@ -155,6 +159,7 @@ impl teil::CodedError for ProgramError {
 /// [`Options::openmp`], the toolchain's flags must include `-fopenmp`), compiled by `tc` and
 /// run once in a separate process, its padding checked zero afterwards. Returns every
 /// variable's final value. The one implementation behind the CLI and the Python package.
+#[cfg(unix)]
 pub fn run_program(
     p: &CheckedProgram,
     opts: &Options,

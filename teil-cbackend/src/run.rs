@@ -16,7 +16,7 @@
 //! bounded by [`Toolchain::timeout`], and is stopped when [`Toolchain::cancel`] is set (a signal handler sets it); in both cases
 //! the whole group is killed, so no orphan survives, and the directory is removed, because
 //! nothing in it explains a time-out and `teil emit-c` reproduces the source. The run then ends
-//! with [`RunError::TimedOut`] or [`RunError::Interrupted`] through the ordinary return path, so
+//! with [`DriverError::TimedOut`] or [`DriverError::Interrupted`] through the ordinary return path, so
 //! the temporary directory's `Drop` runs.
 
 use crate::ir::{Kernel, Role};
@@ -97,14 +97,14 @@ impl Toolchain {
     /// defines (spec/abi.md, "Compiling the C"): every compilation the backend runs checks them
     /// first, and so does [`crate::shared`] before it looks in its cache. The flags of
     /// [`EXTRA_CFLAGS_VAR`] are checked too.
-    pub fn check_flags(&self) -> Result<(), RunError> {
+    pub fn check_flags(&self) -> Result<(), DriverError> {
         match self
             .cflags
             .iter()
             .chain(&extra_cflags())
             .find_map(|f| value_changing(f).map(|why| (f, why)))
         {
-            Some((flag, why)) => Err(RunError::UnsafeFlag {
+            Some((flag, why)) => Err(DriverError::UnsafeFlag {
                 flag: flag.clone(),
                 why,
             }),
@@ -179,7 +179,7 @@ pub struct Outcome {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub enum DriverError {
     /// A job's input does not have its parameter's shape (E0603, worded by
     /// [`teil::interface`]).
     #[error(transparent)]
@@ -224,22 +224,22 @@ pub enum RunError {
     UnsafeFlag { flag: String, why: &'static str },
 }
 
-impl teil::CodedError for RunError {
+impl teil::CodedError for DriverError {
     fn code(&self) -> Option<teil::Code> {
         match self {
-            RunError::TimedOut { .. } => Some(teil::Code::ProcessTimedOut),
-            RunError::Input(e) => e.code(),
+            DriverError::TimedOut { .. } => Some(teil::Code::ProcessTimedOut),
+            DriverError::Input(e) => e.code(),
             _ => None,
         }
     }
 }
 
-impl RunError {
+impl DriverError {
     /// The error with its kept source moved into `dir` (the same file name).
     fn kept_in(mut self, dir: PathBuf) -> Self {
-        if let RunError::CompilerNotFound { kept, .. }
-        | RunError::CompileFailed { kept, .. }
-        | RunError::KernelFailed { kept, .. } = &mut self
+        if let DriverError::CompilerNotFound { kept, .. }
+        | DriverError::CompileFailed { kept, .. }
+        | DriverError::KernelFailed { kept, .. } = &mut self
         {
             if let Some(name) = kept.file_name() {
                 *kept = dir.join(name);
@@ -252,9 +252,9 @@ impl RunError {
 /// The name prefix of a scratch directory kept for inspection.
 const KEPT_PREFIX: &str = "teil-cc-";
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DriverError {
     let what = what.into();
-    move |error| RunError::Io { what, error }
+    move |error| DriverError::Io { what, error }
 }
 
 /// Compiles `kernels` into one driver and runs every job in one process.
@@ -262,7 +262,7 @@ pub fn run_batch(
     tc: &Toolchain,
     kernels: &[&Kernel],
     jobs: &[Job],
-) -> Result<Vec<Outcome>, RunError> {
+) -> Result<Vec<Outcome>, DriverError> {
     let input = encode(kernels, jobs)?;
     // Private, removed on every return, and by a later run if this one is killed; kept (under
     // a `teil-cc-` name) when an error names the source in it.
@@ -285,7 +285,7 @@ pub fn run_batch(
     if let Err(e) = compile(tc, &args, &path, &kernels_c) {
         if matches!(
             e,
-            RunError::CompilerNotFound { .. } | RunError::CompileFailed { .. }
+            DriverError::CompilerNotFound { .. } | DriverError::CompileFailed { .. }
         ) {
             return Err(e.kept_in(dir.keep(KEPT_PREFIX)));
         }
@@ -306,7 +306,7 @@ pub fn run_batch(
     let ran = match supervise(&mut driver, tc, Process::Driver)? {
         Ok(status) => status,
         Err(e) => {
-            return Err(RunError::KernelFailed {
+            return Err(DriverError::KernelFailed {
                 status: "not started".to_string(),
                 message: e.to_string(),
                 kept: dir.keep(KEPT_PREFIX).join("kernels.c"),
@@ -317,14 +317,14 @@ pub fn run_batch(
     // recoverable one) is a failure.
     let message = read_message(&driver_stderr);
     if !ran.success() || !message.is_empty() {
-        return Err(RunError::KernelFailed {
+        return Err(DriverError::KernelFailed {
             status: ran.to_string(),
             message,
             kept: dir.keep(KEPT_PREFIX).join("kernels.c"),
         });
     }
     let output = std::fs::read(&out_bin).map_err(io("cannot read the kernel outputs"))?;
-    decode(kernels, jobs, &output).ok_or_else(|| RunError::KernelFailed {
+    decode(kernels, jobs, &output).ok_or_else(|| DriverError::KernelFailed {
         status: "exit status 0".to_string(),
         message: format!(
             "the driver wrote {} bytes, which does not match the parameters",
@@ -359,7 +359,7 @@ pub(crate) fn compile(
     args: &[&OsStr],
     scratch: &Path,
     source: &Path,
-) -> Result<(), RunError> {
+) -> Result<(), DriverError> {
     tc.check_flags()?;
     let cc_stderr = scratch.join("cc.stderr");
     let mut cc = Command::new(&tc.cc);
@@ -374,7 +374,7 @@ pub(crate) fn compile(
     let compiled = match supervise(&mut cc, tc, Process::Compiler(tc.cc.clone()))? {
         Ok(status) => status,
         Err(error) => {
-            return Err(RunError::CompilerNotFound {
+            return Err(DriverError::CompilerNotFound {
                 cc: tc.cc.clone(),
                 error,
                 kept: source.to_path_buf(),
@@ -383,7 +383,7 @@ pub(crate) fn compile(
     };
     // Warnings fail the run only when the flags make them errors (`-Werror`).
     if !compiled.success() {
-        return Err(RunError::CompileFailed {
+        return Err(DriverError::CompileFailed {
             cc: tc.cc.clone(),
             status: compiled.to_string(),
             message: read_message(&cc_stderr),
@@ -397,7 +397,7 @@ pub(crate) fn compile(
 const MAX_MESSAGE: u64 = 1 << 20;
 
 /// A file for a child's standard error, so that no pipe can fill up while it runs.
-fn output_file(path: &Path) -> Result<File, RunError> {
+fn output_file(path: &Path) -> Result<File, DriverError> {
     File::create(path).map_err(io("cannot create a file in the temporary directory"))
 }
 
@@ -412,8 +412,8 @@ fn read_message(path: &Path) -> String {
 
 /// Runs `cmd` to its end as a supervised [`Group`] (a process group of its own), within
 /// `tc.timeout` and until `tc.cancel` is set. When either ends it first, the whole group is
-/// killed and the child reaped before this returns [`RunError::TimedOut`] (naming `process`)
-/// or [`RunError::Interrupted`]. `Ok(Err(e))`: the command could not be started.
+/// killed and the child reaped before this returns [`DriverError::TimedOut`] (naming `process`)
+/// or [`DriverError::Interrupted`]. `Ok(Err(e))`: the command could not be started.
 ///
 /// Every process this module starts goes through here; so should any other compiler or
 /// kernel process of the backend. Give the command files (not pipes) for its output, so that
@@ -422,9 +422,9 @@ pub fn supervise(
     cmd: &mut Command,
     tc: &Toolchain,
     process: Process,
-) -> Result<std::io::Result<ExitStatus>, RunError> {
+) -> Result<std::io::Result<ExitStatus>, DriverError> {
     if tc.cancel.is_cancelled() {
-        return Err(RunError::Interrupted);
+        return Err(DriverError::Interrupted);
     }
     let mut child = match Group::spawn(cmd) {
         Ok(c) => c,
@@ -432,9 +432,9 @@ pub fn supervise(
     };
     match child.wait(tc.timeout, &tc.cancel) {
         Ok(status) => Ok(Ok(status)),
-        Err(Stopped::Cancelled) => Err(RunError::Interrupted),
-        Err(Stopped::TimedOut(timeout)) => Err(RunError::TimedOut { process, timeout }),
-        Err(Stopped::Wait(error)) => Err(RunError::Io {
+        Err(Stopped::Cancelled) => Err(DriverError::Interrupted),
+        Err(Stopped::TimedOut(timeout)) => Err(DriverError::TimedOut { process, timeout }),
+        Err(Stopped::Wait(error)) => Err(DriverError::Io {
             what: format!("cannot wait for {process}"),
             error,
         }),
@@ -446,23 +446,23 @@ pub fn run(
     tc: &Toolchain,
     kernel: &Kernel,
     inputs: &BTreeMap<String, ArrayD<f64>>,
-) -> Result<Outcome, RunError> {
+) -> Result<Outcome, DriverError> {
     let job = Job {
         kernel: 0,
         inputs: inputs.clone(),
     };
     let mut out = run_batch(tc, &[kernel], &[job])?;
-    out.pop().ok_or_else(|| RunError::Io {
+    out.pop().ok_or_else(|| DriverError::Io {
         what: "the driver returned no result".to_string(),
         error: std::io::Error::other("empty output"),
     })
 }
 
-fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
+fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, DriverError> {
     // Size everything first, so that a batch too large for memory is an error, not an abort.
     let mut total = 0u64;
     for (j, job) in jobs.iter().enumerate() {
-        let k = kernels.get(job.kernel).ok_or(RunError::NoSuchKernel {
+        let k = kernels.get(job.kernel).ok_or(DriverError::NoSuchKernel {
             job: j,
             kernel: job.kernel,
             count: kernels.len(),
@@ -475,7 +475,7 @@ fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
             })
             .unwrap_or(u64::MAX);
     }
-    let too_large = || RunError::TooLarge { bytes: total };
+    let too_large = || DriverError::TooLarge { bytes: total };
     let mut buf: Vec<u8> = Vec::new();
     buf.try_reserve_exact(usize::try_from(total).map_err(|_| too_large())?)
         .map_err(|_| too_large())?;
@@ -494,7 +494,7 @@ fn encode(kernels: &[&Kernel], jobs: &[Job]) -> Result<Vec<u8>, RunError> {
             if let Some(value) = given {
                 let found: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
                 if found != b.logical {
-                    return Err(RunError::Input(
+                    return Err(DriverError::Input(
                         teil::interface::InterfaceError::InputShape {
                             name: var,
                             expected: b.logical.clone(),

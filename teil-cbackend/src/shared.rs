@@ -60,7 +60,7 @@
 //! process (the test `openmp_kernels_load_and_agree` did, before this rule).
 
 use crate::ir::{Kernel, Role};
-use crate::run::{compile, padded_rows, Cancel, RunError, Toolchain};
+use crate::run::{compile, padded_rows, Cancel, DriverError, Toolchain};
 use crate::Options;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use sha2::{Digest, Sha256};
@@ -98,7 +98,7 @@ pub struct SharedOptions {
     /// The longest the compiler may run before it is stopped; `None`: no limit.
     pub timeout: Option<Duration>,
     /// Stops the compiler when set (for example from a Ctrl-C handler); the compilation then
-    /// returns [`RunError::Interrupted`].
+    /// returns [`DriverError::Interrupted`].
     pub cancel: Cancel,
 }
 
@@ -151,7 +151,7 @@ pub enum KernelError {
     Lower(#[from] crate::Error),
     /// The compiler could not be started, failed (its message is in the error), or timed out.
     #[error(transparent)]
-    Compile(#[from] RunError),
+    Compile(#[from] DriverError),
     #[error("no cache directory for compiled kernels: set TEIL_CACHE_DIR or HOME")]
     NoCacheDir,
     /// The cache directory given is the empty path (which would be the current directory).

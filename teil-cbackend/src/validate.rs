@@ -16,7 +16,7 @@
 //! would be seen. Loops run from `start` to `extent`; an accumulator starts from its operator's
 //! identity, and folding `x` into the identity gives `x` (exact in binary64, spec/padding.md).
 //! Any access outside a buffer's padded shape, an unbound loop variable or an uninitialised
-//! accumulator rejects the kernel ([`Failure::Malformed`]).
+//! accumulator rejects the kernel ([`ValidationError::Malformed`]).
 //!
 //! A contraction step has one variant per [`Target`] ([`Strategy`]); the printed C runs the
 //! variant of the target it is compiled for. The kernel is interpreted once per distinct order
@@ -26,7 +26,7 @@
 //! kernel validates only if every interpretation does.
 //!
 //! Symbolic evaluation is bounded ([`Limits`]): a program whose evaluation would exceed the
-//! bounds is refused with [`Failure::TooLarge`], never a hang. Validation is meant for small
+//! bounds is refused with [`ValidationError::TooLarge`], never a hang. Validation is meant for small
 //! shapes.
 
 use crate::ir::*;
@@ -115,7 +115,7 @@ impl fmt::Display for Cell<'_> {
 /// Why a kernel did not validate. Every index is 1-based (as in the semantics); padding cells
 /// are indexed in the buffer's padded shape.
 #[derive(Clone, Debug, thiserror::Error)]
-pub enum Failure {
+pub enum ValidationError {
     /// An output cell whose term differs from the semantics.
     #[error(
         "output cell {var}{} differs from the semantics\n  kernel: {kernel}\n  oracle: {oracle}",
@@ -174,7 +174,7 @@ pub enum Failure {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TooLarge {
     /// The estimated operations of the oracle and the kernel together (saturated at
-    /// `u64::MAX`, which keeps [`Failure`] small).
+    /// `u64::MAX`, which keeps [`ValidationError`] small).
     #[error("symbolic evaluation would take about {operations} operations, more than the limit of {limit}")]
     Operations { operations: u64, limit: u64 },
     /// The cells of the program's variables or of the kernel's buffers.
@@ -203,21 +203,21 @@ fn role_name(r: Role) -> &'static str {
     }
 }
 
-impl Failure {
+impl ValidationError {
     /// Whether the kernel was shown wrong (as opposed to the validation being refused).
     pub fn is_rejection(&self) -> bool {
         matches!(
             self,
-            Failure::Differs { .. }
-                | Failure::Padding { .. }
-                | Failure::InputWritten { .. }
-                | Failure::Malformed { .. }
+            ValidationError::Differs { .. }
+                | ValidationError::Padding { .. }
+                | ValidationError::InputWritten { .. }
+                | ValidationError::Malformed { .. }
         )
     }
 }
 
 /// Validates `kernel`, lowered from `p`, with the default [`Limits`].
-pub fn validate(p: &CheckedProgram, kernel: &Kernel) -> Result<Validated, Failure> {
+pub fn validate(p: &CheckedProgram, kernel: &Kernel) -> Result<Validated, ValidationError> {
     validate_with(p, kernel, &Limits::default())
 }
 
@@ -226,17 +226,17 @@ pub fn validate_with(
     p: &CheckedProgram,
     kernel: &Kernel,
     limits: &Limits,
-) -> Result<Validated, Failure> {
+) -> Result<Validated, ValidationError> {
     let operations = oracle_operations(p).saturating_add(kernel.work());
     if operations > limits.max_operations {
         let saturated = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
-        return Err(Failure::TooLarge(TooLarge::Operations {
+        return Err(ValidationError::TooLarge(TooLarge::Operations {
             operations: saturated(operations),
             limit: saturated(limits.max_operations),
         }));
     }
     if let Some(&b) = kernel.params.iter().find(|b| b.0 >= kernel.buffers.len()) {
-        return Err(Failure::Malformed {
+        return Err(ValidationError::Malformed {
             step: 0,
             comment: "parameters".to_string(),
             what: format!("parameter buffer #{} does not exist", b.0),
@@ -255,7 +255,7 @@ pub fn validate_with(
         .map(|d| d.shape().iter().fold(1u64, |a, &n| a.saturating_mul(n)))
         .fold(0u64, u64::saturating_add);
     if cells.max(declared) > limits.max_cells {
-        return Err(Failure::TooLarge(TooLarge::Cells {
+        return Err(ValidationError::TooLarge(TooLarge::Cells {
             cells: cells.max(declared),
             limit: limits.max_cells,
         }));
@@ -268,7 +268,7 @@ pub fn validate_with(
             let v = interpret(kernel, group[0], &oracle)?;
             validated.get_or_insert(v);
         }
-        let mut v = validated.ok_or_else(|| Failure::Malformed {
+        let mut v = validated.ok_or_else(|| ValidationError::Malformed {
             step: 0,
             comment: "targets".to_string(),
             what: "no target to validate".to_string(),
@@ -285,7 +285,7 @@ pub fn validate_target(
     p: &CheckedProgram,
     kernel: &Kernel,
     target: Target,
-) -> Result<Validated, Failure> {
+) -> Result<Validated, ValidationError> {
     let (result, _) = symbolic::with_limits(Limits::default().terms, || {
         let oracle = run_oracle(p)?;
         let mut v = interpret(kernel, target, &oracle)?;
@@ -309,9 +309,9 @@ pub fn evaluate(
     kernel: &Kernel,
     target: Target,
     inputs: &BTreeMap<String, Tensor>,
-) -> Result<BTreeMap<String, Tensor>, Failure> {
+) -> Result<BTreeMap<String, Tensor>, ValidationError> {
     if let Some(&b) = kernel.params.iter().find(|b| b.0 >= kernel.buffers.len()) {
-        return Err(Failure::Malformed {
+        return Err(ValidationError::Malformed {
             step: 0,
             comment: "parameters".to_string(),
             what: format!("parameter buffer #{} does not exist", b.0),
@@ -338,7 +338,7 @@ pub fn evaluate(
             .collect();
         let shape: Vec<usize> = b.logical.iter().map(|&n| n as usize).collect();
         let t = Tensor::from_shape_vec(ndarray::IxDyn(&shape), data).map_err(|e| {
-            Failure::Malformed {
+            ValidationError::Malformed {
                 step: 0,
                 comment: "parameters".to_string(),
                 what: format!("parameter {var}: {e}"),
@@ -368,10 +368,10 @@ pub enum Judgement {
     },
     /// The validator shows the kernel wrong: some output cell's term is not `≡` the spec's (or
     /// the IR is ill-formed, or padding or an input is wrong), so no law explains a difference.
-    Rejected(Failure),
+    Rejected(ValidationError),
     /// The kernel is beyond the validator's limits (or its IR could not be evaluated): nothing
     /// is known about its terms, so the difference is not shown to be permitted.
-    Undecided(Failure),
+    Undecided(ValidationError),
 }
 
 /// Judges a lifted exact-mode kernel whose outputs `got` (from the compiled C, on `inputs`)
@@ -462,7 +462,11 @@ pub fn orders(kernel: &Kernel) -> Vec<Vec<Target>> {
 }
 
 /// Runs `kernel` with the variants of `target` and compares it with the oracle.
-fn interpret(kernel: &Kernel, target: Target, oracle: &Store<Sym>) -> Result<Validated, Failure> {
+fn interpret(
+    kernel: &Kernel,
+    target: Target,
+    oracle: &Store<Sym>,
+) -> Result<Validated, ValidationError> {
     let mut m = Machine::new(kernel, target, |var, idx, input| {
         if input {
             Sym::input(var, idx)
@@ -477,8 +481,8 @@ fn interpret(kernel: &Kernel, target: Target, oracle: &Store<Sym>) -> Result<Val
 }
 
 /// The oracle over the symbolic domain: every input cell a leaf.
-fn run_oracle(p: &CheckedProgram) -> Result<Store<Sym>, Failure> {
-    let mut store = Store::<Sym>::undefined(p).map_err(Failure::Oracle)?;
+fn run_oracle(p: &CheckedProgram) -> Result<Store<Sym>, ValidationError> {
+    let mut store = Store::<Sym>::undefined(p).map_err(ValidationError::Oracle)?;
     for d in p.program().decls.iter().filter(|d| p.is_input(d)) {
         let shape = d.shape();
         let data = multi_indices(&shape)
@@ -486,10 +490,10 @@ fn run_oracle(p: &CheckedProgram) -> Result<Store<Sym>, Failure> {
             .collect();
         store
             .replace(&d.name.name, &shape, data)
-            .map_err(Failure::Oracle)?;
+            .map_err(ValidationError::Oracle)?;
     }
     let mut oracle = Oracle::new(p, store);
-    oracle.run().map_err(Failure::Oracle)?;
+    oracle.run().map_err(ValidationError::Oracle)?;
     Ok(oracle.into_store())
 }
 
@@ -702,13 +706,13 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         }
     }
 
-    fn malformed(&self, what: String) -> Failure {
+    fn malformed(&self, what: String) -> ValidationError {
         let comment = self
             .k
             .steps
             .get(self.step)
             .map_or_else(String::new, |s| s.comment().to_string());
-        Failure::Malformed {
+        ValidationError::Malformed {
             step: self.step + 1,
             comment,
             what,
@@ -724,7 +728,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
 
     /// The cell `b[index]`: (parameter or workspace, position), checking every coordinate
     /// against the padded shape and the buffer against the workspace.
-    fn locate(&self, b: BufId, index: &[u64]) -> Result<(Option<usize>, usize), Failure> {
+    fn locate(&self, b: BufId, index: &[u64]) -> Result<(Option<usize>, usize), ValidationError> {
         let buf =
             self.k.buffers.get(b.0).ok_or_else(|| {
                 self.malformed(format!("access to unknown {}", self.buffer_name(b)))
@@ -774,14 +778,14 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         }
     }
 
-    fn read(&self, b: BufId, index: &[u64]) -> Result<D, Failure> {
+    fn read(&self, b: BufId, index: &[u64]) -> Result<D, ValidationError> {
         Ok(match self.locate(b, index)? {
             (Some(p), off) => self.params[p][off].clone(),
             (None, off) => self.workspace[off].clone(),
         })
     }
 
-    fn write(&mut self, b: BufId, index: &[u64], v: D) -> Result<(), Failure> {
+    fn write(&mut self, b: BufId, index: &[u64], v: D) -> Result<(), ValidationError> {
         let at = self.locate(b, index)?;
         self.fresh.remove(&at);
         match at {
@@ -791,7 +795,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         Ok(())
     }
 
-    fn index(&self, idx: &[Ix]) -> Result<Vec<u64>, Failure> {
+    fn index(&self, idx: &[Ix]) -> Result<Vec<u64>, ValidationError> {
         idx.iter()
             .map(|ix| match ix {
                 Ix::Const(c) => Ok(*c),
@@ -804,7 +808,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             .collect()
     }
 
-    fn step(&mut self, i: usize, s: &Step) -> Result<(), Failure> {
+    fn step(&mut self, i: usize, s: &Step) -> Result<(), ValidationError> {
         self.step = i;
         self.env.clear();
         self.accs.clear();
@@ -832,7 +836,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     }
 
     /// Binds `var` for the rest of the step, rejecting a label bound twice.
-    fn bind_new(&mut self, var: Label) -> Result<(), Failure> {
+    fn bind_new(&mut self, var: Label) -> Result<(), ValidationError> {
         if self.env.insert(var, 0).is_some() {
             return Err(self.malformed(format!(
                 "loop variable l{} is bound by two enclosing loops",
@@ -845,7 +849,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     /// A contraction step, cell by cell in the order of its strategy ([`Strategy`]): each cell
     /// starts from `-0.0` (or, after the first panel of terms, from its own value) and adds the
     /// products of the operands for its terms in order.
-    fn contract(&mut self, c: &Contraction) -> Result<(), Failure> {
+    fn contract(&mut self, c: &Contraction) -> Result<(), ValidationError> {
         if c.target.buf == c.a.buf || c.target.buf == c.b.buf {
             return Err(self.malformed(format!(
                 "the contraction's target {} is also an operand",
@@ -991,7 +995,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         lane_n: u64,
         rows: Option<(Bound, u64)>,
         lanes: u64,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), ValidationError> {
         if let [first, rest @ ..] = others {
             for v in 0..first.extent {
                 self.env.insert(first.var, v);
@@ -1029,7 +1033,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 let idx = m.index(&c.target.index)?;
                 m.write(c.target.buf, &idx, acc_value(s))?;
             }
-            Ok::<(), Failure>(())
+            Ok::<(), ValidationError>(())
         };
         let blocks: Vec<Vec<(Label, u64)>> = match rows {
             None => vec![Vec::new()],
@@ -1062,7 +1066,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
 
     /// `acc + x * y` for the operands at the current labels, as a contraction step computes
     /// it: `fma(x, y, acc)` in fma mode.
-    fn multiply_add(&self, x: &Access, y: &Access, acc: &Acc<D>) -> Result<D, Failure> {
+    fn multiply_add(&self, x: &Access, y: &Access, acc: &Acc<D>) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let b = self.read(y.buf, &self.index(&y.index)?)?;
         Ok(if self.k.fma {
@@ -1073,7 +1077,12 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     }
 
     /// The batch loops of a packed contraction, row-major, around [`Machine::panels`].
-    fn batches(&mut self, c: &Contraction, p: &Layout, batch: &[Bound]) -> Result<(), Failure> {
+    fn batches(
+        &mut self,
+        c: &Contraction,
+        p: &Layout,
+        batch: &[Bound],
+    ) -> Result<(), ValidationError> {
         if let [first, rest @ ..] = batch {
             for v in 0..first.extent {
                 self.env.insert(first.var, v);
@@ -1085,7 +1094,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     }
 
     /// The panel loops of the packed product (the order documented on [`Strategy::Packed`]).
-    fn panels(&mut self, c: &Contraction, p: &Layout) -> Result<(), Failure> {
+    fn panels(&mut self, c: &Contraction, p: &Layout) -> Result<(), ValidationError> {
         let kn = c.terms();
         let inner = c.k.extent.max(1);
         for jc in (0..p.n).step_by(p.nc as usize) {
@@ -1165,7 +1174,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
 
     /// A tiled step: the loops in order with `p` and `q` over blocks, then the point loops of
     /// `q` and `p` (the order documented on [`Tiled`]).
-    fn tiled(&mut self, t: &Tiled) -> Result<(), Failure> {
+    fn tiled(&mut self, t: &Tiled) -> Result<(), ValidationError> {
         if t.block == 0 || t.p == t.q {
             return Err(
                 self.malformed("a tiled nest with blocks of 0 or one tiled label".to_string())
@@ -1183,7 +1192,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         t: &Tiled,
         level: usize,
         blocks: &mut BTreeMap<Label, (u64, u64)>,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), ValidationError> {
         if let Some(l) = t.loops.get(level) {
             if l.var == t.p || l.var == t.q {
                 for b in (0..l.extent).step_by(t.block as usize) {
@@ -1222,23 +1231,23 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             .collect()
     }
 
-    fn read_flat(&self, b: BufId, off: u64) -> Result<D, Failure> {
+    fn read_flat(&self, b: BufId, off: u64) -> Result<D, ValidationError> {
         self.read(b, &self.flat_index(b, off))
     }
 
-    fn write_flat(&mut self, b: BufId, off: u64, v: D) -> Result<(), Failure> {
+    fn write_flat(&mut self, b: BufId, off: u64, v: D) -> Result<(), ValidationError> {
         let idx = self.flat_index(b, off);
         self.write(b, &idx, v)
     }
 
-    fn nodes(&mut self, ns: &[Node]) -> Result<(), Failure> {
+    fn nodes(&mut self, ns: &[Node]) -> Result<(), ValidationError> {
         for n in ns {
             self.node(n)?;
         }
         Ok(())
     }
 
-    fn node(&mut self, n: &Node) -> Result<(), Failure> {
+    fn node(&mut self, n: &Node) -> Result<(), ValidationError> {
         match n {
             Node::Loop {
                 var,
@@ -1331,7 +1340,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         }
     }
 
-    fn val(&self, v: &Val) -> Result<D, Failure> {
+    fn val(&self, v: &Val) -> Result<D, ValidationError> {
         Ok(match v {
             Val::Load(b, idx) => self.read(*b, &self.index(idx)?)?,
             Val::Lit(x) => D::lit(*x),
@@ -1356,9 +1365,9 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
 
 impl Machine<'_, Sym> {
     /// Outputs against the oracle, input-only parameters unchanged, then every padding cell.
-    fn compare(&self, oracle: &Store<Sym>) -> Result<Validated, Failure> {
+    fn compare(&self, oracle: &Store<Sym>) -> Result<Validated, ValidationError> {
         let too_large = |var: &str, index: &[u64], padding: bool| {
-            Failure::TooLarge(TooLarge::Term {
+            ValidationError::TooLarge(TooLarge::Term {
                 var: var.to_string(),
                 index: index.to_vec(),
                 padding,
@@ -1384,7 +1393,7 @@ impl Machine<'_, Sym> {
                 }
                 let got = &self.params[i][off as usize];
                 let want = if output {
-                    let alloc = expected.ok_or_else(|| Failure::Malformed {
+                    let alloc = expected.ok_or_else(|| ValidationError::Malformed {
                         step: 0,
                         comment: "parameters".to_string(),
                         what: format!("parameter {var} is not a variable of the program"),
@@ -1393,7 +1402,7 @@ impl Machine<'_, Sym> {
                         .offset(&idx)
                         .and_then(|o| alloc.data.get(o))
                         .cloned()
-                        .ok_or_else(|| Failure::Malformed {
+                        .ok_or_else(|| ValidationError::Malformed {
                             step: 0,
                             comment: "parameters".to_string(),
                             what: format!(
@@ -1410,14 +1419,14 @@ impl Machine<'_, Sym> {
                 }
                 if *got != want {
                     return Err(if output {
-                        Failure::Differs {
+                        ValidationError::Differs {
                             var,
                             index: idx,
                             kernel: got.clone(),
                             oracle: want,
                         }
                     } else {
-                        Failure::InputWritten {
+                        ValidationError::InputWritten {
                             var,
                             index: idx,
                             term: got.clone(),
@@ -1448,7 +1457,7 @@ impl Machine<'_, Sym> {
                     return Err(too_large(&buf.c_name, &idx, true));
                 }
                 if !v.is_zero() {
-                    return Err(Failure::Padding {
+                    return Err(ValidationError::Padding {
                         buffer: buf.c_name.clone(),
                         role: buf.role,
                         index: idx,

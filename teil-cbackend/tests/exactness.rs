@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use teil::CheckedProgram;
-use teil_cbackend::run::{RunError, Toolchain};
+use teil_cbackend::run::{DriverError, Toolchain};
 use teil_cbackend::{Options, ProgramError};
 use teil_interp::Tensor;
 
@@ -235,7 +235,7 @@ fn value_changing_flags_are_refused_before_compiling() {
     ] {
         let tc = Toolchain::default().with_cflags(&format!("-O2 {flag}"));
         match run_c(&p, &tc, false, &inputs) {
-            Err(ProgramError::Run(RunError::UnsafeFlag { flag: f, .. })) => assert_eq!(f, flag),
+            Err(ProgramError::Run(DriverError::UnsafeFlag { flag: f, .. })) => assert_eq!(f, flag),
             other => panic!("{flag}: {other:?}"),
         }
         assert!(tc.check_flags().is_err(), "{flag}");

@@ -14,7 +14,7 @@ use teil_cbackend::ir::{Kernel, Reads, Step, Strategy, Target};
 use teil_cbackend::opt::{self, Printing, Tuning};
 use teil_cbackend::plant::{self, Bug};
 use teil_cbackend::run::{run_batch, Job, Toolchain};
-use teil_cbackend::validate::{self, Failure};
+use teil_cbackend::validate::{self, ValidationError};
 use teil_cbackend::Options;
 use teil_fuzz::campaign::{self, Check, Config, DEFAULT_CFLAGS};
 
@@ -199,7 +199,10 @@ fn bugs_planted_in_kernel_forms_are_rejected_by_the_validator() {
             match validate::validate(&p, &planted) {
                 Ok(v) => panic!("{bug} in {name} is not rejected: {v}\n{planted}"),
                 Err(e) => {
-                    assert!(matches!(e, Failure::Differs { .. }), "{bug} in {name}: {e}");
+                    assert!(
+                        matches!(e, ValidationError::Differs { .. }),
+                        "{bug} in {name}: {e}"
+                    );
                     rejected += 1;
                 }
             }
@@ -210,7 +213,7 @@ fn bugs_planted_in_kernel_forms_are_rejected_by_the_validator() {
                 match validate::validate_target(&p, &planted, t) {
                     Ok(v) => panic!("{bug} in {name} is not rejected for {t}: {v}\n{planted}"),
                     Err(e) => assert!(
-                        matches!(e, Failure::Differs { .. }),
+                        matches!(e, ValidationError::Differs { .. }),
                         "{bug} in {name} for {t}: {e}"
                     ),
                 }
@@ -266,7 +269,7 @@ fn a_malformed_variant_of_one_target_is_rejected() {
     assert_eq!(variants[0].target, Target::Avx512);
     let e = validate::validate(&p, &k).expect_err("rejected");
     assert!(
-        matches!(&e, Failure::Malformed { what, .. } if what.contains("AVX-512")),
+        matches!(&e, ValidationError::Malformed { what, .. } if what.contains("AVX-512")),
         "{e}"
     );
     validate::validate_target(&p, &k, Target::Avx).expect("the AVX variant is fine");
@@ -278,7 +281,7 @@ fn a_malformed_variant_of_one_target_is_rejected() {
         }
     }
     let e = validate::validate(&p, &k).expect_err("rejected");
-    assert!(matches!(e, Failure::Malformed { .. }), "{e}");
+    assert!(matches!(e, ValidationError::Malformed { .. }), "{e}");
 }
 
 /// The dot products' vector loads follow the operands' recorded [`Reads`], which the printer
@@ -300,7 +303,7 @@ fn a_dot_step_whose_operands_cannot_be_read_as_recorded_is_rejected() {
     reads[0] = Reads::Lane;
     let e = validate::validate(&p, &k).expect_err("rejected");
     assert!(
-        matches!(&e, Failure::Malformed { what, .. } if what.contains("Lane")),
+        matches!(&e, ValidationError::Malformed { what, .. } if what.contains("Lane")),
         "{e}"
     );
 }
@@ -362,7 +365,7 @@ fn a_wrong_panel_edge_loses_the_last_row() {
     let e = validate::validate(&p, &k).expect_err("rejected");
     // Row 16 of C is never computed: its first cell keeps the caller's unspecified value.
     match e {
-        Failure::Differs {
+        ValidationError::Differs {
             var, index, kernel, ..
         } => {
             assert_eq!((var.as_str(), index), ("C", vec![16, 1]));

@@ -17,7 +17,7 @@ use teil::ast::BinOp;
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Kernel, Node, Role, Step, Val};
 use teil_cbackend::run::Toolchain;
-use teil_cbackend::validate::{self, Failure};
+use teil_cbackend::validate::{self, ValidationError};
 use teil_cbackend::Options;
 
 const MMV: &str = "input var A : [2 2]\ninput var B : [2 2]\ninput var c : [2]\n\
@@ -237,7 +237,7 @@ fn update_value(n: &mut Node) -> &mut Val {
 
 fn rejected_at_r1(p: &CheckedProgram, k: &Kernel) -> (String, String) {
     match validate::validate(p, k) {
-        Err(Failure::Differs {
+        Err(ValidationError::Differs {
             var,
             index,
             kernel,

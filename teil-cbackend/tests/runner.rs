@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use teil::CodedError;
 use teil_cbackend::ir::Kernel;
-use teil_cbackend::run::{run, run_batch, Job, Process, RunError, Toolchain};
+use teil_cbackend::run::{run, run_batch, DriverError, Job, Process, Toolchain};
 use teil_cbackend::Options;
 
 const STRICT: &str = "-std=c99 -O2 -Wall -Wextra -Werror -pedantic";
@@ -128,11 +128,11 @@ fn one_kernel() -> (Kernel, BTreeMap<String, teil_interp::Tensor>) {
     (k, teil_interp::random_inputs(&p, 1))
 }
 
-fn kept_source(e: &RunError) -> std::path::PathBuf {
+fn kept_source(e: &DriverError) -> std::path::PathBuf {
     match e {
-        RunError::CompilerNotFound { kept, .. }
-        | RunError::CompileFailed { kept, .. }
-        | RunError::KernelFailed { kept, .. } => kept.clone(),
+        DriverError::CompilerNotFound { kept, .. }
+        | DriverError::CompileFailed { kept, .. }
+        | DriverError::KernelFailed { kept, .. } => kept.clone(),
         other => panic!("unexpected error {other}"),
     }
 }
@@ -152,7 +152,7 @@ fn a_missing_compiler_is_reported_and_the_source_kept() {
         ..Toolchain::default()
     };
     let e = run(&tc, &k, &inputs).expect_err("no compiler");
-    assert!(matches!(e, RunError::CompilerNotFound { .. }), "{e}");
+    assert!(matches!(e, DriverError::CompilerNotFound { .. }), "{e}");
     let kept = kept_source(&e);
     assert!(e.to_string().contains("teil-no-such-compiler"), "{e}");
     assert!(e.to_string().contains(&kept.display().to_string()), "{e}");
@@ -166,7 +166,7 @@ fn a_compile_error_carries_the_compiler_message() {
     let (k, inputs) = one_kernel();
     let tc = Toolchain::default().with_cflags("-O2 -fno-such-flag-for-teil");
     let e = run(&tc, &k, &inputs).expect_err("bad flag");
-    assert!(matches!(e, RunError::CompileFailed { .. }), "{e}");
+    assert!(matches!(e, DriverError::CompileFailed { .. }), "{e}");
     assert!(e.to_string().contains("-fno-such-flag-for-teil"), "{e}");
     let kept = kept_source(&e);
     assert!(kept.exists());
@@ -190,7 +190,7 @@ fn a_crash_of_the_compiled_program_is_reported() {
         "-O2",
     );
     let e = run(&tc, &k, &inputs).expect_err("crash");
-    assert!(matches!(e, RunError::KernelFailed { .. }), "{e}");
+    assert!(matches!(e, DriverError::KernelFailed { .. }), "{e}");
     assert!(e.to_string().contains("the compiled kernel failed"), "{e}");
     cleanup(&kept_source(&e));
 }
@@ -251,7 +251,7 @@ fn a_compiler_that_outlives_the_time_out_is_stopped() {
     let e = run(&tc, &k, &inputs).expect_err("times out");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
     match &e {
-        RunError::TimedOut {
+        DriverError::TimedOut {
             process: Process::Compiler(c),
             timeout: t,
         } => assert_eq!((c, *t), (&cc, timeout)),
@@ -283,7 +283,7 @@ fn cancelling_stops_a_running_compiler_and_refuses_new_runs() {
     let start = std::time::Instant::now();
     let e = run(&tc, &k, &inputs).expect_err("interrupted");
     canceller.join().expect("thread");
-    assert!(matches!(e, RunError::Interrupted), "{e}");
+    assert!(matches!(e, DriverError::Interrupted), "{e}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(e.code(), None);
     // Once cancelled, a run with a working compiler does not start.
@@ -293,7 +293,7 @@ fn cancelling_stops_a_running_compiler_and_refuses_new_runs() {
     };
     assert!(matches!(
         run(&working, &k, &inputs),
-        Err(RunError::Interrupted)
+        Err(DriverError::Interrupted)
     ));
     assert!(run(&Toolchain::default(), &k, &inputs).is_ok());
 }

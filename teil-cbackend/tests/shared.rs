@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use teil::interface::InterfaceError;
 use teil::CheckedProgram;
 use teil::CodedError;
-use teil_cbackend::run::RunError;
+use teil_cbackend::run::DriverError;
 use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
 use teil_interp::{same_values, Tensor};
 
@@ -467,7 +467,7 @@ fn compiler_failures_carry_the_compilers_message() {
         ..options(cache.path(), 1)
     };
     match SharedKernel::compile(&p, &bogus) {
-        Err(KernelError::Compile(RunError::CompileFailed {
+        Err(KernelError::Compile(DriverError::CompileFailed {
             cc, message, kept, ..
         })) => {
             assert_eq!(cc, "cc");
@@ -486,7 +486,7 @@ fn compiler_failures_carry_the_compilers_message() {
         ..options(cache.path(), 1)
     };
     match SharedKernel::compile(&p, &missing) {
-        Err(KernelError::Compile(RunError::CompilerNotFound { cc, .. })) => {
+        Err(KernelError::Compile(DriverError::CompilerNotFound { cc, .. })) => {
             assert_eq!(cc, "teil-no-such-compiler")
         }
         other => panic!("expected a missing compiler, got {other:?}"),
@@ -524,7 +524,7 @@ fn a_hanging_compiler_is_stopped_at_the_time_out() {
     };
     let start = Instant::now();
     match SharedKernel::compile(&program(MATMUL), &opts) {
-        Err(KernelError::Compile(RunError::TimedOut { timeout, .. })) => {
+        Err(KernelError::Compile(DriverError::TimedOut { timeout, .. })) => {
             assert_eq!(timeout, Duration::from_millis(500))
         }
         other => panic!("expected a time-out, got {other:?}"),
@@ -836,7 +836,7 @@ fn a_cancelled_compilation_stops_the_compiler() {
         compiling.join().expect("thread")
     });
     match result {
-        Err(KernelError::Compile(RunError::Interrupted)) => {}
+        Err(KernelError::Compile(DriverError::Interrupted)) => {}
         other => panic!("expected an interrupted compilation, got {other:?}"),
     }
     assert!(

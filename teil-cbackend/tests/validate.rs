@@ -10,7 +10,7 @@
 
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Ix, Kernel, Node, Role, Step, Val};
-use teil_cbackend::validate::{self, Failure, Limits, Validated};
+use teil_cbackend::validate::{self, Limits, Validated, ValidationError};
 use teil_cbackend::Options;
 use teil_fuzz::gen::{self, GenConfig};
 
@@ -183,7 +183,7 @@ fn random_programs_validate() {
                         panic!("seed {seed}, M = {pad}: {e}\n{text}")
                     }
                     Err(e) => {
-                        assert!(matches!(e, Failure::TooLarge(_)), "{e}");
+                        assert!(matches!(e, ValidationError::TooLarge(_)), "{e}");
                         refused += 1;
                     }
                 }
@@ -228,7 +228,7 @@ fn large_shapes_are_refused_quickly() {
         ..Limits::default()
     };
     let e = validate::validate_with(&p, &lower(&p, 1, true), &limits).expect_err("no fuel");
-    assert!(matches!(e, Failure::TooLarge(_)), "{e}");
+    assert!(matches!(e, ValidationError::TooLarge(_)), "{e}");
     assert!(started.elapsed().as_secs() < 10);
 }
 
@@ -252,7 +252,7 @@ fn each_node(k: &mut Kernel, f: &mut impl FnMut(&mut Node)) {
     }
 }
 
-fn rejected(p: &CheckedProgram, k: &Kernel) -> Failure {
+fn rejected(p: &CheckedProgram, k: &Kernel) -> ValidationError {
     let e = validate::validate(p, k).expect_err("the broken kernel must be rejected");
     assert!(e.is_rejection(), "{e}");
     e
@@ -280,7 +280,7 @@ fn a_reduction_over_the_padded_extent_is_rejected() {
             }
         });
         match rejected(&p, &k) {
-            Failure::Differs {
+            ValidationError::Differs {
                 index,
                 kernel,
                 oracle,
@@ -331,7 +331,7 @@ fn a_wrong_accumulator_identity_is_rejected() {
         }
     });
     match rejected(&p, &k) {
-        Failure::Differs { kernel, .. } => {
+        ValidationError::Differs { kernel, .. } => {
             assert_eq!(
                 kernel.to_string(),
                 "1 + A[1,1]*B[1,1] + A[1,2]*B[2,1] + A[1,3]*B[3,1]"
@@ -350,7 +350,7 @@ fn a_missing_re_zeroing_nest_is_rejected() {
         .retain(|s| !matches!(s, Step::Nest { comment, .. } if comment.starts_with("re-zero")));
     assert_eq!(k.steps.len(), before - 1);
     match rejected(&p, &k) {
-        Failure::Padding {
+        ValidationError::Padding {
             buffer,
             index,
             term,
@@ -379,7 +379,7 @@ fn padding_a_loop_whose_value_is_not_zero_is_rejected() {
         }
     });
     match rejected(&p, &k) {
-        Failure::Padding { index, term, .. } => {
+        ValidationError::Padding { index, term, .. } => {
             assert_eq!(index, vec![4, 1]);
             assert_eq!(term.to_string(), "A[1]");
         }
@@ -397,7 +397,7 @@ fn an_out_of_bounds_store_is_rejected() {
         }
     });
     let e = rejected(&p, &k);
-    assert!(matches!(e, Failure::Malformed { .. }));
+    assert!(matches!(e, ValidationError::Malformed { .. }));
     assert_eq!(
         e.to_string(),
         "step 1 (C = (A # B) .[2 3]): out-of-bounds access C[4,1] (padded shape [3, 3])"
@@ -415,7 +415,7 @@ fn writing_an_input_is_rejected() {
         }
     });
     match rejected(&p, &k) {
-        Failure::InputWritten { var, index, .. } => {
+        ValidationError::InputWritten { var, index, .. } => {
             assert_eq!((var.as_str(), index), ("A", vec![1, 1]));
         }
         e => panic!("{e}"),
@@ -436,7 +436,7 @@ fn an_in_place_update_without_its_temporary_is_rejected() {
         }
     });
     match rejected(&p, &k) {
-        Failure::Differs {
+        ValidationError::Differs {
             index,
             kernel,
             oracle,
@@ -460,7 +460,7 @@ fn overlapping_temporaries_are_rejected() {
         .collect();
     assert_eq!(temps.len(), 2);
     k.buffers[temps[1]].offset = k.buffers[temps[0]].offset;
-    assert!(matches!(rejected(&p, &k), Failure::Differs { .. }));
+    assert!(matches!(rejected(&p, &k), ValidationError::Differs { .. }));
 }
 
 #[test]
@@ -473,7 +473,7 @@ fn a_missing_undefined_fill_is_rejected() {
     );
     assert_eq!(k.steps.len(), before - 1);
     match rejected(&p, &k) {
-        Failure::Differs { kernel, oracle, .. } => {
+        ValidationError::Differs { kernel, oracle, .. } => {
             // The workspace is zeroed, so T reads as 0 instead of •.
             assert_eq!(kernel.to_string(), "0 + A[1]");
             assert_eq!(oracle.to_string(), "•");

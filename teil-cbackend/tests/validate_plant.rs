@@ -6,7 +6,7 @@
 //! cause: wrong output cells, or non-zero padding.
 
 use teil_cbackend::plant::{self, Bug};
-use teil_cbackend::validate::{self, Failure};
+use teil_cbackend::validate::{self, ValidationError};
 use teil_cbackend::Options;
 
 /// Small programs, each exposing at least one bug (named in the comment).
@@ -34,9 +34,9 @@ const PROGRAMS: &[&str] = &[
 const PADS: [u64; 3] = [1, 3, 4];
 
 /// The failure the bug must cause.
-fn expected(bug: Bug, f: &Failure) -> bool {
+fn expected(bug: Bug, f: &ValidationError) -> bool {
     match bug {
-        Bug::PaddingNotRezeroed => matches!(f, Failure::Padding { .. }),
+        Bug::PaddingNotRezeroed => matches!(f, ValidationError::Padding { .. }),
         Bug::OffByOne
         | Bug::AliasingIgnored
         | Bug::RedmaxPadded
@@ -45,12 +45,15 @@ fn expected(bug: Bug, f: &Failure) -> bool {
         | Bug::TileEdge
         | Bug::FoldOverwrite
         | Bug::OuterBound => {
-            matches!(f, Failure::Differs { .. })
+            matches!(f, ValidationError::Differs { .. })
         }
         // Reading with the logical strides gives wrong cells; where a loop runs over the
         // padded extent, it also indexes past the shape the rewritten buffer declares, which
         // the validator reports as an out-of-bounds access (the C reads some other cell).
-        Bug::WrongStride => matches!(f, Failure::Differs { .. } | Failure::Malformed { .. }),
+        Bug::WrongStride => matches!(
+            f,
+            ValidationError::Differs { .. } | ValidationError::Malformed { .. }
+        ),
     }
 }
 
@@ -80,7 +83,7 @@ fn every_planted_bug_is_rejected() {
                     Err(e) => {
                         assert!(e.is_rejection(), "{bug}, M = {pad}: {e}\n{src}");
                         assert!(expected(bug, &e), "{bug}, M = {pad}: {e}\n{src}");
-                        differs += usize::from(matches!(e, Failure::Differs { .. }));
+                        differs += usize::from(matches!(e, ValidationError::Differs { .. }));
                     }
                 }
             }
@@ -132,7 +135,7 @@ fn bugs_planted_in_lane_folds_are_rejected() {
         assert_eq!(folds(&k), 2);
         let e = validate::validate(&p, &k).expect_err("rejected");
         assert!(
-            matches!(e, Failure::Differs { .. }),
+            matches!(e, ValidationError::Differs { .. }),
             "{bug}, M = {pad}: {e}"
         );
     }

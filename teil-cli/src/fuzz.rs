@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use teil::CodedError;
 use teil_cbackend::plant::Bug;
-use teil_cbackend::run::{RunError, Toolchain};
+use teil_cbackend::run::{DriverError, Toolchain};
 use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report, Stop};
 use teil_fuzz::repro;
 
@@ -259,8 +259,8 @@ fn preflight(cfg: &Config) -> Result<(), Preflight> {
     let inputs = teil_interp::random_inputs(&checked, 0);
     match teil_cbackend::run::run(&cfg.toolchain, &kernel, &inputs) {
         Ok(_) => Ok(()),
-        Err(RunError::Interrupted) => Err(Preflight::Stopped(Stop::Interrupted)),
-        Err(e @ RunError::TimedOut { .. }) => Err(Preflight::Stopped(Stop::Environment {
+        Err(DriverError::Interrupted) => Err(Preflight::Stopped(Stop::Interrupted)),
+        Err(e @ DriverError::TimedOut { .. }) => Err(Preflight::Stopped(Stop::Environment {
             code: e.code(),
             message: e.to_string(),
         })),

@@ -606,10 +606,10 @@ impl CBackend {
         teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
             ProgramError::Lower(teil_cbackend::Error::BadPad(_)) => Failure::Usage(e.to_string()),
             ProgramError::Lower(_) => Failure::Rejected(vec![e.coded()]),
-            ProgramError::Run(teil_cbackend::run::RunError::Input(_)) => {
+            ProgramError::Run(teil_cbackend::run::DriverError::Input(_)) => {
                 Failure::Rejected(vec![e.coded()])
             }
-            ProgramError::Run(teil_cbackend::run::RunError::Interrupted) => Failure::Interrupted,
+            ProgramError::Run(teil_cbackend::run::DriverError::Interrupted) => Failure::Interrupted,
             ProgramError::Run(e) => match e.code() {
                 Some(code) => Failure::Coded(code, e.to_string()),
                 None => Failure::Usage(e.to_string()),

@@ -54,7 +54,7 @@ pub struct Kernel {
 fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
     match e {
         KernelError::Lower(teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..))
-        | KernelError::Compile(teil_cbackend::run::RunError::UnsafeFlag { .. })
+        | KernelError::Compile(teil_cbackend::run::DriverError::UnsafeFlag { .. })
         | KernelError::Sanitizer { .. }
         | KernelError::EmptyCacheDir => PyValueError::new_err(e.to_string()),
         _ => diag::coded_run_error(py, &e),
