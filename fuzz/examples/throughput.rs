@@ -6,8 +6,9 @@
 //! ```
 //!
 //! Runs the same campaign (default settings unless given: 1000 programs, seed 20261122) R times
-//! (default 3) and prints each run's summary line, its counters, and the minimum and median
-//! rate in programs per second. Exits 1 if any run finds a mismatch.
+//! (default 3) and prints each run's summary line, its counters, the minimum and median rate in
+//! programs per second, and where the time of all runs went, phase by phase
+//! ([`teil_fuzz::profile`]). Exits 1 if any run finds a mismatch.
 
 use std::process::ExitCode;
 use teil_fuzz::campaign::{self, Config};
@@ -53,6 +54,8 @@ fn main() -> ExitCode {
     );
     let mut rates = Vec::new();
     let mut clean = true;
+    let mut profile = teil_fuzz::profile::Profile::default();
+    let mut programs = 0;
     for r in 0..repeat {
         let report = campaign::run(&cfg, &|_| {});
         let s = &report.stats;
@@ -86,6 +89,8 @@ fn main() -> ExitCode {
         }
         clean &= report.mismatches.is_empty();
         rates.push(report.rate());
+        profile.add(&s.profile);
+        programs += s.programs;
     }
     rates.sort_by(f64::total_cmp);
     println!(
@@ -93,6 +98,10 @@ fn main() -> ExitCode {
         rates[0],
         rates[rates.len() / 2],
         rates[rates.len() - 1]
+    );
+    print!(
+        "where the time went (thread time, all runs):\n{}",
+        profile.table(programs)
     );
     if clean {
         ExitCode::SUCCESS

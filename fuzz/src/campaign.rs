@@ -41,6 +41,7 @@ use crate::gen::{self, GenConfig};
 use crate::inplace;
 use crate::laws::{self, Law};
 use crate::mutate::{self, Mutation};
+use crate::profile::{Phase, Profile};
 use crate::shrink::{self, Inputs};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -409,6 +410,8 @@ pub struct Stats {
     /// Ill-typed mutants checked.
     pub mutants: u64,
     pub cells: Cells,
+    /// Where the time went, by phase ([`crate::profile`]).
+    pub profile: Profile,
 }
 
 impl Stats {
@@ -436,6 +439,7 @@ impl Stats {
         }
         self.mutants += o.mutants;
         self.cells.add(o.cells);
+        self.profile.add(&o.profile);
     }
 }
 
@@ -591,7 +595,9 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
                         let strategy = gens
                             .entry(index % 4)
                             .or_insert_with(|| gen::program(flavour(index)));
-                        let (p, retargeted) = program_at(strategy, index, seed);
+                        let (p, retargeted) = stats
+                            .profile
+                            .time(Phase::Generate, || program_at(strategy, index, seed));
                         programs.push((index, seed, p));
                         stats.by_flavour[(index % 4) as usize] += 1;
                         stats.retargeted += u64::from(retargeted);
@@ -635,12 +641,18 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
     let queue: Vec<Mutex<&mut Mismatch>> =
         mismatches.iter_mut().take(shrink).map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
+    let shrinking = Mutex::new(Profile::default());
     std::thread::scope(|s| {
         for _ in 0..jobs.min(queue.len()) {
             s.spawn(|| {
                 while let Some(slot) = queue.get(next.fetch_add(1, Ordering::SeqCst)) {
                     if let Ok(mut m) = slot.lock() {
-                        match shrink_mismatch(cfg, &m) {
+                        let started = Instant::now();
+                        let shrunk = shrink_mismatch(cfg, &m);
+                        if let Ok(mut p) = shrinking.lock() {
+                            p.add_time(Phase::Shrink, started.elapsed());
+                        }
+                        match shrunk {
                             Ok(shrunk) => m.shrunk = shrunk,
                             Err(s) => {
                                 record(s);
@@ -653,6 +665,9 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
         }
     });
     drop(queue);
+    stats
+        .profile
+        .add(&shrinking.into_inner().unwrap_or_default());
     let mut stopped = stop.into_inner().unwrap_or_default();
     if stopped.is_none() && cancel.is_cancelled() {
         stopped = Some(Stop::Interrupted);
@@ -729,7 +744,10 @@ fn check_chunk(
         if cfg.toolchain.cancel.is_cancelled() {
             return Err(Stop::Interrupted);
         }
-        match teil::check(program.clone()) {
+        match stats
+            .profile
+            .time(Phase::Check, || teil::check(program.clone()))
+        {
             Err(d) => out.push(Mismatch {
                 index: Some(index),
                 seed,
@@ -803,7 +821,10 @@ fn prepare(
         inputs: inputs.clone(),
         shrunk: None,
     };
-    let expected = match teil_interp::run_oracle(&checked, &inputs) {
+    let expected = match stats
+        .profile
+        .time(Phase::Oracle, || teil_interp::run_oracle(&checked, &inputs))
+    {
         Ok(e) => e,
         Err(e) if e.is_internal() => {
             let f = FailedCheck {
@@ -855,7 +876,12 @@ fn prepare(
         if matches!(check, Check::RoundTrip(_) | Check::Core | Check::Laws(_)) {
             stats.variants += 1;
         }
-        match run_check(cfg, &check, &checked, &inputs, &expected, seed, stats) {
+        let started = Instant::now();
+        let result = run_check(cfg, &check, &checked, &inputs, &expected, seed, stats);
+        if let Some(phase) = check.phase() {
+            stats.profile.add_time(phase, started.elapsed());
+        }
+        match result {
             Ok(()) => {}
             Err(NotPassed::Failed(detail)) => failures.push(FailedCheck {
                 check,
@@ -978,7 +1004,10 @@ fn lower(
         fma,
         openmp: false,
     };
-    let mut k = guarded(|| teil_cbackend::lower(checked, &opts))?.map_err(CheckFailed::Lowering)?;
+    let lowered = stats
+        .profile
+        .time(Phase::Lower, || guarded(|| teil_cbackend::lower(checked, &opts)));
+    let mut k = lowered?.map_err(CheckFailed::Lowering)?;
     if let Some(bug) = cfg.plant {
         if plant::apply(&mut k, bug) {
             stats.planted += 1;
@@ -1008,7 +1037,10 @@ pub const VALIDATION_CELLS: u64 = 20_000;
 /// Validates `k`; `Err` when the validator shows it wrong. Kernels beyond the bounds count as
 /// not validated.
 fn validate(checked: &CheckedProgram, k: &Kernel, stats: &mut Stats) -> Result<(), CheckFailed> {
-    match guarded(|| validate::validate_with(checked, k, &validation_limits()))? {
+    let validated = stats.profile.time(Phase::Validate, || {
+        guarded(|| validate::validate_with(checked, k, &validation_limits()))
+    });
+    match validated? {
         Ok(_) => {
             stats.validated += 1;
             Ok(())
@@ -1048,9 +1080,11 @@ fn run_c(
                 .unwrap_or_else(|| Err(CheckFailed::TooFewResults));
             stats.kernels += 1;
             stats.lifted += u64::from(k.lifted > 0);
+            let started = Instant::now();
             let result = outcome.and_then(|o| {
                 compare_c(&p.checked, &p.inputs, &p.expected, p.division, k, &o, stats)
             });
+            stats.profile.add_time(Phase::Compare, started.elapsed());
             if let Err(detail) = result {
                 failures.push(FailedCheck {
                     check: check.clone(),
@@ -1090,7 +1124,11 @@ fn run_kernels(
         })
         .collect();
     stats.compiles += 1;
-    let result = match guarded(|| run::run_batch(tc, &kernels, &jobs)) {
+    let mut times = run::BatchTimes::default();
+    let ran = guarded(|| run::run_batch_timed(tc, &kernels, &jobs, &mut times));
+    stats.profile.add_time(Phase::Compile, times.compile);
+    stats.profile.add_time(Phase::Driver, times.driver);
+    let result = match ran {
         Ok(Ok(o)) => Ok(o),
         Ok(Err(e)) => {
             if let Some(stop) = Stop::from_driver_error(&e) {

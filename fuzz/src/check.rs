@@ -2,6 +2,7 @@
 //! a shrunk program) and how one failed ([`FailedCheck`]); shared by [`crate::campaign`], which runs
 //! the checks, and [`crate::repro`], which records a failure in a reproducer.
 
+use crate::profile::Phase;
 use crate::laws::Law;
 use crate::mutate::Mutation;
 use teil::fmt::Style;
@@ -33,6 +34,19 @@ pub enum Check {
 }
 
 impl Check {
+    /// The phase of a campaign's profile the check's whole run counts in; `None` for checks
+    /// whose steps time themselves (lowering, validation, the C compiler and driver).
+    pub fn phase(&self) -> Option<Phase> {
+        match self {
+            Check::Generator => Some(Phase::Generate),
+            Check::Oracle => Some(Phase::Oracle),
+            Check::Fast => Some(Phase::Fast),
+            Check::RoundTrip(_) | Check::Core | Check::Laws(_) => Some(Phase::Variants),
+            Check::IllTyped { .. } => Some(Phase::Mutant),
+            Check::Lower { .. } | Check::C { .. } | Check::Validate { .. } => None,
+        }
+    }
+
     /// What the check compares, for reports.
     pub fn describe(&self) -> String {
         match self {

@@ -29,6 +29,7 @@ pub mod inplace;
 pub mod laws;
 pub mod mutate;
 pub mod ops_eval;
+pub mod profile;
 pub mod repro;
 pub mod shrink;
 pub mod target;

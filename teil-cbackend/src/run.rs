@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use teil_interp::files::StagingDir;
 use teil_interp::process::{Group, Stopped};
 
@@ -263,6 +263,26 @@ pub fn run_batch(
     kernels: &[&Kernel],
     jobs: &[Job],
 ) -> Result<Vec<Outcome>, DriverError> {
+    run_batch_timed(tc, kernels, jobs, &mut BatchTimes::default())
+}
+
+/// Where a batch's time went (`teil fuzz --profile-time`): added to as each step ends, so a
+/// batch that fails still counts what it spent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchTimes {
+    /// The C compiler.
+    pub compile: Duration,
+    /// The driver process running the jobs.
+    pub driver: Duration,
+}
+
+/// [`run_batch`], adding the compiler's and the driver's time to `times`.
+pub fn run_batch_timed(
+    tc: &Toolchain,
+    kernels: &[&Kernel],
+    jobs: &[Job],
+    times: &mut BatchTimes,
+) -> Result<Vec<Outcome>, DriverError> {
     let input = encode(kernels, jobs)?;
     // Private, removed on every return, and by a later run if this one is killed; kept (under
     // a `teil-cc-` name) when an error names the source in it.
@@ -282,7 +302,10 @@ pub fn run_batch(
         kernels_c.as_os_str(),
         driver_c.as_os_str(),
     ];
-    if let Err(e) = compile(tc, &args, &path, &kernels_c) {
+    let compiling = Instant::now();
+    let compiled = compile(tc, &args, &path, &kernels_c);
+    times.compile += compiling.elapsed();
+    if let Err(e) = compiled {
         if matches!(
             e,
             DriverError::CompilerNotFound { .. } | DriverError::CompileFailed { .. }
@@ -303,7 +326,10 @@ pub fn run_batch(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(output_file(&driver_stderr)?);
-    let ran = match supervise(&mut driver, tc, Process::Driver)? {
+    let running = Instant::now();
+    let supervised = supervise(&mut driver, tc, Process::Driver);
+    times.driver += running.elapsed();
+    let ran = match supervised? {
         Ok(status) => status,
         Err(e) => {
             return Err(DriverError::KernelFailed {

@@ -9,6 +9,7 @@
 //! ```
 //!
 //! `teil fuzz --replay FILE` runs every check on one reproducer written by an earlier campaign.
+//! `--profile-time` adds the campaign's time by phase (`teil_fuzz::profile`) on standard error.
 //!
 //! Every option is checked before anything runs (`Config::validate`). On SIGINT or SIGTERM the
 //! campaign stops (`crate::interrupt`), the summary of the chunks that completed ends in
@@ -93,6 +94,10 @@ pub struct FuzzArgs {
     /// directory instead of running checks (spec/fuzzing.md).
     #[arg(long, value_name = "DIR", conflicts_with = "target")]
     pub export: Option<PathBuf>,
+    /// After the summary, print where the campaign's time went, phase by phase (generation,
+    /// oracle, lowering, validation, C compiler, driver, ...), on standard error.
+    #[arg(long, conflicts_with_all = ["target", "export"])]
+    pub profile_time: bool,
 }
 
 pub fn fuzz(args: &FuzzArgs) -> u8 {
@@ -162,6 +167,13 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
         fail_coded(*code, message);
     }
     crate::out::println(&report.summary());
+    if args.profile_time {
+        crate::out::eprint(&format!(
+            "where the time went ({:.2} s of wall-clock time):\n{}",
+            report.elapsed.as_secs_f64(),
+            report.stats.profile.table(report.stats.programs)
+        ));
+    }
     match report.stopped {
         Some(Stop::Interrupted) => EXIT_INTERRUPTED,
         Some(Stop::Environment { .. }) => 2,

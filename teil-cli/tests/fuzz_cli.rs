@@ -19,6 +19,45 @@ fn a_clean_campaign_prints_one_summary_line_and_exits_0() {
     assert!(!dir.path().join("fuzz-failures").exists());
 }
 
+/// `--profile-time`: the summary line stays alone on standard output; the phases' times go to
+/// standard error, each phase a row with its seconds, share and time per program, the shares
+/// adding up to the total.
+#[test]
+fn profile_time_prints_where_the_time_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = teil_in(
+        dir.path(),
+        &["fuzz", "--programs", "20", "--seed", "3", "--pad", "1", "--profile-time"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(summary(&o), (20, 0));
+    let err = stderr(&o);
+    let rows: Vec<(&str, f64, f64)> = err
+        .lines()
+        .skip(2)
+        .map(|l| {
+            // `NAME  SECONDS  SHARE%  MS`: the name may hold spaces.
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let n = cols.len();
+            let share = cols[n - 2].trim_end_matches('%').parse().unwrap();
+            (l[..24].trim_end(), cols[n - 3].parse().unwrap(), share)
+        })
+        .collect();
+    assert!(err.starts_with("where the time went ("), "{err}");
+    let names: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    for phase in ["generation", "oracle", "C compiler", "driver (kernels)"] {
+        assert!(names.contains(&phase), "{phase} missing: {err}");
+    }
+    let (last, phases) = rows.split_last().unwrap();
+    assert_eq!(last.0, "all phases (thread time)");
+    let seconds: f64 = phases.iter().map(|r| r.1).sum();
+    assert!((seconds - last.1).abs() < 0.01, "{err}");
+    let shares: f64 = phases.iter().map(|r| r.2).sum();
+    assert!((shares - 100.0).abs() < 0.5, "{err}");
+    // Largest first.
+    assert!(phases.windows(2).all(|w| w[0].1 >= w[1].1), "{err}");
+}
+
 #[test]
 fn interpreters_only_and_a_zero_time_limit() {
     let dir = tempfile::tempdir().unwrap();
