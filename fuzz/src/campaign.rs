@@ -1004,9 +1004,9 @@ fn lower(
         fma,
         openmp: false,
     };
-    let lowered = stats
-        .profile
-        .time(Phase::Lower, || guarded(|| teil_cbackend::lower(checked, &opts)));
+    let lowered = stats.profile.time(Phase::Lower, || {
+        guarded(|| teil_cbackend::lower(checked, &opts))
+    });
     let mut k = lowered?.map_err(CheckFailed::Lowering)?;
     if let Some(bug) = cfg.plant {
         if plant::apply(&mut k, bug) {

@@ -2,9 +2,9 @@
 //! a shrunk program) and how one failed ([`FailedCheck`]); shared by [`crate::campaign`], which runs
 //! the checks, and [`crate::repro`], which records a failure in a reproducer.
 
-use crate::profile::Phase;
 use crate::laws::Law;
 use crate::mutate::Mutation;
+use crate::profile::Phase;
 use teil::fmt::Style;
 
 /// One check of the campaign, with what is needed to run it again on a shrunk program.

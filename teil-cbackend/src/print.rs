@@ -388,9 +388,9 @@ fn kernel(k: &Kernel, w: &mut Writer) {
         " * Every buffer is row-major with each extent rounded up to a multiple of M and must be",
     );
     w.line(
-        " * 64-byte aligned. Padding cells must be zero on entry and are zero on exit. Input-only",
+        " * aligned for double (64 bytes is faster). Padding cells must be zero on entry and are",
     );
-    w.line(" * buffers are not written. Strides are in elements.");
+    w.line(" * zero on exit. Input-only buffers are not written. Strides are in elements.");
     if !k.params.is_empty() {
         let mut rows = vec![[
             "parameter".to_string(),

@@ -5,7 +5,9 @@
 //! `p[1]`, ..., compiles it with `CC FLAGS -shared -fPIC -fvisibility=hidden` through the same
 //! compiler invocation as `teil run --backend c` ([`crate::run`]), and loads the object with
 //! `libloading`. [`SharedKernel::call`] pads the caller's logical inputs into zeroed 64-byte
-//! aligned buffers (spec/abi.md), calls the thunk and unpads the outputs.
+//! aligned buffers (spec/abi.md), calls the thunk and unpads the outputs; what needs no padding
+//! is not copied (row-major inputs are read in place, an unpadded result's buffer becomes the
+//! returned array), and [`SharedKernel::call_into`] writes results into the caller's arrays.
 //!
 //! **Cache.** Objects live in a per-user cache directory ([`default_cache_dir`]; `TEIL_CACHE_DIR`
 //! overrides) under the SHA-256 of everything that determines them: the C source, the compiler
@@ -62,7 +64,7 @@
 use crate::ir::{Kernel, Role};
 use crate::run::{compile, padded_rows, Cancel, DriverError, Toolchain};
 use crate::Options;
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -198,6 +200,20 @@ pub enum KernelError {
     Inputs(Vec<InterfaceError>),
     #[error("the kernel's buffers need {bytes} bytes, more than this machine can provide")]
     TooLarge { bytes: u64 },
+    /// An array for the results ([`SharedKernel::call_into`]) names no output of the program.
+    #[error("`{0}` is not an output of the program, so no array can receive it")]
+    NotAnOutput(String),
+    /// An array for the results has another shape than its output.
+    #[error(
+        "the array for output `{name}` has shape {}, but the program declares {}",
+        teil::ast::ShapeDisplay(found),
+        teil::ast::ShapeDisplay(expected)
+    )]
+    OutShape {
+        name: String,
+        found: Vec<u64>,
+        expected: Vec<u64>,
+    },
 }
 
 /// The code of the error's cause; [`KernelError::Inputs`] lists several problems, each with
@@ -402,15 +418,31 @@ impl SharedKernel {
         &self,
         inputs: &BTreeMap<String, ArrayViewD<'_, f64>>,
     ) -> Result<BTreeMap<String, Tensor>, KernelError> {
+        self.call_into(inputs, &mut BTreeMap::new())
+    }
+
+    /// [`Self::call`], writing the outputs named in `outs` into the caller's arrays instead of
+    /// new ones (NumPy's `out=`): returns the other outputs. An output-only array whose padded
+    /// shape equals its logical one and that is in row-major order is passed to the function
+    /// directly, so a call that reuses its arrays allocates no output and copies nothing; any
+    /// other is written from the call's buffer. Each array must have its output's shape.
+    pub fn call_into(
+        &self,
+        inputs: &BTreeMap<String, ArrayViewD<'_, f64>>,
+        outs: &mut BTreeMap<String, ArrayViewMutD<'_, f64>>,
+    ) -> Result<BTreeMap<String, Tensor>, KernelError> {
         self.interface
             .check(inputs.iter().map(|(name, value)| {
                 let shape: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
                 (name.as_str(), Some(shape))
             }))
             .map_err(KernelError::Inputs)?;
+        for (name, out) in outs.iter() {
+            self.check_out(name, out.shape())?;
+        }
 
         // Buffers of this call; `None` where the caller's array is passed directly.
-        let mut owned: Vec<Option<Aligned>> = Vec::with_capacity(self.params.len());
+        let mut owned: Vec<Option<Buffer>> = Vec::with_capacity(self.params.len());
         let mut pointers: Vec<*mut f64> = Vec::with_capacity(self.params.len());
         for q in &self.params {
             let given = inputs.get(&q.var);
@@ -422,11 +454,27 @@ impl SharedKernel {
                 owned.push(None);
                 continue;
             }
-            let mut buf = Aligned::zeroed(q.padded_len())?;
+            if let Some(out) = outs
+                .get_mut(&q.var)
+                .filter(|o| !q.input && q.padded == q.logical && o.is_standard_layout())
+            {
+                // The function ignores an output-only buffer's contents on entry (spec/abi.md,
+                // *Roles*) and writes every cell of it.
+                pointers.push(out.as_mut_ptr());
+                owned.push(None);
+                continue;
+            }
+            let mut buf = if q.output && q.padded == q.logical {
+                // A result without padding: its buffer becomes the returned array, uncopied
+                // (aligned for `double`, which is all the generated C assumes).
+                Buffer::Result(zeroed_vec(q.padded_len())?)
+            } else {
+                Buffer::Aligned(Aligned::zeroed(q.padded_len())?)
+            };
             if q.input {
                 fill(buf.as_mut_slice(), q, given);
             }
-            pointers.push(buf.as_mut_ptr());
+            pointers.push(buf.as_mut_slice().as_mut_ptr());
             owned.push(Some(buf));
         }
         self.reserve_workspace()?;
@@ -443,12 +491,42 @@ impl SharedKernel {
         let mut out = BTreeMap::new();
         for (name, &i) in self.outputs.iter().zip(&self.output_params) {
             let q = &self.params[i];
-            let Some(buf) = &owned[i] else {
-                continue; // outputs are never passed directly
+            let Some(buf) = owned[i].take() else {
+                continue; // written into the caller's array by the function
             };
-            out.insert(name.clone(), unpad(buf.as_slice(), q));
+            match (outs.get_mut(name), buf) {
+                (Some(dest), buf) => dest.assign(&logical_view(buf.as_slice(), q)),
+                (None, Buffer::Result(cells)) => {
+                    let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
+                    let t = ArrayD::from_shape_vec(IxDyn(&shape), cells)
+                        .expect("an unpadded buffer holds exactly the logical cells");
+                    out.insert(name.clone(), t);
+                }
+                (None, Buffer::Aligned(buf)) => {
+                    out.insert(name.clone(), unpad(buf.as_slice(), q));
+                }
+            }
         }
         Ok(out)
+    }
+
+    /// Whether an array of `shape` can receive output `name` ([`Self::call_into`]).
+    pub fn check_out(&self, name: &str, shape: &[usize]) -> Result<(), KernelError> {
+        let q = self
+            .output_params
+            .iter()
+            .map(|&i| &self.params[i])
+            .find(|q| q.var == name)
+            .ok_or_else(|| KernelError::NotAnOutput(name.to_string()))?;
+        let found: Vec<u64> = shape.iter().map(|&n| n as u64).collect();
+        if found != q.logical {
+            return Err(KernelError::OutShape {
+                name: name.to_string(),
+                found,
+                expected: q.logical.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// The variables the caller must give ([`CheckedProgram::is_required`]), in declaration
@@ -998,6 +1076,17 @@ fn fill(buf: &mut [f64], q: &Param, given: Option<&ArrayViewD<'_, f64>>) {
 }
 
 /// The logical cells of a padded buffer as a tensor of the parameter's logical shape.
+/// The logical cells of a padded buffer, as a view with the padded layout's strides.
+fn logical_view<'b>(buf: &'b [f64], q: &Param) -> ArrayViewD<'b, f64> {
+    let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
+    let mut strides = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * q.padded[d + 1] as usize;
+    }
+    ArrayViewD::from_shape(IxDyn(&shape).strides(IxDyn(&strides)), buf)
+        .expect("a padded buffer holds its logical cells")
+}
+
 fn unpad(buf: &[f64], q: &Param) -> Tensor {
     let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
     let data = if q.padded == q.logical {
@@ -1012,6 +1101,39 @@ fn unpad(buf: &[f64], q: &Param) -> Tensor {
         data
     };
     ArrayD::from_shape_vec(IxDyn(&shape), data).expect("the logical cells fill the logical shape")
+}
+
+/// A buffer of one call: 64-byte aligned, or an unpadded result that becomes the returned array.
+enum Buffer {
+    Aligned(Aligned),
+    Result(Vec<f64>),
+}
+
+impl Buffer {
+    fn as_slice(&self) -> &[f64] {
+        match self {
+            Buffer::Aligned(a) => a.as_slice(),
+            Buffer::Result(v) => v,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [f64] {
+        match self {
+            Buffer::Aligned(a) => a.as_mut_slice(),
+            Buffer::Result(v) => v,
+        }
+    }
+}
+
+/// `len` zeros, or [`KernelError::TooLarge`] when they cannot be allocated.
+fn zeroed_vec(len: usize) -> Result<Vec<f64>, KernelError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len.max(1))
+        .map_err(|_| KernelError::TooLarge {
+            bytes: (len as u64).saturating_mul(8),
+        })?;
+    v.resize(len, 0.0);
+    Ok(v)
 }
 
 /// A zeroed buffer of `f64`s, 64-byte aligned (spec/abi.md).
@@ -1047,9 +1169,5 @@ impl Aligned {
     fn as_mut_slice(&mut self) -> &mut [f64] {
         // SAFETY: as in `as_slice`, with exclusive access through `&mut self`.
         unsafe { std::slice::from_raw_parts_mut(self.chunks.as_mut_ptr().cast::<f64>(), self.len) }
-    }
-
-    fn as_mut_ptr(&mut self) -> *mut f64 {
-        self.chunks.as_mut_ptr().cast::<f64>()
     }
 }

@@ -50,6 +50,7 @@ fn the_c_of_every_corpus_program_is_its_snapshot() {
                     ..Options::default()
                 };
                 let c = teil_cbackend::emit_c(&p, &opts).expect("lowers");
+                assumes_double_alignment_only(&format!("{name}_m{pad}_{mode}"), &c);
                 insta::assert_snapshot!(format!("{name}_m{pad}_{mode}"), c);
             }
         }
@@ -59,6 +60,35 @@ fn the_c_of_every_corpus_program_is_its_snapshot() {
             format!("{name}_m1_openmp"),
             teil_cbackend::print::module(&[&k])
         );
+    }
+}
+
+/// spec/abi.md, *Buffers*: the generated C needs buffers aligned for `double` only. It never
+/// assumes more (`__builtin_assume_aligned`), and it reads or writes memory through a vector
+/// type only where that type is declared `aligned(8)` (`teil_lanes_u`); other vector types
+/// hold values in registers, loaded and stored with `__builtin_memcpy`.
+fn assumes_double_alignment_only(name: &str, c: &str) {
+    assert!(!c.contains("assume_aligned"), "{name}");
+    assert!(!c.contains("__attribute__((aligned"), "{name}");
+    let over_aligned: Vec<&str> = c
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.starts_with("typedef") && l.contains("vector_size(") && !l.contains("aligned(8)")
+        })
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    for t in over_aligned {
+        for cast in [format!("({t} *)"), format!("(const {t} *)")] {
+            assert!(
+                !c.contains(&cast),
+                "{name}: `{cast}` needs more than double alignment"
+            );
+        }
+    }
+    // The one type that does touch memory is declared as it must be.
+    if c.contains("teil_lanes_u") {
+        assert!(c.contains("aligned(8), may_alias"), "{name}");
     }
 }
 

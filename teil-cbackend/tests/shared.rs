@@ -6,7 +6,7 @@
 //! one kernel), and every error a caller can cause. Every test compiles into a cache
 //! directory of its own.
 
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -62,6 +62,39 @@ fn check_against_fast(
         assert!(
             same_values(value, &expected[name]),
             "{label}: `{name}` differs\nkernel: {value}\nfast:   {}",
+            expected[name]
+        );
+    }
+    // The same call writing every output into the caller's arrays (`call_into`, NumPy's
+    // `out=`), which hold garbage on entry: row-major arrays are the function's own buffers
+    // where nothing is padded, column-major ones (every other output) are copied into.
+    let mut arrays: BTreeMap<String, Tensor> = kernel
+        .outputs()
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let shape = expected[name].shape().to_vec();
+            let a = if k % 2 == 0 {
+                ArrayD::from_elem(IxDyn(&shape), 7.0)
+            } else {
+                ArrayD::from_elem(IxDyn(&shape).f(), 7.0)
+            };
+            (name.clone(), a)
+        })
+        .collect();
+    let mut outs: BTreeMap<String, ArrayViewMutD<'_, f64>> = arrays
+        .iter_mut()
+        .map(|(k, v)| (k.clone(), v.view_mut()))
+        .collect();
+    let rest = kernel
+        .call_into(&views(inputs), &mut outs)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    assert!(rest.is_empty(), "{label}: returned {:?}", rest.keys());
+    drop(outs);
+    for (name, value) in &arrays {
+        assert!(
+            same_values(value, &expected[name]),
+            "{label}: `{name}` written into the caller's array differs\nkernel: {value}\nfast:   {}",
             expected[name]
         );
     }
@@ -456,6 +489,45 @@ fn call_errors_name_the_variable_and_shapes() {
         .map(|c| c.as_str())
         .collect();
     assert_eq!(codes, ["E0602", "E0601", "E0604", "E0604"]); // `C`, `Q` (name order), then A, B
+}
+
+/// Arrays for the results must name an output and have its shape; nothing is called
+/// otherwise, and the caller's arrays are untouched.
+#[test]
+fn result_arrays_must_fit_their_outputs() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let src = "input var A : [2 3]\ninput var B : [3 4]\nvar T : [2 4]\noutput var C : [2 4]\n\
+               T = (A # B) .[2 3]\nC = T + T";
+    let kernel = SharedKernel::compile(&program(src), &options(cache.path(), 1)).expect("compiles");
+    let inputs: BTreeMap<String, Tensor> = [
+        ("A".to_string(), tensor(&[2, 3], vec![1.0; 6])),
+        ("B".to_string(), tensor(&[3, 4], vec![1.0; 12])),
+    ]
+    .into();
+    let mut wrong = tensor(&[4, 2], vec![5.0; 8]);
+    let mut outs = BTreeMap::from([("C".to_string(), wrong.view_mut())]);
+    let e = kernel.call_into(&views(&inputs), &mut outs).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the array for output `C` has shape [4, 2], but the program declares [2, 4]"
+    );
+    drop(outs);
+    assert!(wrong.iter().all(|&x| x == 5.0));
+    for name in ["T", "A", "Q"] {
+        let mut a = tensor(&[2, 4], vec![5.0; 8]);
+        let mut outs = BTreeMap::from([(name.to_string(), a.view_mut())]);
+        match kernel.call_into(&views(&inputs), &mut outs) {
+            Err(KernelError::NotAnOutput(n)) => assert_eq!(n, name),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // A fitting array receives the result and is not returned again.
+    let mut c = tensor(&[2, 4], vec![5.0; 8]);
+    let mut outs = BTreeMap::from([("C".to_string(), c.view_mut())]);
+    let rest = kernel.call_into(&views(&inputs), &mut outs).expect("calls");
+    assert!(rest.is_empty());
+    drop(outs);
+    assert_eq!(c, tensor(&[2, 4], vec![6.0; 8]));
 }
 
 #[test]

@@ -27,7 +27,16 @@ fn profile_time_prints_where_the_time_went() {
     let dir = tempfile::tempdir().unwrap();
     let o = teil_in(
         dir.path(),
-        &["fuzz", "--programs", "20", "--seed", "3", "--pad", "1", "--profile-time"],
+        &[
+            "fuzz",
+            "--programs",
+            "20",
+            "--seed",
+            "3",
+            "--pad",
+            "1",
+            "--profile-time",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(summary(&o), (20, 0));

@@ -3,7 +3,7 @@
 
 Usage, in an environment where `teil` is installed (teil-py/bench/run does everything):
 
-    bench.py [--min-seconds S] [--rounds R] [--write PERFORMANCE.md]
+    bench.py [--min-seconds S] [--rounds R] [--manifest MANIFEST] [--write PERFORMANCE.md]
 
 Measures, against NumPy in the same process and run:
 
@@ -14,7 +14,12 @@ Measures, against NumPy in the same process and run:
    fast evaluator) against `numpy.einsum` on 2 x 2 matrices;
 3. the eight kernels of PERFORMANCE.md: `teil.Kernel` (compiled with bench/run's flags,
    `-O3 -march=native -ffp-contract=off`) and `teil.einsum` (the in-process fast evaluator)
-   against `numpy.einsum(optimize=True)`, after checking that the results agree.
+   against `numpy.einsum(optimize=True)`, after checking that the results agree;
+4. with `--manifest` (bench/run's `target/bench/manifest.json`): every kernel of bench/run,
+   exact mode, as `teil.Kernel` (in-process, returning new arrays, and writing into `out=`
+   arrays as NumPy's peers do) against the C harness of bench/run (the same C, compiled with
+   the same flags, timing its own calls in its own process, into buffers it reuses) and NumPy,
+   all in this run: what the in-process path adds per call.
 
 Without `teil.Kernel` (a build without the `kernel` feature) its rows are left out.
 
@@ -26,9 +31,11 @@ seconds) of the mean time per call; the median over batches is in parentheses. N
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -101,11 +108,106 @@ def operand(shape, seed):
     return (h.astype(np.float64) / 4294967296.0 - 0.5).reshape(shape)
 
 
+def harness(build, min_seconds, calls=3):
+    """The C harness's own time per call (bench/numpy_bench.py's protocol): (best, median)."""
+    done = subprocess.run(
+        [build["exe"], build["out"], str(min_seconds), str(calls)],
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    best, median, _reps = done.stdout.split()
+    return float(best), float(median)
+
+
+def numpy_call(k, ops, out):
+    """NumPy's call for kernel `k` of the manifest: its einsum, or its NumPy expression."""
+    if k["einsum"]:
+        eq = k["einsum"]
+        args = [ops[o["name"]] for o in k["operands"]]
+        return lambda: np.einsum(eq, *args, optimize=True, out=out)
+    code = compile(k["numpy"], k["name"], "eval")
+    names = {"np": np, "out": out, **ops}
+    return lambda: eval(code, names)  # noqa: S307 - the manifest's own expression
+
+
+def every_kernel(manifest, s, r, out):
+    """Section 4: every kernel of bench/run through `teil.Kernel`, the C harness and NumPy."""
+    with open(manifest, encoding="utf-8") as f:
+        m = json.load(f)
+    out(
+        "Every kernel of `bench/run`, exact mode, M = 1: `teil.Kernel` (compiled in-process "
+        f"with `{CFLAGS}`) returning new arrays and writing into `out=` arrays, the C harness "
+        "of `bench/run` on the same C (its own time per call, in its own process, into buffers "
+        "it reuses) and NumPy (`numpy.einsum(optimize=True, out=)` or the kernel's NumPy "
+        "expression, into a preallocated array). The overhead is `Kernel(out=)` minus the "
+        "harness, per call; a new result array costs its allocation and first touch on top."
+    )
+    out("")
+    out(
+        "| kernel | NumPy ms | C harness ms | `Kernel` ms | `Kernel(out=)` ms | overhead µs "
+        "| `Kernel(out=)` / NumPy |"
+    )
+    out("|---|---:|---:|---:|---:|---:|---:|")
+    overheads = []
+    for k in m["kernels"]:
+        build = next((b for b in k["builds"] if b["mode"] == "exact" and b["pad"] == 1), None)
+        if build is None:
+            continue
+        decls = [
+            f"input var {o['name']} : [{' '.join(map(str, o['shape']))}]" for o in k["operands"]
+        ]
+        res = k["output"]
+        decls.append(f"output var {res['name']} : [{' '.join(map(str, res['shape']))}]")
+        program = teil.Program("\n".join(decls) + "\n" + k["statement"] + "\n")
+        kp = program.compile(cflags=CFLAGS)
+        ops = {o["name"]: operand(tuple(o["shape"]), j) for j, o in enumerate(k["operands"])}
+        want = np.empty(tuple(res["shape"]))
+        call = numpy_call(k, ops, want)
+        call()
+        got = kp(ops)[res["name"]]
+        scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+        exact = k["check"] == "exact" or k["check"] == "exact-unless-fma"
+        if exact and not np.array_equal(got, want):
+            sys.exit(f"{k['name']}: teil.Kernel differs from NumPy (an exact kernel)")
+        if np.max(np.abs(got - want), initial=0.0) > TOLERANCE * scale:
+            sys.exit(f"{k['name']}: teil.Kernel disagrees with NumPy")
+        mine = {res["name"]: np.empty(tuple(res["shape"]))}
+        kp(ops, out=mine)
+        if not np.array_equal(mine[res["name"]], got, equal_nan=True):
+            sys.exit(f"{k['name']}: teil.Kernel(out=) differs from teil.Kernel")
+        t_np = per_call(call, s, r)
+        t_c = min(harness(build, s) for _ in range(r))
+        t_k = per_call(lambda: kp(ops), s, r)
+        t_o = per_call(lambda: kp(ops, out=mine), s, r)
+        over = (t_o[0] - t_c[0]) * 1e6
+        overheads.append(over)
+        out(
+            f"| {k['name']} | {ms(t_np)} | {t_c[0] * 1e3:.3f} | {ms(t_k)} | {ms(t_o)} | "
+            f"{over:.1f} | {t_o[0] / t_np[0]:.2f} |"
+        )
+    if overheads:
+        overheads.sort()
+        out("")
+        out(
+            f"Overhead of `Kernel(out=)` over the harness, {len(overheads)} kernels: median "
+            f"{overheads[len(overheads) // 2]:.1f} µs, largest {overheads[-1]:.1f} µs, smallest "
+            f"{overheads[0]:.1f} µs (negative: the in-process call was faster)."
+        )
+    out("")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--min-seconds", type=float, default=0.3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--write", metavar="FILE", help="replace the section between the markers")
+    ap.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="bench/run's manifest.json: time every kernel through teil.Kernel and the C harness",
+    )
     args = ap.parse_args()
     s, r = args.min_seconds, args.rounds
     lines = []
@@ -211,6 +313,9 @@ def main():
         agree(name, teil.einsum(eq, *ops), want)
         t_teil = per_call(lambda: teil.einsum(eq, *ops), s, r)
         out(row + f" {ms(t_teil)} | {t_teil[0] / t_np[0]:.2f} |")
+
+    if args.manifest and kernel:
+        every_kernel(args.manifest, s, r, out)
 
     text = "\n".join(lines) + "\n"
     print(text, end="")

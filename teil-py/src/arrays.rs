@@ -9,7 +9,7 @@
 //! zero-copy path is taken.
 
 use ndarray::ArrayViewD;
-use numpy::{IntoPyArray, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -184,6 +184,36 @@ pub fn owned(views: &BTreeMap<String, ArrayViewD<'_, f64>>) -> BTreeMap<String, 
         .iter()
         .map(|(name, v)| (name.clone(), v.to_owned()))
         .collect()
+}
+
+/// The arrays of `out=`: a mapping from output names to float64 NumPy arrays (`TypeError`
+/// otherwise, as NumPy's own `out=` refuses another type).
+pub fn out_arrays<'py>(
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<BTreeMap<String, Bound<'py, PyArrayDyn<f64>>>> {
+    let Some(out) = out.filter(|o| !o.is_none()) else {
+        return Ok(BTreeMap::new());
+    };
+    let map = out.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err("`out` must map output names to numpy.ndarray of float64")
+    })?;
+    let mut arrays = BTreeMap::new();
+    for (k, v) in map.iter() {
+        let name: String = k
+            .extract()
+            .map_err(|_| PyTypeError::new_err("`out` keys must be output names (str)"))?;
+        let a = v.cast_into::<PyArrayDyn<f64>>().map_err(|e| {
+            PyTypeError::new_err(format!(
+                "the array for output `{name}` must be a numpy.ndarray of float64, not {}",
+                e.into_inner()
+                    .get_type()
+                    .name()
+                    .map_or_else(|_| "another type".to_string(), |n| n.to_string())
+            ))
+        })?;
+        arrays.insert(name, a);
+    }
+    Ok(arrays)
 }
 
 /// `{name: numpy.ndarray}` for each of `names` found in `results` (moved, not copied).

@@ -5,9 +5,12 @@
 use crate::arrays::{self, Unsigned};
 use crate::diag;
 use crate::program;
+use ndarray::ArrayViewMutD;
+use numpy::{BorrowError, IntoPyArray, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -24,6 +27,14 @@ use teil_interp::budget::MemoryEstimate;
 /// numeric array-likes; C-contiguous float64 arrays are read in place; a variable named
 /// ``max_memory`` goes through the mapping) and returns ``{name: numpy.ndarray}`` for every
 /// output. Calls release the GIL and may run from several threads at once.
+///
+/// ``out`` (as NumPy's ``out=``) maps output names to float64 NumPy arrays of the outputs'
+/// shapes that receive the results; the returned dict holds those same arrays. A C-contiguous
+/// ``out`` array of a kernel compiled without padding (``pad=1``) is the native code's own
+/// buffer: a call that reuses its arrays allocates and copies no result, as a C caller would.
+/// Any other ``out`` array is written from the call's buffer, and one that shares memory with
+/// an input after the call, so that inputs are read as they were given. A variable named
+/// ``out`` or ``max_memory`` goes through the inputs mapping.
 ///
 /// ``max_memory`` (bytes; default: half of the machine's memory, as for ``Program.run``) bounds
 /// what a call allocates, its padded buffers and the C function's workspace: a call over it
@@ -45,6 +56,10 @@ use teil_interp::budget::MemoryEstimate;
 /// >>> k = teil.Program("input alloc x : [3]\noutput alloc y : []\ny = red+ 1 x").compile()
 /// >>> k(x=[1, 2, 3])["y"]
 /// array(6.)
+/// >>> import numpy
+/// >>> y = numpy.empty(())
+/// >>> k(x=[4, 5, 6], out={"y": y})["y"] is y, y
+/// (True, array(15.))
 #[pyclass(frozen, module = "teil", name = "Kernel")]
 pub struct Kernel {
     inner: SharedKernel,
@@ -56,6 +71,8 @@ fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
         KernelError::Lower(teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..))
         | KernelError::Compile(teil_cbackend::run::DriverError::UnsafeFlag { .. })
         | KernelError::Sanitizer { .. }
+        | KernelError::NotAnOutput(_)
+        | KernelError::OutShape { .. }
         | KernelError::EmptyCacheDir => PyValueError::new_err(e.to_string()),
         _ => diag::coded_run_error(py, &e),
     }
@@ -95,11 +112,12 @@ pub fn options(
 
 #[pymethods]
 impl Kernel {
-    #[pyo3(signature = (inputs = None, *, max_memory = None, **named_inputs))]
+    #[pyo3(signature = (inputs = None, *, out = None, max_memory = None, **named_inputs))]
     fn __call__<'py>(
         &self,
         py: Python<'py>,
         inputs: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
         max_memory: Option<Unsigned>,
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -116,11 +134,58 @@ impl Kernel {
             .map_err(|e| diag::coded_run_error(py, &e))?;
         let given = arrays::gather(inputs, named_inputs)?;
         let held = arrays::convert_all(&given)?;
+        let targets = arrays::out_arrays(out)?;
+        for (name, a) in &targets {
+            self.inner
+                .check_out(name, a.shape())
+                .map_err(|e| kernel_error(py, e))?;
+        }
+        // Borrowed for writing while the native code runs; an array that shares memory with
+        // an input (or another `out`) cannot be, and receives its result after the call.
+        let mut writable = BTreeMap::new();
+        let mut later = Vec::new();
+        for (name, a) in &targets {
+            match a.try_readwrite() {
+                Ok(rw) => {
+                    writable.insert(name.clone(), rw);
+                }
+                Err(BorrowError::NotWriteable) => {
+                    return Err(PyValueError::new_err(format!(
+                        "the array for output `{name}` is read-only"
+                    )))
+                }
+                Err(_) => later.push(name.clone()),
+            }
+        }
         let views = arrays::views(&held);
-        let out = py
-            .detach(|| self.inner.call(&views))
+        let mut outs: BTreeMap<String, ArrayViewMutD<'_, f64>> = writable
+            .iter_mut()
+            .map(|(name, rw)| (name.clone(), rw.as_array_mut()))
+            .collect();
+        let mut results = py
+            .detach(|| self.inner.call_into(&views, &mut outs))
             .map_err(|e| kernel_error(py, e))?;
-        arrays::results_dict(py, self.inner.outputs(), out)
+        drop(outs);
+        drop(writable);
+        drop(views);
+        drop(held);
+        for name in later {
+            if let (Some(value), Some(a)) = (results.remove(&name), targets.get(&name)) {
+                a.try_readwrite()
+                    .map_err(|e| PyValueError::new_err(format!("output `{name}`: {e}")))?
+                    .as_array_mut()
+                    .assign(&value);
+            }
+        }
+        let dict = PyDict::new(py);
+        for name in self.inner.outputs() {
+            if let Some(a) = targets.get(name) {
+                dict.set_item(name, a)?;
+            } else if let Some(t) = results.remove(name) {
+                dict.set_item(name, t.into_pyarray(py))?;
+            }
+        }
+        Ok(dict)
     }
 
     /// The inputs a call must give, in declaration order.

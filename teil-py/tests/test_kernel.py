@@ -109,3 +109,61 @@ def test_kernel_errors(cache):
         p.compile(cc="no-such-cc-teil")
     with pytest.raises(teil.RunError):
         p.compile(cflags="-O2 --no-such-flag-teil")
+
+
+@pytest.mark.parametrize("pad", [1, 4])
+def test_kernel_writes_into_out_arrays(pad, cache):
+    """`out=` as NumPy's: the results land in the caller's arrays, which the call returns; a
+    row-major array of an unpadded kernel is the native code's own buffer, any other (padded,
+    column-major) is written from the call's buffer. Every cell is written: garbage on entry
+    does not survive."""
+    k = teil.Program(MATMUL).compile(pad=pad)
+    rng = np.random.default_rng(pad)
+    a, b = small_ints(rng, (3, 4)), small_ints(rng, (4, 5))
+    want = a @ b
+    for order in ("C", "F"):
+        c = np.full((3, 5), 7.5, order=order)
+        got = k(A=a, B=b, out={"C": c})
+        assert got["C"] is c
+        np.testing.assert_array_equal(c, want)
+        # Called again with new inputs, the same array receives the new result.
+        k(A=a, B=2 * b, out={"C": c})
+        np.testing.assert_array_equal(c, 2 * want)
+
+
+def test_kernel_out_sharing_memory_with_an_input_reads_the_input_first(cache):
+    # C[i, j] = A[i, j] + A[i, j] * B[i, j], and `out` is A itself.
+    p = teil.Program(
+        "input var A : [2 3]\ninput var B : [2 3]\noutput var C : [2 3]\nC = A + A * B"
+    )
+    k = p.compile()
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.full((2, 3), 2.0)
+    want = a + a * b
+    got = k(A=a, B=b, out={"C": a})
+    assert got["C"] is a
+    np.testing.assert_array_equal(a, want)
+
+
+def test_kernel_out_errors(cache):
+    k = teil.Program(MATMUL).compile()
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    with pytest.raises(ValueError, match=r"^the array for output `C` has shape \[5, 3\], but the program declares \[3, 5\]$"):
+        k(A=a, B=b, out={"C": np.empty((5, 3))})
+    with pytest.raises(ValueError, match="`A` is not an output of the program"):
+        k(A=a, B=b, out={"A": np.empty((3, 4))})
+    with pytest.raises(TypeError, match="output `C` must be a numpy.ndarray of float64, not"):
+        k(A=a, B=b, out={"C": np.empty((3, 5), dtype=np.float32)})
+    with pytest.raises(TypeError, match="output `C` must be a numpy.ndarray of float64, not list"):
+        k(A=a, B=b, out={"C": [[0.0] * 5] * 3})
+    with pytest.raises(TypeError, match="`out` must map output names"):
+        k(A=a, B=b, out=np.empty((3, 5)))
+    ro = np.empty((3, 5))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="the array for output `C` is read-only"):
+        k(A=a, B=b, out={"C": ro})
+    # Nothing was written into a refused array.
+    c = np.full((3, 5), 7.5)
+    with pytest.raises(ValueError):
+        k(A=a, B=b, out={"C": c, "Q": np.empty(1)})
+    assert (c == 7.5).all()

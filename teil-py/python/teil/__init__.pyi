@@ -156,9 +156,11 @@ class Kernel:
         self,
         inputs: Mapping[str, _ArrayLike] | None = None,
         *,
+        out: Mapping[str, numpy.ndarray] | None = None,
         max_memory: int | None = None,
         **named_inputs: _ArrayLike,
-    ) -> dict[str, numpy.ndarray]: ...
+    ) -> dict[str, numpy.ndarray]:
+        """Runs the native code; `out` maps outputs to float64 arrays that receive them."""
 
 def einsum_shape(equation: str, *shapes: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     """The output shape of `numpy.einsum(equation, ...)`, or `ShapeError`."""
