@@ -430,6 +430,7 @@ class Runner:
                 lines.append(f"{m} mode: {counts[m] - len(misses[m])} of {counts[m]} targets met; missed: {', '.join(misses[m])}.  ")
             else:
                 lines.append(f"{m} mode: all {counts[m]} targets met.  ")
+        lines += self.distribution([k for k in self.kernels if k["group"] == "random"])
         if len(self.pads) > 1:
             lines.append("")
             lines.append("TeIL time (ms, minimum) by padding multiple M:")
@@ -440,6 +441,32 @@ class Runner:
             for k in self.kernels:
                 cells = [fmt_ms(self.best(k["name"], ("teil", m, p), t)) for m, p in cols]
                 lines.append(f"| {k['name']} | " + " | ".join(cells) + " |")
+        return lines
+
+    def distribution(self, ks):
+        """The ratios to NumPy of kernels drawn at random (`bench/run --random`), as a
+        distribution per mode: no one tunes to a fixed list."""
+        if not ks:
+            return []
+        m0, t = self.pads[0], self.threads[0]
+        lines = [""]
+        for m in self.modes:
+            rs = []
+            for k in ks:
+                x, npt = self.best(k["name"], ("teil", m, m0), t), self.numpy_time(k, t)
+                if x is not None and npt:
+                    rs.append((x / npt, k["name"]))
+            if not rs:
+                continue
+            rs.sort()
+            q = lambda f: rs[min(len(rs) - 1, int(f * len(rs)))][0]  # noqa: E731
+            over = [f"{n} {r:.2f}" for r, n in rs if r > 1.0]
+            lines.append(
+                f"{m} mode, {len(rs)} random kernels, TeIL ÷ NumPy: minimum {rs[0][0]:.2f}, "
+                f"quartiles {q(0.25):.2f} / {q(0.5):.2f} / {q(0.75):.2f}, 90th percentile "
+                f"{q(0.9):.2f}, maximum {rs[-1][0]:.2f}; above 1.0: "
+                + (", ".join(over) if over else "none") + ".  "
+            )
         return lines
 
     def thread_table(self, manifest):

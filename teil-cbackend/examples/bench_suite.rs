@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p teil-cbackend --example bench_suite -- [--out DIR] [--pad M,M,...]
 //!     [--modes exact,fma] [--cc CC] [--cflags "FLAGS"] [--plain | --tuning LIST] [--openmp]
-//!     [--groups G,G] [--only NAME,NAME] [--jobs N] [--run] [--list]
+//!     [--groups G,G] [--only NAME,NAME] [--random N [--seed S]] [--jobs N] [--run] [--list]
 //! ```
 //!
 //! `bench/run` calls this and then `bench/numpy_bench.py`, which reads `DIR/manifest.json`,
@@ -34,12 +34,14 @@
 //! name among `--only` (all kernels without either). `--jobs N` compiles N kernels at a time
 //! (default: the number of CPUs).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use teil_cbackend::ir::{Kernel, Role};
 use teil_cbackend::Options;
+use teil_interp::random::SplitMix64;
 
 /// How a kernel's result is compared with NumPy's before anything is timed
 /// (`bench/numpy_bench.py` applies it; PERFORMANCE.md states the rules).
@@ -70,7 +72,7 @@ impl Check {
 enum Peer {
     /// An einsum equation: `np.einsum(eq, optimize=True)`, `opt_einsum.contract`, and
     /// `np.matmul` / `np.tensordot` where the equation is their form (numpy_bench.py decides).
-    Einsum(&'static str),
+    Einsum(Cow<'static, str>),
     /// A NumPy expression for kernels einsum cannot write, over the operands' names, writing the
     /// result into `out`. `terms` is the sum of the absolute values of the terms each result
     /// cell adds up, and `roundings` how many roundings a cell's value goes through at most
@@ -91,7 +93,7 @@ struct Bench {
     operands: Vec<(&'static str, Vec<u64>)>,
     output: (&'static str, Vec<u64>),
     /// The TeIL statement, prefix form.
-    statement: &'static str,
+    statement: Cow<'static, str>,
     check: Check,
     /// A compute-bound matrix product (every extent, the summed one included, at least 64):
     /// issue 16's exact-mode target for it is 1.25x OpenBLAS's time instead of 1.0x NumPy's.
@@ -113,10 +115,10 @@ fn contraction(
     Bench {
         name: name.into(),
         group,
-        peer: Peer::Einsum(einsum),
+        peer: Peer::Einsum(einsum.into()),
         operands,
         output,
-        statement,
+        statement: statement.into(),
         check: Check::Bound,
         blas: false,
         slow: false,
@@ -172,7 +174,7 @@ fn expr(
         peer: Peer::Expr { numpy, terms: None },
         operands,
         output,
-        statement,
+        statement: statement.into(),
         check: Check::Exact,
         blas: false,
         slow: false,
@@ -200,6 +202,11 @@ const GROUPS: &[(&str, &str)] = &[
         "the CFD operator at several n (n = 12 is `cfd` of `eight`)",
     ),
     ("layout", "diagonals and a rank-4 transposition"),
+    (
+        "random",
+        "kernels drawn at random (`--random N --seed S`): one einsum statement of one or two \
+         operands of rank 1 to 4, the largest tensor of 10^4 to 10^7 cells",
+    ),
 ];
 
 fn suite() -> Vec<Bench> {
@@ -521,6 +528,111 @@ fn suite() -> Vec<Bench> {
     v
 }
 
+/// Largest iteration count of the nest over all labels of a random kernel (each call then takes
+/// well under a second).
+const RANDOM_MAX_WORK: f64 = 5e8;
+
+/// `--random N --seed S`: `n` kernels drawn from `seed` (the same seed, the same kernels).
+/// Each is an einsum equation of one or two operands over two to five labels (a label
+/// repeated in an operand is a diagonal), lowered by TeIL's einsum front end to one
+/// statement; extents grow at random from 2 until the largest tensor reaches a size drawn
+/// log-uniformly between 10^4 and 10^7 cells, with the nest over all labels at most
+/// [`RANDOM_MAX_WORK`] iterations.
+fn random_suite(n: usize, seed: u64) -> Vec<Bench> {
+    let mut rng = SplitMix64(seed);
+    let mut out = Vec::new();
+    for _ in 0..n.saturating_mul(100) {
+        if out.len() == n {
+            break;
+        }
+        if let Some(b) = random_kernel(&mut rng, out.len()) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+fn random_kernel(rng: &mut SplitMix64, index: usize) -> Option<Bench> {
+    const LETTERS: &[u8] = b"ijklm";
+    const NAMES: [&str; 2] = ["in0", "in1"];
+    let labels = 2 + rng.below(4);
+    let mut terms: Vec<Vec<usize>> = Vec::new();
+    for _ in 0..1 + rng.below(2) {
+        let rank = 1 + rng.below(labels.min(4));
+        let mut pool: Vec<usize> = (0..labels).collect();
+        let mut term = Vec::with_capacity(rank);
+        for _ in 0..rank {
+            term.push(pool.remove(rng.below(pool.len())));
+        }
+        if rank >= 2 && rng.chance(15) {
+            term[rank - 1] = term[0];
+        }
+        terms.push(term);
+    }
+    let mut used: Vec<usize> = terms.iter().flatten().copied().collect();
+    used.sort_unstable();
+    used.dedup();
+    let mut output: Vec<usize> = used.iter().copied().filter(|_| rng.chance(55)).collect();
+    for k in (1..output.len()).rev() {
+        output.swap(k, rng.below(k + 1));
+    }
+    // Extents: all 2, then random growth while the largest tensor is under the target.
+    let target = 10f64.powf(4.0 + 3.0 * rng.below(1_000_001) as f64 / 1e6);
+    let mut ext = vec![2u64; labels];
+    let cells = |ext: &[u64], t: &[usize]| t.iter().map(|&l| ext[l] as f64).product::<f64>();
+    let largest = |ext: &[u64]| {
+        terms
+            .iter()
+            .chain(std::iter::once(&output))
+            .map(|t| {
+                let mut d = t.clone();
+                d.dedup();
+                cells(ext, &d)
+            })
+            .fold(1.0, f64::max)
+    };
+    let work = |ext: &[u64]| cells(ext, &used);
+    for _ in 0..400 {
+        let l = used[rng.below(used.len())];
+        let mut grown = ext.clone();
+        grown[l] = (grown[l] as f64 * (1.1 + rng.below(90) as f64 / 100.0)).ceil() as u64;
+        if largest(&grown) > target || work(&grown) > RANDOM_MAX_WORK {
+            continue;
+        }
+        ext = grown;
+    }
+    if largest(&ext) < 1e4 {
+        return None;
+    }
+    let letters = |t: &[usize]| -> String { t.iter().map(|&l| LETTERS[l] as char).collect() };
+    let lhs: Vec<String> = terms.iter().map(|t| letters(t)).collect();
+    let eq = format!("{}->{}", lhs.join(","), letters(&output));
+    let shapes: Vec<Vec<u64>> = terms
+        .iter()
+        .map(|t| t.iter().map(|&l| ext[l]).collect())
+        .collect();
+    let (p, _) = teil::guard::einsum(&eq, &shapes).ok()?;
+    // One statement over the operands alone (no temporaries).
+    if p.program().stmts.len() != 1 || p.program().decls.len() != terms.len() + 1 {
+        return None;
+    }
+    let text = teil::fmt::program(p.program(), teil::fmt::Style::Prefix);
+    let statement = text.lines().last()?.trim().to_string();
+    let out_shape = p.var_shape("out")?.to_vec();
+    let operands = NAMES.iter().copied().zip(shapes).collect();
+    Some(Bench {
+        name: format!("random_{index:02}"),
+        group: "random",
+        peer: Peer::Einsum(eq.into()),
+        operands,
+        output: ("out", out_shape),
+        statement: statement.into(),
+        check: Check::Bound,
+        blas: false,
+        slow: false,
+    })
+}
+
 fn extents(s: &[u64]) -> String {
     let parts: Vec<String> = s.iter().map(u64::to_string).collect();
     format!("[{}]", parts.join(", "))
@@ -768,6 +880,10 @@ struct Args {
     list: bool,
     /// Parallel outer loops (`Options::openmp`), compiled with `-fopenmp`.
     openmp: bool,
+    /// `--random N`: N kernels drawn at random instead of the suite ([`random_suite`]).
+    random: Option<usize>,
+    /// `--seed S` of `--random`.
+    seed: u64,
 }
 
 impl Args {
@@ -802,6 +918,8 @@ fn args() -> Result<Args, String> {
         run: false,
         list: false,
         openmp: false,
+        random: None,
+        seed: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -855,6 +973,17 @@ fn args() -> Result<Args, String> {
             "--run" => a.run = true,
             "--list" => a.list = true,
             "--openmp" => a.openmp = true,
+            "--random" => {
+                a.random = match value()?.parse::<usize>() {
+                    Ok(n) if (1..=1000).contains(&n) => Some(n),
+                    _ => return Err("--random needs a number of kernels, 1 to 1000".to_string()),
+                }
+            }
+            "--seed" => {
+                a.seed = value()?
+                    .parse::<u64>()
+                    .map_err(|_| "--seed needs a non-negative integer".to_string())?
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -866,6 +995,9 @@ fn args() -> Result<Args, String> {
 
 /// The kernels `--groups` and `--only` select, in suite order; an unknown name is an error.
 fn selected(a: &Args) -> Result<Vec<Bench>, String> {
+    if let Some(n) = a.random {
+        return Ok(random_suite(n, a.seed));
+    }
     let all = suite();
     for g in a.groups.iter().flatten() {
         if !GROUPS.iter().any(|(name, _)| name == g) {
@@ -1109,7 +1241,7 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
         })
         .collect();
     let (einsum, numpy, terms, roundings) = match &b.peer {
-        Peer::Einsum(eq) => (Some(*eq), None, None, None),
+        Peer::Einsum(eq) => (Some(eq.as_ref()), None, None, None),
         Peer::Expr { numpy, terms } => (
             None,
             Some(*numpy),
@@ -1130,7 +1262,7 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
         teil::json::string(b.check.name()),
         b.blas,
         b.slow,
-        teil::json::string(b.statement),
+        teil::json::string(&b.statement),
         operands.join(", "),
         teil::json::string(b.output.0),
         json_shape(&b.output.1),
