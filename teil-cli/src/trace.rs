@@ -56,7 +56,8 @@ pub fn trace(args: &TraceArgs) -> u8 {
     };
     match teil_interp::trace::trace(&p, &name, &idx, inputs.as_ref(), style, &args.budget) {
         Ok(lines) => {
-            crate::out::print(&teil_interp::trace::render(&lines));
+            let hint = "give --in or --random-inputs to see the values";
+            crate::out::print(&teil_interp::trace::render_with_hint(&lines, hint));
             0
         }
         Err(TraceError::Run(e)) => {

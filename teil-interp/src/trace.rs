@@ -91,6 +91,17 @@ enum G {
 /// The text of a trace as `teil trace` prints it: formulas on the left, the equations aligned
 /// in a column to their right, one line each. Its length in bytes is what is counted against
 /// the output budget.
+/// [`render`], with `hint` (how this surface gives input values) added to the no-values line
+/// of a trace without inputs ([`NO_VALUES`]).
+pub fn render_with_hint(lines: &[Line], hint: &str) -> String {
+    let text = render(lines);
+    let end = format!("({NO_VALUES})\n");
+    match text.strip_suffix(&end) {
+        Some(head) => format!("{head}({NO_VALUES}; {hint})\n"),
+        None => text,
+    }
+}
+
 pub fn render(lines: &[Line]) -> String {
     let width = lines
         .iter()
@@ -110,6 +121,11 @@ pub fn render(lines: &[Line]) -> String {
 /// Traces the cell `var[idx]` (1-based) of program `p`. With `inputs`, the values are shown:
 /// the statements before the traced one run on the oracle first. The run is within `budget`
 /// (see the module documentation).
+/// The line a trace without inputs ends with, in place of the values. Each surface adds how to
+/// give them, in its own words (`teil trace`: `--in` or `--random-inputs`; Python: the inputs
+/// as keyword arguments); the playground always gives inputs.
+pub const NO_VALUES: &str = "no input values were given";
+
 pub fn trace(
     p: &CheckedProgram,
     var: &str,
@@ -182,7 +198,7 @@ pub fn trace(
     }
     match oracle {
         None => out.push(Line {
-            text: format!("{pad}  (give --in or --random-inputs to see the values)"),
+            text: format!("{pad}  ({NO_VALUES})"),
             rule: String::new(),
             span: None,
         })?,

@@ -24,6 +24,7 @@ mod program;
 #[pyo3(name = "_native")]
 fn teil_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("TeilError", py.get_type::<diag::TeilError>())?;
     m.add("ParseError", py.get_type::<diag::ParseError>())?;
     m.add("ShapeError", py.get_type::<diag::ShapeError>())?;

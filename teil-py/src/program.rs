@@ -363,6 +363,12 @@ impl Program {
     /// ``teil check`` does. Only regular files are read, as by ``teil``: a FIFO, device,
     /// directory or socket raises ``ValueError`` without blocking; a missing file raises
     /// ``FileNotFoundError`` (an ``OSError`` naming the path).
+    ///
+    /// >>> import pathlib, tempfile
+    /// >>> path = pathlib.Path(tempfile.mkdtemp()) / "sumsq.teil"
+    /// >>> _ = path.write_text("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
+    /// >>> teil.Program.from_file(path).run(A=[3, 4])["s"]
+    /// array(25.)
     #[staticmethod]
     fn from_file(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let bytes = py
@@ -489,6 +495,12 @@ impl Program {
     }
 
     /// The program's Core-TeIL form (TeIL paper §4), as ``teil fmt --core`` prints it.
+    ///
+    /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
+    /// >>> print(p.core(), end="")
+    /// input alloc A : [2]
+    /// output alloc s : []
+    /// s = red+ 1 (mul A A)
     #[pyo3(signature = (syntax = "prefix"))]
     fn core(&self, py: Python<'_>, syntax: &str) -> PyResult<String> {
         let style = style(syntax)?;
@@ -499,8 +511,15 @@ impl Program {
     }
 
     /// The unfolding of the semantics at one cell (``"C[1,2]"``, 1-based; ``"s"`` for a
-    /// scalar), as ``teil trace`` prints it. With inputs, the values are shown too. ``syntax``
-    /// defaults to the one the program is written in.
+    /// scalar), as ``teil trace`` prints it. With inputs (as for ``run``), the values are shown
+    /// too. ``syntax`` defaults to the one the program is written in.
+    ///
+    /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
+    /// >>> print(p.trace("s", A=[3, 4]), end="")
+    /// s[] = ⟦red+ 1 (A * A)⟧[]         [St-Stmt]
+    ///     = Σ[k=1..2] ⟦(A * A)⟧[k]     [S-Red]...
+    ///     = 3 · 3 + 4 · 4              [store reads]
+    ///     = 25                         [arithmetic]
     #[pyo3(signature = (
         cell, inputs = None, *, syntax = None, max_memory = None, max_work = None, **named_inputs
     ))]
@@ -541,11 +560,18 @@ impl Program {
             teil_interp::trace::TraceError::Run(e) => diag::coded_run_error(py, &e),
             e => diag::run_error(py, e.to_string(), &[]),
         })?;
-        Ok(teil_interp::trace::render(&lines))
+        Ok(teil_interp::trace::render_with_hint(
+            &lines,
+            "pass the inputs as to run(), e.g. p.trace(\"C[1,2]\", A=a, B=b), to see the values",
+        ))
     }
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as
     /// ``teil emit-c --pad PAD --name NAME`` prints it (``fma=True``: ``--fma``).
+    ///
+    /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
+    /// >>> print(next(l for l in p.emit_c(name="sumsq").splitlines() if l.startswith("void")))
+    /// void sumsq(double *restrict A, double *restrict s)
     #[pyo3(signature = (*, pad = Unsigned::of(1), name = "teil_kernel", openmp = false, fma = false))]
     fn emit_c(
         &self,

@@ -307,3 +307,21 @@ def test_from_file(repo, tmp_path):
     assert info.value.diagnostics[0].file == str(bad)
     with pytest.raises(FileNotFoundError):
         teil.Program.from_file(tmp_path / "missing.teil")
+
+
+def test_a_trace_without_inputs_says_how_to_give_them_in_python():
+    p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
+    last = p.trace("s").splitlines()[-1].strip()
+    assert last == (
+        '(no input values were given; pass the inputs as to run(), e.g. p.trace("C[1,2]", '
+        'A=a, B=b), to see the values)'
+    )
+    assert "--in" not in p.trace("s")
+    assert p.trace("s", A=[3, 4]).splitlines()[-1].split()[:2] == ["=", "25"]
+
+
+def test_version_and_exports():
+    assert teil.__version__.count(".") == 2 and all(x.isdigit() for x in teil.__version__.split("."))
+    for name in teil.__all__:
+        assert hasattr(teil, name), name
+    assert "Kernel" in teil.__all__ or not hasattr(teil, "Kernel")

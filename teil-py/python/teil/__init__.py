@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 from . import _native
 from ._native import (
+    __version__,
     Diagnostic,
     ParseError,
     Program,
@@ -56,6 +57,7 @@ __all__ = [
     "einsum_shape",
     "guard_module",
     "guarded",
+    "__version__",
 ]
 
 Kernel = _native.Kernel

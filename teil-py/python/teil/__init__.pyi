@@ -27,7 +27,12 @@ __all__ = [
     "einsum_shape",
     "guard_module",
     "guarded",
+    "Kernel",
+    "__version__",
 ]
+
+#: The package's version (the toolchain's, from Cargo.toml).
+__version__: str
 
 class TeilError(ValueError):
     """A program, equation or run was rejected; `str(e)` is every rendered report."""

@@ -521,7 +521,7 @@ impl From<FrontEndError> for Diagnostic {
             }
             FrontEndError::EinsumOperandCount { operands, .. } => {
                 Diagnostic::new(code, message, span, count(operands, "operand")).with_help(
-                    "give one shape per operand, in order, e.g. `--shapes '[[2,3],[3,4]]'`",
+                    "give one shape per operand, in order: `ij,jk->ik` takes two, such as [2, 3] and [3, 4]",
                 )
             }
             FrontEndError::EinsumRankMismatch {
@@ -941,7 +941,7 @@ mod tests {
             },
         );
         let count_help =
-            Some("give one shape per operand, in order, e.g. `--shapes '[[2,3],[3,4]]'`");
+            Some("give one shape per operand, in order: `ij,jk->ik` takes two, such as [2, 3] and [3, 4]");
         check(
             FrontEndError::EinsumOperandCount {
                 span: 0..5,
