@@ -290,6 +290,12 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
     for stmt in &program.stmts {
         cx.statement(stmt);
     }
+    let first_statement = program.stmts.first().map_or(0, |s| s.span.start);
+    for d in &mut cx.diags {
+        if let CheckError::AssignUndeclared { declare_at, .. } = d {
+            *declare_at = first_statement;
+        }
+    }
     // The analysis is recorded either way; its warnings only for a whole text.
     let init = Initialization::of(&program);
     if initialisation {
@@ -441,6 +447,7 @@ impl Checker {
                 name: stmt.target.name.clone(),
                 similar: self.suggest(&stmt.target.name),
                 rhs,
+                declare_at: 0,
             });
             return;
         };

@@ -54,6 +54,8 @@ pub enum CheckError {
         name: String,
         similar: Option<String>,
         rhs: Option<Shape>,
+        /// Where a declaration goes: the start of the program's first statement.
+        declare_at: usize,
     },
     /// OK-Stmt: a right-hand side (`span`) of shape `rhs` assigned to `target` (at
     /// `target_span`) of shape `target_shape`.
@@ -373,7 +375,11 @@ impl From<CheckError> for Diagnostic {
                 ))
             }
             CheckError::AssignUndeclared {
-                name, similar, rhs, ..
+                name,
+                similar,
+                rhs,
+                declare_at,
+                ..
             } => {
                 let d = Diagnostic::new(code, message, span.clone(), "not declared")
                     .with_rule("OK-Stmt");
@@ -381,10 +387,15 @@ impl From<CheckError> for Diagnostic {
                     (Some(s), _) => d
                         .with_help(format!("did you mean `{s}`?"))
                         .with_fix(rename(span, &s)),
-                    (None, Some(shape)) => d.with_help(format!(
-                        "declare it first, e.g. `alloc {name} : {}`",
-                        ShapeDisplay(&shape)
-                    )),
+                    (None, Some(shape)) => {
+                        let decl = format!("alloc {name} : {}", ShapeDisplay(&shape));
+                        d.with_help(format!("declare it first, e.g. `{decl}`"))
+                            .with_fix(Fix::replace(
+                                format!("declare `{decl}`"),
+                                declare_at..declare_at,
+                                format!("{decl}\n"),
+                            ))
+                    }
                     (None, None) => d,
                 }
             }
@@ -703,6 +714,7 @@ mod tests {
                     name: name("B"),
                     similar: None,
                     rhs: Some(vec![2, 3]),
+                    declare_at: 0,
                 },
                 "E0201",
                 Some("OK-Stmt"),
@@ -912,5 +924,25 @@ mod tests {
             d.fixes[0].apply("C = A + B").as_deref(),
             Some("C = (A + B) ^[1 2]")
         );
+    }
+
+    /// E0201 without a similar name: the fix declares the target with the right-hand side's
+    /// shape before the first statement, and the program then checks.
+    #[test]
+    fn an_undeclared_target_is_declared_by_the_fix() {
+        let src = "input var A : [4 6]\nvar B : [4 6]\nB = A\nD = A + B\n";
+        let d = &crate::compile(src).unwrap_err()[0];
+        assert_eq!(d.code.as_str(), "E0201");
+        assert_eq!(
+            d.help.as_deref(),
+            Some("declare it first, e.g. `alloc D : [4, 6]`")
+        );
+        assert_eq!(d.fixes[0].title, "declare `alloc D : [4, 6]`");
+        let fixed = d.fixes[0].apply(src).expect("applies");
+        assert_eq!(
+            fixed,
+            "input var A : [4 6]\nvar B : [4 6]\nalloc D : [4, 6]\nB = A\nD = A + B\n"
+        );
+        assert!(crate::compile(&fixed).is_ok(), "{fixed}");
     }
 }

@@ -158,17 +158,27 @@ impl Diagnostic {
     }
 }
 
-/// Levenshtein distance between two words, by characters.
+/// Edit distance between two words, by characters: insertions, deletions, substitutions and
+/// transpositions of two adjacent characters each count one (the optimal string alignment
+/// distance), so that `prdo` is one edit from `prod`, as a typist sees it.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    // Rows i - 2, i - 1 and i of the table.
+    let mut before: Vec<usize> = Vec::new();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+    for i in 0..a.len() {
         let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        for j in 0..b.len() {
+            let mut d = (prev[j] + usize::from(a[i] != b[j]))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
+                d = d.min(before[j - 1] + 1);
+            }
+            cur.push(d);
         }
-        prev = cur;
+        before = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }
@@ -646,5 +656,23 @@ pub trait CodedError: std::fmt::Display {
             Some(c) => format!("[{}] {self}", c.as_str()),
             None => self.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{edit_distance, is_similar};
+
+    #[test]
+    fn an_adjacent_transposition_is_one_edit() {
+        assert_eq!(edit_distance("prdo", "prod"), 1);
+        assert_eq!(edit_distance("cnotr", "contr"), 1);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // Only neighbours are transposed in one edit.
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("abc", "cba"), 2);
+        assert!(is_similar("prdo", "prod"));
     }
 }

@@ -888,6 +888,15 @@ mod tests {
         // An operator where an operand is expected: the keyword, then parentheses, fit.
         let got = reports("C = add A contract 1 2 B");
         assert_eq!(got[0].2.as_deref(), Some("did you mean `contr`?"));
+        // Two letters swapped are one edit (issue 29): `prdo A A` is `prod A A`, with its fix.
+        let got = reports("C = prdo A A");
+        assert_eq!(
+            (got[0].1, got[0].2.as_deref()),
+            ("A", Some("did you mean `prod`?"))
+        );
+        let d = &crate::compile("C = prdo A A").unwrap_err()[0];
+        assert_eq!(d.fixes[0].edits[0].replacement, "prod");
+        assert_eq!(d.fixes[0].edits[0].span, 4..8);
     }
 
     #[test]
