@@ -544,19 +544,19 @@ fn trace_speaks_the_source_syntax() {
     };
     assert_eq!(
         first(teil_stdin(&["trace", "-", "C[1,2]"], INFIX.as_bytes())),
-        "C[1, 2] = ⟦(A # B) .[2 3]⟧[1, 2]                            [St-Stmt]"
+        "C[1, 2] = ⟦(A # B) .[2 3]⟧[1, 2]           [St-Stmt]"
     );
     let (_d, prefix) = file("prefix.teil", PREFIX);
     assert_eq!(
         first(teil(&["trace", &prefix, "C[1,2]"])),
-        "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]                      [St-Stmt]"
+        "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]        [St-Stmt]"
     );
     assert_eq!(
         first(teil_stdin(
             &["trace", "-", "C[1,2]", "--syntax", "prefix"],
             INFIX.as_bytes()
         )),
-        "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]                      [St-Stmt]"
+        "C[1, 2] = ⟦contr 2 3 (prod A B)⟧[1, 2]        [St-Stmt]"
     );
 }
 

@@ -290,10 +290,12 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
     for stmt in &program.stmts {
         cx.statement(stmt);
     }
-    let first_statement = program.stmts.first().map_or(0, |s| s.span.start);
+    // The declaration fix of E0201 goes before the first statement; not while the text has a
+    // syntax error, which may be the declaration that was meant.
+    let first_statement = program.stmts.first().map(|s| s.span.start);
     for d in &mut cx.diags {
         if let CheckError::AssignUndeclared { declare_at, .. } = d {
-            *declare_at = first_statement;
+            *declare_at = first_statement.filter(|_| initialisation);
         }
     }
     // The analysis is recorded either way; its warnings only for a whole text.
@@ -447,7 +449,7 @@ impl Checker {
                 name: stmt.target.name.clone(),
                 similar: self.suggest(&stmt.target.name),
                 rhs,
-                declare_at: 0,
+                declare_at: None,
             });
             return;
         };

@@ -54,8 +54,9 @@ pub enum CheckError {
         name: String,
         similar: Option<String>,
         rhs: Option<Shape>,
-        /// Where a declaration goes: the start of the program's first statement.
-        declare_at: usize,
+        /// Where a declaration goes (the start of the program's first statement), for the
+        /// fix; `None` while the text has a syntax error, which may be the declaration itself.
+        declare_at: Option<usize>,
     },
     /// OK-Stmt: a right-hand side (`span`) of shape `rhs` assigned to `target` (at
     /// `target_span`) of shape `target_shape`.
@@ -389,12 +390,15 @@ impl From<CheckError> for Diagnostic {
                         .with_fix(rename(span, &s)),
                     (None, Some(shape)) => {
                         let decl = format!("alloc {name} : {}", ShapeDisplay(&shape));
-                        d.with_help(format!("declare it first, e.g. `{decl}`"))
-                            .with_fix(Fix::replace(
+                        let d = d.with_help(format!("declare it first, e.g. `{decl}`"));
+                        match declare_at {
+                            Some(at) => d.with_fix(Fix::replace(
                                 format!("declare `{decl}`"),
-                                declare_at..declare_at,
+                                at..at,
                                 format!("{decl}\n"),
-                            ))
+                            )),
+                            None => d,
+                        }
                     }
                     (None, None) => d,
                 }
@@ -714,7 +718,7 @@ mod tests {
                     name: name("B"),
                     similar: None,
                     rhs: Some(vec![2, 3]),
-                    declare_at: 0,
+                    declare_at: Some(0),
                 },
                 "E0201",
                 Some("OK-Stmt"),
