@@ -280,6 +280,13 @@ pub enum TargetError {
     Start(#[from] Fault),
     #[error(transparent)]
     File(#[from] FileError),
+    /// The target exited without answering the first two programs: it does not work at all
+    /// (a missing module, a wrong command), so the campaign stops.
+    #[error(
+        "the target never answered: it exited on the first two programs ({first}; then: \
+         {second}), so the campaign stops. Run the command by hand to see why"
+    )]
+    NeverAnswered { first: String, second: String },
 }
 
 /// A target that broke the protocol (a finding; the target is restarted).

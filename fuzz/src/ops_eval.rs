@@ -270,9 +270,20 @@ fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, 
 }
 
 /// Serves `teil-target/1` on `input`/`output` until `input` ends: reads each case's inputs,
-/// runs its `ops` with [`run`] and writes every output as float64 `.npy`.
-pub fn serve(input: impl BufRead, mut output: impl Write, bug: Option<Bug>) -> std::io::Result<()> {
+/// runs its `ops` with [`run`] and writes every output as float64 `.npy`. With `answers`, it
+/// returns after that many answers, as a target that crashes midway would (for tests).
+pub fn serve(
+    input: impl BufRead,
+    mut output: impl Write,
+    bug: Option<Bug>,
+    answers: Option<u64>,
+) -> std::io::Result<()> {
+    let mut given = 0u64;
     for line in input.lines() {
+        if answers.is_some_and(|n| given >= n) {
+            return Ok(());
+        }
+        given += 1;
         let line = line?;
         if line.trim().is_empty() {
             continue;

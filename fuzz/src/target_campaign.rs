@@ -15,7 +15,7 @@ use crate::compare::{self, Tolerance};
 use crate::error::{FileError, TargetError};
 use crate::export;
 use crate::shrink::{self, Inputs};
-use crate::target::{Answer, Target, TargetCommand};
+use crate::target::{Answer, Fault, Target, TargetCommand};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -187,6 +187,10 @@ pub struct Runner {
     target: Target,
     work: WorkDir,
     next_id: u64,
+    /// Answers in the protocol (ok, unsupported or error) so far.
+    answers: u64,
+    /// The fault of the last case when the target exited without answering it.
+    exited: Option<String>,
 }
 
 impl Runner {
@@ -203,6 +207,8 @@ impl Runner {
             target,
             work: WorkDir::new()?,
             next_id: 0,
+            answers: 0,
+            exited: None,
         })
     }
 
@@ -243,7 +249,13 @@ impl Runner {
                 )
             }
         };
-        match self.target.ask(id, &request) {
+        let answer = self.target.ask(id, &request);
+        self.exited = match &answer {
+            Err(f @ Fault::Exited(_)) => Some(f.to_string()),
+            _ => None,
+        };
+        self.answers += u64::from(answer.is_ok());
+        match answer {
             Err(fault) => found(Kind::Fault, fault.to_string()),
             Ok(Answer::Unsupported(reason)) => Verdict::Unsupported(reason),
             Ok(Answer::Error(message)) => found(
@@ -372,6 +384,10 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
     // scheduling.
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
+    // A target that exits without answering the first two programs does not work at all (a
+    // missing module, a wrong command): the campaign stops with one message instead of one
+    // finding per program. Faults after an answer, and other faults, are findings.
+    let mut early_exits: Vec<String> = Vec::new();
     let (tx, rx) = mpsc::sync_channel::<(u64, Option<Case>)>(64);
     std::thread::scope(|s| {
         for _ in 0..cfg.jobs.max(1) {
@@ -414,6 +430,14 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
                     // The case was cut short: it counts for nothing.
                     break 'cases;
                 }
+                if k <= 2 && runner.answers == 0 {
+                    if let Some(exit) = runner.exited.take() {
+                        early_exits.push(exit);
+                        if early_exits.len() == 2 {
+                            break 'cases;
+                        }
+                    }
+                }
                 stats.programs += 1;
                 match verdict {
                     Verdict::Pass => stats.exact += u64::from(case.exact),
@@ -426,19 +450,23 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
                         shrunk: None,
                     }),
                 }
-                if k % 25 == 0 || cfg.programs == Some(k) {
-                    progress(Progress {
-                        done: k,
-                        total: cfg.programs,
-                        mismatches: findings.len(),
-                    });
-                }
+                progress(Progress {
+                    done: k,
+                    total: cfg.programs,
+                    mismatches: findings.len(),
+                });
             }
         }
         // Generator threads blocked on a full channel see it closed and stop.
         stop.store(true, Ordering::SeqCst);
         drop(rx);
     });
+    if let [first, second] = &early_exits[..] {
+        return Err(TargetError::NeverAnswered {
+            first: first.clone(),
+            second: second.clone(),
+        });
+    }
     let interrupted = cfg.cancel.is_cancelled();
     for f in findings
         .iter_mut()

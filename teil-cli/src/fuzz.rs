@@ -22,7 +22,6 @@
 use crate::fuzz_target::TargetArgs;
 use crate::input::{fail, fail_coded};
 use crate::interrupt::{cancel_on_signal, EXIT_INTERRUPTED};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 use teil::CodedError;
@@ -94,6 +93,10 @@ pub struct FuzzArgs {
     /// directory instead of running checks (spec/fuzzing.md).
     #[arg(long, value_name = "DIR", conflicts_with = "target")]
     pub export: Option<PathBuf>,
+    /// Where standard error is not a terminal (a log, CI), print a progress line at most every
+    /// this many seconds (on a terminal a progress bar runs anyway).
+    #[arg(long, value_name = "SECONDS")]
+    pub progress: Option<f64>,
     /// After the summary, print where the campaign's time went, phase by phase (generation,
     /// oracle, lowering, validation, C compiler, driver, ...), on standard error.
     #[arg(long, conflicts_with_all = ["target", "export"])]
@@ -103,6 +106,7 @@ pub struct FuzzArgs {
 pub fn fuzz(args: &FuzzArgs) -> u8 {
     if args.target.is_some() || args.export.is_some() {
         return crate::fuzz_target::fuzz_target(&TargetArgs {
+            progress: args.progress,
             target: args.target.clone(),
             export: args.export.clone(),
             replay: args.replay.clone(),
@@ -142,6 +146,13 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
         fail(&e.to_string());
         return 2;
     }
+    let every = match crate::progress::interval(args.progress) {
+        Ok(every) => every,
+        Err(msg) => {
+            fail(&msg);
+            return 2;
+        }
+    };
     cfg.toolchain.cancel = cancel_on_signal();
     let start = std::time::Instant::now();
     let report = match preflight(&cfg) {
@@ -157,7 +168,7 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
         }
         Ok(()) => match reproducer {
             Some(r) => campaign::replay(&cfg, r.program, r.inputs, r.seed),
-            None => run(&cfg),
+            None => run(&cfg, every),
         },
     };
     for m in &report.mismatches {
@@ -280,32 +291,10 @@ fn preflight(cfg: &Config) -> Result<(), Preflight> {
     }
 }
 
-fn run(cfg: &Config) -> Report {
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = match cfg.programs {
-            Some(n) => indicatif::ProgressBar::new(n),
-            None => indicatif::ProgressBar::new_spinner(),
-        };
-        let template = match cfg.programs {
-            Some(_) => "{elapsed_precise} [{bar:40}] {pos}/{len} programs, {msg}",
-            None => "{elapsed_precise} {spinner} {pos} programs, {msg}",
-        };
-        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_message("0 mismatches");
-        bar
-    });
-    let progress = |p: Progress| {
-        if let Some(bar) = &bar {
-            bar.set_position(p.done);
-            bar.set_message(format!("{} mismatches", p.mismatches));
-        }
-    };
-    let report = campaign::run(cfg, &progress);
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+fn run(cfg: &Config, every: Option<Duration>) -> Report {
+    let reporter = crate::progress::Reporter::new(cfg.programs, every);
+    let report = campaign::run(cfg, &|p: Progress| reporter.update(p));
+    reporter.finish();
     report
 }
 

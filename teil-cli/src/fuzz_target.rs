@@ -15,6 +15,8 @@ use teil_fuzz::target_campaign::{self, Config, Finding, Profile, Report};
 /// The flags of `teil fuzz` that a campaign against a target or an export reads (`teil fuzz`'s
 /// own module, `crate::fuzz`, parses them and hands them over).
 pub struct TargetArgs {
+    /// `--progress SECONDS` (a progress line where standard error is not a terminal).
+    pub progress: Option<f64>,
     pub target: Option<String>,
     pub export: Option<PathBuf>,
     pub replay: Option<PathBuf>,
@@ -98,9 +100,15 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
         out: Some(args.out.clone()),
         cancel: crate::interrupt::cancel_on_signal(),
     };
+    let every = crate::progress::interval(args.progress)?;
     let report = match &args.replay {
         Some(dir) => target_campaign::replay(&cfg, dir),
-        None => target_campaign::run(&cfg, &|_| {}),
+        None => {
+            let reporter = crate::progress::Reporter::new(cfg.programs, every);
+            let report = target_campaign::run(&cfg, &|p| reporter.update(p));
+            reporter.finish();
+            report
+        }
     }
     .map_err(|e| e.to_string())?;
     for f in &report.findings {

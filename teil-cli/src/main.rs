@@ -19,6 +19,7 @@ mod interrupt;
 mod lower;
 mod ops_target;
 mod out;
+mod progress;
 mod run;
 mod trace;
 
@@ -257,6 +258,9 @@ enum Command {
     OpsTarget {
         #[arg(long, value_name = "BUG")]
         plant: Option<String>,
+        /// Exit after this many answers (a target that crashes midway).
+        #[arg(long, value_name = "N")]
+        exit_after: Option<u64>,
     },
     /// Run the language server for editors (LSP 3.17 over standard input and output).
     Lsp,
@@ -377,7 +381,9 @@ fn main() -> ExitCode {
             color,
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),
-        Command::OpsTarget { plant } => ops_target::ops_target(plant.as_deref()),
+        Command::OpsTarget { plant, exit_after } => {
+            ops_target::ops_target(plant.as_deref(), exit_after)
+        }
         Command::Lsp => match teil_lsp::run_stdio() {
             Ok(exit) => exit.code(),
             Err(e) => {

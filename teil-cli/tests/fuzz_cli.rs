@@ -67,6 +67,48 @@ fn profile_time_prints_where_the_time_went() {
     assert!(phases.windows(2).all(|w| w[0].1 >= w[1].1), "{err}");
 }
 
+/// `--progress SECONDS` on a standard error that is not a terminal: a line per update at most
+/// every SECONDS, counting up to the total; a non-positive interval is a usage error.
+#[test]
+fn progress_lines_where_standard_error_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "fuzz",
+        "--programs",
+        "24",
+        "--no-c",
+        "--jobs",
+        "1",
+        "--chunk",
+        "6",
+    ];
+    let o = teil_in(
+        dir.path(),
+        &[&args[..], &["--progress", "0.000001"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(summary(&o), (24, 0));
+    let err = stderr(&o);
+    let counts: Vec<&str> = err
+        .lines()
+        .map(|l| {
+            l.strip_prefix("progress: ")
+                .and_then(|l| l.split(" programs").next())
+                .expect("only progress lines")
+        })
+        .collect();
+    assert_eq!(counts, ["6/24", "12/24", "18/24", "24/24"], "{err}");
+    for bad in ["0", "-1", "nan"] {
+        let flag = format!("--progress={bad}");
+        let o = teil_in(dir.path(), &[&args[..], &[flag.as_str()]].concat());
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(
+            stderr(&o).contains("is not a positive number of seconds"),
+            "{bad}"
+        );
+    }
+}
+
 #[test]
 fn interpreters_only_and_a_zero_time_limit() {
     let dir = tempfile::tempdir().unwrap();

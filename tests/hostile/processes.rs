@@ -509,7 +509,15 @@ fn interrupt_a_target_campaign(signal: libc::c_int) {
     let target = slow_target(&sb, 0.2);
     let after = Duration::from_millis(1500);
     let o = sb
-        .case(&["fuzz", "--target", &target, "--programs", "1000"])
+        .case(&[
+            "fuzz",
+            "--target",
+            &target,
+            "--programs",
+            "1000",
+            "--progress",
+            "0.3",
+        ])
         .signal_after(after, signal)
         .run();
     o.exits(130);
@@ -521,6 +529,26 @@ fn interrupt_a_target_campaign(signal: libc::c_int) {
     let (programs, mismatches) = summary(&o.stdout, Some("interrupted"));
     assert!((1..1000).contains(&programs), "{}", o.stdout);
     assert_eq!(mismatches, 0, "{}", o.stderr);
+    // Issue 29: standard error is not a terminal, so `--progress` writes a line at most every
+    // 0.3 s while the target answers (one program per 0.2 s), each counting further.
+    let counts: Vec<u64> = o
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("progress: "))
+        .map(|l| {
+            l.split('/')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("a count")
+        })
+        .collect();
+    assert!(counts.len() >= 2, "{}", o.stderr);
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("/1000 programs, 0 mismatches, "),
+        "{}",
+        o.stderr
+    );
     sb.assert_clean();
 }
 
