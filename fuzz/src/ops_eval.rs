@@ -278,12 +278,10 @@ pub fn serve(
     bug: Option<Bug>,
     answers: Option<u64>,
 ) -> std::io::Result<()> {
-    let mut given = 0u64;
-    for line in input.lines() {
-        if answers.is_some_and(|n| given >= n) {
+    for (given, line) in input.lines().enumerate() {
+        if answers.is_some_and(|n| given as u64 >= n) {
             return Ok(());
         }
-        given += 1;
         let line = line?;
         if line.trim().is_empty() {
             continue;
