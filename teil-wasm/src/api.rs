@@ -116,6 +116,14 @@ fn u64_field(req: &Map<String, Value>, key: &str, default: u64) -> Result<u64, S
     }
 }
 
+/// The request's syntax for the editor analysis (`teil::ide`).
+fn source_kind(req: &Map<String, Value>) -> teil::ide::SourceKind {
+    match file_name(req) {
+        "playground.tin" => teil::ide::SourceKind::Tin,
+        _ => teil::ide::SourceKind::Teil,
+    }
+}
+
 /// The file name the front ends dispatch on: index notation for `"kind": "tin"`.
 fn file_name(req: &Map<String, Value>) -> &'static str {
     match req.get("kind").and_then(Value::as_str) {
@@ -171,13 +179,31 @@ fn analyze(req: &Map<String, Value>) -> Answer {
     let src = str_field(req, "source")?;
     let file = file_name(req);
     Ok(match teil::guard::load(file, src) {
-        Err(diags) => json!({
-            "ok": false,
-            "diagnostics": diagnostics_json(&diags, file, src),
-            "omitted": omitted(&diags),
-            "statements": [],
-            "variables": [],
-        }),
+        Err(diags) => {
+            // The statements that check keep their shapes (as the editor's inlay hints do);
+            // the others have none.
+            let units = Units::new(src);
+            let statements: Vec<Value> = teil::ide::Analysis::new(src, source_kind(req))
+                .statements()
+                .into_iter()
+                .map(|s| {
+                    json!({
+                        "target": s.target,
+                        "shape": s.shape,
+                        "start": units.index(s.span.start),
+                        "end": units.index(s.span.end),
+                        "line": units.index.line(s.span.start) + 1,
+                    })
+                })
+                .collect();
+            json!({
+                "ok": false,
+                "diagnostics": diagnostics_json(&diags, file, src),
+                "omitted": omitted(&diags),
+                "statements": statements,
+                "variables": [],
+            })
+        }
         Ok((p, warnings)) => {
             // One index of the text for every statement (building one reads the text).
             let units = Units::new(src);
@@ -236,10 +262,7 @@ fn budget() -> teil_interp::Budget {
 /// its positions, and the request's `offset` (a string index) as a byte offset.
 fn analysis(req: &Map<String, Value>) -> Result<(teil::ide::Analysis, Units<'_>, usize), String> {
     let src = str_field(req, "source")?;
-    let kind = match file_name(req) {
-        "playground.tin" => teil::ide::SourceKind::Tin,
-        _ => teil::ide::SourceKind::Teil,
-    };
+    let kind = source_kind(req);
     let units = Units::new(src);
     let index = usize::try_from(u64_field(req, "offset", 0)?).unwrap_or(usize::MAX);
     let offset = units.byte(index);

@@ -373,3 +373,21 @@ fn positions_are_string_indices_not_bytes() {
         .collect();
     assert!(spans.contains(&"(prod A B)".to_string()), "{spans:?}");
 }
+
+/// One wrong statement does not take the others' shapes away (issue 29): the statements that
+/// check keep them, the wrong one has none, as the editor's inlay hints.
+#[test]
+fn statements_keep_their_shapes_beside_an_ill_typed_one() {
+    let src = MATMUL.replace("C = ", "alloc D : [2, 2]\nC = ") + "D = contr 1 2 (prod A B)\n";
+    let a = ask(json!({"cmd": "analyze", "source": src}));
+    assert_eq!(a["ok"], false, "{a}");
+    assert_eq!(a["diagnostics"][0]["code"], "E0305", "{a}");
+    let statements = a["statements"].as_array().unwrap();
+    assert_eq!(statements.len(), 2, "{a}");
+    assert_eq!(statements[0]["target"], "C");
+    assert_eq!(statements[0]["shape"], json!([2, 2]));
+    assert_eq!(js_slice(&src, &statements[0]), "C = contr 2 3 (prod A B)");
+    assert_eq!(statements[1]["target"], "D");
+    assert_eq!(statements[1]["shape"], Value::Null);
+    assert_eq!(statements[1]["line"], 6);
+}

@@ -107,6 +107,15 @@ pub struct InlayHint {
     pub label: String,
 }
 
+/// A statement written in the text ([`Analysis::statements`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatementFacts {
+    pub target: String,
+    pub span: Span,
+    /// The right-hand side's shape, where it checks (every statement of a well-typed program).
+    pub shape: Option<Vec<u64>>,
+}
+
 /// Why a text cannot be formatted.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum FormatError {
@@ -454,6 +463,24 @@ impl Analysis {
             .iter()
             .flat_map(|d| d.fixes.iter().map(move |f| (d, f)))
             .filter(|(d, f)| meets(&d.primary.span) || f.edits.iter().any(|e| meets(&e.span)))
+            .collect()
+    }
+
+    /// Every statement written in the text, in order, with its right-hand side's shape where
+    /// that checks: a statement keeps its shape while another one is wrong, as in the editor's
+    /// inlay hints.
+    pub fn statements(&self) -> Vec<StatementFacts> {
+        let facts = self.facts();
+        facts
+            .program
+            .stmts
+            .iter()
+            .filter(|s| self.is_written(&s.target.span))
+            .map(|s| StatementFacts {
+                target: s.target.name.clone(),
+                span: s.span.clone(),
+                shape: facts.shape(&s.value).map(<[u64]>::to_vec),
+            })
             .collect()
     }
 

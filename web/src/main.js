@@ -219,7 +219,9 @@ function renderAnalysis(a, text) {
   for (const s of a.statements || []) {
     const tr = document.createElement('tr');
     const stmt = text.slice(s.start, s.end);
-    for (const cell of [String(s.line), stmt, `[${s.shape.join(', ')}]`]) {
+    // A statement that does not check has no shape; the others keep theirs.
+    const shape = s.shape ? `[${s.shape.join(', ')}]` : '—';
+    for (const cell of [String(s.line), stmt, shape]) {
       const td = document.createElement('td');
       td.textContent = cell;
       tr.append(td);
@@ -358,6 +360,9 @@ async function traceCell() {
   if (a.error) {
     list.textContent = a.error;
     state.trace = null;
+    // Nothing to step through: no counter and no highlighted sub-expression of the last one.
+    $('step-pos').textContent = '';
+    view.dispatch({ effects: highlight.of(null) });
     return;
   }
   state.trace = a.lines;

@@ -36,6 +36,11 @@ async function open(program, { kind, width = 1280, height = 860 } = {}) {
   const page = await browser.newPage({ viewport: { width, height } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
+  // Requests that failed or were answered with an error (a missing icon shows in the console).
+  const failed = [];
+  page.on('requestfailed', (r) => failed.push(`${r.url()}: ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) failed.push(`${r.url()}: ${r.status()}`); });
+  page.failed = failed;
   const hash = program === undefined ? '' : `#code=${encodeURIComponent(program)}${kind ? `&kind=${kind}` : ''}`;
   await page.goto(base + 'index.html' + hash);
   page.errors = errors;
@@ -126,6 +131,12 @@ test('a trace steps through the semantics to the cell value', async () => {
   for (let i = 0; i < steps.length; i++) await page.click('#step-next');
   assert.equal(await page.textContent('#step-pos'), `step ${steps.length} of ${steps.length}`);
   await page.screenshot({ path: path.join(results, 'trace.png') });
+  // A trace that fails leaves no step counter and no highlight of the previous one behind.
+  await page.fill('#cell', 'C[9, 9]');
+  await page.click('#trace');
+  await page.waitForFunction(() => /not one of its cells/.test(document.getElementById('trace-out').textContent));
+  assert.equal(await page.textContent('#step-pos'), '');
+  assert.equal(await page.locator('.cm-step').count(), 0);
   await page.close();
 });
 
@@ -176,14 +187,37 @@ test('einsum mode lowers an equation and points into it', async () => {
 });
 
 test('usable from the keyboard and on a phone-sized screen', async () => {
-  const page = await open(matmul, { width: 390, height: 844 });
+  // A long statement: its row scrolls inside the panel, the page does not grow sideways.
+  const long = matmul + 'C = contr 2 3 (prod A B) + contr 2 3 (prod A B) + contr 2 3 (prod A B) + contr 2 3 (prod A B)\n';
+  const page = await open(long, { width: 390, height: 844 });
   await analysed(page);
+  await page.waitForSelector('#stmt-shapes tbody tr');
+  assert.ok(
+    await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+    'the page is wider than the phone',
+  );
   await page.focus('#t-shapes');
   await page.keyboard.press('ArrowRight');
   assert.equal(await page.evaluate(() => document.activeElement.id), 't-run');
   await page.keyboard.press('Enter');
   assert.equal(await page.isVisible('#tab-run'), true);
   await page.screenshot({ path: path.join(results, 'phone.png'), fullPage: true });
+  assert.deepEqual(page.failed, []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a wrong statement leaves the other statements their shapes', async () => {
+  const src = matmul.replace('C = ', 'alloc D : [2, 2]\nC = ') + 'D = contr 1 2 (prod A B)\n';
+  const page = await open(src);
+  await page.waitForSelector('.diag[data-code=E0305]');
+  await page.waitForSelector('#stmt-shapes tbody tr:nth-child(2)');
+  const rows = await page.$$eval('#stmt-shapes tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(rows, [
+    ['5', 'C = contr 2 3 (prod A B)', '[2, 2]'],
+    ['6', 'D = contr 1 2 (prod A B)', '—'],
+  ]);
+  assert.deepEqual(page.failed, []);
   await page.close();
 });
 
