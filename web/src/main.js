@@ -228,6 +228,8 @@ function renderAnalysis(a, text) {
     }
     body.append(tr);
   }
+  // The sub-expressions at the cursor, without waiting for the cursor to move.
+  scheduleSubShapes();
 }
 
 let subTimer = null;
@@ -246,6 +248,17 @@ function scheduleSubShapes() {
         td.textContent = cell;
         tr.append(td);
       }
+      body.append(tr);
+    }
+    if (!body.children.length) {
+      // Say why the table is empty rather than leave it blank.
+      const td = Object.assign(document.createElement('td'), {
+        colSpan: 3,
+        className: 'none',
+        textContent: 'move the cursor into a statement (click, or the arrow keys)',
+      });
+      const tr = document.createElement('tr');
+      tr.append(td);
       body.append(tr);
     }
   }, 120);
@@ -424,11 +437,18 @@ async function lowerEinsum() {
     item.className = `diag ${d.severity}`;
     item.dataset.code = d.code;
     const text = a.in === 'equation' ? $('equation').value : $('shapes').value;
-    // Spans are string indices; the caret is as wide as the text they cover.
-    const width = d.span.end - d.span.start;
-    const marker = `${text}\n${' '.repeat(d.column - 1)}${'^'.repeat(Math.max(1, width))}`;
+    // Under the text, a caret line per label, as the CLI draws them: the primary label's, then
+    // each secondary one's (for E0404, where each occurrence of the index has its extent).
+    // Spans are string indices; a caret is as wide as the text it covers; columns count
+    // characters.
+    const caret = (span, column, message) =>
+      `${' '.repeat(column - 1)}${'^'.repeat(Math.max(1, span.end - span.start))}${message ? ` ${message}` : ''}`;
+    const lines = [text, caret(d.span, d.column, d.label)];
+    for (const l of d.labels || []) {
+      if (l.span) lines.push(caret(l.span, l.span.column, l.message));
+    }
     const pre = document.createElement('pre');
-    pre.textContent = marker;
+    pre.textContent = lines.join('\n');
     item.append(codeLink(d.code), ` ${d.message}${d.rule ? ` [${d.rule}]` : ''}`, pre);
     if (d.help) item.append(Object.assign(document.createElement('div'), { className: 'help', textContent: `help: ${d.help}` }));
     box.append(item);

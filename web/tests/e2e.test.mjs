@@ -177,12 +177,31 @@ test('einsum mode lowers an equation and points into it', async () => {
   await page.fill('#shapes', '[[2,3],[4,4]]');
   await page.waitForSelector('#problems .diag');
   assert.match(await page.textContent('#problems .diag'), /E04\d\d/);
+  // Each occurrence of `j` under the equation with its extent, as `teil einsum` prints them.
+  const marks = (await page.textContent('#problems .diag pre')).split('\n');
+  assert.equal(marks[0], 'ij,jk->ik');
+  assert.match(marks[1], /^ \^ `j` has extent 3 here/);
+  assert.match(marks[2], /^ {3}\^ `j` has extent 4 here/);
   // An extent of 0: NumPy's result shape and no program to open (spec/frontends.md).
   await page.fill('#shapes', '[[2,0],[0,4]]');
   await page.waitForFunction(() => document.getElementById('einsum-out').textContent.includes('no TeIL program'));
   assert.match(await page.textContent('#einsum-out'), /the result has shape \[2, 4\] and holds only zeros/);
   assert.equal(await page.isDisabled('#einsum-open'), true);
   assert.equal(await page.$$eval('#problems .diag', (d) => d.length), 0);
+  await page.close();
+});
+
+test('the sub-expressions at the cursor follow the keyboard, and say when there are none', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  // The cursor starts in a declaration: the table says what to do instead of staying blank.
+  await page.waitForFunction(() => /move the cursor into a statement/.test(document.querySelector('#sub-shapes tbody').textContent));
+  // Three lines down, without a click: the statement's sub-expressions, outermost first.
+  await page.focus('.cm-content');
+  for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
+  await page.waitForFunction(() => document.querySelectorAll('#sub-shapes tbody tr td').length >= 3);
+  const first = await page.$$eval('#sub-shapes tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(first, ['contr 2 3 (prod A B)', '[2, 2]', 'T-Contr']);
   await page.close();
 });
 
