@@ -186,15 +186,7 @@ fn analyze(req: &Map<String, Value>) -> Answer {
             let statements: Vec<Value> = teil::ide::Analysis::new(src, source_kind(req))
                 .statements()
                 .into_iter()
-                .map(|s| {
-                    json!({
-                        "target": s.target,
-                        "shape": s.shape,
-                        "start": units.index(s.span.start),
-                        "end": units.index(s.span.end),
-                        "line": units.index.line(s.span.start) + 1,
-                    })
-                })
+                .map(|s| statement_json(&units, &s.target, &s.span, s.shape.as_deref()))
                 .collect();
             json!({
                 "ok": false,
@@ -211,15 +203,7 @@ fn analyze(req: &Map<String, Value>) -> Answer {
                 .program()
                 .stmts
                 .iter()
-                .map(|s| {
-                    json!({
-                        "target": s.target.name,
-                        "shape": p.shape(&s.value),
-                        "start": units.index(s.span.start),
-                        "end": units.index(s.span.end),
-                        "line": units.index.line(s.span.start) + 1,
-                    })
-                })
+                .map(|s| statement_json(&units, &s.target.name, &s.span, Some(p.shape(&s.value))))
                 .collect();
             let variables: Vec<Value> = p
                 .program()
@@ -243,6 +227,23 @@ fn analyze(req: &Map<String, Value>) -> Answer {
                 "variables": variables,
             })
         }
+    })
+}
+
+/// One row of `analyze`'s `statements`: the target, the right-hand side's shape (`null` where
+/// it does not check), the statement's span and 1-based line.
+fn statement_json(
+    units: &Units<'_>,
+    target: &str,
+    span: &teil::Span,
+    shape: Option<&[u64]>,
+) -> Value {
+    json!({
+        "target": target,
+        "shape": shape,
+        "start": units.index(span.start),
+        "end": units.index(span.end),
+        "line": units.index.line(span.start) + 1,
     })
 }
 

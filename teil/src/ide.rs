@@ -486,17 +486,12 @@ impl Analysis {
 
     /// The shape of each statement's right-hand side, at the end of the statement.
     pub fn inlay_hints(&self) -> Vec<InlayHint> {
-        let facts = self.facts();
-        facts
-            .program
-            .stmts
-            .iter()
-            .filter(|s| self.is_written(&s.target.span))
+        self.statements()
+            .into_iter()
             .filter_map(|s| {
-                let shape = facts.shape(&s.value)?;
                 Some(InlayHint {
                     offset: s.span.end,
-                    label: format!(": {}", ShapeDisplay(shape)),
+                    label: format!(": {}", ShapeDisplay(s.shape.as_deref()?)),
                 })
             })
             .collect()
