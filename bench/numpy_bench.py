@@ -361,7 +361,10 @@ class Runner:
     def time(self):
         a = self.args
         for r in range(a.rounds):
-            for k in self.kernels:
+            for i, k in enumerate(self.kernels):
+                # Which kernel is being timed, before its (possibly long) measurements.
+                print(f"round {r + 1}/{a.rounds}, kernel {i + 1}/{len(self.kernels)}: timing {k['name']} ...",
+                      file=sys.stderr, flush=True)
                 for b in k["builds"]:
                     for t in self.threads:
                         best, med = run_teil(b, a.min_seconds, a.min_calls, t)
@@ -375,7 +378,6 @@ class Runner:
                             best, med = time_call(f, a.min_seconds, a.min_calls)
                         self.record((k["name"], ("peer", name), t), best, med)
                 del ops, out, calls
-                print(f"round {r + 1}/{a.rounds}: {k['name']} done", file=sys.stderr)
 
     def numpy_time(self, k, t):
         ts = [self.best(k["name"], ("peer", n), t) for n in NUMPY_PEERS]
