@@ -105,7 +105,8 @@ pub struct Config {
     pub c_backend: bool,
     /// Whether to run the translation validator on one small kernel per program.
     pub validation: bool,
-    /// A planted bug applied to every kernel (test-only, see [`teil_cbackend::plant`]).
+    /// A planted bug applied to every kernel (test-only; `teil_cbackend::plant`, hidden from
+    /// these docs).
     pub plant: Option<Bug>,
     /// How many failing programs to shrink (the first ones, by index).
     pub shrink: usize,

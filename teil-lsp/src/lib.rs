@@ -1,5 +1,6 @@
-//! The TeIL language server: LSP 3.17 over a [`lsp_server::Connection`] (standard input and
-//! output for `teil lsp`, an in-memory pair in tests).
+//! The TeIL language server: LSP 3.17 over a
+//! [`lsp_server::Connection`](https://docs.rs/lsp-server/0.7.9/lsp_server/struct.Connection.html)
+//! (standard input and output for `teil lsp`, an in-memory pair in tests).
 //!
 //! This crate only converts: every answer comes from [`teil::ide::Analysis`], and positions
 //! go through [`teil::ide::LineIndex`] (UTF-16 columns, as LSP requires). Documents are synced

@@ -4,7 +4,7 @@
 //! carry index labels ([`Idx`]). [`Builder::contract`] multiplies factors and sums the labels
 //! that are not kept, in the pairwise order of the contraction planner ([`crate::plan`], by
 //! loop iterations: the emitted program's own cost); [`Builder::align`] brings the result into a requested label order. Everything built
-//! here is ordinary TeIL ([`crate::ast`]) and goes through [`crate::check`] afterwards: this
+//! here is ordinary TeIL ([`crate::ast`]) and goes through [`crate::check()`] afterwards: this
 //! module decides *which* program to emit, the checker decides whether it is well-typed.
 //!
 //! How each operation maps to TeIL (spec/frontends.md, "Lowering"):
