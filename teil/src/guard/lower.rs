@@ -3,9 +3,10 @@
 //! A front end describes a tensor computation as [`Factor`]s: TeIL expressions whose dimensions
 //! carry index labels ([`Idx`]). [`Builder::contract`] multiplies factors and sums the labels
 //! that are not kept, in the pairwise order of the contraction planner ([`crate::plan`], by
-//! loop iterations: the emitted program's own cost); [`Builder::align`] brings the result into a requested label order. Everything built
-//! here is ordinary TeIL ([`crate::ast`]) and goes through [`crate::check()`] afterwards: this
-//! module decides *which* program to emit, the checker decides whether it is well-typed.
+//! loop iterations: the emitted program's own cost); [`Builder::align`] brings the result into
+//! a requested label order. Everything built here is ordinary TeIL ([`crate::ast`]) and goes
+//! through [`crate::check()`] afterwards: this module decides *which* program to emit, the
+//! checker decides whether it is well-typed.
 //!
 //! How each operation maps to TeIL (spec/frontends.md, "Lowering"):
 //! - a label repeated inside one factor: `diag p q` (or `contr p q` when the label is summed and
