@@ -1,6 +1,6 @@
 //! What a self-checking campaign checks ([`Check`], with what is needed to run a check again on
-//! a shrunk program) and how one failed ([`FailedCheck`]); shared by [`crate::campaign`], which runs
-//! the checks, and [`crate::repro`], which records a failure in a reproducer.
+//! a shrunk program) and how one failed ([`FailedCheck`]); shared by [`crate::campaign`], which
+//! runs the checks, and [`crate::repro`], which records a failure in a reproducer.
 
 use crate::laws::Law;
 use crate::mutate::Mutation;
