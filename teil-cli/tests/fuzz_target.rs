@@ -219,6 +219,20 @@ fn targets_that_hang_exit_or_answer_garbage_are_findings_and_restarted() {
         stderr(&o)
     );
     assert!(stderr(&o).contains("started 2 time(s)"), "{}", stderr(&o));
+    // `cat` answers every request with the request itself, which is not an answer of the
+    // protocol (no `status`), and keeps running: a finding per program, restarted each time.
+    let o = campaign(dir.path(), "cat", 3, 1, &["--shrink", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(summary(&o), (3, 3));
+    assert_eq!(
+        stderr(&o)
+            .matches("the target's answer is not teil-target/1")
+            .count(),
+        3,
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("started 3 time(s)"), "{}", stderr(&o));
     // `true` exits at once: it never answers, so the campaign stops after the first two
     // programs with one message, as a usage problem, not one finding per program.
     let o = campaign(dir.path(), "true", 50, 1, &["--shrink", "0"]);
