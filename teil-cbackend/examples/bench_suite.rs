@@ -993,12 +993,14 @@ fn args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The kernels `--groups` and `--only` select, in suite order; an unknown name is an error.
+/// The kernels `--groups` and `--only` select, in suite order (of the random suite with
+/// `--random`, so that one drawn kernel can be timed again alone); an unknown name is an
+/// error.
 fn selected(a: &Args) -> Result<Vec<Bench>, String> {
-    if let Some(n) = a.random {
-        return Ok(random_suite(n, a.seed));
-    }
-    let all = suite();
+    let all = match a.random {
+        Some(n) => random_suite(n, a.seed),
+        None => suite(),
+    };
     for g in a.groups.iter().flatten() {
         if !GROUPS.iter().any(|(name, _)| name == g) {
             let names: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();

@@ -277,19 +277,20 @@ pub struct Bound {
     pub logical: u64,
 }
 
-/// `target[free] = Σ_{k < K} a · b`: a contraction of two loads into a third buffer.
+/// `target[free] = Σ_{k < K} a · b`: a contraction of two loads into a third buffer, or
+/// `target[free] = Σ_{k < K} a`, a sum of one load (`b` is `None`: each row of `a` summed).
 ///
 /// **Meaning.** Exactly the plain nest [`Contraction::nest`]:
 ///
 /// ```text
 /// for free_1 < n_1 ... for free_r < n_r {      (outermost first, every start 0)
 ///     acc = -0.0
-///     for k < K { acc = acc + a[..] * b[..] }
+///     for k < K { acc = acc + a[..] * b[..] }  (acc = acc + a[..] with one operand)
 ///     target[..] = acc
 /// }
 /// ```
 ///
-/// The target buffer is neither `a`'s nor `b`'s, its index names every free label exactly once
+/// The target buffer is no operand's, its index names every free label exactly once
 /// and the operands' indices use only free labels, `k` and constants, so no iteration reads a
 /// cell another writes: the strategies below visit the cells in other orders (and keep a
 /// partial sum in its cell between panels of terms) and compute every cell with the same
@@ -308,7 +309,9 @@ pub struct Contraction {
     pub outer: Option<Bound>,
     pub target: Access,
     pub a: Access,
-    pub b: Access,
+    /// The second factor of every term; `None`: the terms are `a`'s cells (a sum of one
+    /// operand, which only [`Strategy::Dot`] computes).
+    pub b: Option<Access>,
     pub strategy: Strategy,
 }
 
@@ -502,7 +505,8 @@ pub enum Strategy {
         rows_of: Option<Label>,
         /// How `a` and `b` give the terms of a block's cells (it does not change any cell's
         /// operations, only how the vector variants load them).
-        reads: [Reads; 2],
+        /// One per operand, `a`'s first.
+        reads: Vec<Reads>,
         variants: Vec<Lanes>,
     },
 }
@@ -616,7 +620,10 @@ impl Contraction {
             body: vec![Node::AccUpdate {
                 acc: inner,
                 op: RedOp::Sum,
-                value: Val::Bin(BinOp::Mul, load(&self.a), load(&self.b)),
+                value: match &self.b {
+                    Some(b) => Val::Bin(BinOp::Mul, load(&self.a), load(b)),
+                    None => *load(&self.a),
+                },
             }],
         };
         let sum = match &self.outer {
@@ -650,6 +657,16 @@ impl Contraction {
             body = vec![f.wrap(body)];
         }
         body
+    }
+
+    /// The operands, `a` first.
+    pub fn operands(&self) -> impl Iterator<Item = &Access> {
+        std::iter::once(&self.a).chain(&self.b)
+    }
+
+    /// Whether some operand is buffer `buf` (a contraction's target never is).
+    pub fn reads(&self, buf: BufId) -> bool {
+        self.operands().any(|x| x.buf == buf)
     }
 
     /// The number of terms of every cell: `K`, or `O * K` for a two-level sum, whose term
@@ -808,12 +825,12 @@ pub fn work(nodes: &[Node]) -> u128 {
 
 impl Kernel {
     /// Whether the kernel has a product-then-add pair that fma mode fuses (spec/values.md,
-    /// "Fused multiply-add"): a contraction step, a sum accumulator updated with a product, or
-    /// an addition with a product operand ([`Val::fused`]). Independent of [`Kernel::fma`].
+    /// "Fused multiply-add"): a contraction step of two operands, a sum accumulator updated with
+    /// a product, or an addition with a product operand ([`Val::fused`]). Independent of [`Kernel::fma`].
     pub fn has_fusable(&self) -> bool {
         let mut found = false;
         for s in &self.steps {
-            found |= matches!(s, Step::Contract { .. });
+            found |= matches!(s, Step::Contract { c, .. } if c.b.is_some());
             walk_step(s, &mut |v| match v {
                 Visit::Node(Node::AccUpdate {
                     op: RedOp::Sum,
@@ -863,8 +880,9 @@ pub fn walk_step<'a>(s: &'a Step, f: &mut dyn FnMut(Visit<'a>)) {
             f(Visit::Store(*dst, &[]));
         }
         Step::Contract { c, .. } => {
-            f(Visit::Load(c.a.buf, &c.a.index));
-            f(Visit::Load(c.b.buf, &c.b.index));
+            for x in c.operands() {
+                f(Visit::Load(x.buf, &x.index));
+            }
             f(Visit::Store(c.target.buf, &c.target.index));
         }
         Step::Tiled { t, .. } => {
@@ -953,7 +971,9 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
         }
         Step::Contract { c, .. } => {
             f(&mut c.a.buf, false);
-            f(&mut c.b.buf, false);
+            if let Some(b) = &mut c.b {
+                f(&mut b.buf, false);
+            }
             f(&mut c.target.buf, true);
         }
         Step::Tiled { t, .. } => {
@@ -1109,14 +1129,17 @@ impl fmt::Display for Kernel {
                     }
                     writeln!(
                         f,
-                        "  for {}: {} = sum {}{}: a {} * b {}",
+                        "  for {}: {} = sum {}{}: a {}{}",
                         bounds(&c.free),
                         t.access(c.target.buf, &c.target.index),
                         c.outer
                             .map_or(String::new(), |o| format!("{}: sum ", bound(&o))),
                         bound(&c.k),
                         t.access(c.a.buf, &c.a.index),
-                        t.access(c.b.buf, &c.b.index)
+                        c.b.as_ref().map_or(String::new(), |b| format!(
+                            " * b {}",
+                            t.access(b.buf, &b.index)
+                        ))
                     )?;
                 }
                 Step::Tiled { comment, t: tl } => {

@@ -50,9 +50,10 @@ pub struct Tuning {
     /// same iteration count (the MTTKRP of PERFORMANCE.md). Changes which programs are lifted,
     /// so it only acts where reassociation is allowed anyway.
     pub order: bool,
-    /// A sum whose body is a sum of products of two operands (`Σ_i Σ_j a * b`) computes the
-    /// inner sums into a temporary first (`split`), one cell per outer index: the same operations in
-    /// the same order, and the inner sums become a contraction nest (exact).
+    /// A sum whose body is a sum of products of two operands or a sum of one (`Σ_i Σ_j a * b`,
+    /// `Σ_i Σ_j a`) computes the inner sums into a temporary first (`split`), one cell per
+    /// outer index: the same operations in the same order, and the inner sums become a
+    /// contraction nest (exact).
     pub split: bool,
     /// Reduction-free nests whose store and some load run through memory in different orders
     /// (transpositions) become tiled steps ([`tile::run`]).

@@ -443,9 +443,7 @@ fn rename(s: &mut Step, from: BufId, to: BufId, stores: bool) {
 /// to the plain nest it means, as the mistaken backend would have printed it.
 fn demote_if_aliased(s: &mut Step) {
     let plain = match s {
-        Step::Contract { comment, c } if c.target.buf == c.a.buf || c.target.buf == c.b.buf => {
-            Some((comment.clone(), c.nest()))
-        }
+        Step::Contract { comment, c } if c.reads(c.target.buf) => Some((comment.clone(), c.nest())),
         Step::Tiled { comment, t } => {
             let mut other = false;
             walk_val(&t.value, &mut |v| {

@@ -119,6 +119,16 @@ pub(crate) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -
     }
 }
 
+/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) to `acc`:
+/// the product `x * y` as [`multiply_add`] prints it, or `x` itself for a sum of one operand
+/// (`y` is `None`; there is no product to fuse, in either mode).
+pub(crate) fn add_term(fma: bool, lanes: u64, acc: &str, x: &str, y: Option<&str>) -> String {
+    match y {
+        Some(y) => multiply_add(fma, lanes, acc, x, y),
+        None => format!("{acc} += {x};"),
+    }
+}
+
 /// One translation unit defining every kernel in `kernels` (their names must differ).
 pub fn module(kernels: &[&Kernel]) -> String {
     let h = kernels

@@ -850,7 +850,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     /// starts from `-0.0` (or, after the first panel of terms, from its own value) and adds the
     /// products of the operands for its terms in order.
     fn contract(&mut self, c: &Contraction) -> Result<(), ValidationError> {
-        if c.target.buf == c.a.buf || c.target.buf == c.b.buf {
+        if c.reads(c.target.buf) {
             return Err(self.malformed(format!(
                 "the contraction's target {} is also an operand",
                 self.buffer_name(c.target.buf)
@@ -879,7 +879,14 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 }
                 // The vector variants load the operands' terms as `reads` says.
                 // (An unknown buffer is reported where the operand is read.)
-                for (x, r) in [&c.a, &c.b].into_iter().zip(reads) {
+                if reads.len() != c.operands().count() {
+                    return Err(self.malformed(format!(
+                        "dot products reading {} operand(s) in {} way(s)",
+                        c.operands().count(),
+                        reads.len()
+                    )));
+                }
+                for (x, r) in c.operands().zip(reads) {
                     if self.k.buffers.get(x.buf.0).is_none() {
                         continue;
                     }
@@ -963,7 +970,10 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                         v.mr, v.nr, v.mc, v.nc
                     )));
                 }
-                let (row_op, col_op) = if *swap { (&c.b, &c.a) } else { (&c.a, &c.b) };
+                let Some(b) = &c.b else {
+                    return Err(self.malformed("a packed product of one operand".to_string()));
+                };
+                let (row_op, col_op) = if *swap { (b, &c.a) } else { (&c.a, b) };
                 let p = Layout {
                     row_op,
                     col_op,
@@ -1025,7 +1035,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 m.env.insert(c.k.var, kv);
                 for (&cell, s) in cells.iter().zip(sums.iter_mut()) {
                     bind(m, cell);
-                    *s = Acc::Value(m.multiply_add(&c.a, &c.b, s)?);
+                    *s = Acc::Value(m.multiply_add(&c.a, c.b.as_ref(), s)?);
                 }
             }
             for (&cell, s) in cells.iter().zip(sums) {
@@ -1065,9 +1075,17 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     }
 
     /// `acc + x * y` for the operands at the current labels, as a contraction step computes
-    /// it: `fma(x, y, acc)` in fma mode.
-    fn multiply_add(&self, x: &Access, y: &Access, acc: &Acc<D>) -> Result<D, ValidationError> {
+    /// it: `fma(x, y, acc)` in fma mode; `acc + x` without `y` (a sum of one operand).
+    fn multiply_add(
+        &self,
+        x: &Access,
+        y: Option<&Access>,
+        acc: &Acc<D>,
+    ) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
+        let Some(y) = y else {
+            return Ok(fold(acc, a));
+        };
         let b = self.read(y.buf, &self.index(&y.index)?)?;
         Ok(if self.k.fma {
             fma(&a, &b, acc)
@@ -1126,7 +1144,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                 let Some(o) = c.outer else {
                                     for kv in pc..pc + kcb {
                                         self.env.insert(c.k.var, kv);
-                                        let v = self.multiply_add(p.row_op, p.col_op, &acc)?;
+                                        let v =
+                                            self.multiply_add(p.row_op, Some(p.col_op), &acc)?;
                                         acc = Acc::Value(v);
                                     }
                                     self.write(c.target.buf, &idx, acc_value(acc))?;
@@ -1141,8 +1160,11 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                     if t % inner == 0 {
                                         part = Acc::Identity(RedOp::Sum);
                                     }
-                                    part =
-                                        Acc::Value(self.multiply_add(p.row_op, p.col_op, &part)?);
+                                    part = Acc::Value(self.multiply_add(
+                                        p.row_op,
+                                        Some(p.col_op),
+                                        &part,
+                                    )?);
                                     if t % inner == inner - 1 {
                                         acc = Acc::Value(fold(&acc, acc_value(part.clone())));
                                     }

@@ -32,10 +32,10 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
     teil_cbackend::lower(p, &opts).expect("lowers")
 }
 
-/// The eight PERFORMANCE.md kernels at small sizes and five more corpus programs, and the
+/// The eight PERFORMANCE.md kernels at small sizes and six more corpus programs, and the
 /// forms each must get (`tccg`: two matrix products and a two-level sum; `two_level`: a
-/// two-level sum).
-const KERNELS: [(&str, &[Printing]); 13] = [
+/// two-level sum; `row_sums`: three sums of one operand).
+const KERNELS: [(&str, &[Printing]); 14] = [
     ("matmul", &[Printing::Packed]),
     ("matmul_edges", &[Printing::Packed]),
     ("cfd", &[Printing::Packed]),
@@ -52,6 +52,7 @@ const KERNELS: [(&str, &[Printing]); 13] = [
         &[Printing::Packed, Printing::Packed, Printing::Packed],
     ),
     ("two_level", &[Printing::Packed]),
+    ("row_sums", &[Printing::Dot, Printing::Dot, Printing::Dot]),
 ];
 
 #[test]

@@ -14,7 +14,9 @@
 //! ```
 //!
 //! where `a` and `b` are buffers other than `T`, indexed by the target labels, `k` and
-//! constants: exactly the meaning of [`Contraction`] ([`Contraction::nest`]). Every strategy
+//! constants: exactly the meaning of [`Contraction`] ([`Contraction::nest`]); or the same nest
+//! with `acc = acc + a[..]`, a sum of one operand, which only the dot products take (where
+//! the operand's terms are its rows: `strategy`). Every strategy
 //! computes every cell of `T` with the operations of that nest, in the same order: the cell's
 //! sum starts from `-0.0` and adds the products for `k = 0, 1, ..., K-1` in turn
 //! (spec/padding.md, "Contraction kernels"). What changes is only the order in which *different*
@@ -200,6 +202,23 @@ pub const LANES: [Lanes; 4] = [
         width: 1,
     },
 ];
+/// The dot-product blocking of a sum of one operand (`Contraction::b` is `None`) on each
+/// target, in [`Target::ALL`] order: [`LANES`], but 16 lanes (two vectors) on AVX-512. Its
+/// terms are rows of the operand, transposed in registers, and with one vector of lanes each
+/// block of 8 terms is a chain of 8 dependent additions into one accumulator; with two the
+/// chains overlap. PERFORMANCE.md ("Kernels drawn at random") has the measurements: 16 lanes
+/// gained on `ki->k` 579 x 14136 (1.51 to 1.18 ms), `jkl->kj` (0.91 to 0.75 ms) and `jl->` (0.119
+/// to 0.108 ms) and lost a little on `ij->i` 1839 x 396 (0.056 to 0.065 ms); 32 lanes lost
+/// on most (32 rows streamed at once).
+pub const SUM_LANES: [Lanes; 4] = [
+    Lanes {
+        lanes: 16,
+        ..LANES[0]
+    },
+    LANES[1],
+    LANES[2],
+    LANES[3],
+];
 /// A product that the packed kernel would compute (some target labels read by `a` only, some
 /// by `b` only) is computed by vector dot products instead when its columns (the side of the
 /// target's innermost label) number at most this many, or its rows and columns both do, and
@@ -277,15 +296,37 @@ fn of(body: &[Node]) -> Option<Contraction> {
     let [Node::AccUpdate {
         acc: updated,
         op: RedOp::Sum,
-        value: Val::Bin(BinOp::Mul, va, vb),
+        value,
     }] = inner.as_slice()
     else {
         return None;
     };
-    let (Val::Load(ba, ia), Val::Load(bb, ib)) = (&**va, &**vb) else {
-        return None;
+    // The terms: products of two loads, or (one sum only) one load.
+    let (a, b) = match value {
+        Val::Bin(BinOp::Mul, va, vb) => match (&**va, &**vb) {
+            (Val::Load(ba, ia), Val::Load(bb, ib)) => (
+                Access {
+                    buf: *ba,
+                    index: ia.clone(),
+                },
+                Some(Access {
+                    buf: *bb,
+                    index: ib.clone(),
+                }),
+            ),
+            _ => return None,
+        },
+        Val::Load(ba, ia) if outer.is_none() => (
+            Access {
+                buf: *ba,
+                index: ia.clone(),
+            },
+            None,
+        ),
+        _ => return None,
     };
-    if *updated != inner_acc || stored != acc || ba == target || bb == target || *kn == 0 {
+    let operands = || std::iter::once(&a).chain(&b);
+    if *updated != inner_acc || stored != acc || operands().any(|x| x.buf == *target) || *kn == 0 {
         return None;
     }
     if outer.is_some_and(|o: Bound| o.var == *k || o.extent == 0) {
@@ -313,7 +354,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
             Ix::Const(_) => true,
         })
     };
-    if !known(ia) || !known(ib) {
+    if !operands().all(|x| known(&x.index)) {
         return None;
     }
     Some(Contraction {
@@ -328,18 +369,12 @@ fn of(body: &[Node]) -> Option<Contraction> {
             buf: *target,
             index: tindex.clone(),
         },
-        a: Access {
-            buf: *ba,
-            index: ia.clone(),
-        },
-        b: Access {
-            buf: *bb,
-            index: ib.clone(),
-        },
+        a,
+        b,
         strategy: Strategy::Dot {
             lane: *k,
             rows_of: None,
-            reads: [Reads::Gather; 2],
+            reads: Vec::new(),
             variants: Vec::new(),
         },
     })
@@ -399,24 +434,40 @@ pub(crate) fn two_sided(
 /// nest stays).
 fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
     let sa = Affine::of(k, c.a.buf, &c.a.index);
-    let sb = Affine::of(k, c.b.buf, &c.b.index);
     let st = Affine::of(k, c.target.buf, &c.target.index);
-    let only_a = c.free.iter().any(|f| sa.has(f.var) && !sb.has(f.var));
-    let only_b = c.free.iter().any(|f| sb.has(f.var) && !sa.has(f.var));
     let work: u128 = c
         .free
         .iter()
         .map(|f| u128::from(f.extent))
         .product::<u128>()
         .saturating_mul(u128::from(c.terms()));
+    // The target label with the smallest stride (the first of equals).
+    let lane = c.free.iter().min_by_key(|f| st.get(f.var));
+    let Some(b) = &c.b else {
+        // A sum of one operand gains only where each cell's terms are a row of it (unit
+        // stride in `k`) and the lane's cells are other rows: a plain nest adds each row's
+        // terms one after another, bound by the latency of the additions, while the dot
+        // kernel sums `lanes` rows side by side (their terms transposed in registers). Other
+        // sums of one operand stay plain nests, which the interchange pass orders.
+        let lane = lane.filter(|l| l.extent >= min_lanes() && work >= DOT_MIN_WORK)?;
+        let d = dot(c, lane, &[&sa], &SUM_LANES);
+        let Strategy::Dot {
+            reads, variants, ..
+        } = &d
+        else {
+            return None;
+        };
+        return (reads[..] == [Reads::Rows] && variants.iter().any(|v| v.width > 1)).then_some(d);
+    };
+    let sb = Affine::of(k, b.buf, &b.index);
+    let only_a = c.free.iter().any(|f| sa.has(f.var) && !sb.has(f.var));
+    let only_b = c.free.iter().any(|f| sb.has(f.var) && !sa.has(f.var));
     if c.outer.is_some() {
         // Two-level sums: the packed product only.
         let labels: Vec<Label> = c.free.iter().map(|f| f.var).collect();
         return (two_sided(&labels, |l| sa.has(l), |l| sb.has(l)) && work >= PACKED_MIN_WORK)
             .then(|| packed(c, &sa, &sb, &st, k.fma));
     }
-    // The target label with the smallest stride (the first of equals).
-    let lane = c.free.iter().min_by_key(|f| st.get(f.var));
     // Dot products need the terms of a block close together: some operand that differs from
     // lane to lane reads them along a row (unit stride in `k`), or the lane operands' terms
     // span at most DOT_MAX_SPAN doubles. Otherwise (`Σ_i x[i] A[i, j]` along `j`, `A` large)
@@ -451,7 +502,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
                 .all(|s| s.get(c.k.var) <= DOT_MAX_STRIDE)
         });
         if thin && close {
-            let d = lane.map(|l| dot(c, l, &sa, &sb));
+            let d = lane.map(|l| dot(c, l, &[&sa, &sb], &LANES));
             if matches!(&d, Some(Strategy::Dot { variants, .. }) if variants.iter().any(|v| v.width > 1))
             {
                 return d;
@@ -459,7 +510,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         }
         Some(packed(c, &sa, &sb, &st, k.fma))
     } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
-        Some(dot(c, lane?, &sa, &sb))
+        Some(dot(c, lane?, &[&sa, &sb], &LANES))
     } else {
         None
     }
@@ -481,9 +532,10 @@ pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
 /// and every operand that reads the lane reads it with unit stride ([`Reads::Lane`]) or its
 /// terms with unit stride ([`Reads::Rows`]); blocks of rows (`rows_of`, a label no
 /// [`Reads::Lane`] operand reads, so that their vectors serve every row) only where no operand
-/// is transposed.
-fn dot(c: &Contraction, lane: &Bound, sa: &Affine, sb: &Affine) -> Strategy {
-    let kinds = [reads(sa, lane.var, c.k.var), reads(sb, lane.var, c.k.var)];
+/// is transposed. `ss`: the operands' strides, `a`'s first; `table`: [`LANES`] or
+/// [`SUM_LANES`].
+fn dot(c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes; 4]) -> Strategy {
+    let kinds: Vec<Reads> = ss.iter().map(|s| reads(s, lane.var, c.k.var)).collect();
     let vectors = kinds.iter().all(|r| *r != Reads::Gather);
     let transposed = kinds.contains(&Reads::Rows);
     let rows_of = c
@@ -493,12 +545,13 @@ fn dot(c: &Contraction, lane: &Bound, sa: &Affine, sb: &Affine) -> Strategy {
         .find(|f| {
             f.var != lane.var
                 && f.extent > 1
-                && [(sa, kinds[0]), (sb, kinds[1])]
+                && ss
                     .iter()
+                    .zip(&kinds)
                     .all(|(s, r)| *r != Reads::Lane || !s.has(f.var))
         })
         .filter(|_| vectors && !transposed);
-    let variants: Vec<Lanes> = LANES
+    let variants: Vec<Lanes> = table
         .iter()
         .map(|l| {
             let lanes = l.lanes.min(lane.extent);

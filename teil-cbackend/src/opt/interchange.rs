@@ -572,7 +572,9 @@ mod tests {
         assert_ne!(before, after);
         for src in [
             "input var A : [21 40]\ninput var x : [40]\noutput var y : [21]\ny = (A # x) .[2 3]\n",
-            "input var A : [30 50]\noutput var t : []\nt = red+ 1 (red+ 1 A)\n",
+            // The row sums go to a temporary as dot products (`opt::split`, `opt::contract`),
+            // then one sum along it.
+            "input var A : [30 50]\noutput var t : []\nt = red+ 1 (red+ 2 A)\n",
             // Below MIN_WORK.
             "input var A : [3 5]\ninput var B : [5 7]\noutput var C : [3 7]\nC = (A # B) .[2 3]\n",
         ] {

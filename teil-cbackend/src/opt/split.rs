@@ -1,6 +1,6 @@
-//! Splitting nested sums: a reduction whose body is a sum of products of two loads that
-//! depends on the outer label (`Σ_l Σ_k a * b`) computes the inner sums into a temporary
-//! indexed by their free labels, one cell per outer index.
+//! Splitting nested sums: a reduction whose body is a sum of products of two loads, or a sum
+//! of one load, that depends on the outer label (`Σ_l Σ_k a * b`, `Σ_l Σ_k a`) computes the
+//! inner sums into a temporary indexed by their free labels, one cell per outer index.
 //!
 //! ```text
 //! s[] = (red+ l0 < m: (red+ l1 < n: (A[l0, l1] * B[l0, l1])))
@@ -11,7 +11,9 @@
 //!
 //! Exact: each inner sum is computed with the same operations in the same order, once, and the
 //! outer reduction folds the same values; the inner sums become a contraction nest
-//! ([`crate::opt::contract`]). `Tuning::split` switches it.
+//! ([`crate::opt::contract`]; a sum of rows of one operand becomes dot products that sum
+//! several rows side by side instead of one dependent chain of additions per row).
+//! `Tuning::split` switches it.
 //!
 //! A statement whose whole value is such a nested sum over two operands that a packed product
 //! can take (a target label read by one operand only, and one by the other only) stays as it
@@ -42,7 +44,7 @@ pub(crate) fn run(cx: &mut Context, a: &mut Assign) -> Result<(), Error> {
         let IExpr::Reduce(_, l, body) = e else {
             return Ok(Walk::Into);
         };
-        if !is_pair_sum(body) {
+        if !is_pair_sum(body) && !is_load_sum(body) {
             return Ok(Walk::Into);
         }
         // The outer label first: each outer index's inner sums are one block of the
@@ -96,6 +98,11 @@ fn is_pair_sum(e: &IExpr) -> bool {
     matches!(e, IExpr::Reduce(RedOp::Sum, _, body)
         if matches!(&**body, IExpr::Bin(BinOp::Mul, a, b)
             if matches!(**a, IExpr::Load(..)) && matches!(**b, IExpr::Load(..))))
+}
+
+/// `Σ_k a` with `a` a load: a contraction nest of one operand.
+fn is_load_sum(e: &IExpr) -> bool {
+    matches!(e, IExpr::Reduce(RedOp::Sum, _, body) if matches!(**body, IExpr::Load(..)))
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! last whole block of lanes, one at a time, which the vector dot products share
 //! ([`Remainder`]).
 
+use super::add_term;
 use super::contract::{affine, offset, within_loops, Fresh};
-use super::multiply_add;
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label};
 
@@ -19,8 +19,8 @@ pub(super) fn print(
     fresh: &mut Fresh,
 ) {
     let st = affine(k, &c.target);
-    let sa = affine(k, &c.a);
-    let sb = affine(k, &c.b);
+    // The operands' strides, `a`'s first.
+    let ss: Vec<Affine> = c.operands().map(|x| affine(k, x)).collect();
     let lane_n = c
         .free
         .iter()
@@ -34,9 +34,14 @@ pub(super) fn print(
         let terms = |s: &Affine| -> Vec<(String, u64)> {
             names.iter().map(|(l, n)| (n.clone(), s.get(*l))).collect()
         };
-        let (ta, tb, tt) = (terms(&sa), terms(&sb), terms(&st));
         let name = |b: BufId| k.buffer(b).c_name.clone();
-        let (na, nb, nt) = (name(c.a.buf), name(c.b.buf), name(c.target.buf));
+        let nt = name(c.target.buf);
+        // Each operand's C name, offset and strides.
+        let ops: Vec<(String, String, &Affine)> = c
+            .operands()
+            .zip(&ss)
+            .map(|(x, s)| (name(x.buf), offset(&terms(s), s.constant), s))
+            .collect();
         let at = |o: &str, s: &Affine, u: u64| {
             let extra = u * s.get(lane);
             if extra == 0 {
@@ -45,11 +50,7 @@ pub(super) fn print(
                 format!("{o} + {extra}")
             }
         };
-        let (oa, ob, ot) = (
-            offset(&ta, sa.constant),
-            offset(&tb, sb.constant),
-            offset(&tt, st.constant),
-        );
+        let ot = offset(&terms(&st), st.constant);
         let kn = c.k.extent;
         let full = lane_n - lane_n % lanes.max(1);
         if pragma {
@@ -67,7 +68,7 @@ pub(super) fn print(
                     // once, which the hardware prefetchers follow badly: fetch the next
                     // block's rows, one cache line per term, while this block runs (only where
                     // the next block exists and lies inside the rows it will read).
-                    for (name, s, o) in [(&na, &sa, &oa), (&nb, &sb, &ob)] {
+                    for (name, o, s) in &ops {
                         let (sl, sk) = (s.get(lane), s.get(c.k.var));
                         if sk == 1 && sl >= kn && full > lanes {
                             w.directive("#if defined(__GNUC__) && !defined(teil_portable)");
@@ -80,12 +81,16 @@ pub(super) fn print(
                         }
                     }
                     for u in 0..lanes {
-                        w.line(multiply_add(
+                        let term: Vec<String> = ops
+                            .iter()
+                            .map(|(name, o, s)| format!("{name}[{}]", at(o, s, u)))
+                            .collect();
+                        w.line(add_term(
                             k.fma,
                             1,
                             &format!("teil_s{u}"),
-                            &format!("{na}[{}]", at(&oa, &sa, u)),
-                            &format!("{nb}[{}]", at(&ob, &sb, u)),
+                            &term[0],
+                            term.get(1).map(String::as_str),
                         ));
                     }
                 });
@@ -100,10 +105,14 @@ pub(super) fn print(
                 k: (&kv, kn),
                 fma: k.fma,
             };
+            let term: Vec<String> = ops
+                .iter()
+                .map(|(name, o, _)| format!("{name}[{o}]"))
+                .collect();
             cells.print(
                 w,
-                &format!("{na}[{oa}]"),
-                &format!("{nb}[{ob}]"),
+                &term[0],
+                term.get(1).map(String::as_str),
                 &format!("{nt}[{ot}]"),
             );
         }
@@ -120,9 +129,9 @@ pub(super) struct Remainder<'a> {
 }
 
 impl Remainder<'_> {
-    /// The loop for one row of cells: `target` = Σ_k `a` * `b` (C expressions in the lane
-    /// and `k` variables).
-    pub(super) fn print(&self, w: &mut Writer, a: &str, b: &str, target: &str) {
+    /// The loop for one row of cells: `target` = Σ_k `a` * `b`, or Σ_k `a` without `b` (C
+    /// expressions in the lane and `k` variables).
+    pub(super) fn print(&self, w: &mut Writer, a: &str, b: Option<&str>, target: &str) {
         let ((lv, full, lane_n), (kv, kn)) = (self.lane, self.k);
         w.block(
             format!("for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++)"),
@@ -131,7 +140,7 @@ impl Remainder<'_> {
                 w.block(
                     format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
                     |w| {
-                        w.line(multiply_add(self.fma, 1, "teil_s0", a, b));
+                        w.line(add_term(self.fma, 1, "teil_s0", a, b));
                     },
                 );
                 w.line(format!("{target} = teil_s0;"));

@@ -45,21 +45,24 @@ fn decompose(group: &[Bound], x: &str, value: &str, dsts: &[(&str, &Affine)], w:
 /// The packed matrix product with the tile and panels `v` (BLIS-style loops around the
 /// register tile of [`tile`](super::tile)).
 pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fresh: &mut Fresh) {
-    let Strategy::Packed {
-        swap,
-        batch,
-        rows,
-        cols,
-        m,
-        n,
-        ..
-    } = &c.strategy
+    let (
+        Strategy::Packed {
+            swap,
+            batch,
+            rows,
+            cols,
+            m,
+            n,
+            ..
+        },
+        Some(b),
+    ) = (&c.strategy, &c.b)
     else {
         return;
     };
     let (m, n, kc, nc, nr) = (*m, *n, c.panel_terms(v.kc), v.nc, v.nr);
     let st = affine(k, &c.target);
-    let (ra, rb) = if *swap { (&c.b, &c.a) } else { (&c.a, &c.b) };
+    let (ra, rb) = if *swap { (b, &c.a) } else { (&c.a, b) };
     let (sa, sb) = (affine(k, ra), affine(k, rb));
     let kn = c.terms();
     let kl = c.k.var;

@@ -2,9 +2,9 @@
 //! GCC/Clang vectors ([`Lanes::width`] above 1), and the helpers they use
 //! ([`dot_helpers`]).
 
+use super::add_term;
 use super::contract::{affine, fma_lanes, offset, plus, within_loops, Fresh};
 use super::dot::Remainder;
-use super::multiply_add;
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
 use std::collections::BTreeSet;
@@ -22,15 +22,13 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
     let Strategy::Dot {
         lane,
         rows_of,
-        reads,
+        ref reads,
         ..
     } = c.strategy
     else {
         return;
     };
     let st = affine(k, &c.target);
-    let sa = affine(k, &c.a);
-    let sb = affine(k, &c.b);
     let rows = rows_of.filter(|_| v.rows > 1);
     let extent = |l: Label| c.free.iter().find(|f| f.var == l).map_or(0, |f| f.extent);
     let skip: Vec<Label> = std::iter::once(lane).chain(rows).collect();
@@ -54,22 +52,21 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
             k,
             c,
             v,
-            ops: [
-                Operand {
-                    buf: name(c.a.buf),
-                    offset: off(&sa),
-                    strides: sa.clone(),
-                    var: "teil_a",
-                    reads: reads[0],
-                },
-                Operand {
-                    buf: name(c.b.buf),
-                    offset: off(&sb),
-                    strides: sb.clone(),
-                    var: "teil_b",
-                    reads: reads[1],
-                },
-            ],
+            ops: c
+                .operands()
+                .zip(reads)
+                .zip(["teil_a", "teil_b"])
+                .map(|((x, &reads), var)| {
+                    let strides = affine(k, x);
+                    Operand {
+                        buf: name(x.buf),
+                        offset: off(&strides),
+                        strides,
+                        var,
+                        reads,
+                    }
+                })
+                .collect(),
             target: (name(c.target.buf), off(&st), st.clone()),
             lane,
             rows,
@@ -120,7 +117,8 @@ struct Block<'a> {
     k: &'a Kernel,
     c: &'a Contraction,
     v: &'a Lanes,
-    ops: [Operand; 2],
+    /// The operands, `a`'s first (one for a sum of one operand).
+    ops: Vec<Operand>,
     /// The target's C name, offset and strides.
     target: (String, String, Affine),
     lane: Label,
@@ -219,20 +217,22 @@ impl Block<'_> {
         let nv = self.v.lanes / self.v.width;
         for r in 0..nr {
             for u in 0..nv {
-                let operand = |x: usize| {
-                    let row = if self.srow(&self.ops[x].strides) == 0 {
-                        0
-                    } else {
-                        r
-                    };
-                    cols(x, u, j).unwrap_or_else(|| self.term(x, row, u, j, gather))
-                };
-                w.line(multiply_add(
+                let operands: Vec<String> = (0..self.ops.len())
+                    .map(|x| {
+                        let row = if self.srow(&self.ops[x].strides) == 0 {
+                            0
+                        } else {
+                            r
+                        };
+                        cols(x, u, j).unwrap_or_else(|| self.term(x, row, u, j, gather))
+                    })
+                    .collect();
+                w.line(add_term(
                     self.k.fma,
                     self.v.width,
                     &format!("teil_s{}", r * nv + u),
-                    &operand(0),
-                    &operand(1),
+                    &operands[0],
+                    operands.get(1).map(String::as_str),
                 ));
             }
         }
@@ -307,11 +307,18 @@ impl Block<'_> {
                 fma: self.k.fma,
             };
             for r in 0..nr {
-                let o = |x: usize| plus(&self.ops[x].offset, r * self.srow(&self.ops[x].strides));
+                let term: Vec<String> = self
+                    .ops
+                    .iter()
+                    .map(|op| {
+                        let o = plus(&op.offset, r * self.srow(&op.strides));
+                        format!("{}[{o}]", op.buf)
+                    })
+                    .collect();
                 cells.print(
                     w,
-                    &format!("{}[{}]", self.ops[0].buf, o(0)),
-                    &format!("{}[{}]", self.ops[1].buf, o(1)),
+                    &term[0],
+                    term.get(1).map(String::as_str),
                     &format!("{nt}[{}]", plus(ot, r * self.srow(st))),
                 );
             }
@@ -405,7 +412,7 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
             };
             for v in variants.iter().filter(|v| v.width > 1) {
                 shuffle |= reads.contains(&Reads::Rows);
-                if k.fma {
+                if k.fma && c.b.is_some() {
                     fused.insert((v.target.vector_bits(), v.width));
                 }
             }
