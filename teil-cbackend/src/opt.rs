@@ -42,7 +42,10 @@ use teil::CheckedProgram;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
     /// Contractions of two operands become contraction steps ([`contract::run`]): a packed,
-    /// register-blocked matrix-multiplication kernel or register-blocked dot products.
+    /// register-blocked matrix-multiplication kernel or register-blocked dot products (so do
+    /// sums of one operand along its rows); and a diagonal read again for every index of some
+    /// loop is copied once into consecutive cells of a temporary first (`hoist`), so that the
+    /// kernels read it with unit stride.
     pub contract: bool,
     /// Contraction lifting (`lift`, when [`Options::lift`] allows it) compares plans by counting
     /// multiplications and additions instead of loop iterations, so that a fused nest that
@@ -106,10 +109,10 @@ pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Ker
 /// creation order, depth first, so that each temporary's assignment is rewritten like a
 /// statement's before any later one is made.
 fn schedule(cx: &mut Context, a: &mut Assign, t: &Tuning) -> Result<(), Error> {
-    hoist::run(cx, a)?;
+    hoist::run(cx, a, t.contract)?;
     if a.lift {
         lift::run(cx, a, t.order)?;
-        hoist::run(cx, a)?;
+        hoist::run(cx, a, t.contract)?;
     }
     if t.split {
         split::run(cx, a)?;
