@@ -302,7 +302,10 @@ const NO_JAM_HELPER: &str = "\
 /// compilers; GCC ignores it (and warns under `-Wall`), so GCC gets its own `optimize` pragma,
 /// whose object code is that of `-ffp-contract=off` on the command line. What no pragma can
 /// undo is refused at compile time: `-ffast-math` (and `-Ofast`) and `-ffinite-math-only`
-/// change values, and excess precision (x87 without SSE2) rounds twice. The compiler driver
+/// change values, and excess precision (x87 without SSE2) rounds twice: an evaluation method
+/// other than those that evaluate `double` as `double` (0, 1, the ISO/IEC TS 18661-3 methods
+/// 16, 32 and 64: GCC 13 on a CPU with AVX512-FP16 says 16 under `-march=native`, and -1,
+/// indeterminable). The compiler driver
 /// also passes `-ffp-contract=off` last ([`crate::run`]), which covers Clang's
 /// `-ffp-contract=fast`, the one setting under which Clang ignores the pragma.
 const EXACTNESS: &str = "\
@@ -312,7 +315,9 @@ const EXACTNESS: &str = "\
 #if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
 #error \"TeIL kernels need IEEE binary64 arithmetic: compile without -ffast-math, -Ofast, -ffinite-math-only\"
 #endif
-#if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0 && __FLT_EVAL_METHOD__ != -1
+#if defined(__FLT_EVAL_METHOD__) && !(__FLT_EVAL_METHOD__ == -1 || __FLT_EVAL_METHOD__ == 0 \\
+    || __FLT_EVAL_METHOD__ == 1 || __FLT_EVAL_METHOD__ == 16 || __FLT_EVAL_METHOD__ == 32 \\
+    || __FLT_EVAL_METHOD__ == 64)
 #error \"TeIL kernels need double arithmetic without excess precision (on x86, -msse2 -mfpmath=sse)\"
 #endif
 #if defined(__GNUC__) && !defined(__clang__)

@@ -247,6 +247,55 @@ fn value_changing_flags_are_refused_before_compiling() {
     }
 }
 
+/// The evaluation methods of `__FLT_EVAL_METHOD__` (C99 and ISO/IEC TS 18661-3) under which
+/// `double` is evaluated as `double` compile; those with excess precision are refused. GCC 13
+/// defines 16 under `-march=native` on a CPU with AVX512-FP16 (a Sapphire Rapids Xeon), where
+/// refusing it refused every kernel; forced here with `-U`/`-D`, which GCC and Clang accept for
+/// this macro.
+#[test]
+fn evaluation_methods_without_excess_precision_for_double_compile() {
+    let (p, _) = dot();
+    let k = teil_cbackend::lower(&p, &Options::default()).expect("lowers");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("k.c");
+    std::fs::write(&src, teil_cbackend::print::module(&[&k])).expect("write");
+    let mut ccs = vec!["cc"];
+    if compilers::clang() {
+        ccs.push("clang");
+    }
+    for cc in ccs {
+        for (method, ok) in [
+            (-1, true),
+            (0, true),
+            (1, true),
+            (16, true),
+            (32, true),
+            (64, true),
+            (2, false),
+            (33, false),
+            (65, false),
+            (128, false),
+        ] {
+            let out = std::process::Command::new(cc)
+                .args(["-O2", "-U__FLT_EVAL_METHOD__"])
+                .arg(format!("-D__FLT_EVAL_METHOD__={method}"))
+                .args(["-c", "-o"])
+                .arg(dir.path().join("k.o"))
+                .arg(&src)
+                .output()
+                .expect("runs the compiler");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.success(), ok, "{cc}, method {method}: {stderr}");
+            if !ok {
+                assert!(
+                    stderr.contains("without excess precision"),
+                    "{cc}, method {method}: {stderr}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_generated_c_refuses_fast_math_at_compile_time() {
     let (p, _) = dot();
