@@ -132,7 +132,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
                             "long long teil_kcb = {kn} - teil_pc < {kc} ? {kn} - teil_pc : {kc};"
                         ));
                         terms(c, &sa, &sb, w);
-                        pack_columns(by_terms, nr, w);
+                        pack_columns(by_terms, nr, k.openmp, w);
                         row_panels(k, c, v, rows, &sa, &st, m, w);
                     });
                 });
@@ -210,8 +210,14 @@ fn terms(c: &Contraction, sa: &Affine, sb: &Affine, w: &mut Writer) {
 /// Packs the column panel: slivers of NR columns, zero beyond the last column. Where the
 /// terms are adjacent in the column operand, sliver by sliver (each sliver's terms read
 /// along a row of it); otherwise (`by_terms`) term by term, each term's columns read along
-/// the operand's rows, and a sliver of NR adjacent columns copied as one run.
-fn pack_columns(by_terms: bool, nr: u64, w: &mut Writer) {
+/// the operand's rows, and a sliver of NR adjacent columns copied as one run. With OpenMP
+/// (`openmp`) the outer loop is shared among the threads (its iterations write disjoint cells
+/// of the panel, and a copy's order changes no value), so that packing does not run on one
+/// thread while the others wait for the row panels' region.
+fn pack_columns(by_terms: bool, nr: u64, openmp: bool, w: &mut Writer) {
+    if openmp {
+        w.directive("#pragma omp parallel for");
+    }
     // Column `j` of the sliver, term `p`, into the packed `cell`.
     let gather = |cell: &str| {
         format!(
