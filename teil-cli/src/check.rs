@@ -199,12 +199,7 @@ pub fn fmt(path: &str, syntax: FmtSyntax, core: bool, color: Color) -> u8 {
 pub fn explain(code: &str) -> u8 {
     match Code::parse(code) {
         Some(c) => {
-            crate::out::println(&format!(
-                "{}: {}\n\n{}",
-                c.as_str(),
-                c.title(),
-                c.explanation()
-            ));
+            crate::out::println(&c.explain());
             0
         }
         None => {

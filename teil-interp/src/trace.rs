@@ -88,9 +88,6 @@ enum G {
     Fold(RedOp, Vec<G>, u64),
 }
 
-/// The text of a trace as `teil trace` prints it: formulas on the left, the equations aligned
-/// in a column to their right, one line each. Its length in bytes is what is counted against
-/// the output budget.
 /// [`render`], with `hint` (how this surface gives input values) added to the no-values line
 /// of a trace without inputs ([`NO_VALUES`]).
 pub fn render_with_hint(lines: &[Line], hint: &str) -> String {
@@ -102,6 +99,9 @@ pub fn render_with_hint(lines: &[Line], hint: &str) -> String {
     }
 }
 
+/// The text of a trace as `teil trace` prints it: formulas on the left, the equations aligned
+/// in a column to their right, one line each. Its length in bytes is what is counted against
+/// the output budget.
 pub fn render(lines: &[Line]) -> String {
     let width = lines
         .iter()
@@ -118,14 +118,14 @@ pub fn render(lines: &[Line]) -> String {
     out
 }
 
-/// Traces the cell `var[idx]` (1-based) of program `p`. With `inputs`, the values are shown:
-/// the statements before the traced one run on the oracle first. The run is within `budget`
-/// (see the module documentation).
 /// The line a trace without inputs ends with, in place of the values. Each surface adds how to
 /// give them, in its own words (`teil trace`: `--in` or `--random-inputs`; Python: the inputs
 /// as keyword arguments); the playground always gives inputs.
 pub const NO_VALUES: &str = "no input values were given";
 
+/// Traces the cell `var[idx]` (1-based) of program `p`. With `inputs`, the values are shown:
+/// the statements before the traced one run on the oracle first. The run is within `budget`
+/// (see the module documentation).
 pub fn trace(
     p: &CheckedProgram,
     var: &str,

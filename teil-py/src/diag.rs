@@ -122,6 +122,16 @@ impl Diagnostic {
         &self.text
     }
 
+    /// The report for a notebook: the rendered text with the code, the rule, the help and
+    /// the code's explanation (``teil._display``).
+    fn _repr_html_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::display(slf.as_any(), "diagnostic_html")
+    }
+
+    fn _repr_markdown_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::display(slf.as_any(), "diagnostic_markdown")
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<teil.Diagnostic {} {} at {}:{}:{}: {}>",

@@ -206,6 +206,15 @@ impl Kernel {
         self.inner.path().to_path_buf()
     }
 
+    /// The kernel for a notebook: its interface and its shared object (``teil._display``).
+    fn _repr_html_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::display(slf.as_any(), "kernel_html")
+    }
+
+    fn _repr_markdown_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::display(slf.as_any(), "kernel_markdown")
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<teil.Kernel {}: inputs {:?}, outputs {:?}>",

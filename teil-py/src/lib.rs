@@ -20,6 +20,32 @@ mod einsum;
 mod kernel;
 mod program;
 
+/// The rich form of `obj` (`_repr_html_`, `_repr_markdown_`, for notebooks) made by the pure
+/// Python function `func` of `teil._display`, imported when a notebook first asks: the one
+/// place the HTML is written, and no import of IPython for users without notebooks.
+pub(crate) fn display(obj: &Bound<'_, PyAny>, func: &str) -> PyResult<String> {
+    obj.py()
+        .import("teil._display")?
+        .getattr(func)?
+        .call1((obj,))?
+        .extract()
+}
+
+/// The long explanation of a diagnostic code, as ``teil explain CODE`` prints it (the code in
+/// any case, ``"E0305"`` or ``"e0305"``); ``ValueError`` for an unknown code.
+///
+/// >>> teil.explain("E0305").splitlines()[0]
+/// 'E0305: paired dimensions have different extents'
+#[pyfunction]
+fn explain(code: &str) -> PyResult<String> {
+    match teil::Code::parse(code) {
+        Some(c) => Ok(c.explain()),
+        None => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "no diagnostic code `{code}` (codes look like E0305)"
+        ))),
+    }
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn teil_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -33,6 +59,7 @@ fn teil_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<program::Program>()?;
     m.add_class::<kernel::Kernel>()?;
     m.add_function(wrap_pyfunction!(program::check, m)?)?;
+    m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(einsum::einsum_shape, m)?)?;
     m.add_function(wrap_pyfunction!(einsum::einsum, m)?)?;
     m.add_function(wrap_pyfunction!(einsum::einsum_program, m)?)?;

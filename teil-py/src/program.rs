@@ -417,6 +417,38 @@ impl Program {
         self.checked.output_names()
     }
 
+    /// Every statement in order, as ``(text, shape)``: the statement as written and the shape
+    /// of its right-hand side.
+    ///
+    /// >>> teil.Program("alloc A : [2, 3]\nalloc B : [3, 2]\nB = transp 1 2 A").statements
+    /// [('B = transp 1 2 A', (3, 2))]
+    #[getter]
+    fn statements<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
+        self.checked
+            .program()
+            .stmts
+            .iter()
+            .map(|s| {
+                // A statement of a `.tin` file's lowering has no text of its own.
+                let text = self
+                    .source
+                    .get(s.span.clone())
+                    .map_or_else(|| format!("{} = ...", s.target.name), str::to_string);
+                Ok((text, PyTuple::new(py, self.checked.shape(&s.value))?))
+            })
+            .collect()
+    }
+
+    /// The program for a notebook: declarations with shapes and qualifiers, statements with
+    /// their shapes (``teil._display``).
+    fn _repr_html_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::display(slf.as_any(), "program_html")
+    }
+
+    fn _repr_markdown_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::display(slf.as_any(), "program_markdown")
+    }
+
     /// Runs the program and returns ``{name: numpy.ndarray}`` for every output.
     ///
     /// Inputs come from the ``inputs`` mapping and from keyword arguments (a variable named
@@ -533,7 +565,7 @@ impl Program {
         max_memory: Option<Unsigned>,
         max_work: Option<Unsigned>,
         named_inputs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Py<PyAny>> {
         let budget = budget(
             arrays::optional(max_memory, "max_memory", 0)?,
             arrays::optional(max_work, "max_work", 0)?,
@@ -560,10 +592,19 @@ impl Program {
             teil_interp::trace::TraceError::Run(e) => diag::coded_run_error(py, &e),
             e => diag::run_error(py, e.to_string(), &[]),
         })?;
-        Ok(teil_interp::trace::render_with_hint(
+        let text = teil_interp::trace::render_with_hint(
             &lines,
             "pass the inputs as to run(), e.g. p.trace(\"C[1,2]\", A=a, B=b), to see the values",
-        ))
+        );
+        let steps: Vec<(String, String, Option<(usize, usize)>)> = lines
+            .into_iter()
+            .map(|l| (l.text, l.rule, l.span.map(|s| (s.start, s.end))))
+            .collect();
+        Ok(py
+            .import("teil._display")?
+            .getattr("Trace")?
+            .call1((text, steps, &self.source))?
+            .unbind())
     }
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as

@@ -11,6 +11,8 @@ import teil
 OBJECTS = [
     teil,
     teil.check,
+    teil.explain,
+    teil.Trace,
     teil.Diagnostic,
     teil.Program,
     teil.Program.run,
@@ -19,6 +21,7 @@ OBJECTS = [
     teil.Program.trace,
     teil.Program.emit_c,
     teil.Program.from_file,
+    teil.Program.statements,
     teil.einsum_shape,
     teil.einsum,
     teil.einsum_program,

@@ -625,6 +625,17 @@ backend (spec/fuzzing.md). Raise the bound for very large kernels or slow saniti
 }
 
 impl Code {
+    /// What `teil explain CODE` prints (and Python's `teil.explain`): `CODE: title`, a blank
+    /// line, the long explanation.
+    pub fn explain(self) -> String {
+        format!(
+            "{}: {}\n\n{}",
+            self.as_str(),
+            self.title(),
+            self.explanation()
+        )
+    }
+
     /// Parses a code as `teil explain` receives it (`E0302`, case-insensitive).
     pub fn parse(s: &str) -> Option<Code> {
         let s = s.trim();

@@ -42,7 +42,9 @@ from ._native import (
     einsum,
     einsum_program,
     einsum_shape,
+    explain,
 )
+from ._display import Trace, TraceStep
 
 __all__ = [
     "Diagnostic",
@@ -55,13 +57,27 @@ __all__ = [
     "einsum",
     "einsum_program",
     "einsum_shape",
+    "explain",
     "guard_module",
     "guarded",
+    "load_ipython_extension",
+    "Trace",
+    "TraceStep",
     "__version__",
 ]
 
 Kernel = _native.Kernel
 __all__.append("Kernel")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """What ``%load_ext teil`` calls in IPython and Jupyter: registers the cell magic ``%%teil``
+    (check a cell, run it on the notebook's variables, bind its outputs) and the line magic
+    ``%teil_einsum`` (``teil.einsum`` on notebook variables). See ``teil._magics`` and the
+    README's "Notebooks". IPython is imported only here."""
+    from ._magics import register
+
+    register(ipython)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

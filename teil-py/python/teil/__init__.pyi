@@ -3,7 +3,7 @@
 from contextlib import AbstractContextManager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Literal, Mapping, NamedTuple, Sequence, TypeVar
 
 import numpy
 import numpy.typing
@@ -25,8 +25,12 @@ __all__ = [
     "einsum",
     "einsum_program",
     "einsum_shape",
+    "explain",
     "guard_module",
     "guarded",
+    "load_ipython_extension",
+    "Trace",
+    "TraceStep",
     "Kernel",
     "__version__",
 ]
@@ -90,6 +94,25 @@ class Diagnostic:
 def check(source: str, *, filename: str = "<string>") -> list[Diagnostic]:
     """Every diagnostic of `source`; never raises for an ill-formed program."""
 
+def explain(code: str) -> str:
+    """The long explanation of a diagnostic code, as `teil explain CODE` prints it."""
+
+class TraceStep(NamedTuple):
+    """One line of a trace: formula, equation, and the source span it evaluates."""
+
+    formula: str
+    rule: str
+    span: tuple[int, int] | None
+
+class Trace(str):
+    """A trace's text (a `str`) with its steps and the program text their spans point into."""
+
+    steps: list[TraceStep]
+    source: str
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext teil`: registers the `%%teil` and `%teil_einsum` magics."""
+
 class Program:
     """A checked TeIL program; raises `ParseError` or `ShapeError` when rejected."""
 
@@ -110,6 +133,8 @@ class Program:
     def required_inputs(self) -> list[str]: ...
     @property
     def outputs(self) -> list[str]: ...
+    @property
+    def statements(self) -> list[tuple[str, tuple[int, ...]]]: ...
     def run(
         self,
         inputs: Mapping[str, _ArrayLike] | None = None,
@@ -133,7 +158,7 @@ class Program:
         *,
         syntax: _Syntax | None = None,
         **named_inputs: _ArrayLike,
-    ) -> str: ...
+    ) -> Trace: ...
     def emit_c(
         self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False, fma: bool = False
     ) -> str: ...
