@@ -596,7 +596,9 @@ impl Program {
             &lines,
             "pass the inputs as to run(), e.g. p.trace(\"C[1,2]\", A=a, B=b), to see the values",
         );
-        let steps: Vec<(String, String, Option<(usize, usize)>)> = lines
+        // `teil.TraceStep`s: formula, rule, and the byte span of the source it evaluates.
+        type Step = (String, String, Option<(usize, usize)>);
+        let steps: Vec<Step> = lines
             .into_iter()
             .map(|l| (l.text, l.rule, l.span.map(|s| (s.start, s.end))))
             .collect();
