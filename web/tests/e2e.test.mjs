@@ -226,6 +226,36 @@ test('usable from the keyboard and on a phone-sized screen', async () => {
   await page.close();
 });
 
+test('the editor fills its column on a wide screen', async () => {
+  for (const [width, height] of [[1280, 860], [1600, 1200]]) {
+    const page = await open(matmul, { width, height });
+    await analysed(page);
+    const [editor, left, footer] = await page.evaluate(() => [
+      document.querySelector('#editor .cm-editor').getBoundingClientRect().toJSON(),
+      document.getElementById('left').getBoundingClientRect().toJSON(),
+      document.querySelector('footer').getBoundingClientRect().toJSON(),
+    ]);
+    // The column is the window between the header and the footer, which ends at the window's
+    // bottom; the editor takes it all but its padding and the (empty) problems list.
+    assert.ok(Math.abs(footer.bottom - height) <= 1, `${width}x${height}: the footer ends at ${footer.bottom}`);
+    assert.ok(Math.abs(left.bottom - footer.top) <= 1, `${width}x${height}: column ends at ${left.bottom}, footer at ${footer.top}`);
+    assert.ok(editor.bottom >= left.bottom - 40, `${width}x${height}: editor ends at ${editor.bottom} of ${left.bottom}`);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollHeight <= window.innerHeight + 1), 'the page scrolls');
+    await page.close();
+  }
+  // Many problems: they scroll in their own box, and the editor keeps most of the column.
+  const bad = matmul + 'C = contr 1 3 (prod A B)\n'.repeat(30);
+  const page = await open(bad, { width: 1280, height: 860 });
+  await page.waitForSelector('.diag[data-code=E0305]');
+  const [editor, problems] = await page.evaluate(() => [
+    document.querySelector('#editor .cm-editor').getBoundingClientRect().height,
+    document.getElementById('problems').getBoundingClientRect().height,
+  ]);
+  assert.ok(editor >= 400, `the editor shrank to ${editor}px`);
+  assert.ok(problems <= 0.45 * 860, `the problems take ${problems}px`);
+  await page.close();
+});
+
 test('a wrong statement leaves the other statements their shapes', async () => {
   const src = matmul.replace('C = ', 'alloc D : [2, 2]\nC = ') + 'D = contr 1 2 (prod A B)\n';
   const page = await open(src);
