@@ -134,6 +134,15 @@ def test_the_cell_magic_runs_on_notebook_variables_and_binds_outputs(ip):
         assert np.array_equal(ip.user_ns["C"], a @ b), line
 
 
+def test_only_the_inputs_a_program_reads_come_from_the_notebook(ip):
+    # Without qualifiers every variable may be given, but only `A` and `B` are read before
+    # they are assigned: a `C` of another shape left by an earlier cell is not passed in.
+    src = "alloc A : [2, 3]\nalloc B : [3, 4]\nalloc C : [2, 4]\nC = red+ 2 (diag 2 3 (prod A B))\n"
+    ip.user_ns.update(A=np.ones((2, 3)), B=np.ones((3, 4)), C=np.zeros((7, 7)))
+    ip.run_cell_magic("teil", "", src)
+    assert np.array_equal(ip.user_ns["C"], np.full((2, 4), 3.0))
+
+
 def test_random_inputs_are_drawn_from_the_seed_and_bound(ip):
     ip.run_cell_magic("teil", "--random-inputs 5", MATMUL)
     ns = dict(ip.user_ns)

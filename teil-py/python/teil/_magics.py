@@ -135,7 +135,9 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Bound:
                 "%%teil: the program's inputs " + ", ".join(missing)
                 + " are not variables of the notebook; define them or pass --random-inputs"
             )
-        inputs = {n: namespace[n] for n in program.inputs if n in namespace}
+        # Only what the program reads: a notebook variable that happens to share an output's
+        # name (a result of an earlier cell) is not passed in as its initial value.
+        inputs = {n: namespace[n] for n in program.required_inputs}
     outputs = program.run(inputs, backend=args.backend, pad=args.pad, fma=args.fma)
     trace = program.trace(args.trace, inputs) if args.trace else None
     bound = {n: np.asarray(inputs[n]) for n in drawn}
