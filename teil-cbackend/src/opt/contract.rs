@@ -202,15 +202,18 @@ pub const LANES: [Lanes; 4] = [
         width: 1,
     },
 ];
-/// The dot-product blocking of a sum of one operand (`Contraction::b` is `None`) on each
-/// target, in [`Target::ALL`] order: [`LANES`], but 16 lanes (two vectors) on AVX-512. Its
-/// terms are rows of the operand, transposed in registers, and with one vector of lanes each
-/// block of 8 terms is a chain of 8 dependent additions into one accumulator; with two the
+/// The dot-product blocking where the chains of dependent additions bound the kernel, on each
+/// target, in [`Target::ALL`] order: [`LANES`], but 16 lanes (two vectors) on AVX-512. It is
+/// used for a sum of one operand (`Contraction::b` is `None`), and in fma mode for a product
+/// whose lane operand's rows are longer than [`PREFETCH_MAX_ROW`]. Their terms are rows of the
+/// operand, transposed in registers, and with one vector of lanes each block of 8 terms is a
+/// chain of 8 dependent additions (fused multiply-adds) into one accumulator; with two the
 /// chains overlap. PERFORMANCE.md ("Kernels drawn at random") has the measurements: 16 lanes
 /// gained on `ki->k` 579 x 14136 (1.51 to 1.18 ms), `jkl->kj` (0.91 to 0.75 ms) and `jl->` (0.119
 /// to 0.108 ms) and lost a little on `ij->i` 1839 x 396 (0.056 to 0.065 ms); 32 lanes lost
-/// on most (32 rows streamed at once).
-pub const SUM_LANES: [Lanes; 4] = [
+/// on most (32 rows streamed at once). For products they gained in fma mode only, and only on
+/// rows the next block's prefetch does not cover.
+pub const CHAIN_LANES: [Lanes; 4] = [
     Lanes {
         lanes: 16,
         ..LANES[0]
@@ -219,6 +222,10 @@ pub const SUM_LANES: [Lanes; 4] = [
     LANES[2],
     LANES[3],
 ];
+/// Longest row (in doubles: the lane stride of an operand whose terms are its rows) for which
+/// the dot kernels fetch the next block's rows while a block runs; longer rows are streams the
+/// hardware prefetchers follow (`print::vector_dot`).
+pub const PREFETCH_MAX_ROW: u64 = 512;
 /// A product that the packed kernel would compute (some target labels read by `a` only, some
 /// by `b` only) is computed by vector dot products instead when its columns (the side of the
 /// target's innermost label) number at most this many, or its rows and columns both do, and
@@ -450,7 +457,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         // kernel sums `lanes` rows side by side (their terms transposed in registers). Other
         // sums of one operand stay plain nests, which the interchange pass orders.
         let lane = lane.filter(|l| l.extent >= min_lanes() && work >= DOT_MIN_WORK)?;
-        let d = dot(c, lane, &[&sa], &SUM_LANES);
+        let d = dot(c, lane, &[&sa], &CHAIN_LANES);
         let Strategy::Dot {
             reads, variants, ..
         } = &d
@@ -510,7 +517,17 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         }
         Some(packed(c, &sa, &sb, &st, k.fma))
     } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
-        Some(dot(c, lane?, &[&sa, &sb], &LANES))
+        let lane = lane?;
+        // fma mode over long rows: a chain of fused multiply-adds per block (CHAIN_LANES).
+        let long_rows = [&sa, &sb].into_iter().any(|s| {
+            reads(s, lane.var, c.k.var) == Reads::Rows && s.get(lane.var) > PREFETCH_MAX_ROW
+        });
+        let table = if k.fma && long_rows {
+            &CHAIN_LANES
+        } else {
+            &LANES
+        };
+        Some(dot(c, lane, &[&sa, &sb], table))
     } else {
         None
     }
@@ -533,7 +550,7 @@ pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
 /// terms with unit stride ([`Reads::Rows`]); blocks of rows (`rows_of`, a label no
 /// [`Reads::Lane`] operand reads, so that their vectors serve every row) only where no operand
 /// is transposed. `ss`: the operands' strides, `a`'s first; `table`: [`LANES`] or
-/// [`SUM_LANES`].
+/// [`CHAIN_LANES`].
 fn dot(c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes; 4]) -> Strategy {
     let kinds: Vec<Reads> = ss.iter().map(|s| reads(s, lane.var, c.k.var)).collect();
     let vectors = kinds.iter().all(|r| *r != Reads::Gather);
@@ -553,7 +570,16 @@ fn dot(c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes; 4]) -> Str
         .filter(|_| vectors && !transposed);
     let variants: Vec<Lanes> = table
         .iter()
-        .map(|l| {
+        .zip(&LANES)
+        .map(|(l, base)| {
+            // More lanes than the target's base blocking only where their blocks leave no
+            // more cells to the scalar remainder (`kji,ik->jk` with 30 lanes: 16 lanes left
+            // 14 of them, 2.3x slower in fma mode).
+            let l = if lane.extent % l.lanes == lane.extent % base.lanes {
+                l
+            } else {
+                base
+            };
             let lanes = l.lanes.min(lane.extent);
             if vectors && l.width > 1 && lanes == l.lanes && lanes % l.width == 0 {
                 Lanes {

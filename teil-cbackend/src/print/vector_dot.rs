@@ -7,6 +7,7 @@ use super::contract::{affine, fma_lanes, offset, plus, within_loops, Fresh};
 use super::dot::Remainder;
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
+use crate::opt::contract::PREFETCH_MAX_ROW;
 use std::collections::BTreeSet;
 
 /// The dot products of the variant `v` with sums in vectors of `v.width` doubles (the order of
@@ -339,7 +340,12 @@ impl Block<'_> {
         // from 5.9 to 10.7 ms on the Zen 4 machine; 128-double rows gained (2.4 to 2.0 ms).
         for op in &self.ops {
             let sl = op.strides.get(self.lane);
-            if op.reads == Reads::Rows && sl >= kn && sl <= 512 && full > lanes && nr == 1 {
+            if op.reads == Reads::Rows
+                && sl >= kn
+                && sl <= PREFETCH_MAX_ROW
+                && full > lanes
+                && nr == 1
+            {
                 w.line(format!(
                     "if ({lv} + {lanes} < {full}) for (int teil_e = 0; teil_e < {width}; teil_e++) \
                      __builtin_prefetch(&{}[{} + {kv} * {} + teil_e * {lanes}]);",
