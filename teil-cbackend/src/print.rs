@@ -119,13 +119,15 @@ pub(crate) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -
     }
 }
 
-/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) to `acc`:
-/// the product `x * y` as [`multiply_add`] prints it, or `x` itself for a sum of one operand
-/// (`y` is `None`; there is no product to fuse, in either mode).
-pub(crate) fn add_term(fma: bool, lanes: u64, acc: &str, x: &str, y: Option<&str>) -> String {
-    match y {
-        Some(y) => multiply_add(fma, lanes, acc, x, y),
-        None => format!("{acc} += {x};"),
+/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) to `acc`,
+/// given its factors (C expressions, one per operand): the product `x * y` as
+/// [`multiply_add`] prints it, or `x` itself for a sum of one operand (there is no product to
+/// fuse, in either mode).
+pub(crate) fn add_term(fma: bool, lanes: u64, acc: &str, factors: &[String]) -> String {
+    match factors {
+        [x, y] => multiply_add(fma, lanes, acc, x, y),
+        [x] => format!("{acc} += {x};"),
+        _ => format!("#error \"a contraction term of {} factors\"", factors.len()),
     }
 }
 

@@ -1035,7 +1035,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 m.env.insert(c.k.var, kv);
                 for (&cell, s) in cells.iter().zip(sums.iter_mut()) {
                     bind(m, cell);
-                    *s = Acc::Value(m.multiply_add(&c.a, c.b.as_ref(), s)?);
+                    *s = Acc::Value(m.add_term(&c.a, c.b.as_ref(), s)?);
                 }
             }
             for (&cell, s) in cells.iter().zip(sums) {
@@ -1076,12 +1076,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
 
     /// `acc + x * y` for the operands at the current labels, as a contraction step computes
     /// it: `fma(x, y, acc)` in fma mode; `acc + x` without `y` (a sum of one operand).
-    fn multiply_add(
-        &self,
-        x: &Access,
-        y: Option<&Access>,
-        acc: &Acc<D>,
-    ) -> Result<D, ValidationError> {
+    fn add_term(&self, x: &Access, y: Option<&Access>, acc: &Acc<D>) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let Some(y) = y else {
             return Ok(fold(acc, a));
@@ -1144,8 +1139,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                 let Some(o) = c.outer else {
                                     for kv in pc..pc + kcb {
                                         self.env.insert(c.k.var, kv);
-                                        let v =
-                                            self.multiply_add(p.row_op, Some(p.col_op), &acc)?;
+                                        let v = self.add_term(p.row_op, Some(p.col_op), &acc)?;
                                         acc = Acc::Value(v);
                                     }
                                     self.write(c.target.buf, &idx, acc_value(acc))?;
@@ -1160,7 +1154,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                     if t % inner == 0 {
                                         part = Acc::Identity(RedOp::Sum);
                                     }
-                                    part = Acc::Value(self.multiply_add(
+                                    part = Acc::Value(self.add_term(
                                         p.row_op,
                                         Some(p.col_op),
                                         &part,

@@ -20,7 +20,7 @@
 //! hoisting and contraction lifting"). Not switchable: the plain lowering of issue 4 hoists
 //! reductions too; diagonals are hoisted where `Tuning::contract` is on.
 
-use crate::ir::Ix;
+use crate::ir::{Ix, Label};
 use crate::lower::{Assign, Context, IExpr, Walk};
 use crate::Error;
 
@@ -42,18 +42,22 @@ pub(crate) fn run(cx: &mut Context, a: &mut Assign, diagonals: bool) -> Result<(
         ..
     } = a;
     value.walk_mut(&mut index.clone(), &mut |e, bound| {
-        let what = match e {
-            IExpr::Reduce(..) => "reduction",
-            IExpr::Load(_, idx) if diagonals && is_diagonal(idx) => "diagonal",
+        // What is hoisted, and the most cells its temporary may have.
+        let (what, most) = match e {
+            IExpr::Reduce(..) => ("reduction", u128::MAX),
+            IExpr::Load(_, idx) if diagonals && is_diagonal(idx) => {
+                ("diagonal", MAX_DIAGONAL_CELLS)
+            }
             _ => return Ok(Walk::Into),
         };
         let free = e.free();
-        let extents = |ls: &mut dyn Iterator<Item = &crate::ir::Label>| {
-            ls.map(|&b| u128::from(cx.extent(b)))
-                .fold(1, u128::saturating_mul)
-        };
-        let unused = extents(&mut bound.iter().filter(|b| !free.contains(b)));
-        if unused <= 1 || (what == "diagonal" && extents(&mut free.iter()) > MAX_DIAGONAL_CELLS) {
+        let cells = |l: &Label| u128::from(cx.extent(*l));
+        let unused = bound
+            .iter()
+            .filter(|b| !free.contains(b))
+            .map(cells)
+            .fold(1, u128::saturating_mul);
+        if unused <= 1 || free.iter().map(cells).fold(1, u128::saturating_mul) > most {
             return Ok(Walk::Into);
         }
         let labels: Vec<_> = free.into_iter().collect();

@@ -4,7 +4,7 @@
 //! ([`Remainder`]).
 
 use super::add_term;
-use super::contract::{affine, offset, within_loops, Fresh};
+use super::contract::{affine, offset, plus, within_loops, Fresh};
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label};
 
@@ -42,14 +42,7 @@ pub(super) fn print(
             .zip(&ss)
             .map(|(x, s)| (name(x.buf), offset(&terms(s), s.constant), s))
             .collect();
-        let at = |o: &str, s: &Affine, u: u64| {
-            let extra = u * s.get(lane);
-            if extra == 0 {
-                o.to_string()
-            } else {
-                format!("{o} + {extra}")
-            }
-        };
+        let at = |o: &str, s: &Affine, u: u64| plus(o, u * s.get(lane));
         let ot = offset(&terms(&st), st.constant);
         let kn = c.k.extent;
         let full = lane_n - lane_n % lanes.max(1);
@@ -81,17 +74,11 @@ pub(super) fn print(
                         }
                     }
                     for u in 0..lanes {
-                        let term: Vec<String> = ops
+                        let factors: Vec<String> = ops
                             .iter()
                             .map(|(name, o, s)| format!("{name}[{}]", at(o, s, u)))
                             .collect();
-                        w.line(add_term(
-                            k.fma,
-                            1,
-                            &format!("teil_s{u}"),
-                            &term[0],
-                            term.get(1).map(String::as_str),
-                        ));
+                        w.line(add_term(k.fma, 1, &format!("teil_s{u}"), &factors));
                     }
                 });
                 for u in 0..lanes {
@@ -105,16 +92,11 @@ pub(super) fn print(
                 k: (&kv, kn),
                 fma: k.fma,
             };
-            let term: Vec<String> = ops
+            let factors: Vec<String> = ops
                 .iter()
                 .map(|(name, o, _)| format!("{name}[{o}]"))
                 .collect();
-            cells.print(
-                w,
-                &term[0],
-                term.get(1).map(String::as_str),
-                &format!("{nt}[{ot}]"),
-            );
+            cells.print(w, &factors, &format!("{nt}[{ot}]"));
         }
     });
 }
@@ -129,9 +111,9 @@ pub(super) struct Remainder<'a> {
 }
 
 impl Remainder<'_> {
-    /// The loop for one row of cells: `target` = Σ_k `a` * `b`, or Σ_k `a` without `b` (C
-    /// expressions in the lane and `k` variables).
-    pub(super) fn print(&self, w: &mut Writer, a: &str, b: Option<&str>, target: &str) {
+    /// The loop for one row of cells: `target` = Σ_k of the product of `factors` (C
+    /// expressions in the lane and `k` variables, one per operand).
+    pub(super) fn print(&self, w: &mut Writer, factors: &[String], target: &str) {
         let ((lv, full, lane_n), (kv, kn)) = (self.lane, self.k);
         w.block(
             format!("for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++)"),
@@ -140,7 +122,7 @@ impl Remainder<'_> {
                 w.block(
                     format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
                     |w| {
-                        w.line(add_term(self.fma, 1, "teil_s0", a, b));
+                        w.line(add_term(self.fma, 1, "teil_s0", factors));
                     },
                 );
                 w.line(format!("{target} = teil_s0;"));

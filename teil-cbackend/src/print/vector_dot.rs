@@ -218,7 +218,7 @@ impl Block<'_> {
         let nv = self.v.lanes / self.v.width;
         for r in 0..nr {
             for u in 0..nv {
-                let operands: Vec<String> = (0..self.ops.len())
+                let factors: Vec<String> = (0..self.ops.len())
                     .map(|x| {
                         let row = if self.srow(&self.ops[x].strides) == 0 {
                             0
@@ -232,8 +232,7 @@ impl Block<'_> {
                     self.k.fma,
                     self.v.width,
                     &format!("teil_s{}", r * nv + u),
-                    &operands[0],
-                    operands.get(1).map(String::as_str),
+                    &factors,
                 ));
             }
         }
@@ -308,7 +307,7 @@ impl Block<'_> {
                 fma: self.k.fma,
             };
             for r in 0..nr {
-                let term: Vec<String> = self
+                let factors: Vec<String> = self
                     .ops
                     .iter()
                     .map(|op| {
@@ -318,8 +317,7 @@ impl Block<'_> {
                     .collect();
                 cells.print(
                     w,
-                    &term[0],
-                    term.get(1).map(String::as_str),
+                    &factors,
                     &format!("{nt}[{}]", plus(ot, r * self.srow(st))),
                 );
             }

@@ -1,6 +1,7 @@
 """Rich displays for notebooks: the ``_repr_html_`` and ``_repr_markdown_`` of
 :class:`teil.Diagnostic`, :class:`teil.Program` and :class:`teil.Kernel` (the native classes
-call the functions here), and :class:`Trace`, what :meth:`teil.Program.trace` returns.
+call the functions here), of a ``%%teil`` cell's result, and :class:`Trace`, what
+:meth:`teil.Program.trace` returns.
 
 Pure Python and the standard library only: nothing here imports IPython, so a user without
 notebooks pays nothing. Every piece of user text goes through :func:`html.escape`.
@@ -153,6 +154,36 @@ def kernel_markdown(k: Any) -> str:
         f"**TeIL kernel**: inputs {_md(', '.join(k.inputs) or '(none)')}; "
         f"outputs {_md(', '.join(k.outputs))}; shared object {_code(k.path)}\n"
     )
+
+
+def bound_html(b: Any) -> str:
+    """What a ``%%teil`` cell bound (``teil._magics.Bound``): each name, its shape, and whether
+    it is an output or a drawn input; then the trace it was asked for."""
+    rows = "".join(
+        f"<tr><td><code>{_e(n)}</code></td><td><code>{_e(_shape(v.shape))}</code></td>"
+        f"<td>{'random input' if n in b.drawn else 'output'}</td></tr>"
+        for n, v in b.bound.items()
+    )
+    out = (
+        f'<div class="teil">{_STYLE}<b>bound</b><table>'
+        f"<tr><th>name</th><th>shape</th><th></th></tr>{rows}</table></div>"
+    )
+    if b.trace is not None:
+        out += b.trace._repr_html_()
+    return out
+
+
+def bound_markdown(b: Any) -> str:
+    lines = ["| name | shape | |", "|---|---|---|"]
+    lines += [
+        f"| {_code(n)} | {_code(_shape(v.shape))} | "
+        f"{'random input' if n in b.drawn else 'output'} |"
+        for n, v in b.bound.items()
+    ]
+    out = "\n".join(lines) + "\n"
+    if b.trace is not None:
+        out += "\n" + b.trace._repr_markdown_()
+    return out
 
 
 class TraceStep(NamedTuple):

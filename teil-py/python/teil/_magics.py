@@ -23,7 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _native
-from ._display import _STYLE, _e, _shape
+from . import _display
 
 
 class _ArgumentError(Exception):
@@ -74,29 +74,10 @@ class Bound:
         return f"<teil %%teil result: bound {names or 'nothing'}>"
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td><code>{_e(n)}</code></td><td><code>{_e(_shape(v.shape))}</code></td>"
-            f"<td>{'random input' if n in self.drawn else 'output'}</td></tr>"
-            for n, v in self.bound.items()
-        )
-        out = (
-            f'<div class="teil">{_STYLE}<b>bound</b><table>'
-            f"<tr><th>name</th><th>shape</th><th></th></tr>{rows}</table></div>"
-        )
-        if self.trace is not None:
-            out += self.trace._repr_html_()
-        return out
+        return _display.bound_html(self)
 
     def _repr_markdown_(self) -> str:
-        lines = ["| name | shape | |", "|---|---|---|"]
-        lines += [
-            f"| `{n}` | `{_shape(v.shape)}` | {'random input' if n in self.drawn else 'output'} |"
-            for n, v in self.bound.items()
-        ]
-        out = "\n".join(lines) + "\n"
-        if self.trace is not None:
-            out += "\n" + self.trace._repr_markdown_()
-        return out
+        return _display.bound_markdown(self)
 
 
 def _show_rejection(e: Exception) -> None:
