@@ -893,12 +893,12 @@ fn prepare(
     }
     let mut kernels = Vec::new();
     if cfg.c_backend {
-        let mut lifted_somewhere = false;
+        let mut reassociated_somewhere = false;
         for &pad in &cfg.pads {
             let name = format!("p{slot}_m{pad}");
             match lower(cfg, &checked, pad, true, false, &name, stats) {
                 Ok(k) => {
-                    lifted_somewhere |= k.lifted > 0;
+                    reassociated_somewhere |= k.reassociates();
                     let check = Check::C {
                         pad,
                         lift: true,
@@ -912,8 +912,9 @@ fn prepare(
                 }),
             }
         }
-        // A lifted program also runs once without lifting, where it must agree bit for bit.
-        if let (true, Some(&pad)) = (lifted_somewhere, cfg.pads.first()) {
+        // A lifted program (or one with a sum in lanes) also runs once without
+        // reassociation, where it must agree bit for bit.
+        if let (true, Some(&pad)) = (reassociated_somewhere, cfg.pads.first()) {
             let name = format!("p{slot}_m{pad}_exact");
             match lower(cfg, &checked, pad, false, false, &name, stats) {
                 Ok(k) => {
@@ -1216,7 +1217,7 @@ fn compare_c(
         stats.cells.add(cells);
         return compare_inputs(checked, inputs, o);
     }
-    let exact = k.lifted == 0
+    let exact = !k.reassociates()
         || (!division && compare::small_integers(outputs.iter().filter_map(|n| expected.get(n))));
     stats.bounded += u64::from(!exact);
     let tol = if exact {
@@ -1226,8 +1227,9 @@ fn compare_c(
     };
     match compare::stores(&outputs, expected, &o.values, tol, ("oracle", &label)) {
         Ok(cells) => stats.cells.add(cells),
-        // Lifting may give another permitted result than the oracle's canonical one.
-        Err(detail) if k.lifted > 0 => {
+        // Lifting and sums in lanes may give another permitted result than the oracle's
+        // canonical one.
+        Err(detail) if k.reassociates() => {
             let fallback = (!exact).then_some(Tolerance::Bound);
             judge_lifted(checked, inputs, expected, k, o, detail, fallback, stats)?
         }

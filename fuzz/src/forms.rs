@@ -8,7 +8,10 @@
 //! - `16`: a reduction whose nest the interchange pass reorders (`ir::Node::Fold`): the
 //!   maximum along the first axis of a rank-3 tensor, extents 9-12 x 6-10 x 10-16 (the
 //!   reduction moves outside a dense block of target loops; at `M = 4` it folds into a row),
-//!   or a sum along the middle axis (the reduction between the target loops);
+//!   or a sum along the middle axis (the reduction between the target loops); in every second
+//!   period (`36`, `76`, ...) instead a sum of a vector, or of a product of two, to a scalar,
+//!   64-150 terms: a sum in lanes (`ir::LaneFold`, another association that the validator
+//!   checks);
 //! - `17`: a matrix product `C = (A # B) .[2 3]` (or with `A` transposed), extents 16-24: a
 //!   packed contraction step; in every second period (`37`, `77`, ...) instead a nested sum
 //!   `C[d, c] = Σ_b Σ_a A[a, b, c] B[b, d, a]` (the TCCG pattern abc,bda->dc), extents 10-16
@@ -32,6 +35,17 @@ pub fn program(index: u64, seed: u64) -> Option<Program> {
     let pick = |lo: u64, hi: u64, salt: u64| lo + mix(seed ^ salt) % (hi - lo + 1);
     let variant = mix(seed ^ 0x7661_7269) % 2;
     let text = match index % PERIOD {
+        16 if (index / PERIOD) % 2 == 1 => {
+            let n = pick(64, 150, 15);
+            if variant == 0 {
+                format!("input var x : [{n}]\noutput var s : []\ns = red+ 1 x\n")
+            } else {
+                format!(
+                    "input var x : [{n}]\ninput var y : [{n}]\noutput var s : []\n\
+                     s = red+ 1 (x * y)\n"
+                )
+            }
+        }
         16 => {
             let (k, m, n) = (pick(9, 12, 8), pick(6, 10, 9), pick(10, 16, 10));
             if variant == 0 {

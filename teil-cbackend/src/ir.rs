@@ -173,19 +173,20 @@ pub enum Node {
     /// compiler must not unroll-and-jam (`crate::opt::interchange` decides; printed
     /// `teil_no_jam();`, spec/padding.md, "Interchanged nests").
     NoJam,
-    /// A `max`/`min` reduction loop along a unit-stride label, printed in lanes
-    /// (`crate::opt::lanes` chooses it; spec/padding.md, "Lane reductions"). Its meaning is
-    /// exactly the loop [`LaneFold::nest`].
+    /// A reduction loop along a unit-stride label, printed in lanes (`crate::opt::lanes`
+    /// chooses it; spec/padding.md, "Lane reductions" and "Sums in lanes"). For `max`/`min` its
+    /// meaning is exactly the loop [`LaneFold::nest`]; a sum's is the association of
+    /// [`LaneFold::lane_of`].
     LaneFold(LaneFold),
 }
 
-/// `for (var = 0; var < extent; var++) acc = acc op value` with `op` max or min, where every
-/// load of `value` that depends on `var` reads it with stride 1 and `value` does not read
-/// `acc`.
+/// `for (var = 0; var < extent; var++) acc = acc op value` with `op` max, min or (where the
+/// kernel may reassociate, [`Kernel::reassociate`]) sum, where every load of `value` that
+/// depends on `var` reads it with stride 1 and `value` does not read `acc`.
 ///
-/// **Meaning.** Exactly the loop [`LaneFold::nest`]: `acc` folds the terms in order, one
-/// `teil_max`/`teil_min` at a time, bit for bit (tied zeros keep the earlier, a NaN term is
-/// the result until a later NaN term replaces it).
+/// **Meaning of `max` and `min`.** Exactly the loop [`LaneFold::nest`]: `acc` folds the terms
+/// in order, one `teil_max`/`teil_min` at a time, bit for bit (tied zeros keep the earlier, a
+/// NaN term is the result until a later NaN term replaces it).
 ///
 /// **Printed** (spec/padding.md, "Lane reductions"): [`LaneFold::LANES`] independent lanes, lane
 /// `j` folding the terms `i ≡ j (mod LANES)` of the whole blocks of `LANES` terms from the
@@ -197,6 +198,12 @@ pub enum Node {
 /// zero (no operand exceeds zero, and the fold keeps the first zero: the printed code takes the
 /// first zero among `acc` and the terms). Plain C (`teil_vector_bits` 0) prints the meaning
 /// itself.
+///
+/// **Meaning of a sum** (spec/padding.md, "Sums in lanes"): another association of the same
+/// terms, which the laws of spec/values.md permit and the validator checks, computed the same
+/// way by every printed variant: lane `j` (of [`LaneFold::LANES`]) sums the terms
+/// `i ≡ j (mod LANES)` of the whole blocks from `-0.0`, in order; the lanes combine as the
+/// tree [`LaneFold::TREE`]; `acc` adds the combined sum, then the remaining terms in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaneFold {
     pub acc: u32,
@@ -210,11 +217,44 @@ impl LaneFold {
     /// Doubles per vector of the printed lanes (a GCC/Clang vector of 32 bytes on every target
     /// with vectors: two NEON registers, one AVX register, half an AVX-512 register).
     pub const WIDTH: u64 = 4;
-    /// Independent lanes: four vectors, so that the dependent compare-and-select of each lane
-    /// overlaps with the others'.
+    /// Independent lanes: four vectors, so that the dependent operation of each lane overlaps
+    /// with the others'.
     pub const LANES: u64 = 16;
+    /// How a sum's lanes combine: vector `v` holds lanes `4v .. 4v + 3`; the vectors add
+    /// lane-wise as `(v0 + v1) + (v2 + v3)`, then the four lanes of the result as
+    /// `(l0 + l1) + (l2 + l3)`. Each entry is a step `lanes[dst] = lanes[dst] + lanes[src]`,
+    /// in order; the sum ends in lane 0.
+    pub const TREE: [(usize, usize); 15] = [
+        // v0 += v1
+        (0, 4),
+        (1, 5),
+        (2, 6),
+        (3, 7),
+        // v2 += v3
+        (8, 12),
+        (9, 13),
+        (10, 14),
+        (11, 15),
+        // v0 += v2
+        (0, 8),
+        (1, 9),
+        (2, 10),
+        (3, 11),
+        // the lanes of v0
+        (0, 1),
+        (2, 3),
+        (0, 2),
+    ];
 
-    /// The loop this node means.
+    /// Whether the printed lanes compute another association than [`LaneFold::nest`]: a sum.
+    /// (`max` and `min` give the loop's bits in any grouping, as the type's documentation
+    /// argues.)
+    pub fn reassociates(&self) -> bool {
+        self.op == RedOp::Sum
+    }
+
+    /// The loop this node folds: for `max` and `min` its meaning; for a sum the canonical
+    /// order of the same terms.
     pub fn nest(&self) -> Node {
         Node::Loop {
             var: self.var,
@@ -227,6 +267,13 @@ impl LaneFold {
                 value: self.value.clone(),
             }],
         }
+    }
+
+    /// A sum's lane for the term at index `i`: `Some(i mod LANES)` in the whole blocks of
+    /// [`LaneFold::LANES`] terms, `None` for the remaining terms, which `acc` adds in order
+    /// after the lanes.
+    pub fn lane_of(&self, i: u64) -> Option<usize> {
+        (i < self.extent - self.extent % Self::LANES).then_some((i % Self::LANES) as usize)
     }
 }
 
@@ -762,9 +809,12 @@ pub struct Kernel {
     pub steps: Vec<Step>,
     /// Doubles of heap workspace for internal variables and temporaries.
     pub workspace: u64,
-    /// How many sum-of-products regions contraction lifting rewrote (0: every value is
-    /// computed with exactly the interpreter's operations, spec/padding.md).
+    /// How many sum-of-products regions contraction lifting rewrote.
     pub lifted: usize,
+    /// Whether the kernel may compute sums in another association than the spec's fold, within
+    /// the laws of spec/values.md ([`crate::Options::lift`]): contraction lifting, and sums in
+    /// lanes ([`LaneFold`]). [`Kernel::reassociates`] says whether it does.
+    pub reassociate: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest and
     /// copy, and per-thread panels in packed contraction kernels (spec/abi.md, "OpenMP"). Only
     /// the printer reads it: the pragmas never change what is computed.
@@ -824,6 +874,22 @@ pub fn work(nodes: &[Node]) -> u128 {
 }
 
 impl Kernel {
+    /// Whether some output cell may be computed in another association than the spec's term
+    /// (spec/values.md, "Reassociation"): a lifted region, or a sum in lanes. Otherwise every
+    /// value is computed with exactly the interpreter's operations (spec/padding.md,
+    /// "Exactness"), bit for bit in exact mode.
+    pub fn reassociates(&self) -> bool {
+        let mut lanes = false;
+        for s in &self.steps {
+            walk_step(s, &mut |v| {
+                if let Visit::Node(Node::LaneFold(l)) = v {
+                    lanes |= l.reassociates();
+                }
+            });
+        }
+        self.lifted > 0 || lanes
+    }
+
     /// Whether the kernel has a product-then-add pair that fma mode fuses (spec/values.md,
     /// "Fused multiply-add"): a contraction step of two operands, a sum accumulator updated with
     /// a product, or an addition with a product operand ([`Val::fused`]). Independent of [`Kernel::fma`].
@@ -832,11 +898,18 @@ impl Kernel {
         for s in &self.steps {
             found |= matches!(s, Step::Contract { c, .. } if c.b.is_some());
             walk_step(s, &mut |v| match v {
-                Visit::Node(Node::AccUpdate {
-                    op: RedOp::Sum,
-                    value,
-                    ..
-                }) => found |= value.product().is_some(),
+                Visit::Node(
+                    Node::AccUpdate {
+                        op: RedOp::Sum,
+                        value,
+                        ..
+                    }
+                    | Node::LaneFold(LaneFold {
+                        op: RedOp::Sum,
+                        value,
+                        ..
+                    }),
+                ) => found |= value.product().is_some(),
                 Visit::Val(v) => found |= v.fused().is_some(),
                 _ => {}
             });
@@ -1238,7 +1311,12 @@ impl Text<'_> {
                     writeln!(f, "{pad}acc{acc} = {op:?}(acc{acc}, {})", self.val(value))?
                 }
                 Node::LaneFold(l) => {
-                    writeln!(f, "{pad}lanes for l{} in 0..{}", l.var.0, l.extent)?;
+                    let note = if l.reassociates() {
+                        " (another association)"
+                    } else {
+                        ""
+                    };
+                    writeln!(f, "{pad}lanes for l{} in 0..{}{note}", l.var.0, l.extent)?;
                     writeln!(
                         f,
                         "{pad}  acc{} = {:?}(acc{}, {})",

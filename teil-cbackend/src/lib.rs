@@ -74,9 +74,10 @@ pub struct Options {
     pub pad: u64,
     /// The C function name.
     pub name: String,
-    /// Contraction lifting (TeIL paper §5). It reassociates sums and products, so results can
-    /// differ from the interpreter by rounding (spec/padding.md); without it, results are
-    /// bit-identical.
+    /// Reassociation within the laws of spec/values.md: contraction lifting (TeIL paper §5)
+    /// and sums of 64 or more terms in lanes (spec/padding.md, "Sums in lanes"). Results are
+    /// then permitted ones, which can differ from the interpreter's by rounding; without it,
+    /// results are bit-identical.
     pub lift: bool,
     /// Fused multiply-add mode (spec/values.md, "Fused multiply-add"): contraction kernels and
     /// element-wise product-then-adds may round `x * y + c` once instead of twice. Changes

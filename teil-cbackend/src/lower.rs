@@ -218,6 +218,8 @@ pub(crate) struct Context {
     temps: usize,
     /// How many sum-of-products regions contraction lifting rewrote ([`Kernel::lifted`]).
     pub lifted: usize,
+    /// Whether sums may be reassociated ([`Kernel::reassociate`]).
+    reassociate: bool,
 }
 
 /// What emission calls on each assignment before emitting it: the scheduling passes.
@@ -264,6 +266,7 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
             params: Vec::new(),
             temps: 0,
             lifted: 0,
+            reassociate: opts.lift,
         },
         var_buf: BTreeMap::new(),
         items: Vec::new(),
@@ -705,6 +708,7 @@ impl Context {
             steps,
             workspace: 0,
             lifted: self.lifted,
+            reassociate: self.reassociate,
             openmp: self.openmp,
             fma: self.fma,
         };

@@ -48,6 +48,8 @@ struct Helpers {
     no_jam: bool,
     /// Some reduction is printed in lanes ([`Node::LaneFold`]): the vector helpers.
     lanes: bool,
+    /// Some sum in lanes fuses its products (fma mode): `teil_fmav4` on the lanes' vectors.
+    lanes_fma: bool,
 }
 
 impl Helpers {
@@ -63,6 +65,7 @@ impl Helpers {
             fma: self.fma || o.fma,
             no_jam: self.no_jam || o.no_jam,
             lanes: self.lanes || o.lanes,
+            lanes_fma: self.lanes_fma || o.lanes_fma,
         }
     }
 }
@@ -86,12 +89,13 @@ fn helpers(k: &Kernel) -> Helpers {
             }
             Visit::Node(Node::NoJam) => h.no_jam = true,
             Visit::Node(Node::LaneFold(l)) => {
-                // The lanes start from the identity and fall back to the fold in order.
+                // Max and min lanes start from the identity and fall back to the fold in order.
                 h.lanes = true;
                 h.select = true;
-                h.inf = true;
+                h.inf |= !l.reassociates();
                 h.max |= l.op == RedOp::Max;
                 h.min |= l.op == RedOp::Min;
+                h.lanes_fma |= k.fma && l.reassociates() && l.value.product().is_some();
             }
             _ => {}
         });
@@ -180,6 +184,12 @@ pub fn module(kernels: &[&Kernel]) -> String {
     }
     if h.lanes {
         w.text(lanes::HELPERS);
+    }
+    if h.lanes_fma {
+        w.directive("#if teil_vector_bits != 0 && !defined(teil_fmav4)");
+        contract::fma_lanes(&mut w, LaneFold::WIDTH);
+        w.directive("#endif");
+        w.blank();
     }
     if h.no_jam {
         w.text(NO_JAM_HELPER);

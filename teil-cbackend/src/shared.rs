@@ -95,6 +95,8 @@ pub struct SharedOptions {
     pub openmp: bool,
     /// Fused multiply-add mode ([`Options::fma`], spec/values.md, "Fused multiply-add").
     pub fma: bool,
+    /// Reassociation of sums ([`Options::lift`]): contraction lifting and sums in lanes.
+    pub reassociate: bool,
     /// Where compiled objects are cached; `None`: [`default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
     /// The longest the compiler may run before it is stopped; `None`: no limit.
@@ -112,6 +114,7 @@ impl Default for SharedOptions {
             cflags: None,
             openmp: false,
             fma: false,
+            reassociate: true,
             cache_dir: default_cache_dir(),
             timeout: Some(Duration::from_secs(300)),
             cancel: Cancel::default(),
@@ -303,6 +306,7 @@ impl SharedKernel {
             pad: opts.pad,
             fma: opts.fma,
             openmp: opts.openmp,
+            lift: opts.reassociate,
             ..Options::default()
         };
         let kernel = crate::lower(p, &lower)?;

@@ -1256,6 +1256,74 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         self.write(b, &idx, v)
     }
 
+    /// A sum in lanes ([`LaneFold`]): lane `j` folds the whole blocks' terms `i ≡ j (mod
+    /// LANES)` from the identity, the lanes combine as [`LaneFold::TREE`], `acc` adds the
+    /// result and then the remaining terms in order. Each term is added as the loop adds it
+    /// (an accumulator update: fused in fma mode where the loop's is).
+    fn lane_sum(&mut self, l: &LaneFold) -> Result<(), ValidationError> {
+        if self.env.contains_key(&l.var) {
+            return Err(self.malformed(format!(
+                "loop variable l{} is bound by two enclosing loops",
+                l.var.0
+            )));
+        }
+        // The lanes are accumulators of their own, numbered from the top (a kernel's
+        // accumulators are numbered from 0).
+        let lane = |j: usize| u32::MAX - j as u32;
+        let lanes = LaneFold::LANES as usize;
+        if (0..lanes).any(|j| self.accs.contains_key(&lane(j))) {
+            return Err(self.malformed("too many accumulators".to_string()));
+        }
+        for j in 0..lanes {
+            self.accs.insert(lane(j), Acc::Identity(l.op));
+        }
+        let whole = l.extent - l.extent % LaneFold::LANES;
+        for i in 0..l.extent {
+            if i == whole && whole > 0 {
+                self.combine_lanes(l.acc, lane)?;
+            }
+            self.env.insert(l.var, i);
+            let update = Node::AccUpdate {
+                acc: l.lane_of(i).map_or(l.acc, lane),
+                op: l.op,
+                value: l.value.clone(),
+            };
+            self.node(&update)?;
+        }
+        if whole == l.extent && whole > 0 {
+            self.combine_lanes(l.acc, lane)?;
+        }
+        self.env.remove(&l.var);
+        for j in 0..lanes {
+            self.accs.remove(&lane(j));
+        }
+        Ok(())
+    }
+
+    /// The lanes of a sum in lanes, combined as [`LaneFold::TREE`] and added to `acc`.
+    fn combine_lanes(
+        &mut self,
+        acc: u32,
+        lane: impl Fn(usize) -> u32,
+    ) -> Result<(), ValidationError> {
+        let mut get = |j: usize| self.accs.remove(&lane(j));
+        let mut sums: Vec<Acc<D>> = (0..LaneFold::LANES as usize)
+            .map(|j| get(j).unwrap_or(Acc::Identity(RedOp::Sum)))
+            .collect();
+        for (dst, src) in LaneFold::TREE {
+            let v = acc_value(sums[src].clone());
+            sums[dst] = Acc::Value(fold(&sums[dst], v));
+        }
+        let total = acc_value(sums.swap_remove(0));
+        let cur = self.accs.get(&acc).cloned().ok_or_else(|| {
+            self.malformed(format!(
+                "accumulator acc{acc} is used before it is declared"
+            ))
+        })?;
+        self.accs.insert(acc, Acc::Value(fold(&cur, total)));
+        Ok(())
+    }
+
     fn nodes(&mut self, ns: &[Node]) -> Result<(), ValidationError> {
         for n in ns {
             self.node(n)?;
@@ -1290,7 +1358,9 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 Ok(())
             }
             Node::NoJam => Ok(()),
-            // Printed in lanes, which compute the loop's bits exactly (spec/padding.md, "Lane
+            // A sum in lanes: its own association (spec/padding.md, "Sums in lanes").
+            Node::LaneFold(l) if l.reassociates() => self.lane_sum(l),
+            // Max and min in lanes compute the loop's bits exactly (spec/padding.md, "Lane
             // reductions"): executed as that loop.
             Node::LaneFold(l) => self.node(&l.nest()),
             Node::AccUpdate { acc, op, value } => {

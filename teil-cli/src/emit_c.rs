@@ -27,6 +27,8 @@ pub struct Emit {
     pub ir: bool,
     /// Fused multiply-add mode.
     pub fma: bool,
+    /// Reassociation of sums ([`Options::lift`]).
+    pub reassociate: bool,
 }
 
 /// With `validate`, the kernel is first checked by translation validation (spec/validation.md):
@@ -45,6 +47,7 @@ pub fn emit_c(
         openmp,
         ir,
         fma,
+        reassociate,
     } = emit;
     let src = match read_source(path) {
         Ok(s) => s,
@@ -63,7 +66,7 @@ pub fn emit_c(
         name: name.to_string(),
         fma,
         openmp,
-        ..Options::default()
+        lift: reassociate,
     };
     let kernel = match teil_cbackend::lower(&checked, &opts) {
         Ok(k) => k,

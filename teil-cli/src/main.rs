@@ -167,6 +167,11 @@ enum Command {
         /// bound of spec/values.md).
         #[arg(long)]
         fma: bool,
+        /// With `--backend c`: compute every sum in the spec's order, without contraction
+        /// lifting or sums in lanes; the results are then the oracle's bit for bit (without
+        /// `--fma`). By default sums may be reassociated, a permitted result of spec/values.md.
+        #[arg(long)]
+        no_reassociate: bool,
         #[command(flatten)]
         budget: run::BudgetArgs,
         /// With `--backend c`: stop the compiler or the compiled kernel after this long (E0801).
@@ -243,6 +248,11 @@ enum Command {
         /// differ from the exact default within the bound of spec/values.md.
         #[arg(long)]
         fma: bool,
+        /// Compute every sum in the spec's order, without contraction lifting or sums in lanes
+        /// (spec/padding.md): the kernel's results are then the oracle's bit for bit (without
+        /// `--fma`). By default sums may be reassociated, a permitted result of spec/values.md.
+        #[arg(long)]
+        no_reassociate: bool,
         /// Print the optimised loop IR as text instead of the C (the form `--validate` checks).
         #[arg(long)]
         ir: bool,
@@ -312,6 +322,7 @@ fn main() -> ExitCode {
             validate,
             openmp,
             fma,
+            no_reassociate,
             ir,
             color,
         } => emit_c::emit_c(
@@ -324,6 +335,7 @@ fn main() -> ExitCode {
                 openmp,
                 ir,
                 fma,
+                reassociate: !no_reassociate,
             },
             color,
         ),
@@ -340,6 +352,7 @@ fn main() -> ExitCode {
             cflags,
             openmp,
             fma,
+            no_reassociate,
             budget,
             cc_timeout,
             color,
@@ -355,6 +368,7 @@ fn main() -> ExitCode {
                     run::CBackend::new(pad, cc, cflags.as_deref())
                         .with_openmp(openmp)
                         .with_fma(fma)
+                        .with_reassociate(!no_reassociate)
                         .with_timeout(cc_timeout),
                 ),
                 _ => run::Backend::Fast,

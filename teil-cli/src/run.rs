@@ -546,6 +546,9 @@ pub struct CBackend {
     pub openmp: bool,
     /// Fused multiply-add mode (`--fma`, spec/values.md).
     pub fma: bool,
+    /// Reassociation within the laws of spec/values.md ([`Options::lift`]; off with
+    /// `--no-reassociate`).
+    pub reassociate: bool,
 }
 
 impl CBackend {
@@ -564,6 +567,7 @@ impl CBackend {
             toolchain,
             openmp: false,
             fma: false,
+            reassociate: true,
         }
     }
 
@@ -588,6 +592,13 @@ impl CBackend {
         self
     }
 
+    /// With `on` (the default), kernels may reassociate sums (contraction lifting, sums in
+    /// lanes); off, every sum keeps the spec's fold.
+    pub fn with_reassociate(mut self, on: bool) -> Self {
+        self.reassociate = on;
+        self
+    }
+
     pub fn run(
         &self,
         p: &CheckedProgram,
@@ -597,6 +608,7 @@ impl CBackend {
             pad: self.pad,
             fma: self.fma,
             openmp: self.openmp,
+            lift: self.reassociate,
             ..Options::default()
         };
         let toolchain = Toolchain {

@@ -171,6 +171,7 @@ pub fn einsum<'py>(
         cflags: None,
         openmp: false,
         fma: false,
+        reassociate: true,
     };
     let budget = program::budget(None, None);
     let small = program::small(&p, backend);

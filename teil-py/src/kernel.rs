@@ -90,21 +90,15 @@ pub fn compile(py: Python<'_>, p: &CheckedProgram, mut opts: SharedOptions) -> P
 }
 
 /// The options of `Program.compile`; `cache_dir` None is the per-user default.
-pub fn options(
-    pad: u64,
-    cc: String,
-    cflags: Option<String>,
-    openmp: bool,
-    fma: bool,
-    cache_dir: Option<PathBuf>,
-) -> SharedOptions {
+pub fn options(c: crate::program::COptions, cache_dir: Option<PathBuf>) -> SharedOptions {
     let defaults = SharedOptions::default();
     SharedOptions {
-        pad,
-        cc,
-        cflags,
-        openmp,
-        fma,
+        pad: c.pad,
+        cc: c.cc,
+        cflags: c.cflags,
+        openmp: c.openmp,
+        fma: c.fma,
+        reassociate: c.reassociate,
         cache_dir: cache_dir.or(defaults.cache_dir),
         ..defaults
     }

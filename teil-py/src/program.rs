@@ -267,6 +267,8 @@ pub(crate) struct COptions {
     pub cflags: Option<String>,
     pub openmp: bool,
     pub fma: bool,
+    /// Sums may be reassociated (`teil_cbackend::Options::lift`).
+    pub reassociate: bool,
 }
 
 /// The C backend as `teil run --backend c` runs it: lowered with padding multiple `pad`,
@@ -288,6 +290,7 @@ fn run_c(
         pad: c.pad,
         fma: c.fma,
         openmp: c.openmp,
+        lift: c.reassociate,
         ..teil_cbackend::Options::default()
     };
     let mut toolchain = teil_cbackend::run::Toolchain {
@@ -459,7 +462,8 @@ impl Program {
     /// ``backend`` is ``"fast"`` (the whole-tensor evaluator), ``"oracle"`` (the reference
     /// interpreter) or ``"c"`` (the C backend compiled with ``cc`` and ``cflags``, default
     /// ``-O2``, padded to a multiple of ``pad``, run in a separate process; ``fma=True`` lets it
-    /// round each product-then-add once, see ``Program.compile``). The evaluation
+    /// round each product-then-add once and ``reassociate=False`` keeps every sum in the spec's
+    /// order, see ``Program.compile``). The evaluation
     /// runs with the GIL released. ``max_memory`` and ``max_work`` are the
     /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
     /// memory), ``max_work`` in oracle steps (default 10**8, a few seconds), integers from 0 to
@@ -474,8 +478,8 @@ impl Program {
     /// 6.0
     #[pyo3(signature = (
         inputs = None, *, backend = "fast", pad = Unsigned::of(1), cc = "cc".to_string(),
-        cflags = None, openmp = false, fma = false, max_memory = None, max_work = None,
-        **named_inputs
+        cflags = None, openmp = false, fma = false, reassociate = true, max_memory = None,
+        max_work = None, **named_inputs
     ))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
@@ -488,6 +492,7 @@ impl Program {
         cflags: Option<String>,
         openmp: bool,
         fma: bool,
+        reassociate: bool,
         max_memory: Option<Unsigned>,
         max_work: Option<Unsigned>,
         named_inputs: Option<&Bound<'py, PyDict>>,
@@ -506,6 +511,7 @@ impl Program {
             cflags,
             openmp,
             fma,
+            reassociate,
         };
         let p = &self.checked;
         let results = interruptible(py, &budget, small(p, backend), || {
@@ -610,12 +616,16 @@ impl Program {
     }
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as
-    /// ``teil emit-c --pad PAD --name NAME`` prints it (``fma=True``: ``--fma``).
+    /// ``teil emit-c --pad PAD --name NAME`` prints it (``fma=True``: ``--fma``;
+    /// ``reassociate=False``: ``--no-reassociate``).
     ///
     /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
     /// >>> print(next(l for l in p.emit_c(name="sumsq").splitlines() if l.startswith("void")))
     /// void sumsq(double *restrict A, double *restrict s)
-    #[pyo3(signature = (*, pad = Unsigned::of(1), name = "teil_kernel", openmp = false, fma = false))]
+    #[pyo3(signature = (
+        *, pad = Unsigned::of(1), name = "teil_kernel", openmp = false, fma = false,
+        reassociate = true
+    ))]
     fn emit_c(
         &self,
         py: Python<'_>,
@@ -623,13 +633,14 @@ impl Program {
         name: &str,
         openmp: bool,
         fma: bool,
+        reassociate: bool,
     ) -> PyResult<String> {
         let opts = teil_cbackend::Options {
             pad: pad.get(PAD, 1)?,
             name: name.to_string(),
             fma,
             openmp,
-            ..teil_cbackend::Options::default()
+            lift: reassociate,
         };
         let kernel =
             teil_cbackend::lower(&self.checked, &opts).map_err(|e| lower_failure(e).into_py(py))?;
@@ -652,8 +663,12 @@ impl Program {
     /// compiled it, so a file planted under its name is compiled again, never loaded
     /// (spec/limits.md, "Kernels loaded in-process").
     ///
-    /// ``fma=False`` (the default) keeps results bit for bit those of ``backend="oracle"``
-    /// (without contraction lifting's reassociation, spec/padding.md). ``fma=True`` is the
+    /// ``fma=False`` (the default) keeps results bit for bit those of ``backend="oracle"``,
+    /// except where the kernel reassociates sums, a permitted result of spec/values.md
+    /// ("Reassociation"): contraction lifting, and sums of 64 or more terms along unit stride,
+    /// computed in 16 lanes (spec/padding.md, "Sums in lanes"); ``reassociate=False`` turns
+    /// both off, so that every sum keeps the spec's order and the results are the oracle's bit
+    /// for bit. ``fma=True`` is the
     /// fused multiply-add mode (spec/values.md, "Fused multiply-add"): contractions and
     /// element-wise products-then-adds may round ``x * y + c`` once instead of twice, which is
     /// faster on machines with FMA instructions and differs from the exact result by at most
@@ -666,7 +681,7 @@ impl Program {
     /// array([2., 4.])
     #[pyo3(signature = (
         *, pad = Unsigned::of(1), cflags = None, cc = "cc".to_string(), openmp = false,
-        fma = false, cache_dir = None
+        fma = false, reassociate = true, cache_dir = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn compile(
@@ -677,9 +692,18 @@ impl Program {
         cc: String,
         openmp: bool,
         fma: bool,
+        reassociate: bool,
         cache_dir: Option<PathBuf>,
     ) -> PyResult<crate::kernel::Kernel> {
-        let opts = crate::kernel::options(pad.get(PAD, 1)?, cc, cflags, openmp, fma, cache_dir);
+        let c = COptions {
+            pad: pad.get(PAD, 1)?,
+            cc,
+            cflags,
+            openmp,
+            fma,
+            reassociate,
+        };
+        let opts = crate::kernel::options(c, cache_dir);
         crate::kernel::compile(py, &self.checked, opts)
     }
 

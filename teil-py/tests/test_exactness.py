@@ -80,3 +80,46 @@ def test_value_changing_flags_are_refused(cache, flag):
         p.run(x=X, y=Y, backend="c", cflags=f"-O2 {flag}")
     # Nothing was compiled into the cache.
     assert not cache.exists() or not any(cache.iterdir())
+
+
+LONG_SUM = "input var x : [1000]\noutput var s : []\ns = red+ 1 x\n"
+
+
+def test_reassociate_false_keeps_the_folds_bits(cache):
+    # A sum of 1000 terms runs in 16 lanes by default (spec/padding.md, "Sums in lanes"):
+    # another association, which rounds differently from the spec's fold; with
+    # reassociate=False every path gives the oracle's bits.
+    p = teil.Program(LONG_SUM)
+    rng = np.random.default_rng(7)
+    differs = 0
+    for _ in range(5):
+        x = rng.uniform(-1, 1, 1000) / 3
+        fold = p.run(x=x, backend="oracle")["s"]
+        canonical = [
+            p.compile(reassociate=False)(x=x)["s"],
+            p.run(x=x, backend="c", reassociate=False)["s"],
+        ]
+        assert all(c.tobytes() == fold.tobytes() for c in canonical)
+        lanes = [p.compile()(x=x)["s"], p.run(x=x, backend="c")["s"]]
+        assert lanes[0].tobytes() == lanes[1].tobytes()
+        # The lanes' value: 16 partial sums of the terms i = j (mod 16) of the whole blocks
+        # of 16, combined as a tree (ir::LaneFold::TREE), then the last 1000 % 16 terms in
+        # order, in binary64 like the kernel.
+        terms = x.tolist()
+        whole = len(terms) - len(terms) % 16
+        lane = terms[:16]
+        for i in range(16, whole):
+            lane[i % 16] += terms[i]
+        for dst, src in [(0, 4), (1, 5), (2, 6), (3, 7), (8, 12), (9, 13), (10, 14),
+                         (11, 15), (0, 8), (1, 9), (2, 10), (3, 11), (0, 1), (2, 3), (0, 2)]:
+            lane[dst] += lane[src]
+        s = lane[0]
+        for t in terms[whole:]:
+            s += t
+        assert float(lanes[0]) == s
+        differs += float(lanes[0]) != float(fold)
+        # Both are within the error bound of any order of the same additions.
+        assert abs(float(lanes[0]) - float(fold)) <= 1000 * 2.0**-52 * np.abs(x).sum()
+    assert differs >= 1
+    assert "Sums in lanes" in p.emit_c()
+    assert "Sums in lanes" not in p.emit_c(reassociate=False)

@@ -1,11 +1,14 @@
-//! Printing [`Node::LaneFold`](crate::ir::Node::LaneFold): a `max`/`min` reduction loop in
-//! independent lanes of GCC/Clang vectors, with the exact fold again where the lanes cannot
-//! decide the bits (the meaning and the argument are on [`LaneFold`]; spec/padding.md, "Lane
-//! reductions"). Plain C (`teil_vector_bits` 0) gets the loop itself.
+//! Printing [`Node::LaneFold`](crate::ir::Node::LaneFold): a reduction loop in independent
+//! lanes of GCC/Clang vectors. For `max`/`min`, with the exact fold again where the lanes
+//! cannot decide the bits (the meaning and the argument are on [`LaneFold`]; spec/padding.md,
+//! "Lane reductions"); plain C (`teil_vector_bits` 0) gets the loop itself. A sum's lanes are
+//! its meaning (spec/padding.md, "Sums in lanes"), and plain C computes the same lanes in an
+//! array.
 
 use super::nest::Printer;
 use super::writer::Writer;
 use crate::ir::{walk_val, LaneFold, Val, Visit};
+use crate::print::multiply_add;
 use teil::ast::RedOp;
 
 /// The vector helpers of lane folds, defined once per translation unit that has one (after
@@ -34,6 +37,9 @@ typedef long long teil_lanes_mask __attribute__((vector_size(32)));
 impl Printer<'_> {
     /// The lane fold `l`, a block of its own.
     pub(super) fn lane_fold(&mut self, w: &mut Writer, l: &LaneFold) {
+        if l.reassociates() {
+            return self.lane_sum(w, l);
+        }
         let i = self.fresh(l.var);
         let acc = format!("acc{}", l.acc);
         let (f, vf, id) = match l.op {
@@ -111,6 +117,88 @@ impl Printer<'_> {
             });
             w.directive("#endif");
         });
+    }
+
+    /// The sum in lanes `l` ([`LaneFold`]'s meaning), a block of its own: four vectors of four
+    /// lanes (or an array of sixteen in plain C) from `-0.0`, each adding its terms of the whole
+    /// blocks as the loop adds a term (fused in fma mode where the loop's update is); the
+    /// lanes combined as [`LaneFold::TREE`]; then the remaining terms, in order.
+    fn lane_sum(&mut self, w: &mut Writer, l: &LaneFold) {
+        let i = self.fresh(l.var);
+        let acc = format!("acc{}", l.acc);
+        let n = l.extent;
+        let (lanes, width) = (LaneFold::LANES, LaneFold::WIDTH);
+        let vectors = lanes / width;
+        let fma = self.k.fma;
+        // `sum = sum + term` as the loop's accumulator update prints it, at `at`, on `width`
+        // doubles.
+        let add = |p: &mut Self, sum: &str, at: &str, width: u64| -> String {
+            p.names.insert(l.var, at.to_string());
+            let line = match (l.value.product(), width) {
+                (Some((x, y)), 1) => multiply_add(fma, 1, sum, &p.val(x, true), &p.val(y, true)),
+                (Some((x, y)), _) => {
+                    multiply_add(fma, width, sum, &p.lanes_val(x, l), &p.lanes_val(y, l))
+                }
+                (None, 1) => format!("{sum} += {};", p.val(&l.value, true)),
+                (None, _) => format!("{sum} += {};", p.lanes_val(&l.value, l)),
+            };
+            p.names.insert(l.var, i.clone());
+            line
+        };
+        let note = "/* in lanes, another association (spec/padding.md, \"Sums in lanes\") */";
+        w.block_noted("", note, |w| {
+            w.line(format!("long long {i} = 0;"));
+            w.directive("#if teil_vector_bits != 0");
+            w.line("teil_lanes teil_v0 = teil_lanes_of(-0.0);");
+            let rest: Vec<String> = (1..vectors)
+                .map(|v| format!("teil_v{v} = teil_v0"))
+                .collect();
+            w.line(format!("teil_lanes {};", rest.join(", ")));
+            w.line(format!("double teil_l[{width}];"));
+            w.block(
+                format!("for (; {i} + {lanes} <= {n}; {i} += {lanes})"),
+                |w| {
+                    for v in 0..vectors {
+                        let at = if v == 0 {
+                            i.clone()
+                        } else {
+                            format!("({i} + {})", v * width)
+                        };
+                        w.line(add(self, &format!("teil_v{v}"), &at, width));
+                    }
+                },
+            );
+            // LaneFold::TREE on the vectors: (v0 + v1) + (v2 + v3), then the lanes of v0.
+            w.line("teil_v0 += teil_v1;");
+            w.line("teil_v2 += teil_v3;");
+            w.line("teil_v0 += teil_v2;");
+            w.line("__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);");
+            w.line("teil_l[0] += teil_l[1];");
+            w.line("teil_l[2] += teil_l[3];");
+            w.line("teil_l[0] += teil_l[2];");
+            w.line(format!("{acc} += teil_l[0];"));
+            w.directive("#else");
+            let zeros = vec!["-0.0"; lanes as usize].join(", ");
+            w.line(format!("double teil_s[{lanes}] = {{{zeros}}};"));
+            w.block(
+                format!("for (; {i} + {lanes} <= {n}; {i} += {lanes})"),
+                |w| {
+                    w.block(
+                        format!("for (int teil_j = 0; teil_j < {lanes}; teil_j++)"),
+                        |w| w.line(add(self, "teil_s[teil_j]", &format!("({i} + teil_j)"), 1)),
+                    );
+                },
+            );
+            for (dst, src) in LaneFold::TREE {
+                w.line(format!("teil_s[{dst}] += teil_s[{src}];"));
+            }
+            w.line(format!("{acc} += teil_s[0];"));
+            w.directive("#endif");
+            w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
+                w.line(add(self, &acc, &i, 1));
+            });
+        });
+        self.names.insert(l.var, i);
     }
 
     /// `v` as a vector of the terms at the loop variable's current name and the next

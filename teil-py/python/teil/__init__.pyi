@@ -145,6 +145,7 @@ class Program:
         cflags: str | None = None,
         openmp: bool = False,
         fma: bool = False,
+        reassociate: bool = True,
         max_memory: int | None = None,
         max_work: int | None = None,
         **named_inputs: _ArrayLike,
@@ -160,7 +161,13 @@ class Program:
         **named_inputs: _ArrayLike,
     ) -> Trace: ...
     def emit_c(
-        self, *, pad: int = 1, name: str = "teil_kernel", openmp: bool = False, fma: bool = False
+        self,
+        *,
+        pad: int = 1,
+        name: str = "teil_kernel",
+        openmp: bool = False,
+        fma: bool = False,
+        reassociate: bool = True,
     ) -> str: ...
     def compile(
         self,
@@ -170,6 +177,7 @@ class Program:
         cc: str = "cc",
         openmp: bool = False,
         fma: bool = False,
+        reassociate: bool = True,
         cache_dir: str | PathLike[str] | None = None,
     ) -> Kernel: ...
 

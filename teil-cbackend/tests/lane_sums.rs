@@ -1,0 +1,229 @@
+//! Sums in lanes (spec/padding.md, "Sums in lanes"; `ir::LaneFold` with a sum): a sum along
+//! unit stride of at least `opt::lanes::MIN_SUM_TERMS` terms, in a kernel that may reassociate,
+//! is computed in 16 lanes combined as `LaneFold::TREE`. These tests hold the printed C, the
+//! validator's machine and the spec together:
+//!
+//! - the compiled C computes exactly the association the IR means: its bits equal
+//!   `validate::evaluate`'s on every target's order, with the vectors, in plain C
+//!   (`-Dteil_portable`) and under `-O3 -march=native`, on inputs that round and on
+//!   infinities and NaN;
+//! - that association is not the spec's fold (the results differ from the oracle's on inputs
+//!   that round), and it is a permitted one: the validator accepts the kernel and judges its
+//!   results permitted;
+//! - without reassociation (`Options { lift: false, .. }`) and below the threshold, the sum
+//!   keeps its fold and the C equals the oracle bit for bit;
+//! - in fma mode the lanes fuse each product into its lane as the loop fuses it: on small
+//!   integers (nothing rounds) the results are the oracle's, and the validator accepts the
+//!   kernel.
+
+use ndarray::ArrayD;
+use std::collections::BTreeMap;
+use teil::CheckedProgram;
+use teil_cbackend::ir::{Kernel, LaneFold, Node, Step, Target};
+use teil_cbackend::opt::lanes::MIN_SUM_TERMS;
+use teil_cbackend::run::Toolchain;
+use teil_cbackend::validate::{self, Judgement};
+use teil_cbackend::Options;
+
+fn compile(src: &str) -> CheckedProgram {
+    teil::compile(src)
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"))
+        .0
+}
+
+fn lower(p: &CheckedProgram, pad: u64, lift: bool, fma: bool) -> Kernel {
+    let opts = Options {
+        pad,
+        lift,
+        fma,
+        ..Options::default()
+    };
+    teil_cbackend::lower(p, &opts).expect("lowers")
+}
+
+/// The sums in lanes of `k`.
+fn lane_sums(k: &Kernel) -> Vec<LaneFold> {
+    fn nodes(ns: &[Node], out: &mut Vec<LaneFold>) {
+        for n in ns {
+            match n {
+                Node::LaneFold(l) if l.reassociates() => out.push(l.clone()),
+                Node::Loop { body, .. } => nodes(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for s in &k.steps {
+        if let Step::Nest { body, .. } = s {
+            nodes(body, &mut out);
+        }
+    }
+    out
+}
+
+/// The programs: a sum of a vector (whole blocks only, and with a remainder of 8 and of 7), a
+/// dot product, and sums along the rows of a product of three matrices (a nest of cells, each
+/// a sum in lanes).
+fn programs() -> Vec<String> {
+    let mut v: Vec<String> = [64, 1000, 1031]
+        .iter()
+        .map(|n| format!("input var x : [{n}]\noutput var s : []\ns = red+ 1 x"))
+        .collect();
+    v.push(
+        "input var x : [1031]\ninput var y : [1031]\noutput var s : []\ns = red+ 1 (x * y)"
+            .to_string(),
+    );
+    v.push(
+        "input var A : [5 300]\ninput var B : [5 300]\ninput var C : [5 300]\n\
+         output var r : [5]\nr = red+ 2 (A * B * C)"
+            .to_string(),
+    );
+    v
+}
+
+/// Inputs that round (random integers `n` as `n / 3 + n / 10`), with `specials` every 97th
+/// cell `∞`, `−∞` or NaN in turn.
+fn inputs(p: &CheckedProgram, seed: u64, specials: bool) -> BTreeMap<String, ArrayD<f64>> {
+    let mut k = 0usize;
+    teil_interp::random_inputs(p, seed)
+        .into_iter()
+        .map(|(name, t)| {
+            let t = t.mapv(|n| {
+                k += 1;
+                match k % 291 {
+                    0 if specials => f64::INFINITY,
+                    97 if specials => f64::NEG_INFINITY,
+                    194 if specials => f64::NAN,
+                    _ => n / 3.0 + n / 10.0,
+                }
+            });
+            (name, t)
+        })
+        .collect()
+}
+
+/// Equal bits, NaN equal to NaN (payloads are not part of the semantics).
+fn same(x: f64, y: f64) -> bool {
+    (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+}
+
+fn toolchains() -> Vec<(&'static str, Toolchain)> {
+    let with = |flags: &[&str]| Toolchain {
+        cflags: flags.iter().map(|f| f.to_string()).collect(),
+        ..Toolchain::default()
+    };
+    vec![
+        ("-O2", Toolchain::default()),
+        ("-O2 -Dteil_portable", with(&["-O2", "-Dteil_portable"])),
+        ("-O3 -march=native", with(&["-O3", "-march=native"])),
+    ]
+}
+
+/// Asserts that every output cell of `got` equals `want`'s bit for bit; returns how many
+/// differ from `other`'s bits.
+fn assert_same(
+    what: &str,
+    got: &BTreeMap<String, ArrayD<f64>>,
+    want: &BTreeMap<String, ArrayD<f64>>,
+) {
+    for (name, w) in want {
+        let g = &got[name];
+        assert_eq!(g.shape(), w.shape(), "{what}: {name}");
+        for ((at, &x), &y) in w.indexed_iter().zip(g.iter()) {
+            assert!(same(x, y), "{what}: {name}{at:?}: want {x:?}, got {y:?}");
+        }
+    }
+}
+
+fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<f64>>) -> usize {
+    a.iter()
+        .map(|(name, x)| {
+            x.iter()
+                .zip(b[name].iter())
+                .filter(|(&x, &y)| !same(x, y))
+                .count()
+        })
+        .sum()
+}
+
+#[test]
+fn the_c_computes_the_lanes_the_ir_means_and_the_validator_permits_them() {
+    let mut differs_from_the_fold = 0;
+    for src in programs() {
+        let p = compile(&src);
+        for pad in [1, 4] {
+            let k = lower(&p, pad, true, false);
+            assert!(k.reassociates(), "M = {pad}: a sum in lanes\n{src}\n{k}");
+            assert!(!lane_sums(&k).is_empty(), "{src}\n{k}");
+            assert_eq!(k.lifted, 0, "{src}");
+            validate::validate(&p, &k).unwrap_or_else(|e| panic!("{src}: {e}"));
+            for (seed, specials) in [(1, false), (2, true), (3, false)] {
+                let inputs = inputs(&p, seed, specials);
+                let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+                let ir = validate::evaluate(&k, Target::ALL[0], &inputs).expect("evaluates");
+                for target in Target::ALL {
+                    let other = validate::evaluate(&k, target, &inputs).expect("evaluates");
+                    assert_same(&format!("{target} order"), &other, &ir);
+                }
+                for (flags, tc) in toolchains() {
+                    let what = format!("M = {pad}, seed {seed}, `cc {flags}`:\n{src}");
+                    let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
+                    assert_same(&what, &c.values, &ir);
+                    let limits = validate::Limits::default();
+                    match validate::judge(&p, &k, &inputs, &c.values, &limits) {
+                        Judgement::Permitted(_) => {}
+                        other => panic!("{what}: {other:?}"),
+                    }
+                }
+                if !specials {
+                    differs_from_the_fold += differing(&ir, &oracle);
+                }
+            }
+        }
+    }
+    // Another association: on inputs that round, many sums differ from the spec's fold.
+    assert!(differs_from_the_fold >= 10, "{differs_from_the_fold}");
+}
+
+#[test]
+fn without_reassociation_or_below_the_threshold_sums_keep_their_fold() {
+    let short = format!(
+        "input var x : [{}]\noutput var s : []\ns = red+ 1 x",
+        MIN_SUM_TERMS - 1
+    );
+    let cases = programs()
+        .into_iter()
+        .map(|src| (src, false))
+        .chain([(short, true)]);
+    for (src, lift) in cases {
+        let p = compile(&src);
+        let k = lower(&p, 1, lift, false);
+        assert!(!k.reassociates(), "{src}\n{k}");
+        let inputs = inputs(&p, 4, false);
+        let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+        let c = teil_cbackend::run::run(&Toolchain::default(), &k, &inputs).expect("runs");
+        assert_same(&src, &c.values, &oracle);
+    }
+}
+
+#[test]
+fn fma_mode_lanes_fuse_as_the_loop_fuses() {
+    for src in programs() {
+        let p = compile(&src);
+        let k = lower(&p, 1, true, true);
+        let sums = lane_sums(&k);
+        assert!(!sums.is_empty(), "{src}\n{k}");
+        validate::validate(&p, &k).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let c_src = teil_cbackend::print::module(&[&k]);
+        let fuses = sums.iter().any(|l| l.value.product().is_some());
+        assert_eq!(c_src.contains("teil_fmav4("), fuses, "{src}");
+        // Small integers: no product and no partial sum rounds, so every association and
+        // every fusion gives the oracle's value.
+        let inputs = teil_interp::random_inputs(&p, 5);
+        let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+        for (flags, tc) in toolchains() {
+            let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
+            assert_same(&format!("`cc {flags}`: {src}"), &c.values, &oracle);
+        }
+    }
+}
