@@ -186,6 +186,11 @@ const GROUPS: &[(&str, &str)] = &[
     ("eight", "the eight kernels of issue 7"),
     ("odd", "matrix products at odd and prime sizes"),
     (
+        "small",
+        "matrix products either side of the packed kernel's threshold (4096 multiplications) \
+         and of the dot kernel's (512)",
+    ),
+    (
         "skinny",
         "tall-skinny products, matrix-vector and vector-matrix products",
     ),
@@ -196,6 +201,11 @@ const GROUPS: &[(&str, &str)] = &[
     ),
     ("elementwise", "element-wise chains"),
     ("reduce", "reductions along each axis of a rank-3 tensor"),
+    (
+        "sums",
+        "sums of a vector to a scalar, either side of the lanes' threshold of 64 terms and far \
+         above it",
+    ),
     ("broadcast", "broadcasting through `expa`"),
     (
         "cfd",
@@ -283,6 +293,16 @@ fn suite() -> Vec<Bench> {
         // Issue 28: a product between the small and the BLAS-bound sizes, in exact mode 1.41x
         // OpenBLAS in one run.
         matmul("matmul_500x700x300", "odd", 500, 700, 300),
+        // -- small: the plain nest below 512 multiplications (8³), dot products below 4096
+        // (16³), the packed kernel from there on (`opt::contract::PACKED_MIN_WORK`).
+        matmul("matmul_7", "small", 7, 7, 7),
+        matmul("matmul_8", "small", 8, 8, 8),
+        matmul("matmul_15", "small", 15, 15, 15),
+        matmul("matmul_16", "small", 16, 16, 16),
+        matmul("matmul_24", "small", 24, 24, 24),
+        matmul("matmul_32", "small", 32, 32, 32),
+        matmul("matmul_48", "small", 48, 48, 48),
+        matmul("matmul_64", "small", 64, 64, 64),
         // -- skinny: one or two small extents.
         matmul("outer_k16", "skinny", 4096, 16, 4096),
         matmul("rows_k8", "skinny", 100_000, 8, 8),
@@ -449,6 +469,26 @@ fn suite() -> Vec<Bench> {
         x(),
         ("Y", vec![128, 256]),
         "Y = red+ 2 X",
+    ));
+    // -- sums: one chain of additions below 64 terms, lanes from 64 on (spec/padding.md,
+    // "Sums in lanes").
+    for n in [63, 64, 1000, 100_000, 10_000_000] {
+        v.push(contraction(
+            format!("sum_{n}"),
+            "sums",
+            "i->",
+            vec![("x", vec![n])],
+            ("s", vec![]),
+            "s = red+ 1 x",
+        ));
+    }
+    v.push(contraction(
+        "dot_1000000",
+        "sums",
+        "i,i->",
+        vec![("x", vec![1_000_000]), ("y", vec![1_000_000])],
+        ("s", vec![]),
+        "s = red+ 1 (x * y)",
     ));
     // -- broadcast.
     v.push(expr(
