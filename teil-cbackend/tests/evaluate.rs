@@ -5,8 +5,10 @@
 //! the C with its IR.
 
 mod corpus;
+mod rounding;
 
 use ndarray::{ArrayD, Dimension};
+use rounding::same;
 use std::collections::BTreeMap;
 use teil_cbackend::ir::{Kernel, Target};
 use teil_cbackend::run::Toolchain;
@@ -27,30 +29,9 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
     teil_cbackend::lower(p, &opts).expect("lowers")
 }
 
-/// Inputs that round: the campaign's small integers `n` become `n / 3 + n / 10`, and with
-/// `specials` every seventh cell is `∞`, `−∞` or NaN in turn.
+/// Inputs that round, with every seventh cell `∞`, `−∞` or NaN in turn under `specials`.
 fn inputs(p: &teil::CheckedProgram, seed: u64, specials: bool) -> BTreeMap<String, ArrayD<f64>> {
-    let mut k = 0usize;
-    teil_interp::random_inputs(p, seed)
-        .into_iter()
-        .map(|(name, t)| {
-            let t = t.mapv(|n| {
-                k += 1;
-                match k % 21 {
-                    0 if specials => f64::INFINITY,
-                    7 if specials => f64::NEG_INFINITY,
-                    14 if specials => f64::NAN,
-                    _ => n / 3.0 + n / 10.0,
-                }
-            });
-            (name, t)
-        })
-        .collect()
-}
-
-/// Equal bits, NaN equal to NaN (payloads are not part of the semantics).
-fn same(x: f64, y: f64) -> bool {
-    (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+    rounding::inputs(p, seed, specials.then_some(21))
 }
 
 /// Runs `k` in C and on the machine (every target's order) and asserts every parameter's

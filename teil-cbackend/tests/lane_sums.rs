@@ -16,7 +16,10 @@
 //!   integers (nothing rounds) the results are the oracle's, and the validator accepts the
 //!   kernel.
 
+mod rounding;
+
 use ndarray::ArrayD;
+use rounding::same;
 use std::collections::BTreeMap;
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Kernel, LaneFold, Node, Step, Target};
@@ -81,30 +84,9 @@ fn programs() -> Vec<String> {
     v
 }
 
-/// Inputs that round (random integers `n` as `n / 3 + n / 10`), with `specials` every 97th
-/// cell `∞`, `−∞` or NaN in turn.
+/// Inputs that round, with every 97th cell `∞`, `−∞` or NaN in turn under `specials`.
 fn inputs(p: &CheckedProgram, seed: u64, specials: bool) -> BTreeMap<String, ArrayD<f64>> {
-    let mut k = 0usize;
-    teil_interp::random_inputs(p, seed)
-        .into_iter()
-        .map(|(name, t)| {
-            let t = t.mapv(|n| {
-                k += 1;
-                match k % 291 {
-                    0 if specials => f64::INFINITY,
-                    97 if specials => f64::NEG_INFINITY,
-                    194 if specials => f64::NAN,
-                    _ => n / 3.0 + n / 10.0,
-                }
-            });
-            (name, t)
-        })
-        .collect()
-}
-
-/// Equal bits, NaN equal to NaN (payloads are not part of the semantics).
-fn same(x: f64, y: f64) -> bool {
-    (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+    rounding::inputs(p, seed, specials.then_some(291))
 }
 
 fn toolchains() -> Vec<(&'static str, Toolchain)> {

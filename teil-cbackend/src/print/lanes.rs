@@ -34,6 +34,16 @@ typedef long long teil_lanes_mask __attribute__((vector_size(32)));
 
 ";
 
+/// The declarations of the lanes' vectors `teil_v0`, ..., all starting from `init` in every
+/// lane.
+fn lane_vectors(w: &mut Writer, init: &str) {
+    w.line(format!("teil_lanes teil_v0 = teil_lanes_of({init});"));
+    let rest: Vec<String> = (1..LaneFold::LANES / LaneFold::WIDTH)
+        .map(|v| format!("teil_v{v} = teil_v0"))
+        .collect();
+    w.line(format!("teil_lanes {};", rest.join(", ")));
+}
+
 impl Printer<'_> {
     /// The lane fold `l`, a block of its own.
     pub(super) fn lane_fold(&mut self, w: &mut Writer, l: &LaneFold) {
@@ -55,30 +65,14 @@ impl Printer<'_> {
         w.block_noted("", note, |w| {
             w.line(format!("long long {i} = 0;"));
             w.directive("#if teil_vector_bits != 0");
-            w.line(format!("teil_lanes teil_v0 = teil_lanes_of({id});"));
-            let rest: Vec<String> = (1..vectors)
-                .map(|v| format!("teil_v{v} = teil_v0"))
-                .collect();
-            w.line(format!("teil_lanes {};", rest.join(", ")));
+            lane_vectors(w, &id);
             w.line("teil_lanes teil_x;");
             w.line(format!("double teil_l[{width}], teil_c;"));
-            w.block(
-                format!("for (; {i} + {lanes} <= {n}; {i} += {lanes})"),
-                |w| {
-                    for v in 0..vectors {
-                        let at = if v == 0 {
-                            i.clone()
-                        } else {
-                            format!("({i} + {})", v * width)
-                        };
-                        self.names.insert(l.var, at);
-                        let x = self.lanes_val(&l.value, l);
-                        w.line(format!("teil_x = {x};"));
-                        w.line(format!("teil_v{v} = {vf}(teil_v{v}, teil_x);"));
-                    }
-                    self.names.insert(l.var, i.clone());
-                },
-            );
+            self.lane_blocks(w, l, &i, |p, w, v| {
+                let x = p.lanes_val(&l.value, l);
+                w.line(format!("teil_x = {x};"));
+                w.line(format!("teil_v{v} = {vf}(teil_v{v}, teil_x);"));
+            });
             for v in 1..vectors {
                 w.line(format!("teil_v0 = {vf}(teil_v0, teil_v{v});"));
             }
@@ -128,7 +122,6 @@ impl Printer<'_> {
         let acc = format!("acc{}", l.acc);
         let n = l.extent;
         let (lanes, width) = (LaneFold::LANES, LaneFold::WIDTH);
-        let vectors = lanes / width;
         let fma = self.k.fma;
         // `sum = sum + term` as the loop's accumulator update prints it, at `at`, on `width`
         // doubles.
@@ -149,25 +142,12 @@ impl Printer<'_> {
         w.block_noted("", note, |w| {
             w.line(format!("long long {i} = 0;"));
             w.directive("#if teil_vector_bits != 0");
-            w.line("teil_lanes teil_v0 = teil_lanes_of(-0.0);");
-            let rest: Vec<String> = (1..vectors)
-                .map(|v| format!("teil_v{v} = teil_v0"))
-                .collect();
-            w.line(format!("teil_lanes {};", rest.join(", ")));
+            lane_vectors(w, "-0.0");
             w.line(format!("double teil_l[{width}];"));
-            w.block(
-                format!("for (; {i} + {lanes} <= {n}; {i} += {lanes})"),
-                |w| {
-                    for v in 0..vectors {
-                        let at = if v == 0 {
-                            i.clone()
-                        } else {
-                            format!("({i} + {})", v * width)
-                        };
-                        w.line(add(self, &format!("teil_v{v}"), &at, width));
-                    }
-                },
-            );
+            self.lane_blocks(w, l, &i, |p, w, v| {
+                let at = p.names[&l.var].clone();
+                w.line(add(p, &format!("teil_v{v}"), &at, width));
+            });
             // LaneFold::TREE on the vectors: (v0 + v1) + (v2 + v3), then the lanes of v0.
             w.line("teil_v0 += teil_v1;");
             w.line("teil_v2 += teil_v3;");
@@ -199,6 +179,33 @@ impl Printer<'_> {
             });
         });
         self.names.insert(l.var, i);
+    }
+
+    /// The loop over the whole blocks of [`LaneFold::LANES`] terms of `l` (loop variable `i`,
+    /// from its current value): `each(self, w, v)` prints vector `v`'s step, with the loop
+    /// label named as the index of its first term.
+    fn lane_blocks(
+        &mut self,
+        w: &mut Writer,
+        l: &LaneFold,
+        i: &str,
+        mut each: impl FnMut(&mut Self, &mut Writer, u64),
+    ) {
+        let (lanes, width, n) = (LaneFold::LANES, LaneFold::WIDTH, l.extent);
+        w.block(
+            format!("for (; {i} + {lanes} <= {n}; {i} += {lanes})"),
+            |w| {
+                for v in 0..lanes / width {
+                    let at = match v {
+                        0 => i.to_string(),
+                        _ => format!("({i} + {})", v * width),
+                    };
+                    self.names.insert(l.var, at);
+                    each(self, w, v);
+                }
+                self.names.insert(l.var, i.to_string());
+            },
+        );
     }
 
     /// `v` as a vector of the terms at the loop variable's current name and the next
