@@ -65,7 +65,7 @@ impl Printer<'_> {
         w.block_noted("", note, |w| {
             w.line(format!("long long {i} = 0;"));
             w.directive("#if teil_vector_bits != 0");
-            lane_vectors(w, &id);
+            lane_vectors(w, id);
             w.line("teil_lanes teil_x;");
             w.line(format!("double teil_l[{width}], teil_c;"));
             self.lane_blocks(w, l, &i, |p, w, v| {
