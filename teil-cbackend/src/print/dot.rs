@@ -1,6 +1,6 @@
 //! Printing the scalar dot products of [`Strategy::Dot`](crate::ir::Strategy::Dot) (a variant
 //! whose sums are scalars, [`Lanes::width`](crate::ir::Lanes::width) 1), and the cells past the
-//! last whole block of lanes, one at a time, which the vector dot products share
+//! last whole block of lanes, side by side, which the vector dot products share
 //! ([`Remainder`]).
 
 use super::add_term;
@@ -92,40 +92,74 @@ pub(super) fn print(
                 k: (&kv, kn),
                 fma: k.fma,
             };
-            let factors: Vec<String> = ops
+            let operands: Vec<Cell> = ops
                 .iter()
-                .map(|(name, o, _)| format!("{name}[{o}]"))
+                .map(|(name, o, s)| Cell {
+                    buf: name,
+                    offset: o.clone(),
+                    lane_stride: s.get(lane),
+                })
                 .collect();
-            cells.print(w, &factors, &format!("{nt}[{ot}]"));
+            let target = Cell {
+                buf: &nt,
+                offset: ot.clone(),
+                lane_stride: st.get(lane),
+            };
+            cells.print(w, &operands, &target);
         }
     });
 }
 
 /// The cells of a lane past the last whole group of lanes (`lane.1..lane.2` of the lane label
-/// `lane.0`), one at a time: each its own sum from `-0.0` over `k = 0..k.1` in order, the
-/// remainder of the scalar and the vector dot kernels.
+/// `lane.0`), fewer than a group: each its own sum from `-0.0` over `k = 0..k.1` in order, the
+/// remainder of the scalar and the vector dot kernels. The cells' sums run side by side in one
+/// loop over `k` (independent chains of additions, which overlap), each in its own order.
 pub(super) struct Remainder<'a> {
     pub(super) lane: (&'a str, u64, u64),
     pub(super) k: (&'a str, u64),
     pub(super) fma: bool,
 }
 
+/// An operand or the target of the remaining cells: its C name, the offset of the first
+/// remaining cell's element (a C expression in the lane and `k` variables) and its stride along
+/// the lane.
+pub(super) struct Cell<'a> {
+    pub(super) buf: &'a str,
+    pub(super) offset: String,
+    pub(super) lane_stride: u64,
+}
+
+impl Cell<'_> {
+    /// The element of the `u`-th remaining cell.
+    fn at(&self, u: u64) -> String {
+        format!("{}[{}]", self.buf, plus(&self.offset, u * self.lane_stride))
+    }
+}
+
 impl Remainder<'_> {
-    /// The loop for one row of cells: `target` = Σ_k of the product of `factors` (C
-    /// expressions in the lane and `k` variables, one per operand).
-    pub(super) fn print(&self, w: &mut Writer, factors: &[String], target: &str) {
+    /// One row of remaining cells: `target` = Σ_k of the product of `operands`, for each cell.
+    pub(super) fn print(&self, w: &mut Writer, operands: &[Cell], target: &Cell) {
         let ((lv, full, lane_n), (kv, kn)) = (self.lane, self.k);
-        w.block(
-            format!("for (long long {lv} = {full}; {lv} < {lane_n}; {lv}++)"),
+        let cells = lane_n - full;
+        w.block_noted(
+            "",
+            format!("/* the remaining {cells} cells, side by side */"),
             |w| {
-                w.line("double teil_s0 = -0.0;");
+                w.line(format!("long long {lv} = {full};"));
+                let sums: Vec<String> = (0..cells).map(|u| format!("teil_s{u} = -0.0")).collect();
+                w.line(format!("double {};", sums.join(", ")));
                 w.block(
                     format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
                     |w| {
-                        w.line(add_term(self.fma, 1, "teil_s0", factors));
+                        for u in 0..cells {
+                            let factors: Vec<String> = operands.iter().map(|x| x.at(u)).collect();
+                            w.line(add_term(self.fma, 1, &format!("teil_s{u}"), &factors));
+                        }
                     },
                 );
-                w.line(format!("{target} = teil_s0;"));
+                for u in 0..cells {
+                    w.line(format!("{} = teil_s{u};", target.at(u)));
+                }
             },
         );
     }

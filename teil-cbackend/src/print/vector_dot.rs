@@ -4,7 +4,7 @@
 
 use super::add_term;
 use super::contract::{affine, fma_lanes, offset, plus, within_loops, Fresh};
-use super::dot::Remainder;
+use super::dot::{Cell, Remainder};
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
 use crate::opt::contract::PREFETCH_MAX_ROW;
@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 /// a broadcast, a load, or (for [`Reads::Rows`]) `width` rows of `width` terms loaded and
 /// transposed in registers (`teil_shuffle`), the terms then added in order one column at a
 /// time; the terms beyond the last whole group of `width` are gathered one by one. The
-/// lane's remaining cells are summed one at a time with scalars, as the scalar dot products
+/// lane's remaining cells are summed with scalars side by side, as the scalar dot products
 /// do ([`Remainder`]).
 pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fresh: &mut Fresh) {
     let Strategy::Dot {
@@ -299,7 +299,7 @@ impl Block<'_> {
                 }
             },
         );
-        // The lane's remaining cells, one at a time, for each row of the block.
+        // The lane's remaining cells, side by side, for each row of the block.
         if full < self.lane_n {
             let cells = Remainder {
                 lane: (lv, full, self.lane_n),
@@ -307,19 +307,21 @@ impl Block<'_> {
                 fma: self.k.fma,
             };
             for r in 0..nr {
-                let factors: Vec<String> = self
+                let operands: Vec<Cell> = self
                     .ops
                     .iter()
-                    .map(|op| {
-                        let o = plus(&op.offset, r * self.srow(&op.strides));
-                        format!("{}[{o}]", op.buf)
+                    .map(|op| Cell {
+                        buf: &op.buf,
+                        offset: plus(&op.offset, r * self.srow(&op.strides)),
+                        lane_stride: op.strides.get(self.lane),
                     })
                     .collect();
-                cells.print(
-                    w,
-                    &factors,
-                    &format!("{nt}[{}]", plus(ot, r * self.srow(st))),
-                );
+                let target = Cell {
+                    buf: nt,
+                    offset: plus(ot, r * self.srow(st)),
+                    lane_stride: st.get(self.lane),
+                };
+                cells.print(w, &operands, &target);
             }
         }
     }
