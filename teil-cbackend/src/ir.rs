@@ -223,7 +223,9 @@ impl LaneFold {
     /// How a sum's lanes combine: vector `v` holds lanes `4v .. 4v + 3`; the vectors add
     /// lane-wise as `(v0 + v1) + (v2 + v3)`, then the four lanes of the result as
     /// `(l0 + l1) + (l2 + l3)`. Each entry is a step `lanes[dst] = lanes[dst] + lanes[src]`,
-    /// in order; the sum ends in lane 0.
+    /// in order; the sum ends in lane 0. The steps between vectors come first, each for all
+    /// four lanes of a vector in a row (the printer prints them as vector additions), then the
+    /// steps within the first vector.
     pub const TREE: [(usize, usize); 15] = [
         // v0 += v1
         (0, 4),

@@ -148,14 +148,21 @@ impl Printer<'_> {
                 let at = p.names[&l.var].clone();
                 w.line(add(p, &format!("teil_v{v}"), &at, width));
             });
-            // LaneFold::TREE on the vectors: (v0 + v1) + (v2 + v3), then the lanes of v0.
-            w.line("teil_v0 += teil_v1;");
-            w.line("teil_v2 += teil_v3;");
-            w.line("teil_v0 += teil_v2;");
+            // LaneFold::TREE: its steps between vectors (lane `j` of one vector to lane `j` of
+            // another, for every `j`: one vector addition each), then its steps within the
+            // first vector, on its lanes.
+            let within =
+                |&(dst, src): &(usize, usize)| dst / width as usize == src / width as usize;
+            for (dst, src) in LaneFold::TREE.iter().filter(|s| !within(s)) {
+                if dst % width as usize == 0 {
+                    let (vd, vs) = (dst / width as usize, src / width as usize);
+                    w.line(format!("teil_v{vd} += teil_v{vs};"));
+                }
+            }
             w.line("__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);");
-            w.line("teil_l[0] += teil_l[1];");
-            w.line("teil_l[2] += teil_l[3];");
-            w.line("teil_l[0] += teil_l[2];");
+            for (dst, src) in LaneFold::TREE.iter().filter(|s| within(s)) {
+                w.line(format!("teil_l[{dst}] += teil_l[{src}];"));
+            }
             w.line(format!("{acc} += teil_l[0];"));
             w.directive("#else");
             let zeros = vec!["-0.0"; lanes as usize].join(", ");
