@@ -199,7 +199,8 @@ pub enum Node {
 /// first zero among `acc` and the terms). Plain C (`teil_vector_bits` 0) prints the meaning
 /// itself.
 ///
-/// **Meaning of a sum** (spec/padding.md, "Sums in lanes"): another association of the same
+/// **Meaning of a sum** (spec/padding.md, "Sums in lanes"; `extent` at least
+/// [`LaneFold::LANES`], which the validator requires): another association of the same
 /// terms, which the laws of spec/values.md permit and the validator checks, computed the same
 /// way by every printed variant: lane `j` (of [`LaneFold::LANES`]) sums the terms
 /// `i ≡ j (mod LANES)` of the whole blocks from `-0.0`, in order; the lanes combine as the

@@ -1267,6 +1267,13 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 l.var.0
             )));
         }
+        if l.extent < LaneFold::LANES {
+            return Err(self.malformed(format!(
+                "a sum in lanes of {} terms, fewer than a block of {}",
+                l.extent,
+                LaneFold::LANES
+            )));
+        }
         // The lanes are accumulators of their own, numbered from the top (a kernel's
         // accumulators are numbered from 0).
         let lane = |j: usize| u32::MAX - j as u32;
@@ -1279,7 +1286,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         }
         let whole = l.extent - l.extent % LaneFold::LANES;
         for i in 0..l.extent {
-            if i == whole && whole > 0 {
+            if i == whole {
                 self.combine_lanes(l.acc, lane)?;
             }
             self.env.insert(l.var, i);
@@ -1290,7 +1297,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             };
             self.node(&update)?;
         }
-        if whole == l.extent && whole > 0 {
+        if whole == l.extent {
             self.combine_lanes(l.acc, lane)?;
         }
         self.env.remove(&l.var);

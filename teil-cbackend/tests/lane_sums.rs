@@ -209,3 +209,30 @@ fn fma_mode_lanes_fuse_as_the_loop_fuses() {
         }
     }
 }
+
+#[test]
+fn a_sum_in_lanes_shorter_than_a_block_is_malformed() {
+    // The pass never makes one (64 terms at least); the validator refuses to give a meaning to
+    // one, whose printed lanes would add `-0.0` sums that the term does not have.
+    let p = compile("input var x : [64]\noutput var s : []\ns = red+ 1 x");
+    let mut k = lower(&p, 1, true, false);
+    fn shorten(ns: &mut [Node]) -> bool {
+        ns.iter_mut().any(|n| match n {
+            Node::LaneFold(l) if l.reassociates() => {
+                l.extent = LaneFold::LANES - 1;
+                true
+            }
+            Node::Loop { body, .. } => shorten(body),
+            _ => false,
+        })
+    }
+    let shortened = k.steps.iter_mut().any(|s| match s {
+        Step::Nest { body, .. } => shorten(body),
+        _ => false,
+    });
+    assert!(shortened, "{k}");
+    match validate::validate(&p, &k) {
+        Err(validate::ValidationError::Malformed { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
