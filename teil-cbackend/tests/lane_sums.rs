@@ -236,3 +236,24 @@ fn a_sum_in_lanes_shorter_than_a_block_is_malformed() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_pass_takes_only_unit_stride_sums_whose_terms_the_lanes_compute_as_the_loop() {
+    // Along a strided axis the sum is not a lane sum (the interchange pass folds it into the
+    // cells instead); in fma mode a term with a product-then-add of its own keeps its loop (the
+    // lanes compute terms with plain vector operations), while in exact mode it runs in lanes.
+    let strided = compile("input var A : [200 3]\noutput var r : [3]\nr = red+ 1 A");
+    assert!(lane_sums(&lower(&strided, 1, true, false)).is_empty());
+    let fused = compile(
+        "input var x : [200]\ninput var y : [200]\ninput var z : [200]\noutput var s : []\n\
+         s = red+ 1 (x * y + z)",
+    );
+    assert_eq!(lane_sums(&lower(&fused, 1, true, false)).len(), 1);
+    let k = lower(&fused, 1, true, true);
+    assert!(lane_sums(&k).is_empty(), "{k}");
+    assert!(!k.reassociates());
+    // A product of the loop's own update is fused lane by lane instead.
+    let dot =
+        compile("input var x : [200]\ninput var y : [200]\noutput var s : []\ns = red+ 1 (x * y)");
+    assert_eq!(lane_sums(&lower(&dot, 1, true, true)).len(), 1);
+}
