@@ -6,7 +6,7 @@
 use super::add_term;
 use super::contract::{affine, offset, plus, within_loops, Fresh};
 use super::writer::Writer;
-use crate::ir::{Affine, BufId, Contraction, Kernel, Label};
+use crate::ir::{Affine, Contraction, Kernel, Label};
 
 /// `lanes` cells at a time along the target label with the smallest stride in the target; the
 /// remaining labels are ordinary loops outside.
@@ -34,16 +34,20 @@ pub(super) fn print(
         let terms = |s: &Affine| -> Vec<(String, u64)> {
             names.iter().map(|(l, n)| (n.clone(), s.get(*l))).collect()
         };
-        let name = |b: BufId| k.buffer(b).c_name.clone();
-        let nt = name(c.target.buf);
-        // Each operand's C name, offset and strides.
-        let ops: Vec<(String, String, &Affine)> = c
+        let names: Vec<String> = c
             .operands()
-            .zip(&ss)
-            .map(|(x, s)| (name(x.buf), offset(&terms(s), s.constant), s))
+            .chain([&c.target])
+            .map(|x| k.buffer(x.buf).c_name.clone())
             .collect();
-        let at = |o: &str, s: &Affine, u: u64| plus(o, u * s.get(lane));
-        let ot = offset(&terms(&st), st.constant);
+        // Each operand's element of the block's first cell, its stride along the lane; the
+        // target's.
+        let cell = |name: &'_ str, s: &Affine| Cell {
+            buf: name.to_string(),
+            offset: offset(&terms(s), s.constant),
+            lane_stride: s.get(lane),
+        };
+        let operands: Vec<Cell> = names.iter().zip(&ss).map(|(n, s)| cell(n, s)).collect();
+        let target = cell(&names[names.len() - 1], &st);
         let kn = c.k.extent;
         let full = lane_n - lane_n % lanes.max(1);
         if pragma {
@@ -61,12 +65,14 @@ pub(super) fn print(
                     // once, which the hardware prefetchers follow badly: fetch the next
                     // block's rows, one cache line per term, while this block runs (only where
                     // the next block exists and lies inside the rows it will read).
-                    for (name, o, s) in &ops {
-                        let (sl, sk) = (s.get(lane), s.get(c.k.var));
+                    for (x, s) in operands.iter().zip(&ss) {
+                        let (sl, sk) = (x.lane_stride, s.get(c.k.var));
                         if sk == 1 && sl >= kn && full > lanes {
                             w.directive("#if defined(__GNUC__) && !defined(teil_portable)");
                             w.line(format!(
-                                "if ({lv} + {lanes} < {full}) __builtin_prefetch(&{name}[{o} + {} + {kv} * {}]);",
+                                "if ({lv} + {lanes} < {full}) __builtin_prefetch(&{}[{} + {} + {kv} * {}]);",
+                                x.buf,
+                                x.offset,
                                 lanes * sl,
                                 lanes - 1
                             ));
@@ -74,15 +80,12 @@ pub(super) fn print(
                         }
                     }
                     for u in 0..lanes {
-                        let factors: Vec<String> = ops
-                            .iter()
-                            .map(|(name, o, s)| format!("{name}[{}]", at(o, s, u)))
-                            .collect();
+                        let factors: Vec<String> = operands.iter().map(|x| x.at(u)).collect();
                         w.line(add_term(k.fma, 1, &format!("teil_s{u}"), &factors));
                     }
                 });
                 for u in 0..lanes {
-                    w.line(format!("{nt}[{}] = teil_s{u};", at(&ot, &st, u)));
+                    w.line(format!("{} = teil_s{u};", target.at(u)));
                 }
             },
         );
@@ -91,19 +94,6 @@ pub(super) fn print(
                 lane: (&lv, full, lane_n),
                 k: (&kv, kn),
                 fma: k.fma,
-            };
-            let operands: Vec<Cell> = ops
-                .iter()
-                .map(|(name, o, s)| Cell {
-                    buf: name,
-                    offset: o.clone(),
-                    lane_stride: s.get(lane),
-                })
-                .collect();
-            let target = Cell {
-                buf: &nt,
-                offset: ot.clone(),
-                lane_stride: st.get(lane),
             };
             cells.print(w, &operands, &target);
         }
@@ -120,17 +110,17 @@ pub(super) struct Remainder<'a> {
     pub(super) fma: bool,
 }
 
-/// An operand or the target of the remaining cells: its C name, the offset of the first
-/// remaining cell's element (a C expression in the lane and `k` variables) and its stride along
-/// the lane.
-pub(super) struct Cell<'a> {
-    pub(super) buf: &'a str,
+/// An operand or the target of consecutive cells along the lane: its C name, the offset of the
+/// first cell's element (a C expression in the lane and `k` variables) and its stride along the
+/// lane.
+pub(super) struct Cell {
+    pub(super) buf: String,
     pub(super) offset: String,
     pub(super) lane_stride: u64,
 }
 
-impl Cell<'_> {
-    /// The element of the `u`-th remaining cell.
+impl Cell {
+    /// The element of the `u`-th cell from the first.
     fn at(&self, u: u64) -> String {
         format!("{}[{}]", self.buf, plus(&self.offset, u * self.lane_stride))
     }

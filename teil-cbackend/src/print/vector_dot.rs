@@ -311,13 +311,13 @@ impl Block<'_> {
                     .ops
                     .iter()
                     .map(|op| Cell {
-                        buf: &op.buf,
+                        buf: op.buf.clone(),
                         offset: plus(&op.offset, r * self.srow(&op.strides)),
                         lane_stride: op.strides.get(self.lane),
                     })
                     .collect();
                 let target = Cell {
-                    buf: nt,
+                    buf: nt.to_string(),
                     offset: plus(ot, r * self.srow(st)),
                     lane_stride: st.get(self.lane),
                 };
