@@ -360,7 +360,7 @@ pub struct Contraction {
     pub target: Access,
     pub a: Access,
     /// The second factor of every term; `None`: the terms are `a`'s cells (a sum of one
-    /// operand, which only [`Strategy::Dot`] computes).
+    /// operand, which only [`Strategy::Dot`] and [`Strategy::LaneSums`] compute).
     pub b: Option<Access>,
     pub strategy: Strategy,
 }
@@ -559,6 +559,25 @@ pub enum Strategy {
         reads: Vec<Reads>,
         variants: Vec<Lanes>,
     },
+    /// Dot products in lanes, where the kernel may reassociate ([`Kernel::reassociate`]): every
+    /// operand reads `k` with unit stride (each cell's terms are a row of it), and **every
+    /// cell's sum means the association of a sum in lanes** ([`LaneFold`], spec/padding.md,
+    /// "Dot products in lanes"), not the fold of [`Contraction::nest`]: lane `j` of
+    /// [`LaneFold::LANES`] adds the terms `k ≡ j (mod LANES)` of the whole blocks from `-0.0`,
+    /// in order; the lanes combine as [`LaneFold::TREE`]; the cell is the combined sum plus the
+    /// remaining terms in order. Each term is added as the nest adds it (fused in fma mode for
+    /// a product). So the variants differ only in which cells share a pass over the terms:
+    ///
+    /// Order: for the other free labels (outermost first), for blocks of the variant's
+    /// [`Lanes::rows`] consecutive indices of `rows_of` (while a whole block fits its extent,
+    /// then blocks of one), the block's cells side by side, each with its
+    /// [`Lanes::lanes`] (= [`LaneFold::LANES`]) lanes in vectors of [`Lanes::width`] doubles.
+    /// An operand that does not read `rows_of` gives one vector of terms to every cell of a
+    /// block: several rows per pass over it.
+    LaneSums {
+        rows_of: Label,
+        variants: Vec<Lanes>,
+    },
 }
 
 /// How an operand of a dot-product block ([`Strategy::Dot`]) gives the terms of its cells,
@@ -599,7 +618,7 @@ impl Strategy {
                 .iter()
                 .map(|v| (v.target, v.order().to_vec()))
                 .collect(),
-            Strategy::Dot { variants, .. } => variants
+            Strategy::Dot { variants, .. } | Strategy::LaneSums { variants, .. } => variants
                 .iter()
                 .map(|v| (v.target, v.key().to_vec()))
                 .collect(),
@@ -618,7 +637,9 @@ impl Strategy {
     pub fn targets(&self) -> Vec<Target> {
         match self {
             Strategy::Packed { variants, .. } => variants.iter().map(|v| v.target).collect(),
-            Strategy::Dot { variants, .. } => variants.iter().map(|v| v.target).collect(),
+            Strategy::Dot { variants, .. } | Strategy::LaneSums { variants, .. } => {
+                variants.iter().map(|v| v.target).collect()
+            }
         }
     }
 }
@@ -815,8 +836,9 @@ pub struct Kernel {
     /// How many sum-of-products regions contraction lifting rewrote.
     pub lifted: usize,
     /// Whether the kernel may compute sums in another association than the spec's fold, within
-    /// the laws of spec/values.md ([`crate::Options::lift`]): contraction lifting, and sums in
-    /// lanes ([`LaneFold`]). [`Kernel::reassociates`] says whether it does.
+    /// the laws of spec/values.md ([`crate::Options::lift`]): contraction lifting, sums in
+    /// lanes ([`LaneFold`]) and dot products in lanes ([`Strategy::LaneSums`]).
+    /// [`Kernel::reassociates`] says whether it does.
     pub reassociate: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest and
     /// copy, and per-thread panels in packed contraction kernels (spec/abi.md, "OpenMP"). Only
@@ -878,12 +900,15 @@ pub fn work(nodes: &[Node]) -> u128 {
 
 impl Kernel {
     /// Whether some output cell may be computed in another association than the spec's term
-    /// (spec/values.md, "Reassociation"): a lifted region, or a sum in lanes. Otherwise every
-    /// value is computed with exactly the interpreter's operations (spec/padding.md,
-    /// "Exactness"), bit for bit in exact mode.
+    /// (spec/values.md, "Reassociation"): a lifted region, a sum in lanes, or dot products in
+    /// lanes. Otherwise every value is computed with exactly the interpreter's operations
+    /// (spec/padding.md, "Exactness"), bit for bit in exact mode.
     pub fn reassociates(&self) -> bool {
         let mut lanes = false;
         for s in &self.steps {
+            if let Step::Contract { c, .. } = s {
+                lanes |= matches!(c.strategy, Strategy::LaneSums { .. });
+            }
             walk_step(s, &mut |v| {
                 if let Visit::Node(Node::LaneFold(l)) = v {
                     lanes |= l.reassociates();
@@ -1129,6 +1154,30 @@ impl fmt::Display for Kernel {
                         ts.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
                     };
                     let groups = c.strategy.groups();
+                    // A dot-product blocking per group of targets (one if they agree).
+                    let blocking = |variants: &[Lanes]| {
+                        let one = |v: &Lanes| {
+                            let mut s = format!("{} lanes", v.lanes);
+                            if v.rows > 1 {
+                                s.push_str(&format!(" x {} rows", v.rows));
+                            }
+                            if v.width > 1 {
+                                s.push_str(&format!(" in vectors of {}", v.width));
+                            }
+                            s
+                        };
+                        match (groups.len(), variants.first()) {
+                            (1, Some(v)) => one(v),
+                            _ => groups
+                                .iter()
+                                .filter_map(|ts| {
+                                    let v = variants.iter().find(|v| v.target == ts[0])?;
+                                    Some(format!("{}: {}", group(ts), one(v)))
+                                })
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        }
+                    };
                     match &c.strategy {
                         Strategy::Packed {
                             swap,
@@ -1172,36 +1221,23 @@ impl fmt::Display for Kernel {
                             variants,
                             ..
                         } => {
-                            let one = |v: &Lanes| {
-                                let mut s = format!("{} lanes", v.lanes);
-                                if v.rows > 1 {
-                                    s.push_str(&format!(" x {} rows", v.rows));
-                                }
-                                if v.width > 1 {
-                                    s.push_str(&format!(" in vectors of {}", v.width));
-                                }
-                                s
-                            };
-                            let lanes: Vec<String> = groups
-                                .iter()
-                                .filter_map(|ts| {
-                                    let v = variants.iter().find(|v| v.target == ts[0])?;
-                                    Some(format!("{}: {}", group(ts), one(v)))
-                                })
-                                .collect();
-                            let lanes = match (groups.len(), variants.first()) {
-                                (1, Some(v)) => one(v),
-                                _ => lanes.join("; "),
-                            };
                             let rows =
                                 rows_of.map_or(String::new(), |r| format!(", rows l{}", r.0));
                             writeln!(
                                 f,
-                                "contract dot (lane l{}{rows}, {lanes}) // {}",
+                                "contract dot (lane l{}{rows}, {}) // {}",
                                 lane.0,
+                                blocking(variants),
                                 one_line(comment)
                             )?
                         }
+                        Strategy::LaneSums { rows_of, variants } => writeln!(
+                            f,
+                            "contract lane sums (rows l{}, {}, another association) // {}",
+                            rows_of.0,
+                            blocking(variants),
+                            one_line(comment)
+                        )?,
                     }
                     writeln!(
                         f,

@@ -153,6 +153,8 @@ pub enum Printing {
     Packed,
     /// A contraction step with [`Strategy::Dot`].
     Dot,
+    /// A contraction step with [`Strategy::LaneSums`].
+    LaneSums,
     /// A tiled step.
     Tiled,
 }
@@ -166,6 +168,7 @@ pub fn printing(k: &Kernel) -> Vec<Printing> {
             Step::Contract { c, .. } => match c.strategy {
                 Strategy::Packed { .. } => Printing::Packed,
                 Strategy::Dot { .. } => Printing::Dot,
+                Strategy::LaneSums { .. } => Printing::LaneSums,
             },
             Step::Tiled { .. } => Printing::Tiled,
         })

@@ -19,6 +19,7 @@
 
 mod contract;
 mod dot;
+mod lane_dot;
 mod lanes;
 mod nest;
 mod packed;
@@ -46,7 +47,8 @@ struct Helpers {
     fma: bool,
     /// Some loop starts with `teil_no_jam()` ([`Node::NoJam`]).
     no_jam: bool,
-    /// Some reduction is printed in lanes ([`Node::LaneFold`]): the vector helpers.
+    /// Some reduction is printed in lanes ([`Node::LaneFold`], [`Strategy::LaneSums`]): the
+    /// vector helpers.
     lanes: bool,
     /// Some sum in lanes fuses its products (fma mode): `teil_fmav4` on the lanes' vectors.
     lanes_fma: bool,
@@ -104,6 +106,8 @@ fn helpers(k: &Kernel) -> Helpers {
             let packed = matches!(c.strategy, Strategy::Packed { .. });
             h.scratch |= packed;
             h.select |= packed || c.strategy.groups().len() > 1;
+            // Dot products in lanes combine each cell's lanes in `teil_lanes` vectors.
+            h.lanes |= matches!(c.strategy, Strategy::LaneSums { .. });
         }
     }
     // `teil_fma` (the fma tiles use it too).

@@ -583,6 +583,17 @@ fn fma<D: Domain>(x: &D, y: &D, c: &Acc<D>) -> D {
     fold(c, D::binary(BinOp::Mul, x, y))
 }
 
+/// The [`LaneFold::LANES`] lanes of a sum in lanes (a lane that added no term is the
+/// identity), combined as [`LaneFold::TREE`]: the one meaning of that step, for sums in lanes
+/// ([`LaneFold`]) and dot products in lanes ([`Strategy::LaneSums`]).
+fn lane_tree<D: Domain>(mut lanes: Vec<Acc<D>>) -> D {
+    for (dst, src) in LaneFold::TREE {
+        let v = acc_value(lanes[src].clone());
+        lanes[dst] = Acc::Value(fold(&lanes[dst], v));
+    }
+    acc_value(lanes.swap_remove(0))
+}
+
 fn acc_value<D: Domain>(a: Acc<D>) -> D {
     match a {
         Acc::Identity(op) => identity(op),
@@ -940,6 +951,58 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                     v.lanes,
                 )
             }
+            Strategy::LaneSums { rows_of, variants } => {
+                if c.outer.is_some() {
+                    return Err(self.malformed("lane sums of a two-level sum".to_string()));
+                }
+                // The printed lanes load each operand's terms as vectors along `k`.
+                for x in c.operands() {
+                    if self.k.buffers.get(x.buf.0).is_none() {
+                        continue;
+                    }
+                    let s = Affine::of(self.k, x.buf, &x.index);
+                    if s.get(c.k.var) != 1 {
+                        return Err(self.malformed(format!(
+                            "a lane-sum operand reads its terms l{} with stride {}",
+                            c.k.var.0,
+                            s.get(c.k.var)
+                        )));
+                    }
+                }
+                if c.k.extent < LaneFold::LANES {
+                    return Err(self.malformed(format!(
+                        "lane sums of {} terms, fewer than a block of {}",
+                        c.k.extent,
+                        LaneFold::LANES
+                    )));
+                }
+                let Some(v) = variants.iter().find(|v| v.target == t) else {
+                    return Err(self.malformed(format!("no lane-sum variant for {t}")));
+                };
+                if v.lanes != LaneFold::LANES
+                    || v.rows == 0
+                    || v.width == 0
+                    || v.lanes % v.width != 0
+                {
+                    return Err(self.malformed(format!(
+                        "lane sums in {} lanes x {} rows in vectors of {} for {t}",
+                        v.lanes, v.rows, v.width
+                    )));
+                }
+                let Some(rows) = c.free.iter().find(|f| f.var == *rows_of) else {
+                    return Err(self.malformed(format!(
+                        "lane-sum rows l{} are not a target label",
+                        rows_of.0
+                    )));
+                };
+                let others: Vec<Bound> = c
+                    .free
+                    .iter()
+                    .copied()
+                    .filter(|f| f.var != *rows_of)
+                    .collect();
+                self.lane_sums(c, &others, *rows, v.rows)
+            }
             Strategy::Packed {
                 swap,
                 batch,
@@ -1072,6 +1135,60 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             }
         }
         Ok(())
+    }
+
+    /// The order of dot products in lanes ([`Strategy::LaneSums`]): the other target loops, then
+    /// blocks of `per` rows (while a whole block fits, then one by one), each cell of a block
+    /// summed in lanes ([`Machine::lane_dot`]).
+    fn lane_sums(
+        &mut self,
+        c: &Contraction,
+        others: &[Bound],
+        rows: Bound,
+        per: u64,
+    ) -> Result<(), ValidationError> {
+        if let [first, rest @ ..] = others {
+            for v in 0..first.extent {
+                self.env.insert(first.var, v);
+                self.lane_sums(c, rest, rows, per)?;
+            }
+            return Ok(());
+        }
+        let whole = rows.extent - rows.extent % per;
+        let blocks = (0..whole)
+            .step_by(per as usize)
+            .map(|s| s..s + per)
+            .chain((whole..rows.extent).map(|r| r..r + 1));
+        for block in blocks {
+            for r in block {
+                self.env.insert(rows.var, r);
+                let sum = self.lane_dot(c)?;
+                let idx = self.index(&c.target.index)?;
+                self.write(c.target.buf, &idx, sum)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One cell of dot products in lanes at the current labels: lane `j` adds the terms `k ≡ j
+    /// (mod LANES)` of the whole blocks from the identity, the lanes combine as
+    /// [`LaneFold::TREE`], then the remaining terms are added in order; each term as
+    /// [`Machine::add_term`] adds it.
+    fn lane_dot(&mut self, c: &Contraction) -> Result<D, ValidationError> {
+        let n = c.k.extent;
+        let whole = n - n % LaneFold::LANES;
+        let mut lanes: Vec<Acc<D>> = vec![Acc::Identity(RedOp::Sum); LaneFold::LANES as usize];
+        for kv in 0..whole {
+            self.env.insert(c.k.var, kv);
+            let lane = &mut lanes[(kv % LaneFold::LANES) as usize];
+            *lane = Acc::Value(self.add_term(&c.a, c.b.as_ref(), lane)?);
+        }
+        let mut sum = Acc::Value(lane_tree(lanes));
+        for kv in whole..n {
+            self.env.insert(c.k.var, kv);
+            sum = Acc::Value(self.add_term(&c.a, c.b.as_ref(), &sum)?);
+        }
+        Ok(acc_value(sum))
     }
 
     /// `acc + x * y` for the operands at the current labels, as a contraction step computes
@@ -1314,14 +1431,11 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         lane: impl Fn(usize) -> u32,
     ) -> Result<(), ValidationError> {
         let mut get = |j: usize| self.accs.remove(&lane(j));
-        let mut sums: Vec<Acc<D>> = (0..LaneFold::LANES as usize)
-            .map(|j| get(j).unwrap_or(Acc::Identity(RedOp::Sum)))
-            .collect();
-        for (dst, src) in LaneFold::TREE {
-            let v = acc_value(sums[src].clone());
-            sums[dst] = Acc::Value(fold(&sums[dst], v));
-        }
-        let total = acc_value(sums.swap_remove(0));
+        let total = lane_tree(
+            (0..LaneFold::LANES as usize)
+                .map(|j| get(j).unwrap_or(Acc::Identity(RedOp::Sum)))
+                .collect(),
+        );
         let cur = self.accs.get(&acc).cloned().ok_or_else(|| {
             self.malformed(format!(
                 "accumulator acc{acc} is used before it is declared"

@@ -32,10 +32,11 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
     teil_cbackend::lower(p, &opts).expect("lowers")
 }
 
-/// The eight PERFORMANCE.md kernels at small sizes and six more corpus programs, and the
+/// The eight PERFORMANCE.md kernels at small sizes and seven more corpus programs, and the
 /// forms each must get (`tccg`: two matrix products and a two-level sum; `two_level`: a
-/// two-level sum; `row_sums`: three sums of one operand).
-const KERNELS: [(&str, &[Printing]); 14] = [
+/// two-level sum; `row_sums`: three sums of one operand; `lane_dots`: three dot products in
+/// lanes).
+const KERNELS: [(&str, &[Printing]); 15] = [
     ("matmul", &[Printing::Packed]),
     ("matmul_edges", &[Printing::Packed]),
     ("cfd", &[Printing::Packed]),
@@ -45,7 +46,7 @@ const KERNELS: [(&str, &[Printing]); 14] = [
     ("transpose", &[Printing::Tiled]),
     ("transpose_add", &[Printing::Tiled]),
     ("trace_prod", &[Printing::Dot]),
-    ("batched_matvec", &[Printing::Dot]),
+    ("batched_matvec", &[Printing::LaneSums]),
     ("matvec", &[Printing::Dot]),
     (
         "tccg",
@@ -53,6 +54,10 @@ const KERNELS: [(&str, &[Printing]); 14] = [
     ),
     ("two_level", &[Printing::Packed]),
     ("row_sums", &[Printing::Dot, Printing::Dot, Printing::Dot]),
+    (
+        "lane_dots",
+        &[Printing::LaneSums, Printing::LaneSums, Printing::LaneSums],
+    ),
 ];
 
 #[test]
@@ -161,10 +166,11 @@ fn the_plain_tuning_chooses_no_kernel_form_and_computes_the_same_terms() {
 }
 
 /// The bugs planted in kernel forms, with the kind of step each rewrites.
-const BUGS: [(Bug, Printing); 5] = [
+const BUGS: [(Bug, Printing); 6] = [
     (Bug::PanelEdge, Printing::Packed),
     (Bug::KBound, Printing::Packed),
     (Bug::KBound, Printing::Dot),
+    (Bug::KBound, Printing::LaneSums),
     (Bug::TileEdge, Printing::Tiled),
     (Bug::OuterBound, Printing::Packed),
 ];
@@ -406,6 +412,7 @@ fn bugs_planted_in_kernel_forms_are_caught_by_the_fuzzers_checks() {
         (Bug::PanelEdge, "matmul"),
         (Bug::KBound, "matmul"),
         (Bug::KBound, "matvec"),
+        (Bug::KBound, "lane_dots"),
         (Bug::TileEdge, "transpose"),
         (Bug::OuterBound, "tccg"),
     ] {

@@ -27,9 +27,10 @@
 //! TeIL does not distinguish).
 
 use crate::ir::{
-    Access, Affine, Bound, Contraction, Ix, Kernel, Label, Lanes, Node, Panels, Reads, Step,
-    Strategy, Target, Val,
+    Access, Affine, Bound, Contraction, Ix, Kernel, Label, LaneFold, Lanes, Node, Panels, Reads,
+    Step, Strategy, Target, Val,
 };
+use crate::opt::lanes::MIN_SUM_TERMS;
 use teil::ast::{BinOp, RedOp};
 
 /// The register tile (`mr` x `nr`) and the panel sizes (`kc` terms, `mc` rows, `nc` columns)
@@ -245,6 +246,41 @@ pub const DOT_MAX_STRIDE: u64 = 64;
 fn min_lanes() -> u64 {
     LANES.iter().map(|l| l.lanes).min().unwrap_or(1)
 }
+/// Dot products in lanes ([`Strategy::LaneSums`]) on each target, in [`Target::ALL`] order:
+/// every cell's [`LaneFold::LANES`] lanes in vectors of the target's width, and `rows` cells
+/// side by side, so that a pass over an operand that does not read the row label (the vector
+/// of a matrix-vector product) serves several rows. The accumulators (`rows · 16 / width`
+/// vectors) and one block's vectors of that operand stay in registers: 8 of 32 zmm, 8 and 4 of
+/// 16 ymm, 16 and 8 of 32 q registers; plain C sums one row in an array of 16. PERFORMANCE.md
+/// ("Dot products in lanes") has the measurements: on AVX-512, 4 rows beat 1, 2 and 8 on a
+/// 4096 x 4096 matrix-vector product, and vectors of 8 beat vectors of 4.
+pub const LANE_SUMS: [Lanes; 4] = [
+    Lanes {
+        target: Target::Avx512,
+        lanes: LaneFold::LANES,
+        rows: 4,
+        width: 8,
+    },
+    Lanes {
+        target: Target::Neon,
+        lanes: LaneFold::LANES,
+        rows: 2,
+        width: 2,
+    },
+    Lanes {
+        target: Target::Avx,
+        lanes: LaneFold::LANES,
+        rows: 2,
+        width: 4,
+    },
+    Lanes {
+        target: Target::Portable,
+        lanes: LaneFold::LANES,
+        rows: 1,
+        width: 1,
+    },
+];
+
 /// Largest span (in doubles: stride in `k` times `K`) of the terms of a dot-product block whose
 /// operands read no rows: 256 KB, a level-2 cache.
 pub const DOT_MAX_SPAN: u64 = 1 << 15;
@@ -450,7 +486,22 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         .saturating_mul(u128::from(c.terms()));
     // The target label with the smallest stride (the first of equals).
     let lane = c.free.iter().min_by_key(|f| st.get(f.var));
-    let Some(b) = &c.b else {
+    let sb = c.b.as_ref().map(|b| Affine::of(k, b.buf, &b.index));
+    let operands: Vec<&Affine> = std::iter::once(&sa).chain(&sb).collect();
+    // A product with rows and columns is the packed kernel's (below); any other contraction
+    // whose terms are rows of every operand is summed in lanes where the kernel may
+    // reassociate.
+    let labels: Vec<Label> = c.free.iter().map(|f| f.var).collect();
+    let product = sb
+        .as_ref()
+        .is_some_and(|sb| two_sided(&labels, |l| sa.has(l), |l| sb.has(l)))
+        && work >= PACKED_MIN_WORK;
+    if !product && work >= DOT_MIN_WORK {
+        if let Some(s) = lane_sums(k, c, &operands, lane) {
+            return Some(s);
+        }
+    }
+    let Some(sb) = sb else {
         // A sum of one operand gains only where each cell's terms are a row of it (unit
         // stride in `k`) and the lane's cells are other rows: a plain nest adds each row's
         // terms one after another, bound by the latency of the additions, while the dot
@@ -466,14 +517,9 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         };
         return (reads[..] == [Reads::Rows] && variants.iter().any(|v| v.width > 1)).then_some(d);
     };
-    let sb = Affine::of(k, b.buf, &b.index);
-    let only_a = c.free.iter().any(|f| sa.has(f.var) && !sb.has(f.var));
-    let only_b = c.free.iter().any(|f| sb.has(f.var) && !sa.has(f.var));
     if c.outer.is_some() {
         // Two-level sums: the packed product only.
-        let labels: Vec<Label> = c.free.iter().map(|f| f.var).collect();
-        return (two_sided(&labels, |l| sa.has(l), |l| sb.has(l)) && work >= PACKED_MIN_WORK)
-            .then(|| packed(c, &sa, &sb, &st, k.fma));
+        return product.then(|| packed(c, &sa, &sb, &st, k.fma));
     }
     // Dot products need the terms of a block close together: some operand that differs from
     // lane to lane reads them along a row (unit stride in `k`), or the lane operands' terms
@@ -495,7 +541,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
             .map(|f| f.extent)
             .product()
     };
-    if only_a && only_b && work >= PACKED_MIN_WORK {
+    if product {
         // The columns are the side of the target's innermost label (as `packed` chooses).
         let (m, n) = match lane {
             Some(l) if sa.has(l.var) && !sb.has(l.var) => (only(&sb, &sa), only(&sa, &sb)),
@@ -531,6 +577,37 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
     } else {
         None
     }
+}
+
+/// Dot products in lanes ([`Strategy::LaneSums`]) for `c`, where they apply: the kernel may
+/// reassociate ([`Kernel::reassociate`]), every cell is one sum of at least [`MIN_SUM_TERMS`]
+/// terms over its logical extent (the threshold of sums in lanes), and every operand (strides
+/// `ss`) reads `k` with unit stride, so that each cell's terms are a row of it and a lane's
+/// vector is one load. The rows are the target label with the smallest stride (`lane`): its
+/// cells are stored next to each other.
+fn lane_sums(
+    k: &Kernel,
+    c: &Contraction,
+    ss: &[&Affine],
+    lane: Option<&Bound>,
+) -> Option<Strategy> {
+    let rows = lane?;
+    let terms = c.k;
+    let fits = k.reassociate
+        && c.outer.is_none()
+        && terms.extent == terms.logical
+        && terms.extent >= MIN_SUM_TERMS
+        && ss.iter().all(|s| s.get(terms.var) == 1);
+    fits.then(|| Strategy::LaneSums {
+        rows_of: rows.var,
+        variants: LANE_SUMS
+            .iter()
+            .map(|v| Lanes {
+                rows: v.rows.min(rows.extent),
+                ..*v
+            })
+            .collect(),
+    })
 }
 
 /// How the operand with strides `s` gives the cells' terms along `lane`, recorded in

@@ -2,8 +2,9 @@
 //! ([`Strategy`]), printed as it is. The meaning of each strategy (the exact order of
 //! operations) is documented on [`Strategy`]; the kernel forms are printed by their own
 //! modules: [`packed`] (the packed product's loops and panels) with the
-//! register tiles it calls (`tile`), [`dot`] (scalar dot products)
-//! and [`vector_dot`] (dot products in vectors). This module holds what
+//! register tiles it calls (`tile`), [`dot`] (scalar dot products),
+//! [`vector_dot`] (dot products in vectors) and [`lane_dot`] (dot products in lanes). This
+//! module holds what
 //! they share: the choice of the target, the loops over the free labels, offsets.
 //!
 //! A strategy has one variant per [`Target`]; targets whose variants compute in the same order
@@ -12,7 +13,7 @@
 //! register tiles (`tile::tiles`) are chosen by the same macro.
 
 use super::writer::Writer;
-use super::{dot, packed, vector_dot};
+use super::{dot, lane_dot, packed, vector_dot};
 use crate::ir::{Access, Affine, Bound, Contraction, Kernel, Label, Strategy, Target};
 use std::collections::BTreeMap;
 
@@ -148,6 +149,11 @@ pub(super) fn print(k: &Kernel, c: &Contraction, w: &mut Writer) {
             Strategy::Packed { variants, .. } => {
                 if let Some(v) = variants.iter().find(|v| v.target == t) {
                     packed::print(k, c, v, w, &mut fresh);
+                }
+            }
+            Strategy::LaneSums { variants, .. } => {
+                if let Some(v) = variants.iter().find(|v| v.target == t) {
+                    lane_dot::print(k, c, v, w, &mut fresh);
                 }
             }
             Strategy::Dot { lane, variants, .. } => {

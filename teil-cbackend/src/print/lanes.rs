@@ -44,6 +44,33 @@ fn lane_vectors(w: &mut Writer, init: &str) {
     w.line(format!("teil_lanes {};", rest.join(", ")));
 }
 
+/// Combines the lanes of a sum held in the vectors `teil_v0`, ... (`teil_lanes`, vector `v`
+/// holding lanes `4v .. 4v + 3`) as [`LaneFold::TREE`]: its steps between vectors (lane `j` of
+/// one vector to lane `j` of another, for every `j`) as vector additions, then its steps within
+/// the first vector on `double teil_l[4]`, declared here. The sum ends in `teil_l[0]`.
+pub(super) fn lane_tree(w: &mut Writer) {
+    let width = LaneFold::WIDTH as usize;
+    let within = |&(dst, src): &(usize, usize)| dst / width == src / width;
+    for (dst, src) in LaneFold::TREE.iter().filter(|s| !within(s)) {
+        if dst % width == 0 {
+            w.line(format!("teil_v{} += teil_v{};", dst / width, src / width));
+        }
+    }
+    w.line(format!("double teil_l[{width}];"));
+    w.line("__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);");
+    for (dst, src) in LaneFold::TREE.iter().filter(|s| within(s)) {
+        w.line(format!("teil_l[{dst}] += teil_l[{src}];"));
+    }
+}
+
+/// Combines the lanes of a sum held in the C array `s` of [`LaneFold::LANES`] doubles as
+/// [`LaneFold::TREE`] (plain C). The sum ends in `s[0]`.
+pub(super) fn lane_tree_array(w: &mut Writer, s: &str) {
+    for (dst, src) in LaneFold::TREE {
+        w.line(format!("{s}[{dst}] += {s}[{src}];"));
+    }
+}
+
 impl Printer<'_> {
     /// The lane fold `l`, a block of its own.
     pub(super) fn lane_fold(&mut self, w: &mut Writer, l: &LaneFold) {
@@ -82,9 +109,13 @@ impl Printer<'_> {
                 c = format!("{f}({c}, teil_l[{j}])");
             }
             w.line(format!("teil_c = {c};"));
-            w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
-                w.line(format!("teil_c = {f}(teil_c, {term});"));
-            });
+            // The remaining terms (none where the blocks cover the extent: an empty loop after
+            // them draws GCC's -Waggressive-loop-optimizations).
+            if n % lanes != 0 {
+                w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
+                    w.line(format!("teil_c = {f}(teil_c, {term});"));
+                });
+            }
             w.line(
                 "/* A NaN's payload and a zero's sign depend on the order: a NaN folds again in order,",
             );
@@ -143,26 +174,11 @@ impl Printer<'_> {
             w.line(format!("long long {i} = 0;"));
             w.directive("#if teil_vector_bits != 0");
             lane_vectors(w, "-0.0");
-            w.line(format!("double teil_l[{width}];"));
             self.lane_blocks(w, l, &i, |p, w, v| {
                 let at = p.names[&l.var].clone();
                 w.line(add(p, &format!("teil_v{v}"), &at, width));
             });
-            // LaneFold::TREE: its steps between vectors (lane `j` of one vector to lane `j` of
-            // another, for every `j`: one vector addition each), then its steps within the
-            // first vector, on its lanes.
-            let within =
-                |&(dst, src): &(usize, usize)| dst / width as usize == src / width as usize;
-            for (dst, src) in LaneFold::TREE.iter().filter(|s| !within(s)) {
-                if dst % width as usize == 0 {
-                    let (vd, vs) = (dst / width as usize, src / width as usize);
-                    w.line(format!("teil_v{vd} += teil_v{vs};"));
-                }
-            }
-            w.line("__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);");
-            for (dst, src) in LaneFold::TREE.iter().filter(|s| within(s)) {
-                w.line(format!("teil_l[{dst}] += teil_l[{src}];"));
-            }
+            lane_tree(w);
             w.line(format!("{acc} += teil_l[0];"));
             w.directive("#else");
             let zeros = vec!["-0.0"; lanes as usize].join(", ");
@@ -176,14 +192,14 @@ impl Printer<'_> {
                     );
                 },
             );
-            for (dst, src) in LaneFold::TREE {
-                w.line(format!("teil_s[{dst}] += teil_s[{src}];"));
-            }
+            lane_tree_array(w, "teil_s");
             w.line(format!("{acc} += teil_s[0];"));
             w.directive("#endif");
-            w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
-                w.line(add(self, &acc, &i, 1));
-            });
+            if n % lanes != 0 {
+                w.block(format!("for (; {i} < {n}; {i}++)"), |w| {
+                    w.line(add(self, &acc, &i, 1));
+                });
+            }
         });
         self.names.insert(l.var, i);
     }

@@ -396,7 +396,8 @@ impl Block<'_> {
     }
 }
 
-/// What the vector dot products of `kernels` use besides the vectors themselves: the macro
+/// What the vector dot products of `kernels` (and their dot products in lanes) use besides the
+/// vectors themselves: the macro
 /// `teil_shuffle(w, a, b, i, ...)` (the vector of elements `i, ...` of `a`'s elements followed
 /// by `b`'s, for `w` doubles: `__builtin_shufflevector` on Clang, `__builtin_shuffle` on GCC)
 /// where some operand is transposed, and in fma mode the vector multiply-add `teil_fmav<width>` of
@@ -410,14 +411,15 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
             let Step::Contract { c, .. } = s else {
                 continue;
             };
-            let Strategy::Dot {
-                reads, variants, ..
-            } = &c.strategy
-            else {
-                continue;
+            let (variants, rows) = match &c.strategy {
+                Strategy::Dot {
+                    reads, variants, ..
+                } => (variants, reads.contains(&Reads::Rows)),
+                Strategy::LaneSums { variants, .. } => (variants, false),
+                Strategy::Packed { .. } => continue,
             };
             for v in variants.iter().filter(|v| v.width > 1) {
-                shuffle |= reads.contains(&Reads::Rows);
+                shuffle |= rows;
                 if k.fma && c.b.is_some() {
                     fused.insert((v.target.vector_bits(), v.width));
                 }

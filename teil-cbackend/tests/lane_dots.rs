@@ -1,0 +1,259 @@
+//! Dot products in lanes (spec/padding.md, "Dot products in lanes"; `ir::Strategy::LaneSums`):
+//! a contraction whose terms are rows of every operand (a matrix-vector product, a batched
+//! one, row sums, sums of row products), of at least `opt::lanes::MIN_SUM_TERMS` terms, in a
+//! kernel that may reassociate, sums every cell in 16 lanes, several rows side by side. These
+//! tests hold the printed C, the validator's machine and the spec together:
+//!
+//! - the compiled C computes exactly the association the IR means: its bits equal
+//!   `validate::evaluate`'s on every target's order, with the AVX-512 and AVX vectors and in
+//!   plain C, on inputs that round and on infinities and NaN, with rows and terms left over
+//!   after the whole blocks;
+//! - that association is not the spec's fold, and it is a permitted one (the validator accepts
+//!   the kernel and judges its results permitted);
+//! - without reassociation and below the threshold the contraction keeps its fold and the C
+//!   equals the oracle bit for bit;
+//! - in fma mode each product is fused into its lane, and on small integers the results are
+//!   the oracle's;
+//! - the validator refuses lane sums whose printed loads or lanes would not be their meaning.
+
+mod rounding;
+
+use ndarray::ArrayD;
+use rounding::same;
+use std::collections::BTreeMap;
+use teil::CheckedProgram;
+use teil_cbackend::ir::{Kernel, LaneFold, Step, Strategy, Target};
+use teil_cbackend::opt::lanes::MIN_SUM_TERMS;
+use teil_cbackend::opt::{printing, Printing};
+use teil_cbackend::run::Toolchain;
+use teil_cbackend::validate::{self, Judgement};
+use teil_cbackend::Options;
+
+fn compile(src: &str) -> CheckedProgram {
+    teil::compile(src)
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"))
+        .0
+}
+
+fn lower(p: &CheckedProgram, pad: u64, lift: bool, fma: bool) -> Kernel {
+    let opts = Options {
+        pad,
+        lift,
+        fma,
+        ..Options::default()
+    };
+    teil_cbackend::lower(p, &opts).expect("lowers")
+}
+
+/// A matrix-vector product of `rows` x `terms`.
+fn matvec(rows: u64, terms: u64) -> String {
+    format!(
+        "input var A : [{rows} {terms}]\ninput var x : [{terms}]\noutput var y : [{rows}]\n\
+         y = contr 2 3 (prod A x)"
+    )
+}
+
+/// The programs: matrix-vector products with rows and terms left over after whole blocks (37
+/// rows: 9 blocks of 4 and one, or 18 of 2 and one; 1031 terms: 7 after 64 blocks of 16) and
+/// with none (8 x 64); a batched one (`bij,bj->bi`, the batch a loop outside the rows); row
+/// sums (`ij->i`, one operand); sums of products of two rows (`ij,ij->i`, both operands
+/// per row).
+fn programs() -> Vec<String> {
+    vec![
+        matvec(37, 1031),
+        matvec(8, 64),
+        "input var A : [3 5 200]\ninput var x : [3 200]\noutput var y : [3 5]\n\
+         y = contr 3 4 (diag 1 4 (prod A x))"
+            .to_string(),
+        "input var A : [9 500]\noutput var y : [9]\ny = red+ 2 A".to_string(),
+        "input var A : [6 100]\ninput var B : [6 100]\noutput var y : [6]\n\
+         y = red+ 2 (A * B)"
+            .to_string(),
+    ]
+}
+
+fn toolchains() -> Vec<(&'static str, Toolchain)> {
+    let with = |flags: &[&str]| Toolchain {
+        cflags: flags.iter().map(|f| f.to_string()).collect(),
+        ..Toolchain::default()
+    };
+    vec![
+        ("-O2", Toolchain::default()),
+        ("-O2 -Dteil_portable", with(&["-O2", "-Dteil_portable"])),
+        ("-O3 -march=native", with(&["-O3", "-march=native"])),
+    ]
+}
+
+/// Asserts that every output cell of `got` equals `want`'s bit for bit.
+fn assert_same(
+    what: &str,
+    got: &BTreeMap<String, ArrayD<f64>>,
+    want: &BTreeMap<String, ArrayD<f64>>,
+) {
+    for (name, w) in want {
+        let g = &got[name];
+        assert_eq!(g.shape(), w.shape(), "{what}: {name}");
+        for ((at, &x), &y) in w.indexed_iter().zip(g.iter()) {
+            assert!(same(x, y), "{what}: {name}{at:?}: want {x:?}, got {y:?}");
+        }
+    }
+}
+
+fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<f64>>) -> usize {
+    a.iter()
+        .map(|(name, x)| {
+            x.iter()
+                .zip(b[name].iter())
+                .filter(|(&x, &y)| !same(x, y))
+                .count()
+        })
+        .sum()
+}
+
+/// The lane-sum step of `k`, which must have exactly one.
+fn lane_sums(k: &mut Kernel) -> &mut Strategy {
+    let mut steps = k.steps.iter_mut().filter_map(|s| match s {
+        Step::Contract { c, .. } if matches!(c.strategy, Strategy::LaneSums { .. }) => {
+            Some(&mut c.strategy)
+        }
+        _ => None,
+    });
+    let s = steps.next().expect("a lane-sum step");
+    assert!(steps.next().is_none(), "one lane-sum step");
+    s
+}
+
+#[test]
+fn the_c_computes_the_lanes_the_ir_means_and_the_validator_permits_them() {
+    let mut differs_from_the_fold = 0;
+    for (i, src) in programs().into_iter().enumerate() {
+        let p = compile(&src);
+        // Padding changes the strides, not the association: one program is enough for it.
+        let pads: &[u64] = if i == 0 { &[1, 4] } else { &[1] };
+        for &pad in pads {
+            let k = lower(&p, pad, true, false);
+            assert_eq!(printing(&k), [Printing::LaneSums], "M = {pad}\n{src}\n{k}");
+            assert!(k.reassociates(), "{src}");
+            assert_eq!(k.lifted, 0, "{src}");
+            validate::validate(&p, &k).unwrap_or_else(|e| panic!("{src}: {e}"));
+            for (seed, specials) in [(1, None), (2, Some(291))] {
+                let inputs = rounding::inputs(&p, seed, specials);
+                let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+                let ir = validate::evaluate(&k, Target::ALL[0], &inputs).expect("evaluates");
+                for target in Target::ALL {
+                    let other = validate::evaluate(&k, target, &inputs).expect("evaluates");
+                    assert_same(&format!("{target} order"), &other, &ir);
+                }
+                for (flags, tc) in toolchains() {
+                    let what = format!("M = {pad}, seed {seed}, `cc {flags}`:\n{src}");
+                    let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
+                    assert_same(&what, &c.values, &ir);
+                }
+                // The toolchains' results are the IR's bits, so one judgement covers them.
+                let limits = validate::Limits::default();
+                match validate::judge(&p, &k, &inputs, &ir, &limits) {
+                    Judgement::Permitted(_) => {}
+                    other => panic!("M = {pad}, seed {seed}:\n{src}: {other:?}"),
+                }
+                if specials.is_none() {
+                    differs_from_the_fold += differing(&ir, &oracle);
+                }
+            }
+        }
+    }
+    // Another association: on inputs that round, many cells differ from the spec's fold.
+    assert!(differs_from_the_fold >= 10, "{differs_from_the_fold}");
+}
+
+#[test]
+fn without_reassociation_or_below_the_threshold_the_contraction_keeps_its_fold() {
+    let short = matvec(37, MIN_SUM_TERMS - 1);
+    let cases = programs()
+        .into_iter()
+        .map(|src| (src, false))
+        .chain([(short, true)]);
+    for (src, lift) in cases {
+        let p = compile(&src);
+        let k = lower(&p, 1, lift, false);
+        assert!(!printing(&k).contains(&Printing::LaneSums), "{src}\n{k}");
+        assert!(!k.reassociates(), "{src}\n{k}");
+        for seed in [4, 5] {
+            let inputs = rounding::inputs(&p, seed, None);
+            let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+            for (flags, tc) in toolchains() {
+                let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
+                assert_same(&format!("`cc {flags}`: {src}"), &c.values, &oracle);
+            }
+        }
+    }
+}
+
+#[test]
+fn fma_mode_fuses_each_product_into_its_lane() {
+    for src in programs() {
+        let p = compile(&src);
+        let mut k = lower(&p, 1, true, true);
+        lane_sums(&mut k);
+        let products = !src.ends_with("red+ 2 A");
+        validate::validate(&p, &k).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let c_src = teil_cbackend::print::module(&[&k]);
+        for width in [8, 4, 2] {
+            let fused = format!("= teil_fmav{width}(");
+            assert_eq!(c_src.contains(&fused), products, "{fused}: {src}");
+        }
+        // Small integers: no product and no partial sum rounds, so every association and
+        // every fusion gives the oracle's value.
+        let inputs = teil_interp::random_inputs(&p, 6);
+        let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+        for (flags, tc) in toolchains() {
+            let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
+            assert_same(&format!("`cc {flags}`: {src}"), &c.values, &oracle);
+        }
+    }
+}
+
+#[test]
+fn the_validator_refuses_lane_sums_whose_lanes_are_not_their_meaning() {
+    let p = compile(&matvec(37, 1031));
+    let malformed = |k: &Kernel| match validate::validate(&p, k) {
+        Err(validate::ValidationError::Malformed { .. }) => {}
+        other => panic!("{other:?}\n{k}"),
+    };
+    // Fewer terms than a block: the printed lanes would add `-0.0` sums the term lacks.
+    let mut k = lower(&p, 1, true, false);
+    for s in &mut k.steps {
+        if let Step::Contract { c, .. } = s {
+            c.k.extent = LaneFold::LANES - 1;
+            c.k.logical = LaneFold::LANES - 1;
+        }
+    }
+    malformed(&k);
+    // Another number of lanes than the meaning's 16.
+    let mut k = lower(&p, 1, true, false);
+    if let Strategy::LaneSums { variants, .. } = lane_sums(&mut k) {
+        variants[0].lanes = 8;
+    }
+    malformed(&k);
+    // Rows along a label that is not the target's.
+    let mut k = lower(&p, 1, true, false);
+    let terms = match &k.steps[0] {
+        Step::Contract { c, .. } => c.k.var,
+        other => panic!("{other:?}"),
+    };
+    if let Strategy::LaneSums { rows_of, .. } = lane_sums(&mut k) {
+        *rows_of = terms;
+    }
+    malformed(&k);
+}
+
+#[test]
+fn a_product_with_rows_and_columns_stays_packed() {
+    // `ik,jk->ij` reads its terms along rows of both operands too, but it is a matrix
+    // product: the packed kernel's, not the lanes'.
+    let p = compile(
+        "input var A : [64 128]\ninput var B : [64 128]\noutput var C : [64 64]\n\
+         C = contr 2 4 (prod A B)",
+    );
+    let k = lower(&p, 1, true, false);
+    assert_eq!(printing(&k), [Printing::Packed], "{k}");
+}
