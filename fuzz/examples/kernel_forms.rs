@@ -1,8 +1,8 @@
 //! How often the campaign's programs reach each kernel form of the C backend (issue 15): over
 //! the first N programs of a campaign (default 1,000, seed 1), the share of programs whose
 //! kernel, at some padding multiple of the default campaign, has a packed contraction step, a
-//! dot contraction step, a tiled step (`teil_cbackend::opt::printing`), an interchanged nest
-//! (one with a `Node::Fold`).
+//! dot contraction step, a step of dot products in lanes, a tiled step
+//! (`teil_cbackend::opt::printing`), an interchanged nest (one with a `Node::Fold`).
 //!
 //! ```text
 //! cargo run --release -p teil-fuzz --example kernel_forms -- [N] [SEED]
@@ -22,10 +22,16 @@ fn main() {
     let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
     let pads = Config::default().pads;
-    let kinds = [Printing::Packed, Printing::Dot, Printing::Tiled];
-    let mut reached = [0u64; 4];
+    let kinds = [
+        Printing::Packed,
+        Printing::Dot,
+        Printing::LaneSums,
+        Printing::Tiled,
+    ];
+    let interchanged = kinds.len();
+    let mut reached = [0u64; 5];
     // The same counts over the generator's programs alone (indices that are not templates).
-    let mut generated = [0u64; 4];
+    let mut generated = [0u64; 5];
     let mut checked = 0u64;
     for index in 0..n {
         let strategy = gen::program(campaign::flavour(index));
@@ -34,7 +40,7 @@ fn main() {
             continue;
         };
         checked += 1;
-        let mut seen = [false; 4];
+        let mut seen = [false; 5];
         for &pad in &pads {
             let opts = teil_cbackend::Options {
                 pad,
@@ -50,7 +56,7 @@ fn main() {
             }
             for s in &k.steps {
                 walk_step(s, &mut |v| {
-                    seen[3] |= matches!(v, Visit::Node(Node::Fold { .. }))
+                    seen[interchanged] |= matches!(v, Visit::Node(Node::Fold { .. }))
                 });
             }
         }
