@@ -173,6 +173,15 @@ pub enum Node {
     /// compiler must not unroll-and-jam (`crate::opt::interchange` decides; printed
     /// `teil_no_jam();`, spec/padding.md, "Interchanged nests").
     NoJam,
+    /// No operation: the first node of a loop `for r { for c { folds } }` whose inner loop folds
+    /// into cells indexed by `c` and not by `r` (every fold into a buffer of its own that no
+    /// value reads), printed with this many consecutive iterations of `r` in each pass over the
+    /// cells: a cell is loaded once, folds its terms for those iterations in order and is
+    /// stored once (`crate::opt::interchange` decides; printed by `print::nest`;
+    /// spec/padding.md, "Interchanged nests"). Each cell's folds keep their order and the cells
+    /// are independent, so the meaning is exactly the loop, which the validator interprets
+    /// after checking that shape.
+    JamRows(u64),
     /// A reduction loop along a unit-stride label, printed in lanes (`crate::opt::lanes`
     /// chooses it; spec/padding.md, "Lane reductions" and "Sums in lanes"). For `max`/`min` its
     /// meaning is exactly the loop [`LaneFold::nest`]; a sum's is the association of
@@ -893,7 +902,7 @@ pub fn work(nodes: &[Node]) -> u128 {
             | Node::Fold { .. }
             | Node::Store { .. } => 1,
             Node::LaneFold(l) => u128::from(l.extent),
-            Node::NoJam => 0,
+            Node::NoJam | Node::JamRows(_) => 0,
         })
         .fold(0u128, u128::saturating_add)
 }
@@ -999,7 +1008,7 @@ pub fn walk_nodes<'a>(ns: &'a [Node], f: &mut dyn FnMut(Visit<'a>)) {
         f(Visit::Node(n));
         match n {
             Node::Loop { body, .. } => walk_nodes(body, f),
-            Node::AccInit { .. } | Node::NoJam => {}
+            Node::AccInit { .. } | Node::NoJam | Node::JamRows(_) => {}
             Node::AccUpdate { value, .. } | Node::LaneFold(LaneFold { value, .. }) => {
                 walk_val(value, f)
             }
@@ -1049,7 +1058,7 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
         for n in ns {
             match n {
                 Node::Loop { body, .. } => nodes(body, f),
-                Node::AccInit { .. } | Node::NoJam => {}
+                Node::AccInit { .. } | Node::NoJam | Node::JamRows(_) => {}
                 Node::AccUpdate { value, .. } | Node::LaneFold(LaneFold { value, .. }) => {
                     val(value, f)
                 }
@@ -1346,6 +1355,7 @@ impl Text<'_> {
                 }
                 Node::AccInit { acc, op } => writeln!(f, "{pad}acc{acc} = identity of {op:?}")?,
                 Node::NoJam => writeln!(f, "{pad}no jam")?,
+                Node::JamRows(rows) => writeln!(f, "{pad}jam {rows} rows")?,
                 Node::AccUpdate { acc, op, value } => {
                     writeln!(f, "{pad}acc{acc} = {op:?}(acc{acc}, {})", self.val(value))?
                 }
@@ -1381,6 +1391,45 @@ impl Text<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether the body `body` of a loop over `var` (without a leading [`Node::JamRows`]) has the
+/// shape whose iterations may run several at a time per pass of its inner loop: one loop whose
+/// body is folds ([`Node::Fold`]), each into cells indexed by the inner loop's label and not by
+/// `var`, into a buffer that no other fold writes and that no folded value reads. Then every
+/// cell is folded by one inner iteration only, in the order of `var`, whatever the order of
+/// different cells. The one test of that shape, for the pass and the validator.
+pub fn jam_shape(var: Label, body: &[Node]) -> bool {
+    let [Node::Loop {
+        var: inner,
+        body: folds,
+        ..
+    }] = body
+    else {
+        return false;
+    };
+    let mut written: Vec<BufId> = Vec::new();
+    for n in folds {
+        let Node::Fold { buf, index, .. } = n else {
+            return false;
+        };
+        if !index.contains(&Ix::Var(*inner)) || index.contains(&Ix::Var(var)) {
+            return false;
+        }
+        if written.contains(buf) {
+            return false;
+        }
+        written.push(*buf);
+    }
+    let mut reads_a_cell = false;
+    for n in folds {
+        if let Node::Fold { value, .. } = n {
+            walk_val(value, &mut |v| {
+                reads_a_cell |= matches!(v, Visit::Load(b, _) if written.contains(&b));
+            });
+        }
+    }
+    !folds.is_empty() && !reads_a_cell
 }
 
 /// The loops of a perfect nest starting at 0 (each loop the only node of its parent's body),

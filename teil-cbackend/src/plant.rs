@@ -188,7 +188,8 @@ fn fold_overwrite(k: &mut Kernel) -> bool {
                 | Node::AccUpdate { .. }
                 | Node::LaneFold(_)
                 | Node::Store { .. }
-                | Node::NoJam => {}
+                | Node::NoJam
+                | Node::JamRows(_) => {}
             }
         }
     }
@@ -327,7 +328,7 @@ fn is_rezero(s: &Step) -> bool {
             Node::Store { value, .. } => padding_loop && *value == Val::Lit(0.0),
             Node::AccInit { .. } | Node::AccUpdate { .. } | Node::Fold { .. } => false,
             Node::LaneFold(_) => false,
-            Node::NoJam => true,
+            Node::NoJam | Node::JamRows(_) => true,
         })
     }
     match s {

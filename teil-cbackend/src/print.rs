@@ -45,7 +45,8 @@ struct Helpers {
     select: bool,
     /// Fused multiply-adds (fma mode): `teil_fma`.
     fma: bool,
-    /// Some loop starts with `teil_no_jam()` ([`Node::NoJam`]).
+    /// Some loop starts with `teil_no_jam()` ([`Node::NoJam`], and the passes of
+    /// [`Node::JamRows`]).
     no_jam: bool,
     /// Some reduction is printed in lanes ([`Node::LaneFold`], [`Strategy::LaneSums`]): the
     /// vector helpers.
@@ -89,7 +90,7 @@ fn helpers(k: &Kernel) -> Helpers {
                 h.max |= *op == RedOp::Max;
                 h.min |= *op == RedOp::Min;
             }
-            Visit::Node(Node::NoJam) => h.no_jam = true,
+            Visit::Node(Node::NoJam | Node::JamRows(_)) => h.no_jam = true,
             Visit::Node(Node::LaneFold(l)) => {
                 // Max and min lanes start from the identity and fall back to the fold in order.
                 h.lanes = true;

@@ -1467,6 +1467,21 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                         var.0
                     )));
                 }
+                // A loop printed several rows per pass means the loop itself where its body has
+                // the shape that makes the two orders agree.
+                let body = match body.split_first() {
+                    Some((Node::JamRows(rows), rest)) => {
+                        if *rows == 0 || !crate::ir::jam_shape(*var, rest) {
+                            return Err(self.malformed(format!(
+                                "loop l{} jams {rows} rows of a body that is not one loop of \
+                                 folds into cells of their own",
+                                var.0
+                            )));
+                        }
+                        rest
+                    }
+                    _ => body.as_slice(),
+                };
                 for v in *start..*extent {
                     self.env.insert(*var, v);
                     self.nodes(body)?;
@@ -1479,6 +1494,10 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 Ok(())
             }
             Node::NoJam => Ok(()),
+            Node::JamRows(_) => {
+                Err(self
+                    .malformed("a jam of rows that is not the first node of a loop".to_string()))
+            }
             // A sum in lanes: its own association (spec/padding.md, "Sums in lanes").
             Node::LaneFold(l) if l.reassociates() => self.lane_sum(l),
             // Max and min in lanes compute the loop's bits exactly (spec/padding.md, "Lane

@@ -361,6 +361,25 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // Dot products in lanes (where the kernel may reassociate; in-order dot products
+            // without): 37 rows (blocks of 4 or 2 and one left), 100 terms (6 blocks of 16 and
+            // 4 left).
+            "matrix-vector product in lanes",
+            format!(
+                "{}y = contr 2 3 (prod A x)\n",
+                decls(&[("A", &[37, 100]), ("x", &[100])], ("y", &[37]))
+            ),
+        ),
+        (
+            // An interchanged fold over rows 600 doubles apart: 4 rows per pass over the cells
+            // (17 blocks and 2 rows left).
+            "vector-matrix product over far rows",
+            format!(
+                "{}y = contr 1 2 (prod x A)\n",
+                decls(&[("x", &[70]), ("A", &[70, 600])], ("y", &[600]))
+            ),
+        ),
+        (
             // Vector dot products whose operand rows are transposed in registers: 43 terms
             // (groups of 8, 4, 2 and a remainder of 3, 3, 1), 29 rows (a remainder of 5).
             "matrix-vector product, odd terms",

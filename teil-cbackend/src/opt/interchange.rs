@@ -39,8 +39,8 @@
 //! costs a line. Nests below [`MIN_WORK`] operations are left alone.
 
 use crate::ir::{
-    identity, walk_nodes, walk_val, Affine, Bound, BufId, Buffer, Ix, Kernel, Label, Node, Role,
-    Step, Val, Visit,
+    identity, jam_shape, walk_nodes, walk_val, Affine, Bound, BufId, Buffer, Ix, Kernel, Label,
+    Node, Role, Step, Val, Visit,
 };
 use std::collections::BTreeMap;
 use teil::ast::RedOp;
@@ -262,6 +262,7 @@ fn jam(nodes: &[Node], p: Bound, rows: &BTreeMap<u32, BufId>) -> Vec<Node> {
                 value: in_rows(value, p.var, rows),
             }]),
             Node::NoJam => Node::NoJam,
+            Node::JamRows(rows) => Node::JamRows(*rows),
             // Lane folds come after this pass; one would be jammed as the loop it means.
             Node::LaneFold(l) => jam(&[l.nest()], p, rows).remove(0),
             Node::Fold {
@@ -292,6 +293,12 @@ fn in_rows(v: &Val, p: Label, rows: &BTreeMap<u32, BufId>) -> Val {
     }
 }
 
+/// Rows of a fold over rows a page or more apart ([`Node::JamRows`]) folded per pass over the
+/// cells. Measured on `Σ_i x[i] A[i, j]` over 4096 rows of 4096 doubles (PERFORMANCE.md,
+/// "Jammed folds"), with GCC kept from jamming further: 2 rows (what GCC's own unroll-and-jam
+/// chose) 3.9 ms, 3 rows 3.3, 4 rows 3.1, 6 rows 3.3, 8 rows 3.6.
+pub const JAM_ROWS: u64 = 4;
+
 /// Starts with [`Node::NoJam`] every loop of `ns` whose body is one innermost loop that folds
 /// into cells not indexed by the outer loop's label (the reduction loop of either rewrite
 /// around the target loop it moved past, the loop pair GCC's unroll-and-jam acts on), where
@@ -301,10 +308,20 @@ fn in_rows(v: &Val, p: Label, rows: &BTreeMap<u32, BufId>) -> Val {
 /// PERFORMANCE.md streams at less than half the speed of one row after another (`redmax_2`:
 /// 8.0 ms jammed, 2.5 ms not). Rows a page or more apart are separate streams, and there the
 /// jam pays: it reads and writes the cells once per two terms (a standalone sum of 16384 rows
-/// of 4096 doubles: 4.7 ms one row at a time, 3.0 ms two at a time).
+/// of 4096 doubles: 4.7 ms one row at a time, 3.0 ms two at a time). So such a loop with the
+/// shape [`jam_shape`] starts with [`Node::JamRows`] instead, and the printer folds
+/// [`JAM_ROWS`] of its rows per pass over the cells itself, not as the compiler's heuristics
+/// would.
 fn no_jam(k: &Kernel, ns: &mut [Node]) {
     for n in ns {
-        let Node::Loop { var, body, .. } = n else {
+        let Node::Loop {
+            var,
+            start,
+            extent,
+            body,
+            ..
+        } = n
+        else {
             continue;
         };
         no_jam(k, body);
@@ -329,6 +346,8 @@ fn no_jam(k: &Kernel, ns: &mut [Node]) {
         }
         if folds && near {
             body.insert(0, Node::NoJam);
+        } else if folds && jam_shape(*var, body) && *extent - *start >= JAM_ROWS {
+            body.insert(0, Node::JamRows(JAM_ROWS));
         }
     }
 }

@@ -169,9 +169,16 @@ impl Printer<'_> {
         }
     }
 
-    fn node(&mut self, w: &mut Writer, n: &Node) {
-        if matches!(n, Node::Loop { var, .. } if Some(*var) == self.omp_for) {
+    /// The OpenMP work-sharing pragma before the loop over `var`, where the nest shares it.
+    fn omp_for(&self, w: &mut Writer, var: Label) {
+        if Some(var) == self.omp_for {
             w.directive("#pragma omp for schedule(static) nowait");
+        }
+    }
+
+    fn node(&mut self, w: &mut Writer, n: &Node) {
+        if let Node::Loop { var, .. } = n {
+            self.omp_for(w, *var);
         }
         match n {
             Node::Loop {
@@ -189,6 +196,9 @@ impl Printer<'_> {
                 } else {
                     String::new()
                 };
+                if let [Node::JamRows(rows), rest @ ..] = body.as_slice() {
+                    return self.jammed(w, *var, (&name, *start, *extent), *rows, rest);
+                }
                 w.block_noted(
                     format!("for (long long {name} = {start}; {name} < {extent}; {name}++)"),
                     note,
@@ -224,6 +234,8 @@ impl Printer<'_> {
                 w.line(format!("{target} = {v};"));
             }
             Node::NoJam => w.line("teil_no_jam();"),
+            // Read by the loop it starts (`Printer::jammed`).
+            Node::JamRows(_) => {}
             Node::LaneFold(l) => self.lane_fold(w, l),
             Node::Fold {
                 buf,
@@ -232,15 +244,95 @@ impl Printer<'_> {
                 value,
             } => {
                 let cell = self.access(*buf, index);
-                let v = self.val(value, true);
-                w.line(match op {
-                    RedOp::Sum => format!("{cell} += {v};"),
-                    RedOp::Product => format!("{cell} *= {v};"),
-                    RedOp::Max => format!("{cell} = teil_max({cell}, {v});"),
-                    RedOp::Min => format!("{cell} = teil_min({cell}, {v});"),
-                });
+                w.line(fold_line(&cell, *op, &self.val(value, true)));
             }
         }
+    }
+
+    /// The loop over `var` (C name, start, extent) whose body `body` ([`crate::ir::jam_shape`]: one loop
+    /// of folds into cells of their own) runs `rows` of its iterations per pass of the inner
+    /// loop ([`Node::JamRows`]): each cell is loaded into a scalar, folds the rows' terms in
+    /// their order and is stored; `teil_no_jam()` keeps the compiler from jamming the passes
+    /// again. The iterations after the last whole block of rows run as the plain loop.
+    fn jammed(
+        &mut self,
+        w: &mut Writer,
+        var: Label,
+        (name, start, extent): (&str, u64, u64),
+        rows: u64,
+        body: &[Node],
+    ) {
+        let [Node::Loop {
+            var: inner,
+            start: inner_start,
+            extent: inner_extent,
+            body: folds,
+            ..
+        }] = body
+        else {
+            return;
+        };
+        w.block_noted(
+            "",
+            format!("/* {rows} rows per pass (spec/padding.md, \"Interchanged nests\") */"),
+            |w| {
+                w.line(format!("long long {name} = {start};"));
+                w.block(
+                    format!("for (; {name} + {rows} <= {extent}; {name} += {rows})"),
+                    |w| {
+                        w.line("teil_no_jam();");
+                        self.omp_for(w, *inner);
+                        let j = self.fresh(*inner);
+                        w.block(
+                            format!(
+                                "for (long long {j} = {inner_start}; {j} < {inner_extent}; {j}++)"
+                            ),
+                            |w| {
+                                let cells: Vec<String> = folds
+                                    .iter()
+                                    .filter_map(|f| match f {
+                                        Node::Fold { buf, index, .. } => {
+                                            Some(self.access(*buf, index))
+                                        }
+                                        _ => None,
+                                    })
+                                    .collect();
+                                for (i, cell) in cells.iter().enumerate() {
+                                    w.line(format!("double teil_f{i} = {cell};"));
+                                }
+                                for r in 0..rows {
+                                    let at = match r {
+                                        0 => name.to_string(),
+                                        _ => format!("{name} + {r}"),
+                                    };
+                                    self.names.insert(var, at);
+                                    for (i, f) in folds.iter().enumerate() {
+                                        if let Node::Fold { op, value, .. } = f {
+                                            w.line(fold_line(
+                                                &format!("teil_f{i}"),
+                                                *op,
+                                                &self.val(value, true),
+                                            ));
+                                        }
+                                    }
+                                }
+                                self.names.insert(var, name.to_string());
+                                for (i, cell) in cells.iter().enumerate() {
+                                    w.line(format!("{cell} = teil_f{i};"));
+                                }
+                            },
+                        );
+                    },
+                );
+                // The rows after the last whole block (none: no loop, whose emptiness GCC's
+                // -Waggressive-loop-optimizations would remark on).
+                if (extent - start) % rows != 0 {
+                    w.block(format!("for (; {name} < {extent}; {name}++)"), |w| {
+                        self.nodes(w, body)
+                    });
+                }
+            },
+        );
     }
 
     pub(super) fn access(&self, b: BufId, idx: &[Ix]) -> String {
@@ -256,10 +348,11 @@ impl Printer<'_> {
                         .get(l)
                         .cloned()
                         .unwrap_or_else(|| format!("l{}", l.0));
-                    terms.push(if *stride == 1 {
-                        name
-                    } else {
-                        format!("{name} * {stride}")
+                    // A name may be a sum (`i0 + 1`, a jammed row).
+                    terms.push(match (*stride, name.contains(' ')) {
+                        (1, _) => name,
+                        (_, false) => format!("{name} * {stride}"),
+                        (_, true) => format!("({name}) * {stride}"),
                     });
                 }
                 Ix::Const(c) => constant += c * stride,
@@ -294,10 +387,21 @@ impl Printer<'_> {
     }
 }
 
+/// `cell = cell op v` as C, for a fold into a cell or into the scalar holding it.
+fn fold_line(cell: &str, op: RedOp, v: &str) -> String {
+    match op {
+        RedOp::Sum => format!("{cell} += {v};"),
+        RedOp::Product => format!("{cell} *= {v};"),
+        RedOp::Max => format!("{cell} = teil_max({cell}, {v});"),
+        RedOp::Min => format!("{cell} = teil_min({cell}, {v});"),
+    }
+}
+
 /// Whether every store and fold in `ns` is indexed by the loop variable `l`.
 /// For a nest whose outer loops fold into the same cells on every iteration (a reduction loop
 /// that `crate::opt::interchange` moved outermost, `for k { for i { T[i] = T[i] ⊙ v } }`): the
-/// first loop, down a chain of single loops (a [`Node::NoJam`] aside), that indexes every cell
+/// first loop, down a chain of single loops (a [`Node::NoJam`] or [`Node::JamRows`] aside), that
+/// indexes every cell
 /// the nest writes. With OpenMP every thread runs the outer loops, and the iterations of that
 /// loop are shared among the threads with a static schedule, the same for every iteration of
 /// the outer loops (OpenMP guarantees it for loops of the same iteration space in one parallel
@@ -307,7 +411,8 @@ fn shared_cells(body: &[Node]) -> Option<Label> {
     let mut ns = body;
     let mut outermost = true;
     loop {
-        let ([Node::NoJam, Node::Loop { var, body, .. }] | [Node::Loop { var, body, .. }]) = ns
+        let ([Node::NoJam | Node::JamRows(_), Node::Loop { var, body, .. }]
+        | [Node::Loop { var, body, .. }]) = ns
         else {
             return None;
         };
