@@ -360,6 +360,42 @@ fn suite() -> Vec<Bench> {
             ("y", vec![1024]),
             "y = contr 1 2 (prod x A)",
         ),
+        // Either side of two thresholds: 63 and 64 terms per row, the in-order dot products
+        // and the dot products in lanes (`opt::lanes::MIN_SUM_TERMS`); rows 512 and 520
+        // doubles apart, a fold one row at a time and 4 rows per pass
+        // (`opt::interchange::PAGE`, `JAM_ROWS`).
+        contraction(
+            "matvec_k63",
+            "skinny",
+            "ij,j->i",
+            vec![("A", vec![65_536, 63]), ("x", vec![63])],
+            ("y", vec![65_536]),
+            "y = contr 2 3 (prod A x)",
+        ),
+        contraction(
+            "matvec_k64",
+            "skinny",
+            "ij,j->i",
+            vec![("A", vec![65_536, 64]), ("x", vec![64])],
+            ("y", vec![65_536]),
+            "y = contr 2 3 (prod A x)",
+        ),
+        contraction(
+            "vecmat_512",
+            "skinny",
+            "i,ij->j",
+            vec![("x", vec![4096]), ("A", vec![4096, 512])],
+            ("y", vec![512]),
+            "y = contr 1 2 (prod x A)",
+        ),
+        contraction(
+            "vecmat_520",
+            "skinny",
+            "i,ij->j",
+            vec![("x", vec![4096]), ("A", vec![4096, 520])],
+            ("y", vec![520]),
+            "y = contr 1 2 (prod x A)",
+        ),
         // -- large.
         matmul("matmul_1024", "large", 1024, 1024, 1024),
         matmul("matmul_2048", "large", 2048, 2048, 2048),
