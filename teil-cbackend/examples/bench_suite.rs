@@ -303,6 +303,12 @@ fn suite() -> Vec<Bench> {
         matmul("matmul_32", "small", 32, 32, 32),
         matmul("matmul_48", "small", 48, 48, 48),
         matmul("matmul_64", "small", 64, 64, 64),
+        // Between 97 and the 500 x 700 x 300 product: the packed kernel's hole at 128-192
+        // (PERFORMANCE.md, "Small products").
+        matmul("matmul_96", "small", 96, 96, 96),
+        matmul("matmul_128", "small", 128, 128, 128),
+        matmul("matmul_160", "small", 160, 160, 160),
+        matmul("matmul_192", "small", 192, 192, 192),
         // -- skinny: one or two small extents.
         matmul("outer_k16", "skinny", 4096, 16, 4096),
         matmul("rows_k8", "skinny", 100_000, 8, 8),
