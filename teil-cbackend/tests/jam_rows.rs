@@ -9,11 +9,10 @@
 mod corpus;
 mod rounding;
 
-use rounding::same;
+use rounding::{same, toolchains};
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Kernel, Node, Step, Target};
 use teil_cbackend::opt::interchange::JAM_ROWS;
-use teil_cbackend::run::Toolchain;
 use teil_cbackend::validate::{self, ValidationError};
 use teil_cbackend::Options;
 
@@ -53,18 +52,6 @@ fn jammed(k: &Kernel) -> Vec<(u64, u64)> {
         }
     }
     out
-}
-
-fn toolchains() -> Vec<(&'static str, Toolchain)> {
-    let with = |flags: &[&str]| Toolchain {
-        cflags: flags.iter().map(|f| f.to_string()).collect(),
-        ..Toolchain::default()
-    };
-    vec![
-        ("-O2", Toolchain::default()),
-        ("-O2 -Dteil_portable", with(&["-O2", "-Dteil_portable"])),
-        ("-O3 -march=native", with(&["-O3", "-march=native"])),
-    ]
 }
 
 #[test]

@@ -18,14 +18,11 @@
 
 mod rounding;
 
-use ndarray::ArrayD;
-use rounding::same;
-use std::collections::BTreeMap;
+use rounding::{assert_same, differing, toolchains};
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Kernel, LaneFold, Step, Strategy, Target};
 use teil_cbackend::opt::lanes::MIN_SUM_TERMS;
 use teil_cbackend::opt::{printing, Printing};
-use teil_cbackend::run::Toolchain;
 use teil_cbackend::validate::{self, Judgement};
 use teil_cbackend::Options;
 
@@ -70,44 +67,6 @@ fn programs() -> Vec<String> {
          y = red+ 2 (A * B)"
             .to_string(),
     ]
-}
-
-fn toolchains() -> Vec<(&'static str, Toolchain)> {
-    let with = |flags: &[&str]| Toolchain {
-        cflags: flags.iter().map(|f| f.to_string()).collect(),
-        ..Toolchain::default()
-    };
-    vec![
-        ("-O2", Toolchain::default()),
-        ("-O2 -Dteil_portable", with(&["-O2", "-Dteil_portable"])),
-        ("-O3 -march=native", with(&["-O3", "-march=native"])),
-    ]
-}
-
-/// Asserts that every output cell of `got` equals `want`'s bit for bit.
-fn assert_same(
-    what: &str,
-    got: &BTreeMap<String, ArrayD<f64>>,
-    want: &BTreeMap<String, ArrayD<f64>>,
-) {
-    for (name, w) in want {
-        let g = &got[name];
-        assert_eq!(g.shape(), w.shape(), "{what}: {name}");
-        for ((at, &x), &y) in w.indexed_iter().zip(g.iter()) {
-            assert!(same(x, y), "{what}: {name}{at:?}: want {x:?}, got {y:?}");
-        }
-    }
-}
-
-fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<f64>>) -> usize {
-    a.iter()
-        .map(|(name, x)| {
-            x.iter()
-                .zip(b[name].iter())
-                .filter(|(&x, &y)| !same(x, y))
-                .count()
-        })
-        .sum()
 }
 
 /// The lane-sum step of `k`, which must have exactly one.

@@ -19,7 +19,7 @@
 mod rounding;
 
 use ndarray::ArrayD;
-use rounding::same;
+use rounding::{assert_same, differing, toolchains};
 use std::collections::BTreeMap;
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Kernel, LaneFold, Node, Step, Target};
@@ -87,45 +87,6 @@ fn programs() -> Vec<String> {
 /// Inputs that round, with every 97th cell `∞`, `−∞` or NaN in turn under `specials`.
 fn inputs(p: &CheckedProgram, seed: u64, specials: bool) -> BTreeMap<String, ArrayD<f64>> {
     rounding::inputs(p, seed, specials.then_some(291))
-}
-
-fn toolchains() -> Vec<(&'static str, Toolchain)> {
-    let with = |flags: &[&str]| Toolchain {
-        cflags: flags.iter().map(|f| f.to_string()).collect(),
-        ..Toolchain::default()
-    };
-    vec![
-        ("-O2", Toolchain::default()),
-        ("-O2 -Dteil_portable", with(&["-O2", "-Dteil_portable"])),
-        ("-O3 -march=native", with(&["-O3", "-march=native"])),
-    ]
-}
-
-/// Asserts that every output cell of `got` equals `want`'s bit for bit; returns how many
-/// differ from `other`'s bits.
-fn assert_same(
-    what: &str,
-    got: &BTreeMap<String, ArrayD<f64>>,
-    want: &BTreeMap<String, ArrayD<f64>>,
-) {
-    for (name, w) in want {
-        let g = &got[name];
-        assert_eq!(g.shape(), w.shape(), "{what}: {name}");
-        for ((at, &x), &y) in w.indexed_iter().zip(g.iter()) {
-            assert!(same(x, y), "{what}: {name}{at:?}: want {x:?}, got {y:?}");
-        }
-    }
-}
-
-fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<f64>>) -> usize {
-    a.iter()
-        .map(|(name, x)| {
-            x.iter()
-                .zip(b[name].iter())
-                .filter(|(&x, &y)| !same(x, y))
-                .count()
-        })
-        .sum()
 }
 
 #[test]

@@ -1,10 +1,12 @@
-//! Inputs that round, and bit-for-bit equality, shared by the tests that compare a compiled
-//! kernel's binary64 values with its IR's (`validate::evaluate`).
+//! Inputs that round, bit-for-bit equality and the flag sets to compile with, shared by the
+//! tests that compare a compiled kernel's binary64 values with its IR's (`validate::evaluate`)
+//! or the oracle's.
 
 #![allow(dead_code)] // each test file uses a subset
 
 use ndarray::ArrayD;
 use std::collections::BTreeMap;
+use teil_cbackend::run::Toolchain;
 
 /// The campaign's random small integers `n` as `n / 3 + n / 10`, which round; with
 /// `specials: Some(period)`, in every `period` cells one is `∞`, one `−∞` and one NaN, a
@@ -35,4 +37,45 @@ pub fn inputs(
 /// Equal bits, NaN equal to NaN (payloads are not part of the semantics).
 pub fn same(x: f64, y: f64) -> bool {
     (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+}
+
+/// The flag sets: the default `-O2` (the AVX variants on x86-64 without `-march`), plain C
+/// (`-Dteil_portable`) and `-O3 -march=native` (AVX-512 where the machine has it).
+pub fn toolchains() -> Vec<(&'static str, Toolchain)> {
+    let with = |flags: &[&str]| Toolchain {
+        cflags: flags.iter().map(|f| f.to_string()).collect(),
+        ..Toolchain::default()
+    };
+    vec![
+        ("-O2", Toolchain::default()),
+        ("-O2 -Dteil_portable", with(&["-O2", "-Dteil_portable"])),
+        ("-O3 -march=native", with(&["-O3", "-march=native"])),
+    ]
+}
+
+/// Asserts that every output cell of `got` equals `want`'s bit for bit.
+pub fn assert_same(
+    what: &str,
+    got: &BTreeMap<String, ArrayD<f64>>,
+    want: &BTreeMap<String, ArrayD<f64>>,
+) {
+    for (name, w) in want {
+        let g = &got[name];
+        assert_eq!(g.shape(), w.shape(), "{what}: {name}");
+        for ((at, &x), &y) in w.indexed_iter().zip(g.iter()) {
+            assert!(same(x, y), "{what}: {name}{at:?}: want {x:?}, got {y:?}");
+        }
+    }
+}
+
+/// How many output cells of `a` and `b` differ in their bits.
+pub fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<f64>>) -> usize {
+    a.iter()
+        .map(|(name, x)| {
+            x.iter()
+                .zip(b[name].iter())
+                .filter(|(&x, &y)| !same(x, y))
+                .count()
+        })
+        .sum()
 }
