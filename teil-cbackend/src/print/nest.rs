@@ -287,40 +287,7 @@ impl Printer<'_> {
                             format!(
                                 "for (long long {j} = {inner_start}; {j} < {inner_extent}; {j}++)"
                             ),
-                            |w| {
-                                let cells: Vec<String> = folds
-                                    .iter()
-                                    .filter_map(|f| match f {
-                                        Node::Fold { buf, index, .. } => {
-                                            Some(self.access(*buf, index))
-                                        }
-                                        _ => None,
-                                    })
-                                    .collect();
-                                for (i, cell) in cells.iter().enumerate() {
-                                    w.line(format!("double teil_f{i} = {cell};"));
-                                }
-                                for r in 0..rows {
-                                    let at = match r {
-                                        0 => name.to_string(),
-                                        _ => format!("{name} + {r}"),
-                                    };
-                                    self.names.insert(var, at);
-                                    for (i, f) in folds.iter().enumerate() {
-                                        if let Node::Fold { op, value, .. } = f {
-                                            w.line(fold_line(
-                                                &format!("teil_f{i}"),
-                                                *op,
-                                                &self.val(value, true),
-                                            ));
-                                        }
-                                    }
-                                }
-                                self.names.insert(var, name.to_string());
-                                for (i, cell) in cells.iter().enumerate() {
-                                    w.line(format!("{cell} = teil_f{i};"));
-                                }
-                            },
+                            |w| self.jammed_cells(w, var, name, rows, folds),
                         );
                     },
                 );
@@ -333,6 +300,39 @@ impl Printer<'_> {
                 }
             },
         );
+    }
+
+    /// One pass of a jammed loop over its cells ([`Printer::jammed`]): each fold's cell into a
+    /// scalar, the rows `name`, `name + 1`, ... of `var` folded into it in order, the scalar
+    /// stored.
+    fn jammed_cells(&mut self, w: &mut Writer, var: Label, name: &str, rows: u64, folds: &[Node]) {
+        let cells: Vec<String> = folds
+            .iter()
+            .filter_map(|f| match f {
+                Node::Fold { buf, index, .. } => Some(self.access(*buf, index)),
+                _ => None,
+            })
+            .collect();
+        for (i, cell) in cells.iter().enumerate() {
+            w.line(format!("double teil_f{i} = {cell};"));
+        }
+        for r in 0..rows {
+            let at = match r {
+                0 => name.to_string(),
+                _ => format!("{name} + {r}"),
+            };
+            self.names.insert(var, at);
+            for (i, f) in folds.iter().enumerate() {
+                if let Node::Fold { op, value, .. } = f {
+                    let v = self.val(value, true);
+                    w.line(fold_line(&format!("teil_f{i}"), *op, &v));
+                }
+            }
+        }
+        self.names.insert(var, name.to_string());
+        for (i, cell) in cells.iter().enumerate() {
+            w.line(format!("{cell} = teil_f{i};"));
+        }
     }
 
     pub(super) fn access(&self, b: BufId, idx: &[Ix]) -> String {
