@@ -111,119 +111,133 @@ impl Block<'_> {
     /// One block of `rows` rows: the lanes over the whole blocks of terms, then each row's
     /// lanes combined, its remaining terms and its store.
     fn print(&self, w: &mut Writer, rows: u64) {
+        if self.v.width > 1 {
+            self.vectors(w, rows);
+        } else {
+            self.plain(w, rows);
+        }
+    }
+
+    /// The block with each row's lanes in vectors of the variant's width.
+    fn vectors(&self, w: &mut Writer, rows: u64) {
         let (kv, n) = (self.kv, self.terms);
         let lanes = LaneFold::LANES;
         let whole = n - n % lanes;
         let fma = self.k.fma;
         let width = self.v.width;
-        if width > 1 {
-            let nv = lanes / width;
-            let ty = format!("teil_v{width}");
+        let nv = lanes / width;
+        let ty = format!("teil_v{width}");
+        w.line(format!(
+            "typedef double {ty} __attribute__((vector_size({})));",
+            8 * width
+        ));
+        let zero = vec!["-0.0"; width as usize].join(", ");
+        let sums: Vec<String> = (0..rows)
+            .flat_map(|u| (0..nv).map(move |q| format!("teil_s{u}_{q}")))
+            .collect();
+        w.line(format!("{ty} {} = {{{zero}}};", sums[0]));
+        if sums.len() > 1 {
+            let rest: Vec<String> = sums[1..]
+                .iter()
+                .map(|s| format!("{s} = {}", sums[0]))
+                .collect();
+            w.line(format!("{ty} {};", rest.join(", ")));
+        }
+        let load = |w: &mut Writer, var: &str, x: &Cell, u: u64, q: u64| {
+            let at = match q {
+                0 => kv.to_string(),
+                _ => format!("{kv} + {}", q * width),
+            };
             w.line(format!(
-                "typedef double {ty} __attribute__((vector_size({})));",
+                "{ty} {var}; __builtin_memcpy(&{var}, &{}, {});",
+                x.at(u, &at),
                 8 * width
             ));
-            let zero = vec!["-0.0"; width as usize].join(", ");
-            let sums: Vec<String> = (0..rows)
-                .flat_map(|u| (0..nv).map(move |q| format!("teil_s{u}_{q}")))
-                .collect();
-            w.line(format!("{ty} {} = {{{zero}}};", sums[0]));
-            if sums.len() > 1 {
-                let rest: Vec<String> = sums[1..]
-                    .iter()
-                    .map(|s| format!("{s} = {}", sums[0]))
-                    .collect();
-                w.line(format!("{ty} {};", rest.join(", ")));
-            }
-            let load = |w: &mut Writer, var: &str, x: &Cell, u: u64, q: u64| {
-                let at = match q {
-                    0 => kv.to_string(),
-                    _ => format!("{kv} + {}", q * width),
-                };
-                w.line(format!(
-                    "{ty} {var}; __builtin_memcpy(&{var}, &{}, {});",
-                    x.at(u, &at),
-                    8 * width
-                ));
-            };
-            w.block(
-                format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {lanes})"),
-                |w| {
-                    // The shared operands' vectors once for every row.
-                    for (x, op) in self.ops.iter().enumerate() {
-                        if op.row_stride == 0 {
-                            for q in 0..nv {
-                                load(w, &format!("teil_o{x}_{q}"), op, 0, q);
-                            }
-                        }
-                    }
-                    for u in 0..rows {
+        };
+        w.block(
+            format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {lanes})"),
+            |w| {
+                // The shared operands' vectors once for every row.
+                for (x, op) in self.ops.iter().enumerate() {
+                    if op.row_stride == 0 {
                         for q in 0..nv {
-                            let factors: Vec<String> = self
-                                .ops
-                                .iter()
-                                .enumerate()
-                                .map(|(x, op)| {
-                                    if op.row_stride == 0 {
-                                        format!("teil_o{x}_{q}")
-                                    } else {
-                                        let var = format!("teil_r{u}_{x}_{q}");
-                                        load(w, &var, op, u, q);
-                                        var
-                                    }
-                                })
-                                .collect();
-                            w.line(add_term(fma, width, &format!("teil_s{u}_{q}"), &factors));
+                            load(w, &format!("teil_o{x}_{q}"), op, 0, q);
                         }
                     }
-                },
-            );
-            for u in 0..rows {
-                w.block("", |w| {
-                    // The row's lanes as the four vectors of four that the tree combines,
-                    // element by element (taking the sums' addresses would keep them in
-                    // memory through the loop).
-                    let lane = |j: u64| format!("teil_s{u}_{}[{}]", j / width, j % width);
-                    let four = LaneFold::WIDTH;
-                    for q in 0..lanes / four {
-                        let elements: Vec<String> = (0..four).map(|j| lane(q * four + j)).collect();
-                        w.line(format!(
-                            "teil_lanes teil_v{q} = {{{}}};",
-                            elements.join(", ")
-                        ));
+                }
+                for u in 0..rows {
+                    for q in 0..nv {
+                        let factors: Vec<String> = self
+                            .ops
+                            .iter()
+                            .enumerate()
+                            .map(|(x, op)| {
+                                if op.row_stride == 0 {
+                                    format!("teil_o{x}_{q}")
+                                } else {
+                                    let var = format!("teil_r{u}_{x}_{q}");
+                                    load(w, &var, op, u, q);
+                                    var
+                                }
+                            })
+                            .collect();
+                        w.line(add_term(fma, width, &format!("teil_s{u}_{q}"), &factors));
                     }
-                    lane_tree(w);
-                    self.finish(w, u, "teil_l[0]", whole);
-                });
-            }
-        } else {
-            let zeros = vec!["-0.0"; lanes as usize].join(", ");
-            for u in 0..rows {
-                w.line(format!("double teil_s{u}[{lanes}] = {{{zeros}}};"));
-            }
-            w.block(
-                format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {lanes})"),
-                |w| {
-                    w.block(
-                        format!("for (int teil_j = 0; teil_j < {lanes}; teil_j++)"),
-                        |w| {
-                            for u in 0..rows {
-                                let at = format!("{kv} + teil_j");
-                                let factors: Vec<String> =
-                                    self.ops.iter().map(|op| op.at(u, &at)).collect();
-                                w.line(add_term(fma, 1, &format!("teil_s{u}[teil_j]"), &factors));
-                            }
-                        },
-                    );
-                },
-            );
-            for u in 0..rows {
-                w.block("", |w| {
-                    let s = format!("teil_s{u}");
-                    lane_tree_array(w, &s);
-                    self.finish(w, u, &format!("{s}[0]"), whole);
-                });
-            }
+                }
+            },
+        );
+        for u in 0..rows {
+            w.block("", |w| {
+                // The row's lanes as the four vectors of four that the tree combines,
+                // element by element (taking the sums' addresses would keep them in
+                // memory through the loop).
+                let lane = |j: u64| format!("teil_s{u}_{}[{}]", j / width, j % width);
+                let four = LaneFold::WIDTH;
+                for q in 0..lanes / four {
+                    let elements: Vec<String> = (0..four).map(|j| lane(q * four + j)).collect();
+                    w.line(format!(
+                        "teil_lanes teil_v{q} = {{{}}};",
+                        elements.join(", ")
+                    ));
+                }
+                lane_tree(w);
+                self.finish(w, u, "teil_l[0]", whole);
+            });
+        }
+    }
+
+    /// The block in plain C: each row's lanes in an array of 16 doubles.
+    fn plain(&self, w: &mut Writer, rows: u64) {
+        let (kv, n) = (self.kv, self.terms);
+        let lanes = LaneFold::LANES;
+        let whole = n - n % lanes;
+        let fma = self.k.fma;
+        let zeros = vec!["-0.0"; lanes as usize].join(", ");
+        for u in 0..rows {
+            w.line(format!("double teil_s{u}[{lanes}] = {{{zeros}}};"));
+        }
+        w.block(
+            format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {lanes})"),
+            |w| {
+                w.block(
+                    format!("for (int teil_j = 0; teil_j < {lanes}; teil_j++)"),
+                    |w| {
+                        for u in 0..rows {
+                            let at = format!("{kv} + teil_j");
+                            let factors: Vec<String> =
+                                self.ops.iter().map(|op| op.at(u, &at)).collect();
+                            w.line(add_term(fma, 1, &format!("teil_s{u}[teil_j]"), &factors));
+                        }
+                    },
+                );
+            },
+        );
+        for u in 0..rows {
+            w.block("", |w| {
+                let s = format!("teil_s{u}");
+                lane_tree_array(w, &s);
+                self.finish(w, u, &format!("{s}[0]"), whole);
+            });
         }
     }
 
