@@ -1,12 +1,36 @@
-//! Inputs that round, bit-for-bit equality and the flag sets to compile with, shared by the
-//! tests that compare a compiled kernel's binary64 values with its IR's (`validate::evaluate`)
-//! or the oracle's.
+//! Inputs that round, bit-for-bit equality, the flag sets to compile with and the check that a
+//! compiled kernel computes its IR's values, shared by the tests that compare a compiled
+//! kernel's binary64 values with its IR's (`validate::evaluate`) or the oracle's.
 
 #![allow(dead_code)] // each test file uses a subset
 
 use ndarray::ArrayD;
 use std::collections::BTreeMap;
+use teil::CheckedProgram;
+use teil_cbackend::ir::{Kernel, Target};
 use teil_cbackend::run::Toolchain;
+use teil_cbackend::{validate, Options};
+
+pub type Values = BTreeMap<String, ArrayD<f64>>;
+
+/// The checked program of `src`.
+pub fn compile(src: &str) -> CheckedProgram {
+    teil::compile(src)
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"))
+        .0
+}
+
+/// `p` lowered with every optimisation, at padding multiple `pad`, with or without
+/// reassociation (`lift`) and fused multiply-adds.
+pub fn lower(p: &CheckedProgram, pad: u64, lift: bool, fma: bool) -> Kernel {
+    let opts = Options {
+        pad,
+        lift,
+        fma,
+        ..Options::default()
+    };
+    teil_cbackend::lower(p, &opts).expect("lowers")
+}
 
 /// The campaign's random small integers `n` as `n / 3 + n / 10`, which round; with
 /// `specials: Some(period)`, in every `period` cells one is `∞`, one `−∞` and one NaN, a
@@ -54,11 +78,7 @@ pub fn toolchains() -> Vec<(&'static str, Toolchain)> {
 }
 
 /// Asserts that every output cell of `got` equals `want`'s bit for bit.
-pub fn assert_same(
-    what: &str,
-    got: &BTreeMap<String, ArrayD<f64>>,
-    want: &BTreeMap<String, ArrayD<f64>>,
-) {
+pub fn assert_same(what: &str, got: &Values, want: &Values) {
     for (name, w) in want {
         let g = &got[name];
         assert_eq!(g.shape(), w.shape(), "{what}: {name}");
@@ -69,7 +89,7 @@ pub fn assert_same(
 }
 
 /// How many output cells of `a` and `b` differ in their bits.
-pub fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<f64>>) -> usize {
+pub fn differing(a: &Values, b: &Values) -> usize {
     a.iter()
         .map(|(name, x)| {
             x.iter()
@@ -78,4 +98,20 @@ pub fn differing(a: &BTreeMap<String, ArrayD<f64>>, b: &BTreeMap<String, ArrayD<
                 .count()
         })
         .sum()
+}
+
+/// The values `k` means on `inputs` (`validate::evaluate`), after asserting that every
+/// target's order evaluates to the same bits and that the C compiled with every flag set of
+/// [`toolchains`] computes those bits; `what` names the case in a failure.
+pub fn compiled_is_the_ir(what: &str, k: &Kernel, inputs: &Values) -> Values {
+    let ir = validate::evaluate(k, Target::ALL[0], inputs).expect("evaluates");
+    for target in Target::ALL {
+        let other = validate::evaluate(k, target, inputs).expect("evaluates");
+        assert_same(&format!("{what}, {target} order"), &other, &ir);
+    }
+    for (flags, tc) in toolchains() {
+        let c = teil_cbackend::run::run(&tc, k, inputs).expect("runs");
+        assert_same(&format!("{what}, `cc {flags}`"), &c.values, &ir);
+    }
+    ir
 }
