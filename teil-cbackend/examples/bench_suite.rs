@@ -293,8 +293,9 @@ fn suite() -> Vec<Bench> {
         // Issue 28: a product between the small and the BLAS-bound sizes, in exact mode 1.41x
         // OpenBLAS in one run.
         matmul("matmul_500x700x300", "odd", 500, 700, 300),
-        // -- small: the plain nest below 512 multiplications (8³), dot products below 4096
-        // (16³), the packed kernel from there on (`opt::contract::PACKED_MIN_WORK`).
+        // -- small: the plain nest below 512 multiplications (8³), then dot products with
+        // their register tile up to 256 rows and columns (`opt::contract::DOT_SMALL`, where
+        // `B`'s terms span at most 2^17 doubles, `DOT_SMALL_SPAN`), the packed kernel beyond.
         matmul("matmul_7", "small", 7, 7, 7),
         matmul("matmul_8", "small", 8, 8, 8),
         matmul("matmul_15", "small", 15, 15, 15),
@@ -304,11 +305,17 @@ fn suite() -> Vec<Bench> {
         matmul("matmul_48", "small", 48, 48, 48),
         matmul("matmul_64", "small", 64, 64, 64),
         // Between 97 and the 500 x 700 x 300 product: the packed kernel's hole at 128-192
-        // (PERFORMANCE.md, "Small products").
+        // (PERFORMANCE.md, "Small products"), and both sides of the small products' limits:
+        // 256 (dot products) and 257 (packed) rows and columns, 512 (dot products) and 520
+        // (packed) terms of 256 columns.
         matmul("matmul_96", "small", 96, 96, 96),
         matmul("matmul_128", "small", 128, 128, 128),
         matmul("matmul_160", "small", 160, 160, 160),
         matmul("matmul_192", "small", 192, 192, 192),
+        matmul("matmul_256", "small", 256, 256, 256),
+        matmul("matmul_257", "small", 257, 257, 257),
+        matmul("matmul_64x512x256", "small", 64, 512, 256),
+        matmul("matmul_64x520x256", "small", 64, 520, 256),
         // -- skinny: one or two small extents.
         matmul("outer_k16", "skinny", 4096, 16, 4096),
         matmul("rows_k8", "skinny", 100_000, 8, 8),

@@ -69,7 +69,7 @@ fn assert_evaluate_is_the_kernel(
 
 #[test]
 fn lifted_kernels_with_packed_and_dot_steps_evaluate_to_the_c_bits() {
-    // cfd: lifted into packed steps; mttkrp: packed and dot; abc: packed.
+    // cfd: lifted into packed steps; mttkrp: two dot steps; abc: packed.
     for name in ["cfd", "mttkrp", "abc"] {
         let p = corpus(name);
         for pad in [1, 4] {

@@ -275,11 +275,13 @@ fn inputs(p: &CheckedProgram, seed: u64, specials: bool) -> BTreeMap<String, Ten
 fn edge_programs() -> Vec<(&'static str, String)> {
     vec![
         (
-            // Two panels of terms (K > 256), rows and columns not multiples of the tile.
+            // Two panels of terms (K > 256), rows and columns not multiples of the tile (the
+            // packed products here have more than 256 rows or columns: smaller ones are small
+            // products, `opt::contract::DOT_SMALL`).
             "matmul, two panels of terms",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
-                decls(&[("A", &[13, 300]), ("B", &[300, 19])], ("C", &[13, 19]))
+                decls(&[("A", &[13, 300]), ("B", &[300, 259])], ("C", &[13, 259]))
             ),
         ),
         (
@@ -287,7 +289,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "matmul, two panels of rows",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
-                decls(&[("A", &[80, 7]), ("B", &[7, 9])], ("C", &[80, 9]))
+                decls(&[("A", &[80, 7]), ("B", &[7, 260])], ("C", &[80, 260]))
             ),
         ),
         (
@@ -295,7 +297,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "matmul, two AVX-512 panels of rows",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
-                decls(&[("A", &[150, 5]), ("B", &[5, 11])], ("C", &[150, 11]))
+                decls(&[("A", &[150, 5]), ("B", &[5, 261])], ("C", &[150, 261]))
             ),
         ),
         (
@@ -320,7 +322,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "transposed operands and target",
             format!(
                 "{}C = transp 1 2 (contr 1 4 (prod A B))\n",
-                decls(&[("A", &[17, 14]), ("B", &[23, 17])], ("C", &[23, 14]))
+                decls(&[("A", &[17, 14]), ("B", &[270, 17])], ("C", &[270, 14]))
             ),
         ),
         (
@@ -329,8 +331,8 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             format!(
                 "{}C = contr 3 4 (diag 1 4 (prod A B))\n",
                 decls(
-                    &[("A", &[3, 10, 20]), ("B", &[3, 20, 12])],
-                    ("C", &[3, 10, 12])
+                    &[("A", &[3, 10, 20]), ("B", &[3, 20, 260])],
+                    ("C", &[3, 10, 260])
                 )
             ),
         ),
@@ -349,7 +351,30 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "tensor times matrix",
             format!(
                 "{}Y = contr 3 4 (prod X M)\n",
-                decls(&[("X", &[9, 7, 11]), ("M", &[11, 10])], ("Y", &[9, 7, 10]))
+                decls(
+                    &[("X", &[9, 30, 11]), ("M", &[11, 10])],
+                    ("Y", &[9, 30, 10])
+                )
+            ),
+        ),
+        (
+            // A small product: the dot kernel's register tile (blocks of rows times vectors of
+            // lanes over the operands where they are), rows and lanes left over.
+            "small matrix product, odd extents",
+            format!(
+                "{}C = contr 2 3 (prod A B)\n",
+                decls(&[("A", &[21, 37]), ("B", &[37, 45])], ("C", &[21, 45]))
+            ),
+        ),
+        (
+            // Small products with a batch label, rows of two labels.
+            "small batched matrix product",
+            format!(
+                "{}C = contr 3 4 (diag 1 4 (prod A B))\n",
+                decls(
+                    &[("A", &[3, 10, 20]), ("B", &[3, 20, 12])],
+                    ("C", &[3, 10, 12])
+                )
             ),
         ),
         (
@@ -522,8 +547,8 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             format!(
                 "{}Y = contr 2 4 (contr 2 4 (diag 5 7 (prod X (prod B C))))\n",
                 decls(
-                    &[("X", &[12, 16, 18]), ("B", &[16, 9]), ("C", &[18, 9])],
-                    ("Y", &[12, 9])
+                    &[("X", &[17, 16, 18]), ("B", &[16, 9]), ("C", &[18, 9])],
+                    ("Y", &[17, 9])
                 )
             ),
         ),
@@ -859,13 +884,14 @@ fn cpu_features() -> Result<BTreeMap<String, bool>, String> {
 
 #[test]
 fn every_target_path_selects_its_kernels() {
-    // A packed matrix product and dot products: with each path's flags, the preprocessor
-    // defines the path's `teil_vector_bits`, and where the path names registers the compiled
-    // register tile uses them (zmm for AVX-512, ymm and no zmm for AVX2). Compiling only, so
-    // every path the compiler accepts is checked, whatever the CPU.
+    // A packed matrix product (260 columns, more than a small product's) and dot products:
+    // with each path's flags, the preprocessor defines the path's `teil_vector_bits`, and
+    // where the path names registers the compiled register tile uses them (zmm for AVX-512,
+    // ymm and no zmm for AVX2). Compiling only, so every path the compiler accepts is
+    // checked, whatever the CPU.
     let src = format!(
         "{}C = contr 2 3 (prod A B)\n",
-        decls(&[("A", &[40, 30]), ("B", &[30, 20])], ("C", &[40, 20]))
+        decls(&[("A", &[40, 30]), ("B", &[30, 260])], ("C", &[40, 260]))
     );
     let k = lower(&src, 1, false);
     assert_eq!(opt::printing(&k), vec![Printing::Packed]);
@@ -1184,5 +1210,48 @@ fn lane_folds_give_the_bits_of_the_fold_in_order() {
                 }
             }
         }
+    }
+}
+
+/// A product with at most `DOT_SMALL` rows and columns whose lane operands' terms span at most
+/// `DOT_SMALL_SPAN` doubles takes the dot kernel's register tile; one row or column more, or
+/// one term more, and it is packed; a small product whose dot products would transpose rows of
+/// both operands in registers (not the measured tile) stays packed.
+#[test]
+fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
+    use teil_cbackend::ir::{Step, Strategy};
+    use teil_cbackend::opt::contract::{DOT_SMALL, DOT_SMALL_SPAN};
+    let (s, span) = (DOT_SMALL, DOT_SMALL_SPAN);
+    let product = |m: u64, k: u64, n: u64| {
+        let vars: [(&str, &[u64]); 2] = [("A", &[m, k]), ("B", &[k, n])];
+        format!("{}C = contr 2 3 (prod A B)\n", decls(&vars, ("C", &[m, n])))
+    };
+    let tile = |src: &str| {
+        let k = lower(src, 1, true);
+        match &k.steps[..] {
+            [Step::Contract { c, .. }] => match &c.strategy {
+                Strategy::Dot { rows_of, .. } => rows_of.is_some(),
+                Strategy::Packed { .. } => false,
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    };
+    // `B`'s terms (`n` lanes apart) span `k * n` doubles.
+    let k_max = span / s;
+    let ab_t = format!(
+        "{}C = contr 2 4 (prod A B)\n",
+        decls(&[("A", &[64, 128]), ("B", &[64, 128])], ("C", &[64, 64]))
+    );
+    for (src, small) in [
+        (product(s, k_max, s), true),
+        (product(97, 97, 97), true),
+        (product(s + 1, k_max, s), false),
+        (product(s, k_max, s + 1), false),
+        (product(s, k_max + 1, s), false),
+        (product(64, 4 * k_max, 64), true),
+        (ab_t, false),
+    ] {
+        assert_eq!(tile(&src), small, "{src}");
     }
 }

@@ -10,6 +10,7 @@
 
 use teil::CheckedProgram;
 use teil_cbackend::ir::{Ix, Kernel, Node, Role, Step, Val};
+use teil_cbackend::opt::{self, Printing};
 use teil_cbackend::validate::{self, Limits, Validated, ValidationError};
 use teil_cbackend::Options;
 use teil_fuzz::gen::{self, GenConfig};
@@ -551,8 +552,9 @@ fn reductions_of_identity_valued_data_validate() {
 
 #[test]
 fn contractions_of_identity_valued_data_validate() {
-    // Every kernel form with a sum: packed products, dot products (matrix-vector,
-    // vector-matrix), sums of products, a tiled transposition followed by an in-place product.
+    // Every kernel form with a sum: dot products (small matrix products, matrix-vector,
+    // vector-matrix), a packed product (`P`: 264 columns, more than a small product's), sums of
+    // products, a tiled transposition followed by an in-place product.
     for n in [24, 64] {
         for lit in IDENTITY_DATA {
             let forms = [
@@ -563,20 +565,34 @@ fn contractions_of_identity_valued_data_validate() {
                 "s = red+ 1 (red+ 1 (A * B))",
                 "C = (A # A) .[2 3]",
                 "C = transp 1 2 A\nC = C + (A # B) .[2 3]",
+                "P = (A # W) .[2 3]",
             ];
             for stmt in forms {
-                // At 64 a product is 262,144 symbolic multiply-adds: there only the data equal
-                // to a sum's identity (`-0`) and a product's (`1`).
+                // Products are cubic: at 64 a small product is 262,144 symbolic multiply-adds
+                // interpreted once per target (its dot products' vectors differ), more than the
+                // fuel, so the products run at 40 there (the packed one, larger, only at 24 and
+                // at one M), and with only the data equal to a sum's identity (`-0`) and a
+                // product's (`1`).
                 let cubic = stmt.contains('#') && !stmt.contains('x');
-                if n > 24 && cubic && !matches!(lit, "(-0)" | "1") {
+                let packed = stmt.starts_with('P');
+                if n > 24 && (packed || cubic && !matches!(lit, "(-0)" | "1")) {
                     continue;
                 }
+                let n = if cubic { n.min(40) } else { n };
                 let src = format!(
-                    "input var B : [{n} {n}]\ninput var x : [{n}]\nvar A : [{n} {n}]\n\
-                     output var C : [{n} {n}]\noutput var y : [{n}]\noutput var s : []\n\
+                    "input var B : [{n} {n}]\ninput var x : [{n}]\ninput var W : [{n} 264]\n\
+                     var A : [{n} {n}]\noutput var C : [{n} {n}]\noutput var y : [{n}]\n\
+                     output var s : []\noutput var P : [{n} 264]\n\
                      A = expa 1 {n} (expa 1 {n} {lit})\n{stmt}\n"
                 );
-                validates_large(&src, n > 24);
+                let kernels = validates_large(&src, n > 24 || packed);
+                if packed {
+                    let forms = opt::printing(&kernels[0]);
+                    assert!(forms.contains(&Printing::Packed), "{forms:?}");
+                } else if stmt.starts_with("C = (A # B)") {
+                    let forms = opt::printing(&kernels[0]);
+                    assert!(forms.contains(&Printing::Dot), "{forms:?}");
+                }
             }
         }
     }

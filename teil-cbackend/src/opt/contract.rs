@@ -205,8 +205,9 @@ pub const LANES: [Lanes; 4] = [
 ];
 /// The dot-product blocking where the chains of dependent additions bound the kernel, on each
 /// target, in [`Target::ALL`] order: [`LANES`], but 16 lanes (two vectors) on AVX-512. It is
-/// used for a sum of one operand (`Contraction::b` is `None`), and in fma mode for a product
-/// whose lane operand's rows are longer than [`PREFETCH_MAX_ROW`]. Their terms are rows of the
+/// used for a sum of one operand (`Contraction::b` is `None`), in fma mode for a product
+/// whose lane operand's rows are longer than [`PREFETCH_MAX_ROW`], and for small products
+/// ([`DOT_SMALL`], whose register tile of 8 rows then holds 16 vectors of sums). Their terms are rows of the
 /// operand, transposed in registers, and with one vector of lanes each block of 8 terms is a
 /// chain of 8 dependent additions (fused multiply-adds) into one accumulator; with two the
 /// chains overlap. PERFORMANCE.md ("Kernels drawn at random") has the measurements: 16 lanes
@@ -236,6 +237,14 @@ pub const DOT_THIN: u64 = 16;
 /// Smallest number of multiplications for which a thin product ([`DOT_THIN`]) leaves the
 /// packed kernel: below it either kernel takes microseconds.
 pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
+/// A product whose rows and columns both number at most this many is computed by vector dot
+/// products instead of the packed kernel, where the terms of every operand that reads the lane
+/// span at most [`DOT_SMALL_SPAN`] doubles: measured between 32 and 384 (PERFORMANCE.md, *Small
+/// products*), the dot kernel is faster up to 256 and the packed one from 384.
+pub const DOT_SMALL: u64 = 256;
+/// Largest span (stride in `k` times `K`, in doubles) of a lane operand's terms for a small
+/// product ([`DOT_SMALL`]) to take the dot kernel: 1 MiB, so a 256 x 256 block of columns.
+pub const DOT_SMALL_SPAN: u64 = 1 << 17;
 /// Largest stride in `k` (in doubles) of an operand read with unit stride along the lane for
 /// the dot kernel to replace a thin packed product: the next term's vector is at most eight
 /// cache lines on, a stride the hardware prefetchers follow.
@@ -554,11 +563,31 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
                 .filter(|s| s.has(l.var))
                 .all(|s| s.get(c.k.var) <= DOT_MAX_STRIDE)
         });
-        if thin && close {
-            let d = lane.map(|l| dot(c, l, &[&sa, &sb], &LANES));
-            if matches!(&d, Some(Strategy::Dot { variants, .. }) if variants.iter().any(|v| v.width > 1))
+        // Small products: packing both operands costs as much as the product, and the dot
+        // kernel's register tile (rows times vectors of lanes, over the operands where they
+        // are) is faster (PERFORMANCE.md, *Small products*) while the lane operands' terms
+        // stay within a level-2 cache. Only the tile was measured: dot products that would
+        // transpose rows in registers (`ik,jk->ij`) stay packed.
+        let small = m.max(n) <= DOT_SMALL
+            && lane.is_some_and(|l| {
+                [&sa, &sb].into_iter().filter(|s| s.has(l.var)).all(|s| {
+                    u128::from(s.get(c.k.var)) * u128::from(c.k.extent)
+                        <= u128::from(DOT_SMALL_SPAN)
+                })
+            });
+        if (thin && close) || small {
+            // A small product's tile is 16 lanes wide on AVX-512 (16 vectors of sums): 10 to
+            // 20 % faster than 8 from 64 to 192 (PERFORMANCE.md, *Small products*).
+            let table = if small { &CHAIN_LANES } else { &LANES };
+            let d = lane.map(|l| dot(c, l, &[&sa, &sb], table));
+            if let Some(Strategy::Dot {
+                variants, rows_of, ..
+            }) = &d
             {
-                return d;
+                let vectors = variants.iter().any(|v| v.width > 1);
+                if vectors && ((thin && close) || rows_of.is_some()) {
+                    return d;
+                }
             }
         }
         Some(packed(c, &sa, &sb, &st, k.fma))

@@ -95,15 +95,17 @@ pub(super) fn print(
                 k: (&kv, kn),
                 fma: k.fma,
             };
-            cells.print(w, &operands, &target);
+            cells.print(w, &[(operands, target)]);
         }
     });
 }
 
 /// The cells of a lane past the last whole group of lanes (`lane.1..lane.2` of the lane label
-/// `lane.0`), fewer than a group: each its own sum from `-0.0` over `k = 0..k.1` in order, the
-/// remainder of the scalar and the vector dot kernels. The cells' sums run side by side in one
-/// loop over `k` (independent chains of additions, which overlap), each in its own order.
+/// `lane.0`), fewer than a group, in each row of a block: each its own sum from `-0.0` over
+/// `k = 0..k.1` in order, the remainder of the scalar and the vector dot kernels. The sums run
+/// side by side, at least [`Remainder::CHAINS`] (or all of one row's cells) in one loop over
+/// `k`, so that their chains of additions overlap: the rows' sums of one cell next to each
+/// other (they share the column operand's element), cell after cell. Each sum keeps its order.
 pub(super) struct Remainder<'a> {
     pub(super) lane: (&'a str, u64, u64),
     pub(super) k: (&'a str, u64),
@@ -127,30 +129,58 @@ impl Cell {
 }
 
 impl Remainder<'_> {
-    /// One row of remaining cells: `target` = Σ_k of the product of `operands`, for each cell.
-    pub(super) fn print(&self, w: &mut Writer, operands: &[Cell], target: &Cell) {
-        let ((lv, full, lane_n), (kv, kn)) = (self.lane, self.k);
+    /// The fewest sums that run side by side where a block has that many: more independent
+    /// chains than a core has adders in flight (two or four of latency three or four).
+    const CHAINS: u64 = 8;
+
+    /// The remaining cells of the block's rows: for each row, `target` = Σ_k of the product of
+    /// `operands`, for each cell.
+    pub(super) fn print(&self, w: &mut Writer, rows: &[(Vec<Cell>, Cell)]) {
+        let (lv, full, lane_n) = self.lane;
         let cells = lane_n - full;
+        // (cell, row) pairs, the rows of one cell next to each other.
+        let sums: Vec<(u64, &(Vec<Cell>, Cell))> = (0..cells)
+            .flat_map(|u| rows.iter().map(move |r| (u, r)))
+            .collect();
+        let of_rows = if rows.len() > 1 {
+            format!(" of {} rows", rows.len())
+        } else {
+            String::new()
+        };
         w.block_noted(
             "",
-            format!("/* the remaining {cells} cells, side by side */"),
+            format!("/* the remaining {cells} cells{of_rows}, side by side */"),
             |w| {
                 w.line(format!("long long {lv} = {full};"));
-                let sums: Vec<String> = (0..cells).map(|u| format!("teil_s{u} = -0.0")).collect();
-                w.line(format!("double {};", sums.join(", ")));
-                w.block(
-                    format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
-                    |w| {
-                        for u in 0..cells {
-                            let factors: Vec<String> = operands.iter().map(|x| x.at(u)).collect();
-                            w.line(add_term(self.fma, 1, &format!("teil_s{u}"), &factors));
-                        }
-                    },
-                );
-                for u in 0..cells {
-                    w.line(format!("{} = teil_s{u};", target.at(u)));
+                let chunk = Self::CHAINS.max(cells) as usize;
+                if sums.len() <= chunk {
+                    self.group(w, &sums);
+                } else {
+                    for group in sums.chunks(chunk) {
+                        w.block("", |w| self.group(w, group));
+                    }
                 }
             },
         );
+    }
+
+    /// One loop over `k` of the sums `group` ((cell, row) pairs), side by side.
+    fn group(&self, w: &mut Writer, group: &[(u64, &(Vec<Cell>, Cell))]) {
+        let (kv, kn) = self.k;
+        let names: Vec<String> = (0..group.len()).map(|x| format!("teil_s{x}")).collect();
+        let init: Vec<String> = names.iter().map(|s| format!("{s} = -0.0")).collect();
+        w.line(format!("double {};", init.join(", ")));
+        w.block(
+            format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
+            |w| {
+                for (s, (u, (operands, _))) in names.iter().zip(group) {
+                    let factors: Vec<String> = operands.iter().map(|x| x.at(*u)).collect();
+                    w.line(add_term(self.fma, 1, s, &factors));
+                }
+            },
+        );
+        for (s, (u, (_, target))) in names.iter().zip(group) {
+            w.line(format!("{} = {s};", target.at(*u)));
+        }
     }
 }

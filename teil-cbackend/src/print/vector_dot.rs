@@ -299,30 +299,33 @@ impl Block<'_> {
                 }
             },
         );
-        // The lane's remaining cells, side by side, for each row of the block.
+        // The lane's remaining cells of the block's rows, side by side.
         if full < self.lane_n {
             let cells = Remainder {
                 lane: (lv, full, self.lane_n),
                 k: (kv, kn),
                 fma: self.k.fma,
             };
-            for r in 0..nr {
-                let operands: Vec<Cell> = self
-                    .ops
-                    .iter()
-                    .map(|op| Cell {
-                        buf: op.buf.clone(),
-                        offset: plus(&op.offset, r * self.srow(&op.strides)),
-                        lane_stride: op.strides.get(self.lane),
-                    })
-                    .collect();
-                let target = Cell {
-                    buf: nt.to_string(),
-                    offset: plus(ot, r * self.srow(st)),
-                    lane_stride: st.get(self.lane),
-                };
-                cells.print(w, &operands, &target);
-            }
+            let rows: Vec<(Vec<Cell>, Cell)> = (0..nr)
+                .map(|r| {
+                    let operands = self
+                        .ops
+                        .iter()
+                        .map(|op| Cell {
+                            buf: op.buf.clone(),
+                            offset: plus(&op.offset, r * self.srow(&op.strides)),
+                            lane_stride: op.strides.get(self.lane),
+                        })
+                        .collect();
+                    let target = Cell {
+                        buf: nt.to_string(),
+                        offset: plus(ot, r * self.srow(st)),
+                        lane_stride: st.get(self.lane),
+                    };
+                    (operands, target)
+                })
+                .collect();
+            cells.print(w, &rows);
         }
     }
 
