@@ -14,7 +14,7 @@
 //!   checks);
 //! - `17`: a small matrix product `C = (A # B) .[2 3]`, extents 16-24: a dot contraction step
 //!   with its register tile (`opt::contract::DOT_SMALL`), or `A` transposed with 5-9 rows,
-//!   8-12 terms and 257-272 columns: a packed contraction step; in every second period (`37`, `77`, ...) instead a nested sum
+//!   8-12 terms and 321-336 columns: a packed contraction step; in every second period (`37`, `77`, ...) instead a nested sum
 //!   `C[d, c] = Σ_b Σ_a A[a, b, c] B[b, d, a]` (the TCCG pattern abc,bda->dc), extents 10-16
 //!   for `c`, `d` and 7-10 for `a`, `b`: a packed two-level contraction step;
 //! - `18`: a matrix-vector product `y = (A # x) .[2 3]`, 8-24 rows of 64-96 terms: a dot
@@ -71,7 +71,7 @@ pub fn program(index: u64, seed: u64) -> Option<Program> {
                      C = (A # B) .[2 3]\n"
                 )
             } else {
-                let (m, k, n) = (pick(5, 9, 1), pick(8, 12, 2), pick(257, 272, 3));
+                let (m, k, n) = (pick(5, 9, 1), pick(8, 12, 2), pick(321, 336, 3));
                 format!(
                     "input var A : [{k} {m}]\ninput var B : [{k} {n}]\noutput var C : [{m} {n}]\n\
                      C = (A ^[1 2] # B) .[2 3]\n"

@@ -365,7 +365,7 @@ fn a_wrong_panel_edge_loses_the_last_row() {
         panic!("a contraction step:\n{k}");
     };
     assert!(
-        matches!(c.strategy, Strategy::Packed { m: 16, n: 264, .. }),
+        matches!(c.strategy, Strategy::Packed { m: 16, n: 336, .. }),
         "{k}"
     );
     assert!(plant::apply(&mut k, Bug::PanelEdge));

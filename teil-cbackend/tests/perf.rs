@@ -276,12 +276,12 @@ fn edge_programs() -> Vec<(&'static str, String)> {
     vec![
         (
             // Two panels of terms (K > 256), rows and columns not multiples of the tile (the
-            // packed products here have more than 256 rows or columns: smaller ones are small
+            // packed products here have more than 320 rows or columns: smaller ones are small
             // products, `opt::contract::DOT_SMALL`).
             "matmul, two panels of terms",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
-                decls(&[("A", &[13, 300]), ("B", &[300, 259])], ("C", &[13, 259]))
+                decls(&[("A", &[13, 300]), ("B", &[300, 331])], ("C", &[13, 331]))
             ),
         ),
         (
@@ -289,7 +289,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "matmul, two panels of rows",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
-                decls(&[("A", &[80, 7]), ("B", &[7, 260])], ("C", &[80, 260]))
+                decls(&[("A", &[80, 7]), ("B", &[7, 332])], ("C", &[80, 332]))
             ),
         ),
         (
@@ -297,7 +297,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "matmul, two AVX-512 panels of rows",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
-                decls(&[("A", &[150, 5]), ("B", &[5, 261])], ("C", &[150, 261]))
+                decls(&[("A", &[150, 5]), ("B", &[5, 333])], ("C", &[150, 333]))
             ),
         ),
         (
@@ -322,7 +322,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             "transposed operands and target",
             format!(
                 "{}C = transp 1 2 (contr 1 4 (prod A B))\n",
-                decls(&[("A", &[17, 14]), ("B", &[270, 17])], ("C", &[270, 14]))
+                decls(&[("A", &[17, 14]), ("B", &[342, 17])], ("C", &[342, 14]))
             ),
         ),
         (
@@ -331,8 +331,8 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             format!(
                 "{}C = contr 3 4 (diag 1 4 (prod A B))\n",
                 decls(
-                    &[("A", &[3, 10, 20]), ("B", &[3, 20, 260])],
-                    ("C", &[3, 10, 260])
+                    &[("A", &[3, 10, 20]), ("B", &[3, 20, 332])],
+                    ("C", &[3, 10, 332])
                 )
             ),
         ),
@@ -352,8 +352,8 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             format!(
                 "{}Y = contr 3 4 (prod X M)\n",
                 decls(
-                    &[("X", &[9, 30, 11]), ("M", &[11, 10])],
-                    ("Y", &[9, 30, 10])
+                    &[("X", &[9, 40, 11]), ("M", &[11, 10])],
+                    ("Y", &[9, 40, 10])
                 )
             ),
         ),
@@ -547,8 +547,8 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             format!(
                 "{}Y = contr 2 4 (contr 2 4 (diag 5 7 (prod X (prod B C))))\n",
                 decls(
-                    &[("X", &[17, 16, 18]), ("B", &[16, 9]), ("C", &[18, 9])],
-                    ("Y", &[17, 9])
+                    &[("X", &[12, 16, 18]), ("B", &[16, 9]), ("C", &[18, 9])],
+                    ("Y", &[12, 9])
                 )
             ),
         ),
@@ -884,14 +884,14 @@ fn cpu_features() -> Result<BTreeMap<String, bool>, String> {
 
 #[test]
 fn every_target_path_selects_its_kernels() {
-    // A packed matrix product (260 columns, more than a small product's) and dot products:
+    // A packed matrix product (332 columns, more than a small product's) and dot products:
     // with each path's flags, the preprocessor defines the path's `teil_vector_bits`, and
     // where the path names registers the compiled register tile uses them (zmm for AVX-512,
     // ymm and no zmm for AVX2). Compiling only, so every path the compiler accepts is
     // checked, whatever the CPU.
     let src = format!(
         "{}C = contr 2 3 (prod A B)\n",
-        decls(&[("A", &[40, 30]), ("B", &[30, 260])], ("C", &[40, 260]))
+        decls(&[("A", &[40, 30]), ("B", &[30, 332])], ("C", &[40, 332]))
     );
     let k = lower(&src, 1, false);
     assert_eq!(opt::printing(&k), vec![Printing::Packed]);

@@ -553,7 +553,7 @@ fn reductions_of_identity_valued_data_validate() {
 #[test]
 fn contractions_of_identity_valued_data_validate() {
     // Every kernel form with a sum: dot products (small matrix products, matrix-vector,
-    // vector-matrix), a packed product (`P`: 264 columns, more than a small product's), sums of
+    // vector-matrix), a packed product (`P`: 336 columns, more than a small product's), sums of
     // products, a tiled transposition followed by an in-place product.
     for n in [24, 64] {
         for lit in IDENTITY_DATA {
@@ -580,9 +580,9 @@ fn contractions_of_identity_valued_data_validate() {
                 }
                 let n = if cubic { n.min(40) } else { n };
                 let src = format!(
-                    "input var B : [{n} {n}]\ninput var x : [{n}]\ninput var W : [{n} 264]\n\
+                    "input var B : [{n} {n}]\ninput var x : [{n}]\ninput var W : [{n} 336]\n\
                      var A : [{n} {n}]\noutput var C : [{n} {n}]\noutput var y : [{n}]\n\
-                     output var s : []\noutput var P : [{n} 264]\n\
+                     output var s : []\noutput var P : [{n} 336]\n\
                      A = expa 1 {n} (expa 1 {n} {lit})\n{stmt}\n"
                 );
                 let kernels = validates_large(&src, n > 24 || packed);

@@ -23,12 +23,12 @@ fn emit_c_ir_prints_the_optimised_kernel_as_text() {
         text,
         "kernel teil_kernel (M = 4, workspace 0, lifted 0)\n  \
          buffer A: input, logical [19, 23], padded [20, 24]\n  \
-         buffer B: input, logical [23, 263], padded [24, 264]\n  \
-         buffer C: output, logical [19, 263], padded [20, 264]\n\
-         contract packed (rows from a: l0 < 19 = 19, columns: l1 < 263 = 263, batch: (), tiles \
-         AVX-512: 16x8 kc 23 mc 32 nc 264; NEON, AVX, portable C: 6x8 kc 23 mc 24 nc 264) // \
+         buffer B: input, logical [23, 335], padded [24, 336]\n  \
+         buffer C: output, logical [19, 335], padded [20, 336]\n\
+         contract packed (rows from a: l0 < 19 = 19, columns: l1 < 335 = 335, batch: (), tiles \
+         AVX-512: 16x8 kc 23 mc 32 nc 336; NEON, AVX, portable C: 6x8 kc 23 mc 24 nc 336) // \
          C = (A # B) .[2 3]\n  \
-         for l0 < 19, l1 < 263: C[l0, l1] = sum l2 < 23: a A[l0, l2] * b B[l2, l1]\n"
+         for l0 < 19, l1 < 335: C[l0, l1] = sum l2 < 23: a A[l0, l2] * b B[l2, l1]\n"
     );
     let stderr = String::from_utf8(out.stderr).expect("utf-8");
     assert!(stderr.starts_with("validated for these shapes"), "{stderr}");

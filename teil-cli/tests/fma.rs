@@ -7,11 +7,11 @@ mod support;
 use std::process::Command;
 use support::{teil, text, write};
 
-/// A matrix product large enough for the packed kernel (257 columns, more than a small
+/// A matrix product large enough for the packed kernel (321 columns, more than a small
 /// product's), a matrix-vector product (dot kernel) and an element-wise product-then-add.
-const PROGRAM: &str = "input var A : [20 30]\ninput var B : [30 257]\ninput var x : [30]\n\
-                       input var D : [20 257]\noutput var C : [20 257]\noutput var y : [20]\n\
-                       output var E : [20 257]\n\
+const PROGRAM: &str = "input var A : [20 30]\ninput var B : [30 321]\ninput var x : [30]\n\
+                       input var D : [20 321]\noutput var C : [20 321]\noutput var y : [20]\n\
+                       output var E : [20 321]\n\
                        C = (A # B) .[2 3]\ny = (A # x) .[2 3]\nE = D * D + D\n";
 
 #[test]
@@ -22,9 +22,9 @@ fn emit_c_with_fma_validates_and_prints_fused_multiply_adds() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stderr),
-        "validated for these shapes: A [20, 30], B [30, 257], x [30], D [20, 257], \
-         C [20, 257], y [20], E [20, 257] with M = 4: 10300 output cells equal the semantics up \
-         to reassociation of + and *, 832 padding cells are zero\n"
+        "validated for these shapes: A [20, 30], B [30, 321], x [30], D [20, 321], \
+         C [20, 321], y [20], E [20, 321] with M = 4: 12860 output cells equal the semantics up \
+         to reassociation of + and *, 960 padding cells are zero\n"
     );
     let c = text(&o.stdout);
     for fused in [

@@ -14,13 +14,13 @@ from conftest import small_ints
 if shutil.which("cc") is None:
     pytest.skip("no C compiler named cc", allow_module_level=True)
 
-# Large enough for the packed matrix-product kernel (257 columns, more than a small
+# Large enough for the packed matrix-product kernel (321 columns, more than a small
 # product's) and the dot-product kernel.
 PROGRAM = """
 input  alloc A : [20, 30]
-input  alloc B : [30, 257]
+input  alloc B : [30, 321]
 input  alloc x : [30]
-output alloc C : [20, 257]
+output alloc C : [20, 321]
 output alloc y : [20]
 C = red+ 2 (diag 2 3 (prod A B))
 y = red+ 2 (diag 2 3 (prod A x))
@@ -62,7 +62,7 @@ def test_fma_is_off_by_default_and_shows_in_the_c():
 
 def test_integer_inputs_give_the_exact_results(cache):
     rng = np.random.default_rng(3)
-    a, b, x = small_ints(rng, (20, 30)), small_ints(rng, (30, 257)), small_ints(rng, (30,))
+    a, b, x = small_ints(rng, (20, 30)), small_ints(rng, (30, 321)), small_ints(rng, (30,))
     p = teil.Program(PROGRAM)
     flags, _ = native_flags()
     k = p.compile(cflags=flags, fma=True)
@@ -76,7 +76,7 @@ def test_integer_inputs_give_the_exact_results(cache):
 def test_random_floats_stay_within_two_gamma_k_of_the_exact_result(cache):
     rng = np.random.default_rng(5)
     a = rng.uniform(-2, 2, (20, 30))
-    b = rng.uniform(-2, 2, (30, 257))
+    b = rng.uniform(-2, 2, (30, 321))
     x = rng.uniform(-2, 2, (30,))
     p = teil.Program(PROGRAM)
     flags, fast = native_flags()
@@ -96,7 +96,7 @@ def test_a_product_that_does_not_round_shows_the_fusion(cache):
     # -(1 + 2^-26) + (1 + 2^-27)^2 is 2^-54 exactly; exact mode rounds the product to
     # 1 + 2^-26 first and gets 0.
     p = teil.Program(PROGRAM)
-    a, b, x = np.zeros((20, 30)), np.zeros((30, 257)), np.zeros(30)
+    a, b, x = np.zeros((20, 30)), np.zeros((30, 321)), np.zeros(30)
     a[0, :2] = [-1.0, 1 + 2.0**-27]
     b[:2, 0] = [1 + 2.0**-26, 1 + 2.0**-27]
     x[:2] = b[:2, 0]

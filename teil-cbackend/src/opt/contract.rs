@@ -205,16 +205,17 @@ pub const LANES: [Lanes; 4] = [
 ];
 /// The dot-product blocking where the chains of dependent additions bound the kernel, on each
 /// target, in [`Target::ALL`] order: [`LANES`], but 16 lanes (two vectors) on AVX-512. It is
-/// used for a sum of one operand (`Contraction::b` is `None`), in fma mode for a product
-/// whose lane operand's rows are longer than [`PREFETCH_MAX_ROW`], and for small products
-/// ([`DOT_SMALL`], whose register tile of 8 rows then holds 16 vectors of sums). Their terms are rows of the
+/// used for a sum of one operand (`Contraction::b` is `None`) and in fma mode for a product
+/// whose lane operand's rows are longer than [`PREFETCH_MAX_ROW`]: their terms are rows of the
 /// operand, transposed in registers, and with one vector of lanes each block of 8 terms is a
 /// chain of 8 dependent additions (fused multiply-adds) into one accumulator; with two the
 /// chains overlap. PERFORMANCE.md ("Kernels drawn at random") has the measurements: 16 lanes
 /// gained on `ki->k` 579 x 14136 (1.51 to 1.18 ms), `jkl->kj` (0.91 to 0.75 ms) and `jl->` (0.119
 /// to 0.108 ms) and lost a little on `ij->i` 1839 x 396 (0.056 to 0.065 ms); 32 lanes lost
-/// on most (32 rows streamed at once). For products they gained in fma mode only, and only on
-/// rows the next block's prefetch does not cover.
+/// on most (32 rows streamed at once). For those products they gained in fma mode only, and
+/// only on rows the next block's prefetch does not cover. Small products ([`DOT_SMALL`]) use
+/// it too: their register tile of 8 rows then holds 16 vectors of sums, 10-20 % faster than 8
+/// from 64 to 192 in both modes (PERFORMANCE.md, *Small products*).
 pub const CHAIN_LANES: [Lanes; 4] = [
     Lanes {
         lanes: 16,
@@ -239,12 +240,15 @@ pub const DOT_THIN: u64 = 16;
 pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
 /// A product whose rows and columns both number at most this many is computed by vector dot
 /// products instead of the packed kernel, where the terms of every operand that reads the lane
-/// span at most [`DOT_SMALL_SPAN`] doubles: measured between 32 and 384 (PERFORMANCE.md, *Small
-/// products*), the dot kernel is faster up to 256 and the packed one from 384.
-pub const DOT_SMALL: u64 = 256;
+/// span at most [`DOT_SMALL_SPAN`] doubles. Measured on `n³` products from 32 to 512
+/// (PERFORMANCE.md, *Small products*): the dot kernel is faster up to 321 (by 12-16 % there),
+/// even at 384, slower from 512.
+pub const DOT_SMALL: u64 = 320;
 /// Largest span (stride in `k` times `K`, in doubles) of a lane operand's terms for a small
-/// product ([`DOT_SMALL`]) to take the dot kernel: 1 MiB, so a 256 x 256 block of columns.
-pub const DOT_SMALL_SPAN: u64 = 1 << 17;
+/// product ([`DOT_SMALL`]) to take the dot kernel: 8 MiB. Measured on `64 x K x 256`: the dot
+/// kernel is 1.48x faster at `K` = 4096 (2^20 doubles), 1.36x slower at 8192; `128 x 8192 x
+/// 128` (2^20) and `256 x 4096 x 256` (2^20) gain too, `256 x 16384 x 256` loses 3.7x.
+pub const DOT_SMALL_SPAN: u64 = 1 << 20;
 /// Largest stride in `k` (in doubles) of an operand read with unit stride along the lane for
 /// the dot kernel to replace a thin packed product: the next term's vector is at most eight
 /// cache lines on, a stride the hardware prefetchers follow.
@@ -576,8 +580,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
                 })
             });
         if (thin && close) || small {
-            // A small product's tile is 16 lanes wide on AVX-512 (16 vectors of sums): 10 to
-            // 20 % faster than 8 from 64 to 192 (PERFORMANCE.md, *Small products*).
+            // A small product's tile is 16 lanes wide on AVX-512 (`CHAIN_LANES`).
             let table = if small { &CHAIN_LANES } else { &LANES };
             let d = lane.map(|l| dot(c, l, &[&sa, &sb], table));
             if let Some(Strategy::Dot {
