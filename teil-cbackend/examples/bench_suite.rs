@@ -295,7 +295,7 @@ fn suite() -> Vec<Bench> {
         matmul("matmul_500x700x300", "odd", 500, 700, 300),
         // -- small: the plain nest below 512 multiplications (8³), then dot products with
         // their register tile up to 320 rows and columns (`opt::contract::DOT_SMALL`, where
-        // `B`'s terms span at most 2^20 doubles, `DOT_SMALL_SPAN`), the packed kernel beyond.
+        // `B`'s terms span at most 7 x 2^18 doubles, `DOT_SMALL_SPAN`), the packed kernel beyond.
         matmul("matmul_7", "small", 7, 7, 7),
         matmul("matmul_8", "small", 8, 8, 8),
         matmul("matmul_15", "small", 15, 15, 15),
@@ -306,8 +306,9 @@ fn suite() -> Vec<Bench> {
         matmul("matmul_64", "small", 64, 64, 64),
         // Between 97 and the 500 x 700 x 300 product: the packed kernel's hole at 128-192
         // (PERFORMANCE.md, "Small products"), and both sides of the small products' limits:
-        // 320 (dot products) and 321 (packed) rows and columns, 4096 (dot products) and 4100
-        // (packed) terms of 256 columns (`B`'s terms span 2^20 doubles and a little more).
+        // 320 (dot products) and 321 (packed) rows and columns, 7168 (dot products) and 7172
+        // (packed) terms of 256 columns (`B`'s terms span `DOT_SMALL_SPAN` doubles and a
+        // little more).
         matmul("matmul_96", "small", 96, 96, 96),
         matmul("matmul_128", "small", 128, 128, 128),
         matmul("matmul_160", "small", 160, 160, 160),
@@ -315,8 +316,8 @@ fn suite() -> Vec<Bench> {
         matmul("matmul_256", "small", 256, 256, 256),
         matmul("matmul_320", "small", 320, 320, 320),
         matmul("matmul_321", "small", 321, 321, 321),
-        matmul("matmul_64x4096x256", "small", 64, 4096, 256),
-        matmul("matmul_64x4100x256", "small", 64, 4100, 256),
+        matmul("matmul_64x7168x256", "small", 64, 7168, 256),
+        matmul("matmul_64x7172x256", "small", 64, 7172, 256),
         // -- skinny: one or two small extents.
         matmul("outer_k16", "skinny", 4096, 16, 4096),
         matmul("rows_k8", "skinny", 100_000, 8, 8),

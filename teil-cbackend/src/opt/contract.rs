@@ -245,10 +245,11 @@ pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
 /// even at 384, slower from 512.
 pub const DOT_SMALL: u64 = 320;
 /// Largest span (stride in `k` times `K`, in doubles) of a lane operand's terms for a small
-/// product ([`DOT_SMALL`]) to take the dot kernel: 8 MiB. Measured on `64 x K x 256`: the dot
-/// kernel is 1.48x faster at `K` = 4096 (2^20 doubles), 1.36x slower at 8192; `128 x 8192 x
-/// 128` (2^20) and `256 x 4096 x 256` (2^20) gain too, `256 x 16384 x 256` loses 3.7x.
-pub const DOT_SMALL_SPAN: u64 = 1 << 20;
+/// product ([`DOT_SMALL`]) to take the dot kernel: 14 MiB, where the two kernels meet. Measured
+/// on `64 x K x 256` (PERFORMANCE.md, *Small products*): the dot kernel is 1.48x faster at `K`
+/// = 4096 (2^20 doubles), 1.2x at 6144, even (exact) or 1.19x faster (fma) at 7168 (this
+/// limit), 1.36x slower at 8192; `128 x 14336 x 128` (the limit) gains 1.15-1.33x.
+pub const DOT_SMALL_SPAN: u64 = 7 << 18;
 /// Largest stride in `k` (in doubles) of an operand read with unit stride along the lane for
 /// the dot kernel to replace a thin packed product: the next term's vector is at most eight
 /// cache lines on, a stride the hardware prefetchers follow.
