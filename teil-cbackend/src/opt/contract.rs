@@ -571,8 +571,8 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         // Small products: packing both operands costs as much as the product, and the dot
         // kernel's register tile (rows times vectors of lanes, over the operands where they
         // are) is faster (PERFORMANCE.md, *Small products*) while the lane operands' terms
-        // stay within a level-2 cache. Only the tile was measured: dot products that would
-        // transpose rows in registers (`ik,jk->ij`) stay packed.
+        // span at most `DOT_SMALL_SPAN` doubles. Only the tile was measured: dot products that
+        // would transpose rows in registers (`ik,jk->ij`) stay packed.
         let small = m.max(n) <= DOT_SMALL
             && lane.is_some_and(|l| {
                 [&sa, &sb].into_iter().filter(|s| s.has(l.var)).all(|s| {
