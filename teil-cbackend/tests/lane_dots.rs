@@ -18,11 +18,11 @@
 
 mod rounding;
 
-use rounding::{assert_same, compile, compiled_is_the_ir, differing, lower, toolchains};
+use rounding::{assert_same, compile, compiled_and_permitted, differing, lower, toolchains};
 use teil_cbackend::ir::{Kernel, LaneFold, Step, Strategy};
 use teil_cbackend::opt::lanes::MIN_SUM_TERMS;
 use teil_cbackend::opt::{printing, Printing};
-use teil_cbackend::validate::{self, Judgement};
+use teil_cbackend::validate;
 
 /// A matrix-vector product of `rows` x `terms`.
 fn matvec(rows: u64, terms: u64) -> String {
@@ -81,13 +81,7 @@ fn the_c_computes_the_lanes_the_ir_means_and_the_validator_permits_them() {
                 let inputs = rounding::inputs(&p, seed, specials);
                 let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
                 let what = format!("M = {pad}, seed {seed}:\n{src}");
-                let ir = compiled_is_the_ir(&what, &k, &inputs);
-                // The compiled results are the IR's bits, so one judgement covers them.
-                let limits = validate::Limits::default();
-                match validate::judge(&p, &k, &inputs, &ir, &limits) {
-                    Judgement::Permitted(_) => {}
-                    other => panic!("{what}: {other:?}"),
-                }
+                let ir = compiled_and_permitted(&what, &p, &k, &inputs);
                 if specials.is_none() {
                     differs_from_the_fold += differing(&ir, &oracle);
                 }

@@ -115,3 +115,18 @@ pub fn compiled_is_the_ir(what: &str, k: &Kernel, inputs: &Values) -> Values {
     }
     ir
 }
+
+/// [`compiled_is_the_ir`], then the validator's judgement of those values for `p` (one covers
+/// every flag set, the compiled results being the IR's bits), which must be `Permitted`.
+pub fn compiled_and_permitted(
+    what: &str,
+    p: &CheckedProgram,
+    k: &Kernel,
+    inputs: &Values,
+) -> Values {
+    let ir = compiled_is_the_ir(what, k, inputs);
+    match validate::judge(p, k, inputs, &ir, &validate::Limits::default()) {
+        validate::Judgement::Permitted(_) => ir,
+        other => panic!("{what}: {other:?}"),
+    }
+}
