@@ -3,7 +3,7 @@
 //! of the target ([`tile`](super::tile)) on every pair of slivers.
 
 use super::contract::{affine, loops, offset, Fresh};
-use super::tile::tile_name;
+use super::tile::Tile;
 use super::writer::Writer;
 use crate::ir::{Affine, Bound, Contraction, Kernel, Panels, Strategy};
 use std::collections::BTreeMap;
@@ -338,18 +338,29 @@ fn row_panels(
             let jr = format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr})");
             let ir = format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr})");
             let (outer, inner) = if v.rows_outer() { (ir, jr) } else { (jr, ir) };
-            let (name, kin) = match c.outer {
-                None => (tile_name(mr, nr, k.fma, false), String::new()),
-                Some(_) => (tile_name(mr, nr, k.fma, true), format!(", {}", c.k.extent)),
-            };
+            let kin = c.outer.map_or(String::new(), |_| format!(", {}", c.k.extent));
+            let (full, edge) = Tile::of(v, m, k.fma, c.outer.is_some());
             w.block(outer, |w| {
                 w.block(inner, |w| {
-                    w.line(format!(
-                        "{name}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
-                         teil_t, teil_mc + teil_ir, teil_nt + teil_jr, \
-                         teil_mcb - teil_ir < {mr} ? (int)(teil_mcb - teil_ir) : {mr}, \
-                         teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr}, teil_pc == 0{kin});"
-                    ));
+                    let call = |w: &mut Writer, t: &Tile| {
+                        w.line(format!(
+                            "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
+                             teil_t, teil_mc + teil_ir, teil_nt + teil_jr, \
+                             teil_mcb - teil_ir < {mr} ? (int)(teil_mcb - teil_ir) : {mr}, \
+                             teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr}, teil_pc == 0{kin});",
+                            t.name()
+                        ))
+                    };
+                    match edge {
+                        // The last row sliver's own tile ([`Tile::of`]).
+                        Some(edge) => w.chain(&mut [
+                            (&format!("if (teil_mcb - teil_ir < {mr})"), &mut |w: &mut Writer| {
+                                call(w, &edge)
+                            }),
+                            ("else", &mut |w: &mut Writer| call(w, &full)),
+                        ]),
+                        None => call(w, &full),
+                    }
                 });
             });
         });

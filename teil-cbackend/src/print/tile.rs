@@ -5,36 +5,80 @@
 use super::contract::{branches, fma_lanes};
 use super::multiply_add;
 use super::writer::Writer;
-use crate::ir::{Contraction, Kernel, Step, Strategy, Target};
+use crate::ir::{Contraction, Kernel, Panels, Step, Strategy, Target};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A register tile: `MR`, `NR`, whether it fuses its multiply-adds (fma mode), and whether
-/// it computes two-level sums.
-type TileShape = (u64, u64, bool, bool);
+/// A register tile: the `rows` x `nr` cells it computes, in slivers of `mr` rows and `nr`
+/// columns (its panels' [`Panels::mr`] and [`Panels::nr`]), whether it fuses its multiply-adds
+/// (fma mode), and whether it computes two-level sums. A full tile computes whole slivers; an
+/// edge tile ([`Tile::of`]) fewer rows of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Tile {
+    pub rows: u64,
+    pub mr: u64,
+    pub nr: u64,
+    pub fma: bool,
+    pub two_level: bool,
+}
+
+impl Tile {
+    /// The tiles a packed product of `m` rows calls with the panels `v`: the full tile, and
+    /// where the last row sliver is narrower (`m % mr` rows: the row panels hold whole
+    /// slivers, [`Panels::mc`]) an edge tile of its rows, so that the last sliver does not
+    /// compute the zero rows that pad it (a product of 64 rows in slivers of 12 computed 72).
+    /// Only rows: a column edge would be rounded up to whole vectors, which differ between
+    /// the targets that share a kernel's C, and it would save at most half a sliver.
+    pub fn of(v: &Panels, m: u64, fma: bool, two_level: bool) -> (Tile, Option<Tile>) {
+        let full = Tile {
+            rows: v.mr,
+            mr: v.mr,
+            nr: v.nr,
+            fma,
+            two_level,
+        };
+        let edge = Some(m % v.mr)
+            .filter(|&r| r > 0)
+            .map(|rows| Tile { rows, ..full });
+        (full, edge)
+    }
+
+    /// The tile's C name: `teil_tile_MRxNR` (`teil_tile2_..` for two-level sums), an edge
+    /// tile's `teil_tile_ROWSxNR_of_MR`, and `_fma` in fma mode.
+    pub fn name(&self) -> String {
+        let Tile { rows, mr, nr, .. } = *self;
+        format!(
+            "teil_tile{}_{rows}x{nr}{}{}",
+            if self.two_level { "2" } else { "" },
+            if rows == mr {
+                String::new()
+            } else {
+                format!("_of_{mr}")
+            },
+            if self.fma { "_fma" } else { "" }
+        )
+    }
+}
 
 /// The register tiles the packed steps of `kernels` call, for every target (one branch per
 /// group of targets with the same tiles and vector width). Returns whether it wrote any
 /// (none without packed steps).
 pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
-    let mut shapes: BTreeMap<Target, BTreeSet<TileShape>> = BTreeMap::new();
+    let mut shapes: BTreeMap<Target, BTreeSet<Tile>> = BTreeMap::new();
     for k in kernels {
         for s in &k.steps {
             if let Step::Contract {
                 c:
                     c @ Contraction {
-                        strategy: Strategy::Packed { variants, .. },
+                        strategy: Strategy::Packed { variants, m, .. },
                         ..
                     },
                 ..
             } = s
             {
                 for v in variants {
-                    shapes.entry(v.target).or_default().insert((
-                        v.mr,
-                        v.nr,
-                        k.fma,
-                        c.outer.is_some(),
-                    ));
+                    let set = shapes.entry(v.target).or_default();
+                    let (full, edge) = Tile::of(v, *m, k.fma, c.outer.is_some());
+                    set.extend(std::iter::once(full).chain(edge));
                 }
             }
         }
@@ -43,7 +87,7 @@ pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
         return false;
     }
     // Targets with the same vector width and tile shapes print the same tiles.
-    let mut keys: Vec<(u64, &BTreeSet<TileShape>)> = Vec::new();
+    let mut keys: Vec<(u64, &BTreeSet<Tile>)> = Vec::new();
     let mut targets: Vec<Vec<Target>> = Vec::new();
     for (t, set) in &shapes {
         let key = (t.width(), set);
@@ -60,46 +104,39 @@ pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
     let mut section = Writer::new();
     branches(&targets, &mut section, |w, t| {
         let width = t.width();
-        if width > 1 && shapes[&t].iter().any(|&(_, _, fma, _)| fma) {
+        if width > 1 && shapes[&t].iter().any(|s| s.fma) {
             fma_lanes(w, width);
         }
-        for &(mr, nr, fma, two_level) in &shapes[&t] {
+        for s in &shapes[&t] {
             w.blank();
-            tile(w, mr, nr, width, fma, two_level);
+            tile(w, s, width);
         }
     });
     w.text(section.finish().trim_start());
     true
 }
 
-/// The C name of the register tile of `mr` x `nr` cells (`_fma` in fma mode), `teil_tile2_..`
-/// for two-level sums.
-pub(super) fn tile_name(mr: u64, nr: u64, fma: bool, two_level: bool) -> String {
-    format!(
-        "teil_tile{}_{mr}x{nr}{}",
-        if two_level { "2" } else { "" },
-        if fma { "_fma" } else { "" }
-    )
-}
-
-/// The register tile `teil_tile_MRxNR` (`teil_tile_MRxNR_fma` in fma mode, every multiply-add
-/// fused): `t[rows[i] + cols[j]] (+)= Σ_p pa[p][i] * pb[p][j]`
-/// for `i < mr`, `j < nr`, starting from `-0.0` when `first`, else from the cell's current
+/// The register tile `s` ([`Tile::name`]; in fma mode every multiply-add fused):
+/// `t[rows[i] + cols[j]] (+)= Σ_p pa[p][i] * pb[p][j]` for `i < mr`, `j < nr` (the arguments;
+/// at most the tile's `ROWS` x `NR`; `pa` and `pb` in slivers of the tile's `MR` rows and
+/// `NR` columns), starting from `-0.0` when `first`, else from the cell's current
 /// value (the partial sum of the previous panels of terms). Products are added in the order of
 /// `p`. With `width > 1` the tile's rows live in vectors of `width` doubles (GCC's generic
-/// vector extensions; `nr` is a multiple of `width`), each vector operation one binary64
+/// vector extensions; `NR` is a multiple of `width`), each vector operation one binary64
 /// operation per cell; with `width == 1` the same computation is plain C (the compiler may
 /// vectorise it).
 ///
-/// With `two_level`, the tile `teil_tile2_MRxNR` (`_fma` in fma mode) of a two-level sum: the
+/// With `two_level`, the tile `teil_tile2_..` of a two-level sum: the
 /// same, with the terms in groups of `kin` (an extra argument; `kc` is a multiple of it), each
 /// group's products added in order to an inner sum of its own from `-0.0`, which is then added
 /// to the cell's sum: `t[..] (+)= s_0 + s_1 + ...` with `s_g = -0.0 + pa[g kin][i] * pb[g
 /// kin][j] + ...` (spec/padding.md, "Contraction kernels"). In fma mode only the
 /// multiply-adds of the inner sums are fused. The tile keeps both sums of every cell in
 /// registers (the pass's two-sum tile sizes, `opt::contract::NESTED`, are chosen so).
-fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) {
-    let name = tile_name(mr, nr, fma, two_level);
+fn tile(w: &mut Writer, s: &Tile, width: u64) {
+    let name = s.name();
+    let (mr, nr, fma, two_level) = (s.rows, s.nr, s.fma, s.two_level);
+    let (lda, ldb) = (s.mr, s.nr);
     let cells = mr * nr;
     // The continuation lines of the parameter list.
     let more = "                      ";
@@ -108,10 +145,10 @@ fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool
         w.line(" * kernels\"): t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + s[0] + s[1] + ...");
         w.line(" * with s[g] = -0.0 + pa[g * kin][i] * pb[g * kin][j] + ... (kin products), sums and products");
         w.line(format!(
-            " * added in order, for i < mr, j < nr; kc is a multiple of kin. pa holds kc columns of {mr}"
+            " * added in order, for i < mr, j < nr; kc is a multiple of kin. pa holds kc columns of {lda}"
         ));
         w.line(format!(
-            " * rows, pb kc rows of {nr} columns (packed panels, zero beyond mr and nr). */"
+            " * rows, pb kc rows of {ldb} columns (packed panels, zero beyond mr and nr). */"
         ));
         w.line(format!(
             "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
@@ -124,10 +161,10 @@ fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool
         w.line("/* A register tile of the packed contraction kernel (spec/padding.md, \"Contraction kernels\"):");
         w.line(" * t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + pa[0][i] * pb[0][j] + ...,");
         w.line(format!(
-            " * products added in order, for i < mr, j < nr. pa holds kc columns of {mr} rows, pb kc rows of"
+            " * products added in order, for i < mr, j < nr. pa holds kc columns of {lda} rows, pb kc rows of"
         ));
         w.line(format!(
-            " * {nr} columns (packed panels, zero beyond mr and nr). */"
+            " * {ldb} columns (packed panels, zero beyond mr and nr). */"
         ));
         w.line(format!(
             "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
@@ -161,7 +198,7 @@ fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool
             });
         });
         if width > 1 {
-            w.block("", |w| vector_tile(w, mr, nr, width, fma, two_level));
+            w.block("", |w| vector_tile(w, s, width));
         } else {
             w.block("if (dense)", |w| {
                 each_cell(
@@ -176,8 +213,8 @@ fn tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool
                 let update =
                     multiply_add(fma, 1, &format!("{sums}[i * {nr} + j]"), "pa[i]", "pb[j]");
                 each_cell(w, &mr.to_string(), &nr.to_string(), &update);
-                w.line(format!("pa += {mr};"));
-                w.line(format!("pb += {nr};"));
+                w.line(format!("pa += {lda};"));
+                w.line(format!("pb += {ldb};"));
             };
             if two_level {
                 w.block("for (p = 0; p < kc; p += kin)", |w| {
@@ -215,7 +252,8 @@ fn each_cell(w: &mut Writer, rows: &str, cols: &str, statement: &str) {
 /// The body of a tile whose rows are vectors of `width` doubles ([`tile`]): the cells' sums
 /// `cI_V` (row `I`, vector `V`) from `-0.0` or from the cells, the products of every term
 /// added, then the sums stored.
-fn vector_tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) {
+fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
+    let (mr, nr, fma, two_level) = (s.rows, s.nr, s.fma, s.two_level);
     let vecs = nr / width;
     let bytes = 8 * width;
     let ty = format!("teil_v{width}");
@@ -284,8 +322,8 @@ fn vector_tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_leve
             }
             w.line(line);
         }
-        w.line(format!("pa += {mr};"));
-        w.line(format!("pb += {nr};"));
+        w.line(format!("pa += {};", s.mr));
+        w.line(format!("pb += {};", s.nr));
     };
     if two_level {
         // A two-level sum's inner sums (`u..`) are one loop deeper: the products of the term
@@ -319,9 +357,19 @@ fn vector_tile(w: &mut Writer, mr: u64, nr: u64, width: u64, fma: bool, two_leve
 mod tests {
     use super::*;
 
-    fn printed(mr: u64, nr: u64, width: u64, fma: bool, two_level: bool) -> String {
+    fn full(mr: u64, nr: u64, fma: bool) -> Tile {
+        Tile {
+            rows: mr,
+            mr,
+            nr,
+            fma,
+            two_level: false,
+        }
+    }
+
+    fn printed(s: &Tile, width: u64) -> String {
         let mut w = Writer::new();
-        tile(&mut w, mr, nr, width, fma, two_level);
+        tile(&mut w, s, width);
         w.finish()
     }
 
@@ -331,8 +379,8 @@ mod tests {
     #[test]
     fn the_fma_tiles_fuse_exactly_the_multiply_adds() {
         for (mr, nr, width) in [(6, 8, 4), (16, 8, 8), (6, 8, 2), (6, 8, 1)] {
-            let exact = printed(mr, nr, width, false, false);
-            let fused = printed(mr, nr, width, true, false);
+            let exact = printed(&full(mr, nr, false), width);
+            let fused = printed(&full(mr, nr, true), width);
             let updates = if width > 1 { mr * (nr / width) } else { 1 };
             let call = if width > 1 {
                 format!("teil_fmav{width}(")
@@ -348,10 +396,7 @@ mod tests {
             );
             assert!(!exact.contains("fma"), "{exact}");
             // Undoing the fusion gives the exact tile back, byte for byte.
-            let mut undone = fused.replace(
-                &tile_name(mr, nr, true, false),
-                &tile_name(mr, nr, false, false),
-            );
+            let mut undone = fused.replace(&full(mr, nr, true).name(), &full(mr, nr, false).name());
             if width > 1 {
                 for i in 0..mr {
                     for v in 0..nr / width {
@@ -368,6 +413,34 @@ mod tests {
                 );
             }
             assert_eq!(undone, exact);
+        }
+    }
+
+    /// The last row sliver of a product whose rows are not whole slivers gets an edge tile of
+    /// its rows that reads the packed sliver of `MR` rows; whole slivers get none.
+    #[test]
+    fn the_last_row_sliver_gets_a_tile_of_its_rows() {
+        use crate::opt::contract::PACKED_FMA_AVX512 as v;
+        let (full, edge) = Tile::of(&v, 64, true, false);
+        assert_eq!(full.name(), "teil_tile_12x16_fma");
+        let edge = edge.expect("64 rows are 5 slivers of 12 and 4 rows");
+        assert_eq!((edge.rows, edge.mr, edge.nr), (4, 12, 16));
+        assert_eq!(edge.name(), "teil_tile_4x16_of_12_fma");
+        assert_eq!(Tile::of(&v, 60, true, false).1, None);
+        assert_eq!(
+            Tile::of(&v, 61, false, true).1.map(|t| t.name()),
+            Some("teil_tile2_1x16_of_12".to_string())
+        );
+        for width in [8, 1] {
+            let c = printed(&edge, width);
+            // Four rows of sums over slivers of 12 rows and 16 columns.
+            assert!(c.contains("dense = mr == 4 && nr == 16;"), "{c}");
+            assert!(c.contains("pa += 12;") && c.contains("pb += 16;"), "{c}");
+            assert!(c.contains("double w[64];"), "{c}");
+            if width == 8 {
+                assert!(c.contains("c3_1") && !c.contains("c4_0"), "{c}");
+                assert!(c.contains("pa[3]") && !c.contains("pa[4]"), "{c}");
+            }
         }
     }
 }
