@@ -357,6 +357,39 @@ fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
     }
 }
 
+/// Column sliver by column sliver, each tile is preceded by the prefetch of the next row
+/// sliver's target cells (`teil_prefetch_tile`); row sliver by row sliver there is none, and
+/// the helper is printed unused.
+#[test]
+fn column_sliver_order_prefetches_the_next_tiles_cells() {
+    let c = |m: u64, k: u64, n: u64| {
+        let src = format!(
+            "input alloc A : [{m}, {k}]\ninput alloc B : [{k}, {n}]\noutput alloc C : [{m}, {n}]\n\
+             C = contr 2 3 (prod A B)\n"
+        );
+        let (p, _) = teil::compile(&src).expect("checks");
+        teil_cbackend::emit_c(&p, &teil_cbackend::Options::default()).expect("prints")
+    };
+    let helper = "static void teil_prefetch_tile(const double *t, const long long *rows, int mr,";
+    // 512³: column sliver by column sliver on every target (above); 8 x 256 x 4096: one row
+    // panel, row sliver by row sliver.
+    let (columns, rows) = (c(512, 512, 512), c(8, 256, 4096));
+    assert!(columns.contains(helper) && rows.contains(helper));
+    let calls = |c: &str| {
+        c.matches("teil_prefetch_tile(teil_t, teil_mc + teil_ir + ")
+            .count()
+    };
+    // One prefetch per tile loop: the AVX-512 branch (16-row tiles) and the shared one (6).
+    assert_eq!(calls(&columns), 2, "{columns}");
+    for mr in [16, 6] {
+        let call = format!(
+            "if (teil_ir + {mr} < teil_mcb) teil_prefetch_tile(teil_t, teil_mc + teil_ir + {mr}, "
+        );
+        assert!(columns.contains(&call), "{call}\n{columns}");
+    }
+    assert_eq!(calls(&rows), 0, "{rows}");
+}
+
 #[test]
 fn a_wrong_panel_edge_loses_the_last_row() {
     let (_, p) = program("matmul");

@@ -3,7 +3,7 @@
 //! of the target ([`tile`](super::tile)) on every pair of slivers.
 
 use super::contract::{affine, loops, offset, Fresh};
-use super::tile::Tile;
+use super::tile::{Tile, PREFETCH};
 use super::writer::Writer;
 use crate::ir::{Affine, Bound, Contraction, Kernel, Panels, Strategy};
 use std::collections::BTreeMap;
@@ -340,8 +340,22 @@ fn row_panels(
             let (outer, inner) = if v.rows_outer() { (ir, jr) } else { (jr, ir) };
             let kin = c.outer.map_or(String::new(), |_| format!(", {}", c.k.extent));
             let (full, edge) = Tile::of(v, m, k.fma, c.outer.is_some());
+            // Column sliver by column sliver, the next tile computes the next row sliver's
+            // cells of the target: ask for them now (`tile::PREFETCH`). Row sliver by row
+            // sliver it computes the next columns of the same rows, which the hardware
+            // prefetchers follow (prefetching them was 1-2 % slower on 64 x 7172 x 256).
+            let next = (!v.rows_outer()).then(|| {
+                format!(
+                    "if (teil_ir + {mr} < teil_mcb) {PREFETCH}(teil_t, teil_mc + teil_ir + {mr}, \
+                     teil_mcb - teil_ir - {mr} < {mr} ? (int)(teil_mcb - teil_ir - {mr}) : {mr}, teil_nt + teil_jr, \
+                     teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr});"
+                )
+            });
             w.block(outer, |w| {
                 w.block(inner, |w| {
+                    if let Some(next) = &next {
+                        w.line(next);
+                    }
                     let call = |w: &mut Writer, t: &Tile| {
                         w.line(format!(
                             "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
