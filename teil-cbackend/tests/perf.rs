@@ -144,6 +144,47 @@ fn each_benchmark_kernel_gets_its_printer() {
     }
 }
 
+/// The lane's cells after the last whole block of a vector dot-product step are one more
+/// block, the lane's last, where they are more than a block's vectors, and scalars side by side
+/// where they are not (`print::vector_dot`); the values are the oracle's
+/// (`optimised_printers_agree_with_the_oracle_bit_for_bit`, which has both programs).
+#[test]
+fn the_lanes_last_cells_take_a_block_where_they_outnumber_its_vectors() {
+    let c = |src: &str| {
+        teil_cbackend::emit_c(&compile(src), &teil_cbackend::Options::default()).expect("prints")
+    };
+    let shifted = c(&format!(
+        "{}C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n",
+        decls(&[("A", &[30, 20, 19]), ("B", &[19, 30])], ("C", &[20, 30]))
+    ));
+    // AVX-512, AVX and NEON: 8 lanes, 6 left; portable C: scalars.
+    assert_eq!(
+        shifted
+            .matches("/* the last 8 cells, 2 of them computed again */")
+            .count(),
+        3,
+        "{shifted}"
+    );
+    assert_eq!(
+        shifted
+            .matches("/* the remaining 6 cells, side by side */")
+            .count(),
+        1,
+        "{shifted}"
+    );
+    // A small product of 97 columns: 16 lanes (two AVX-512 vectors) and 8 (AVX: two vectors,
+    // NEON: four) leave 1 column, fewer than the vectors: scalars everywhere.
+    let scalar = c(&format!(
+        "{}C = contr 2 3 (prod A B)\n",
+        decls(&[("A", &[97, 97]), ("B", &[97, 97])], ("C", &[97, 97]))
+    ));
+    assert!(!scalar.contains("computed again"), "{scalar}");
+    assert!(
+        scalar.contains("/* the remaining 1 cells of 8 rows, side by side */"),
+        "{scalar}"
+    );
+}
+
 /// Tiling is for transpositions: a load that walks the outer label with unit stride and moves
 /// along the innermost one too. A load that stays put along the innermost label (`c[i]` in
 /// `X[i, j] + c[i]`) reads one value per row, and the nest stays a plain row-by-row walk.
@@ -375,6 +416,16 @@ fn edge_programs() -> Vec<(&'static str, String)> {
                     &[("A", &[3, 10, 20]), ("B", &[3, 20, 12])],
                     ("C", &[3, 10, 12])
                 )
+            ),
+        ),
+        (
+            // Dot products of transposed rows (`kji,ik->jk`): 30 lanes, 6 left after three
+            // blocks of 8, more than a block's vectors (one on AVX-512, two on AVX, four on
+            // NEON): the lane's last block, computing 2 cells again; portable C's scalars.
+            "dot products, the lane's last block computed again",
+            format!(
+                "{}C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n",
+                decls(&[("A", &[30, 20, 19]), ("B", &[19, 30])], ("C", &[20, 30]))
             ),
         ),
         (

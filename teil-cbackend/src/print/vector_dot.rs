@@ -17,8 +17,10 @@ use std::collections::BTreeSet;
 /// a broadcast, a load, or (for [`Reads::Rows`]) `width` rows of `width` terms loaded and
 /// transposed in registers (`teil_shuffle`), the terms then added in order one column at a
 /// time; the terms beyond the last whole group of `width` are gathered one by one. The
-/// lane's remaining cells are summed with scalars side by side, as the scalar dot products
-/// do ([`Remainder`]).
+/// lane's remaining cells are one more block, the lane's last, where they are more than a
+/// block's vectors (the cells it shares with the block before computed again, the same
+/// bits), else summed with scalars side by side, as the scalar dot products do
+/// ([`Remainder`]).
 pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fresh: &mut Fresh) {
     let Strategy::Dot {
         lane,
@@ -247,86 +249,108 @@ impl Block<'_> {
         let (nt, ot, st) = &self.target;
         let transposed = self.ops.iter().any(|op| op.reads == Reads::Rows);
         let whole = if transposed { kn - kn % width } else { 0 };
+        // One block of lanes from the lane variable's value on.
+        let block = |w: &mut Writer| {
+            w.line(format!(
+                "typedef double {ty} __attribute__((vector_size({bytes})));"
+            ));
+            let zero = vec!["-0.0"; width as usize].join(", ");
+            let inits: Vec<String> = (0..nr * nv)
+                .map(|i| format!("teil_s{i} = {{{zero}}}"))
+                .collect();
+            w.line(format!("{ty} {};", inits.join(", ")));
+            if transposed {
+                w.block(
+                    format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {width})"),
+                    |w| self.transposed_terms(w, nr),
+                );
+            }
+            if whole < kn {
+                w.block(
+                    format!("for (long long {kv} = {whole}; {kv} < {kn}; {kv}++)"),
+                    |w| {
+                        self.loads(w, nr, 1);
+                        self.updates(w, nr, 0, transposed, &|_, _, _| None);
+                    },
+                );
+            }
+            for r in 0..nr {
+                for u in 0..nv {
+                    let s = format!("teil_s{}", r * nv + u);
+                    let base = r * self.srow(st) + u * width * st.get(self.lane);
+                    if st.get(self.lane) == 1 {
+                        w.line(format!(
+                            "__builtin_memcpy(&{nt}[{}], &{s}, {bytes});",
+                            plus(ot, base)
+                        ));
+                    } else {
+                        let cells: Vec<String> = (0..width)
+                            .map(|x| {
+                                let at = plus(ot, base + x * st.get(self.lane));
+                                format!("{nt}[{at}] = {s}[{x}];")
+                            })
+                            .collect();
+                        w.line(cells.join(" "));
+                    }
+                }
+            }
+        };
         if pragma {
             w.directive("#pragma omp parallel for");
         }
         w.block_noted(
             format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
             format!("/* {} cells at a time */", nr * lanes),
-            |w| {
-                w.line(format!(
-                    "typedef double {ty} __attribute__((vector_size({bytes})));"
-                ));
-                let zero = vec!["-0.0"; width as usize].join(", ");
-                let inits: Vec<String> = (0..nr * nv)
-                    .map(|i| format!("teil_s{i} = {{{zero}}}"))
-                    .collect();
-                w.line(format!("{ty} {};", inits.join(", ")));
-                if transposed {
-                    w.block(
-                        format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {width})"),
-                        |w| self.transposed_terms(w, nr),
-                    );
-                }
-                if whole < kn {
-                    w.block(
-                        format!("for (long long {kv} = {whole}; {kv} < {kn}; {kv}++)"),
-                        |w| {
-                            self.loads(w, nr, 1);
-                            self.updates(w, nr, 0, transposed, &|_, _, _| None);
-                        },
-                    );
-                }
-                for r in 0..nr {
-                    for u in 0..nv {
-                        let s = format!("teil_s{}", r * nv + u);
-                        let base = r * self.srow(st) + u * width * st.get(self.lane);
-                        if st.get(self.lane) == 1 {
-                            w.line(format!(
-                                "__builtin_memcpy(&{nt}[{}], &{s}, {bytes});",
-                                plus(ot, base)
-                            ));
-                        } else {
-                            let cells: Vec<String> = (0..width)
-                                .map(|x| {
-                                    let at = plus(ot, base + x * st.get(self.lane));
-                                    format!("{nt}[{at}] = {s}[{x}];")
-                                })
-                                .collect();
-                            w.line(cells.join(" "));
-                        }
-                    }
-                }
-            },
+            block,
         );
-        // The lane's remaining cells of the block's rows, side by side.
-        if full < self.lane_n {
-            let cells = Remainder {
-                lane: (lv, full, self.lane_n),
-                k: (kv, kn),
-                fma: self.k.fma,
-            };
-            let rows: Vec<(Vec<Cell>, Cell)> = (0..nr)
-                .map(|r| {
-                    let operands = self
-                        .ops
-                        .iter()
-                        .map(|op| Cell {
-                            buf: op.buf.clone(),
-                            offset: plus(&op.offset, r * self.srow(&op.strides)),
-                            lane_stride: op.strides.get(self.lane),
-                        })
-                        .collect();
-                    let target = Cell {
-                        buf: nt.to_string(),
-                        offset: plus(ot, r * self.srow(st)),
-                        lane_stride: st.get(self.lane),
-                    };
-                    (operands, target)
-                })
-                .collect();
-            cells.print(w, &rows);
+        if full == self.lane_n {
+            return;
         }
+        // The lane's remaining cells: where they are more than the block's vectors, one more
+        // block that ends at the lane's last cell, recomputing the cells it shares with the
+        // block before (the same operations in the same order, so the same bits, stored
+        // again; after the loop, so that no two threads store a cell); else the cells of the
+        // block's rows, side by side, as scalars.
+        if self.lane_n - full > nv {
+            w.block_noted(
+                "",
+                format!(
+                    "/* the last {} cells, {} of them computed again */",
+                    nr * lanes,
+                    nr * (lanes - (self.lane_n - full))
+                ),
+                |w| {
+                    w.line(format!("long long {lv} = {};", self.lane_n - lanes));
+                    block(w);
+                },
+            );
+            return;
+        }
+        let cells = Remainder {
+            lane: (lv, full, self.lane_n),
+            k: (kv, kn),
+            fma: self.k.fma,
+        };
+        let rows: Vec<(Vec<Cell>, Cell)> = (0..nr)
+            .map(|r| {
+                let operands = self
+                    .ops
+                    .iter()
+                    .map(|op| Cell {
+                        buf: op.buf.clone(),
+                        offset: plus(&op.offset, r * self.srow(&op.strides)),
+                        lane_stride: op.strides.get(self.lane),
+                    })
+                    .collect();
+                let target = Cell {
+                    buf: nt.to_string(),
+                    offset: plus(ot, r * self.srow(st)),
+                    lane_stride: st.get(self.lane),
+                };
+                (operands, target)
+            })
+            .collect();
+        cells.print(w, &rows);
     }
 
     /// The body of the loop over whole groups of `width` terms where an operand is
