@@ -357,6 +357,48 @@ fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
     }
 }
 
+/// The last row sliver of a packed product gets an edge tile of its rows (`teil_tile_R..._of_MR`)
+/// where the full tile would spend at least `EDGE_MIN_WORK` multiplications on its zero rows,
+/// tile by tile: 337 rows leave one row of a 16-, 12- and 6-row sliver.
+#[test]
+fn the_last_row_sliver_gets_an_edge_tile_where_its_zero_rows_cost_enough() {
+    use teil_cbackend::opt::contract::EDGE_MIN_WORK;
+    let c = |m: u64, k: u64, n: u64, fma: bool| {
+        let src = format!(
+            "input alloc A : [{m}, {k}]\ninput alloc B : [{k}, {n}]\noutput alloc C : [{m}, {n}]\n\
+             C = contr 2 3 (prod A B)\n"
+        );
+        let (p, _) = teil::compile(&src).expect("checks");
+        let opts = teil_cbackend::Options {
+            fma,
+            ..Default::default()
+        };
+        teil_cbackend::emit_c(&p, &opts).expect("prints")
+    };
+    let (n, k) = (20u64, 2000u64);
+    // The zero rows' multiplications: 15 (exact AVX-512), 11 (fma AVX-512), 5 (the others).
+    let waste = |rows: u64| u128::from(rows * n * k);
+    assert!(waste(15) >= EDGE_MIN_WORK && waste(11) >= EDGE_MIN_WORK);
+    assert!(waste(5) < EDGE_MIN_WORK);
+    let exact = c(337, k, n, false);
+    assert!(exact.contains("teil_tile_1x8_of_16(teil_kcb,"), "{exact}");
+    assert!(
+        exact.contains("static void teil_tile_1x8_of_16("),
+        "{exact}"
+    );
+    assert!(!exact.contains("_of_6"), "{exact}");
+    let fused = c(337, k, n, true);
+    assert!(
+        fused.contains("teil_tile_1x16_of_12_fma(teil_kcb,"),
+        "{fused}"
+    );
+    assert!(!fused.contains("_of_6"), "{fused}");
+    // Few terms: no edge tile anywhere.
+    assert!(!c(337, 20, n, false).contains("_of_"));
+    // 64 rows in slivers of 12 (fma mode, AVX-512): 4 rows of the last.
+    assert!(c(64, 7172, 256, true).contains("teil_tile_4x16_of_12_fma(teil_kcb,"));
+}
+
 /// Column sliver by column sliver, each tile is preceded by the prefetch of the next row
 /// sliver's target cells (`teil_prefetch_tile`); row sliver by row sliver there is none, and
 /// the helper is printed unused.

@@ -144,9 +144,9 @@ fn each_benchmark_kernel_gets_its_printer() {
     }
 }
 
-/// The lane's cells after the last whole block of a vector dot-product step are one more
-/// block, the lane's last, where they are more than a block's vectors, and scalars side by side
-/// where they are not (`print::vector_dot`); the values are the oracle's
+/// The lane's cells after the last whole block of a vector dot-product step are computed by
+/// the lane's last block where they are more than a block's vectors, and by scalars side by
+/// side where they are not (`print::vector_dot`); the values are the oracle's
 /// (`optimised_printers_agree_with_the_oracle_bit_for_bit`, which has both programs).
 #[test]
 fn the_lanes_last_cells_take_a_block_where_they_outnumber_its_vectors() {
@@ -160,7 +160,7 @@ fn the_lanes_last_cells_take_a_block_where_they_outnumber_its_vectors() {
     // AVX-512, AVX and NEON: 8 lanes, 6 left; portable C: scalars.
     assert_eq!(
         shifted
-            .matches("/* the last 8 cells, 2 of them computed again */")
+            .matches("/* 8 cells at a time, the last block from cell 22 */")
             .count(),
         3,
         "{shifted}"
@@ -178,7 +178,7 @@ fn the_lanes_last_cells_take_a_block_where_they_outnumber_its_vectors() {
         "{}C = contr 2 3 (prod A B)\n",
         decls(&[("A", &[97, 97]), ("B", &[97, 97])], ("C", &[97, 97]))
     ));
-    assert!(!scalar.contains("computed again"), "{scalar}");
+    assert!(!scalar.contains("the last block"), "{scalar}");
     assert!(
         scalar.contains("/* the remaining 1 cells of 8 rows, side by side */"),
         "{scalar}"

@@ -165,6 +165,13 @@ pub const NESTED: [Panels; 4] = [
 /// Smallest number of multiplications (cells times terms) for which the packed kernel is
 /// used; below it packing costs more than it saves, and the dot-product printer is shorter.
 pub const PACKED_MIN_WORK: u128 = 4096;
+/// Fewest multiplications the full register tile would spend on the zero rows that pad a
+/// packed product's last row sliver (its missing rows times the columns, terms and batch
+/// cells) for that sliver to get an edge tile of its own rows (`print::tile`, `Tile::of`):
+/// below it they take microseconds, and the edge tile's C (a function per target, compiled
+/// with every kernel) costs more than it saves, in the fuzzer's compilations 0.9 ms per
+/// program (PERFORMANCE.md).
+pub const EDGE_MIN_WORK: u128 = 1 << 18;
 /// Smallest number of multiplications for which the dot-product printer is used (it also needs
 /// at least `min_lanes()` cells along the target's innermost label).
 pub const DOT_MIN_WORK: u128 = 512;

@@ -339,7 +339,7 @@ fn row_panels(
             let ir = format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr})");
             let (outer, inner) = if v.rows_outer() { (ir, jr) } else { (jr, ir) };
             let kin = c.outer.map_or(String::new(), |_| format!(", {}", c.k.extent));
-            let (full, edge) = Tile::of(v, m, k.fma, c.outer.is_some());
+            let (full, edge) = Tile::of(c, v, k.fma);
             // Column sliver by column sliver, the next tile computes the next row sliver's
             // cells of the target: ask for them now (`tile::PREFETCH`). Row sliver by row
             // sliver it computes the next columns of the same rows, which the hardware

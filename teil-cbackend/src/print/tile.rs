@@ -6,6 +6,7 @@ use super::contract::{branches, fma_lanes};
 use super::multiply_add;
 use super::writer::Writer;
 use crate::ir::{Contraction, Kernel, Panels, Step, Strategy, Target};
+use crate::opt::contract::EDGE_MIN_WORK;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A register tile: the `rows` x `nr` cells it computes, in slivers of `mr` rows and `nr`
@@ -22,13 +23,23 @@ pub(super) struct Tile {
 }
 
 impl Tile {
-    /// The tiles a packed product of `m` rows calls with the panels `v`: the full tile, and
-    /// where the last row sliver is narrower (`m % mr` rows: the row panels hold whole
-    /// slivers, [`Panels::mc`]) an edge tile of its rows, so that the last sliver does not
-    /// compute the zero rows that pad it (a product of 64 rows in slivers of 12 computed 72).
-    /// Only rows: a column edge would be rounded up to whole vectors, which differ between
-    /// the targets that share a kernel's C, and it would save at most half a sliver.
-    pub fn of(v: &Panels, m: u64, fma: bool, two_level: bool) -> (Tile, Option<Tile>) {
+    /// The tiles the packed product `c` calls with the panels `v` (fma mode where `fma`): the
+    /// full tile, and where the last row sliver is narrower (`m % mr` rows: the row panels hold
+    /// whole slivers, [`Panels::mc`]) an edge tile of its rows, so that the last sliver does
+    /// not compute the zero rows that pad it (a product of 64 rows in slivers of 12 computed
+    /// 72), where those rows' multiplications (times the columns, terms and batch cells) number
+    /// at least [`EDGE_MIN_WORK`]. Only rows: a column edge would be rounded up to whole
+    /// vectors, which differ between the targets that share a kernel's C, and it would save at
+    /// most half a sliver.
+    pub fn of(c: &Contraction, v: &Panels, fma: bool) -> (Tile, Option<Tile>) {
+        let two_level = c.outer.is_some();
+        let (m, per_row) = match &c.strategy {
+            Strategy::Packed { m, n, batch, .. } => {
+                let batch: u128 = batch.iter().map(|b| u128::from(b.extent)).product();
+                (*m, u128::from(*n) * u128::from(c.terms()) * batch)
+            }
+            _ => (0, 0),
+        };
         let full = Tile {
             rows: v.mr,
             mr: v.mr,
@@ -37,7 +48,7 @@ impl Tile {
             two_level,
         };
         let edge = Some(m % v.mr)
-            .filter(|&r| r > 0)
+            .filter(|&r| r > 0 && u128::from(v.mr - r) * per_row >= EDGE_MIN_WORK)
             .map(|rows| Tile { rows, ..full });
         (full, edge)
     }
@@ -69,7 +80,7 @@ pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
             if let Step::Contract {
                 c:
                     c @ Contraction {
-                        strategy: Strategy::Packed { variants, m, .. },
+                        strategy: Strategy::Packed { variants, .. },
                         ..
                     },
                 ..
@@ -77,7 +88,7 @@ pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
             {
                 for v in variants {
                     let set = shapes.entry(v.target).or_default();
-                    let (full, edge) = Tile::of(v, *m, k.fma, c.outer.is_some());
+                    let (full, edge) = Tile::of(c, v, k.fma);
                     set.extend(std::iter::once(full).chain(edge));
                 }
             }
@@ -450,21 +461,22 @@ mod tests {
         }
     }
 
-    /// The last row sliver of a product whose rows are not whole slivers gets an edge tile of
-    /// its rows that reads the packed sliver of `MR` rows; whole slivers get none.
+    /// An edge tile computes its rows of slivers of the full tile's `MR` rows and `NR` columns
+    /// (the choice of edge tiles: `tests/kernel_forms.rs`).
     #[test]
-    fn the_last_row_sliver_gets_a_tile_of_its_rows() {
-        use crate::opt::contract::PACKED_FMA_AVX512 as v;
-        let (full, edge) = Tile::of(&v, 64, true, false);
-        assert_eq!(full.name(), "teil_tile_12x16_fma");
-        let edge = edge.expect("64 rows are 5 slivers of 12 and 4 rows");
-        assert_eq!((edge.rows, edge.mr, edge.nr), (4, 12, 16));
+    fn an_edge_tile_computes_its_rows_of_whole_slivers() {
+        let edge = Tile {
+            rows: 4,
+            ..full(12, 16, true)
+        };
+        assert_eq!(full(12, 16, true).name(), "teil_tile_12x16_fma");
         assert_eq!(edge.name(), "teil_tile_4x16_of_12_fma");
-        assert_eq!(Tile::of(&v, 60, true, false).1, None);
-        assert_eq!(
-            Tile::of(&v, 61, false, true).1.map(|t| t.name()),
-            Some("teil_tile2_1x16_of_12".to_string())
-        );
+        let two_level = Tile {
+            rows: 1,
+            two_level: true,
+            ..full(12, 16, false)
+        };
+        assert_eq!(two_level.name(), "teil_tile2_1x16_of_12");
         for width in [8, 1] {
             let c = printed(&edge, width);
             // Four rows of sums over slivers of 12 rows and 16 columns.

@@ -16,11 +16,11 @@ use std::collections::BTreeSet;
 /// consecutive lane cells. Each operand gives a vector of the cells' terms by its [`Reads`]:
 /// a broadcast, a load, or (for [`Reads::Rows`]) `width` rows of `width` terms loaded and
 /// transposed in registers (`teil_shuffle`), the terms then added in order one column at a
-/// time; the terms beyond the last whole group of `width` are gathered one by one. The
-/// lane's remaining cells are one more block, the lane's last, where they are more than a
-/// block's vectors (the cells it shares with the block before computed again, the same
-/// bits), else summed with scalars side by side, as the scalar dot products do
-/// ([`Remainder`]).
+/// time; the terms beyond the last whole group of `width` are gathered one by one. Where the
+/// lane's cells after the last whole block are more than a block's vectors, the block loop's
+/// last block is the lane's last (the cells it shares with the block before computed again,
+/// the same bits, and stored once); otherwise they are summed with scalars side by side, as
+/// the scalar dot products do ([`Remainder`]).
 pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fresh: &mut Fresh) {
     let Strategy::Dot {
         lane,
@@ -249,6 +249,11 @@ impl Block<'_> {
         let (nt, ot, st) = &self.target;
         let transposed = self.ops.iter().any(|op| op.reads == Reads::Rows);
         let whole = if transposed { kn - kn % width } else { 0 };
+        // The lane's cells after the last whole block: where they are more than a block's
+        // vectors, the lane's last block (from cell `last` on) computes them in vectors;
+        // otherwise the block's rows' remaining cells are scalars side by side (`Remainder`).
+        let rest = self.lane_n - full;
+        let last = (rest > nv).then(|| self.lane_n - lanes);
         // One block of lanes from the lane variable's value on.
         let block = |w: &mut Writer| {
             w.line(format!(
@@ -274,20 +279,47 @@ impl Block<'_> {
                     },
                 );
             }
+            // With the lane's last block (`last`), the cells before `teil_skip` were stored
+            // by the block before: each cell is stored once.
             for r in 0..nr {
                 for u in 0..nv {
                     let s = format!("teil_s{}", r * nv + u);
-                    let base = r * self.srow(st) + u * width * st.get(self.lane);
+                    let first = u * width;
+                    let base = r * self.srow(st) + first * st.get(self.lane);
                     if st.get(self.lane) == 1 {
-                        w.line(format!(
+                        let store = format!(
                             "__builtin_memcpy(&{nt}[{}], &{s}, {bytes});",
                             plus(ot, base)
+                        );
+                        if last.is_none() {
+                            w.line(store);
+                            continue;
+                        }
+                        // The vector's cells from `teil_skip` on.
+                        let from = if first == 0 {
+                            "teil_skip".to_string()
+                        } else {
+                            format!("teil_skip - {first}")
+                        };
+                        w.line(format!("if (teil_skip <= {first}) {store}"));
+                        w.line(format!(
+                            "else if (teil_skip < {}) {{ double teil_c[{width}]; \
+                             __builtin_memcpy(teil_c, &{s}, {bytes}); \
+                             __builtin_memcpy(&{nt}[{} + teil_skip], teil_c + {from}, \
+                             ({} - teil_skip) * sizeof(double)); }}",
+                            first + width,
+                            plus(ot, r * self.srow(st)),
+                            first + width
                         ));
                     } else {
                         let cells: Vec<String> = (0..width)
                             .map(|x| {
                                 let at = plus(ot, base + x * st.get(self.lane));
-                                format!("{nt}[{at}] = {s}[{x}];")
+                                let store = format!("{nt}[{at}] = {s}[{x}];");
+                                match last {
+                                    None => store,
+                                    Some(_) => format!("if (teil_skip <= {}) {store}", first + x),
+                                }
                             })
                             .collect();
                         w.line(cells.join(" "));
@@ -298,32 +330,33 @@ impl Block<'_> {
         if pragma {
             w.directive("#pragma omp parallel for");
         }
-        w.block_noted(
-            format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
-            format!("/* {} cells at a time */", nr * lanes),
-            block,
-        );
-        if full == self.lane_n {
-            return;
-        }
-        // The lane's remaining cells: where they are more than the block's vectors, one more
-        // block that ends at the lane's last cell, recomputing the cells it shares with the
-        // block before (the same operations in the same order, so the same bits, stored
-        // again; after the loop, so that no two threads store a cell); else the cells of the
-        // block's rows, side by side, as scalars.
-        if self.lane_n - full > nv {
-            w.block_noted(
-                "",
+        match last {
+            None => w.block_noted(
+                format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
+                format!("/* {} cells at a time */", nr * lanes),
+                block,
+            ),
+            // The lane's last block ends at its last cell: it computes again the cells it
+            // shares with the block before (the same operations in the same order, so the
+            // same bits) and stores the others.
+            Some(last) => w.block_noted(
                 format!(
-                    "/* the last {} cells, {} of them computed again */",
-                    nr * lanes,
-                    nr * (lanes - (self.lane_n - full))
+                    "for (long long teil_lb = 0; teil_lb < {}; teil_lb += {lanes})",
+                    self.lane_n
+                ),
+                format!(
+                    "/* {} cells at a time, the last block from cell {last} */",
+                    nr * lanes
                 ),
                 |w| {
-                    w.line(format!("long long {lv} = {};", self.lane_n - lanes));
+                    w.line(format!(
+                        "long long {lv} = teil_lb < {last} ? teil_lb : {last}, teil_skip = teil_lb - {lv};"
+                    ));
                     block(w);
                 },
-            );
+            ),
+        }
+        if full == self.lane_n || last.is_some() {
             return;
         }
         let cells = Remainder {
