@@ -35,6 +35,7 @@
 //! (default: the number of CPUs).
 
 use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -95,15 +96,51 @@ struct Bench {
     /// The TeIL statement, prefix form.
     statement: Cow<'static, str>,
     check: Check,
-    /// A compute-bound matrix product (every extent, the summed one included, at least 64):
-    /// issue 16's exact-mode target for it is 1.25x OpenBLAS's time instead of 1.0x NumPy's.
+    /// A compute-bound matrix product ([`blas_bound`]): issue 16's exact-mode target for it is
+    /// 1.25x OpenBLAS's time instead of 1.0x NumPy's.
     blas: bool,
     /// A shape issue 16 reports as slower than NumPy (marked in the table).
     slow: bool,
 }
 
+/// Whether the einsum `eq` over operands of the extents `shapes` is a BLAS-bound matrix
+/// product: two operands, no label twice in one operand, none in both operands and the result
+/// (a batch) and none summed within one operand, so that it is one matrix product once its
+/// labels are grouped (NumPy computes it by `tensordot`, one OpenBLAS call), whose rows (the
+/// labels of the first operand and the result), columns (of the second and the result) and
+/// terms (of both operands only) each number at least 64 (`ij,jk->ik` of 64³ and larger,
+/// `abcd,ea->ebcd` of the tccg group).
+fn blas_bound(eq: &str, shapes: &[Vec<u64>]) -> bool {
+    let Some((lhs, out)) = eq.split_once("->") else {
+        return false;
+    };
+    let ops: Vec<&str> = lhs.split(',').collect();
+    let [a, b] = ops[..] else {
+        return false;
+    };
+    let distinct = |t: &str| t.chars().collect::<BTreeSet<char>>().len() == t.len();
+    if !(distinct(a) && distinct(b) && distinct(out)) || shapes.len() != 2 {
+        return false;
+    }
+    let mut extent = BTreeMap::new();
+    for (t, s) in ops.iter().zip(shapes) {
+        extent.extend(t.chars().zip(s.iter().copied()));
+    }
+    let (mut rows, mut cols, mut terms) = (1u64, 1u64, 1u64);
+    for (l, &e) in &extent {
+        let (in_a, in_b, in_out) = (a.contains(*l), b.contains(*l), out.contains(*l));
+        match (in_a, in_b, in_out) {
+            (true, false, true) => rows = rows.saturating_mul(e),
+            (false, true, true) => cols = cols.saturating_mul(e),
+            (true, true, false) => terms = terms.saturating_mul(e),
+            _ => return false,
+        }
+    }
+    rows >= 64 && cols >= 64 && terms >= 64
+}
+
 /// A kernel with the defaults most kernels share: a contraction, checked within the bound,
-/// not BLAS-bound, not among the slow shapes.
+/// BLAS-bound where [`blas_bound`] says so, not among the slow shapes.
 fn contraction(
     name: impl Into<String>,
     group: &'static str,
@@ -112,32 +149,30 @@ fn contraction(
     output: (&'static str, Vec<u64>),
     statement: &'static str,
 ) -> Bench {
+    let shapes: Vec<Vec<u64>> = operands.iter().map(|(_, s)| s.clone()).collect();
     Bench {
         name: name.into(),
         group,
         peer: Peer::Einsum(einsum.into()),
+        blas: blas_bound(einsum, &shapes),
         operands,
         output,
         statement: statement.into(),
         check: Check::Bound,
-        blas: false,
         slow: false,
     }
 }
 
 /// `ij,jk->ik` with the given extents.
 fn matmul(name: impl Into<String>, group: &'static str, m: u64, k: u64, n: u64) -> Bench {
-    Bench {
-        blas: m >= 64 && k >= 64 && n >= 64,
-        ..contraction(
-            name,
-            group,
-            "ij,jk->ik",
-            vec![("A", vec![m, k]), ("B", vec![k, n])],
-            ("C", vec![m, n]),
-            "C = contr 2 3 (prod A B)",
-        )
-    }
+    contraction(
+        name,
+        group,
+        "ij,jk->ik",
+        vec![("A", vec![m, k]), ("B", vec![k, n])],
+        ("C", vec![m, n]),
+        "C = contr 2 3 (prod A B)",
+    )
 }
 
 /// The CFD operator (three small matrices applied along the three axes of `e` elements of
@@ -710,6 +745,7 @@ fn random_kernel(rng: &mut SplitMix64, index: usize) -> Option<Bench> {
     let text = teil::fmt::program(p.program(), teil::fmt::Style::Prefix);
     let statement = text.lines().last()?.trim().to_string();
     let out_shape = p.var_shape("out")?.to_vec();
+    let blas = blas_bound(&eq, &shapes);
     let operands = NAMES.iter().copied().zip(shapes).collect();
     Some(Bench {
         name: format!("random_{index:02}"),
@@ -719,7 +755,7 @@ fn random_kernel(rng: &mut SplitMix64, index: usize) -> Option<Bench> {
         output: ("out", out_shape),
         statement: statement.into(),
         check: Check::Bound,
-        blas: false,
+        blas,
         slow: false,
     })
 }
@@ -1261,7 +1297,8 @@ fn build_all(benches: &[Bench], a: &Args, dir: &Path) -> Result<Vec<Vec<Built>>,
 /// The kernel table of PERFORMANCE.md (`--list`).
 fn markdown_table(benches: &[Bench]) -> String {
     let mut t = String::from(
-        "ᴮ: a BLAS-bound matrix product (every extent at least 64). ˢ: a shape issue 16 reports \
+        "ᴮ: a BLAS-bound matrix product (two operands, no batch label, rows, columns and \
+         terms each at least 64: one OpenBLAS call for NumPy). ˢ: a shape issue 16 reports \
          as slower than NumPy. Check: `exact`, bit for bit NumPy's result; `exact-unless-fma`, \
          bit for bit in exact mode, within the error bound in fma mode; `bound`, within the \
          error bound of a sum of products (bench/numpy_bench.py).\n\n",
