@@ -32,21 +32,18 @@ impl Tile {
     /// vectors, which differ between the targets that share a kernel's C, and it would save at
     /// most half a sliver.
     pub fn of(c: &Contraction, v: &Panels, fma: bool) -> (Tile, Option<Tile>) {
-        let two_level = c.outer.is_some();
-        let (m, per_row) = match &c.strategy {
-            Strategy::Packed { m, n, batch, .. } => {
-                let batch: u128 = batch.iter().map(|b| u128::from(b.extent)).product();
-                (*m, u128::from(*n) * u128::from(c.terms()) * batch)
-            }
-            _ => (0, 0),
-        };
         let full = Tile {
             rows: v.mr,
             mr: v.mr,
             nr: v.nr,
             fma,
-            two_level,
+            two_level: c.outer.is_some(),
         };
+        let Strategy::Packed { m, n, batch, .. } = &c.strategy else {
+            return (full, None);
+        };
+        let batch: u128 = batch.iter().map(|b| u128::from(b.extent)).product();
+        let per_row = u128::from(*n) * u128::from(c.terms()) * batch;
         let edge = Some(m % v.mr)
             .filter(|&r| r > 0 && u128::from(v.mr - r) * per_row >= EDGE_MIN_WORK)
             .map(|rows| Tile { rows, ..full });
