@@ -315,14 +315,18 @@ fn a_dot_step_whose_operands_cannot_be_read_as_recorded_is_rejected() {
     );
 }
 
-/// The packed product's panels on every target, for `C = A B` of `m x k` and `k x n`.
-fn panels(m: u64, k: u64, n: u64) -> (u64, Vec<teil_cbackend::ir::Panels>) {
+/// `C = A B` of `m x k` and `k x n`, checked.
+fn matmul(m: u64, k: u64, n: u64) -> teil::CheckedProgram {
     let src = format!(
         "input alloc A : [{m}, {k}]\ninput alloc B : [{k}, {n}]\noutput alloc C : [{m}, {n}]\n\
          C = contr 2 3 (prod A B)\n"
     );
-    let (p, _) = teil::compile(&src).expect("checks");
-    let k = lower(&p, 1);
+    teil::compile(&src).expect("checks").0
+}
+
+/// The packed product's panels on every target, for `C = A B` of `m x k` and `k x n`.
+fn panels(m: u64, k: u64, n: u64) -> (u64, Vec<teil_cbackend::ir::Panels>) {
+    let k = lower(&matmul(m, k, n), 1);
     match k.steps.first() {
         Some(Step::Contract { c, .. }) => match &c.strategy {
             Strategy::Packed { m, variants, .. } => (*m, variants.clone()),
@@ -364,16 +368,11 @@ fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
 fn the_last_row_sliver_gets_an_edge_tile_where_its_zero_rows_cost_enough() {
     use teil_cbackend::opt::contract::EDGE_MIN_WORK;
     let c = |m: u64, k: u64, n: u64, fma: bool| {
-        let src = format!(
-            "input alloc A : [{m}, {k}]\ninput alloc B : [{k}, {n}]\noutput alloc C : [{m}, {n}]\n\
-             C = contr 2 3 (prod A B)\n"
-        );
-        let (p, _) = teil::compile(&src).expect("checks");
         let opts = teil_cbackend::Options {
             fma,
             ..Default::default()
         };
-        teil_cbackend::emit_c(&p, &opts).expect("prints")
+        teil_cbackend::emit_c(&matmul(m, k, n), &opts).expect("prints")
     };
     let (n, k) = (20u64, 2000u64);
     // The zero rows' multiplications: 15 (exact AVX-512), 11 (fma AVX-512), 5 (the others).
@@ -405,12 +404,7 @@ fn the_last_row_sliver_gets_an_edge_tile_where_its_zero_rows_cost_enough() {
 #[test]
 fn column_sliver_order_prefetches_the_next_tiles_cells() {
     let c = |m: u64, k: u64, n: u64| {
-        let src = format!(
-            "input alloc A : [{m}, {k}]\ninput alloc B : [{k}, {n}]\noutput alloc C : [{m}, {n}]\n\
-             C = contr 2 3 (prod A B)\n"
-        );
-        let (p, _) = teil::compile(&src).expect("checks");
-        teil_cbackend::emit_c(&p, &teil_cbackend::Options::default()).expect("prints")
+        teil_cbackend::emit_c(&matmul(m, k, n), &teil_cbackend::Options::default()).expect("prints")
     };
     let helper = "static void teil_prefetch_tile(const double *t, const long long *rows, int mr,";
     // 512³: column sliver by column sliver on every target (above); 8 x 256 x 4096: one row

@@ -177,8 +177,8 @@ fn prefetch(w: &mut Writer) {
 /// registers (the pass's two-sum tile sizes, `opt::contract::NESTED`, are chosen so).
 fn tile(w: &mut Writer, s: &Tile, width: u64) {
     let name = s.name();
+    // `mr` rows of the sliver's `s.mr` are computed; every column of it.
     let (mr, nr, fma, two_level) = (s.rows, s.nr, s.fma, s.two_level);
-    let (lda, ldb) = (s.mr, s.nr);
     let cells = mr * nr;
     // The continuation lines of the parameter list.
     let more = "                      ";
@@ -187,10 +187,10 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
         w.line(" * kernels\"): t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + s[0] + s[1] + ...");
         w.line(" * with s[g] = -0.0 + pa[g * kin][i] * pb[g * kin][j] + ... (kin products), sums and products");
         w.line(format!(
-            " * added in order, for i < mr, j < nr; kc is a multiple of kin. pa holds kc columns of {lda}"
+            " * added in order, for i < mr, j < nr; kc is a multiple of kin. pa holds kc columns of {}", s.mr
         ));
         w.line(format!(
-            " * rows, pb kc rows of {ldb} columns (packed panels, zero beyond mr and nr). */"
+            " * rows, pb kc rows of {nr} columns (packed panels, zero beyond mr and nr). */"
         ));
         w.line(format!(
             "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
@@ -203,10 +203,10 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
         w.line("/* A register tile of the packed contraction kernel (spec/padding.md, \"Contraction kernels\"):");
         w.line(" * t[rows[i] + cols[j]] = (first ? -0.0 : t[rows[i] + cols[j]]) + pa[0][i] * pb[0][j] + ...,");
         w.line(format!(
-            " * products added in order, for i < mr, j < nr. pa holds kc columns of {lda} rows, pb kc rows of"
+            " * products added in order, for i < mr, j < nr. pa holds kc columns of {} rows, pb kc rows of", s.mr
         ));
         w.line(format!(
-            " * {ldb} columns (packed panels, zero beyond mr and nr). */"
+            " * {nr} columns (packed panels, zero beyond mr and nr). */"
         ));
         w.line(format!(
             "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
@@ -255,8 +255,8 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
                 let update =
                     multiply_add(fma, 1, &format!("{sums}[i * {nr} + j]"), "pa[i]", "pb[j]");
                 each_cell(w, &mr.to_string(), &nr.to_string(), &update);
-                w.line(format!("pa += {lda};"));
-                w.line(format!("pb += {ldb};"));
+                w.line(format!("pa += {};", s.mr));
+                w.line(format!("pb += {nr};"));
             };
             if two_level {
                 w.block("for (p = 0; p < kc; p += kin)", |w| {
@@ -365,7 +365,7 @@ fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
             w.line(line);
         }
         w.line(format!("pa += {};", s.mr));
-        w.line(format!("pb += {};", s.nr));
+        w.line(format!("pb += {nr};"));
     };
     if two_level {
         // A two-level sum's inner sums (`u..`) are one loop deeper: the products of the term
