@@ -115,6 +115,15 @@ pub fn packed_panels(fma: bool) -> [Panels; 4] {
 /// sliver by column sliver its tiles store into all `mc` rows of a row panel in turn, 128
 /// streams on AVX-512, which an Intel Xeon's prefetchers do not follow (PERFORMANCE.md, 5x).
 pub const L2_PANEL_MIN_COLUMNS: u64 = 512;
+/// Terms a term panel holds where the tiles run column sliver by column sliver (the column
+/// panel does not fit [`Panels::L2_PANEL`]), in place of the tile's `kc` (256): each tile
+/// loads its cells' partial sums from the target and stores them back once per term panel,
+/// and in that order consecutive tiles touch all `mc` rows of the row panel, so those cells
+/// come from memory; twice the terms halve that traffic. Row sliver by row sliver the tiles
+/// keep `kc`, so that the row sliver (`mr * kc` doubles) stays in L1: there 512 terms were
+/// 16-22 % slower (`matmul_64x7172x256`), in column order 4-8 % faster (2048³, 1024³, 321³;
+/// PERFORMANCE.md).
+pub const COLUMN_ORDER_KC: u64 = 512;
 /// The register tile and panels of a two-level sum's packed product (`Contraction::outer`), in
 /// [`Target::ALL`] order, the same in exact and fma mode: the tile keeps two accumulators per
 /// cell, the inner sums (from `-0.0` at every outer index) and the outer sums they are added
@@ -772,6 +781,9 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> 
                 let fit = (Panels::L2_PANEL / v.kc / v.nr * v.nr).max(v.nr);
                 if v.one_row_panel(m) || fit >= L2_PANEL_MIN_COLUMNS {
                     v.nc = v.nc.min(fit);
+                }
+                if !v.rows_outer() {
+                    v.kc = c.panel_terms(COLUMN_ORDER_KC).min(c.terms());
                 }
                 v
             })
