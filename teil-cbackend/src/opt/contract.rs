@@ -39,7 +39,8 @@ use teil::ast::{BinOp, RedOp};
 /// PERFORMANCE.md say why: the tile's accumulators, the column sliver and the broadcast row
 /// value fill the target's vector registers without spilling; `kc * nr` doubles of the column
 /// sliver stay in L1 while the row slivers stream past, `mc * kc` doubles of the row panel in
-/// L2, `kc * nc` doubles of the column panel in L3.
+/// L2, `kc * nc` doubles of the column panel in L3. Column sliver by column sliver the term
+/// panels are deeper, [`COLUMN_ORDER_KC`].
 pub const PACKED: [Panels; 4] = [
     // 32 zmm: 16 accumulators (16 rows x 1 vector), a column vector, a row value, a product.
     Panels {
