@@ -551,17 +551,24 @@ pub enum Strategy {
         variants: Vec<Panels>,
     },
     /// Register-blocked dot products along `lane` (a free label), with the target's [`Lanes`]
-    /// `lanes`, `rows`: for the other free labels (outermost first; `rows_of` too where `rows`
-    /// is 1), for blocks of `rows` consecutive indices of `rows_of` (while a whole block fits
-    /// its extent, then blocks of one), for blocks of `lanes` consecutive indices of `lane`
-    /// (while a whole block fits its extent), every cell of the block is summed over
-    /// `k = 0 .. K` side by side; then, for each row of the row block, the remaining indices
-    /// of `lane` one by one.
+    /// `lanes`, `rows`: for the other free labels but `inner` (outermost first; `rows_of` too
+    /// where `rows` is 1), for blocks of `rows` consecutive indices of `rows_of` (while a whole
+    /// block fits its extent, then blocks of one), for blocks of `lanes` consecutive indices of
+    /// `lane` (while a whole block fits its extent), for the `inner` labels (outermost first),
+    /// every cell of the block is summed over `k = 0 .. K` side by side; then, for each row of
+    /// the row block and each index of the `inner` labels, the remaining indices of `lane` one
+    /// by one.
     Dot {
         lane: Label,
         /// The free label blocked by `rows` (read by no operand that reads the lane with
         /// unit stride), if any.
         rows_of: Option<Label>,
+        /// Free labels whose loops run inside the lane's blocks, in the order of the free
+        /// labels (empty where `rows_of` is set): where an operand is transposed
+        /// ([`Reads::Rows`]), those along which its rows lie closer than along the lane, so
+        /// that consecutive blocks continue the same `lanes` rows instead of reading every row
+        /// of the lane in turn (opt::contract, `dot`).
+        inner: Vec<Label>,
         /// How `a` and `b` give the terms of a block's cells (it does not change any cell's
         /// operations, only how the vector variants load them).
         /// One per operand, `a`'s first.
@@ -1227,11 +1234,17 @@ impl fmt::Display for Kernel {
                         Strategy::Dot {
                             lane,
                             rows_of,
+                            inner,
                             variants,
                             ..
                         } => {
-                            let rows =
+                            let mut rows =
                                 rows_of.map_or(String::new(), |r| format!(", rows l{}", r.0));
+                            if !inner.is_empty() {
+                                let labels: Vec<String> =
+                                    inner.iter().map(|l| format!("l{}", l.0)).collect();
+                                rows += &format!(", inside the lane {}", labels.join(" "));
+                            }
                             writeln!(
                                 f,
                                 "contract dot (lane l{}{rows}, {}) // {}",

@@ -882,6 +882,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             Strategy::Dot {
                 lane,
                 rows_of,
+                inner,
                 reads,
                 variants,
             } => {
@@ -936,15 +937,25 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                         }
                     },
                 };
-                let others: Vec<Bound> = c
+                if rows.is_some() && !inner.is_empty() {
+                    return Err(self.malformed(
+                        "dot products with blocked rows and loops inside the lane".to_string(),
+                    ));
+                }
+                let (inside, others): (Vec<Bound>, Vec<Bound>) = c
                     .free
                     .iter()
                     .copied()
                     .filter(|f| f.var != *lane && rows.is_none_or(|r| r.var != f.var))
-                    .collect();
+                    .partition(|f| inner.contains(&f.var));
+                if inside.len() != inner.len() {
+                    return Err(self.malformed(format!(
+                        "dot loops inside the lane {inner:?} are not other target labels"
+                    )));
+                }
                 self.dot(
                     c,
-                    &others,
+                    (&others, &inside),
                     *lane,
                     lane_n,
                     rows.map(|r| (r, v.rows)),
@@ -1063,7 +1074,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     fn dot(
         &mut self,
         c: &Contraction,
-        others: &[Bound],
+        (others, inner): (&[Bound], &[Bound]),
         lane: Label,
         lane_n: u64,
         rows: Option<(Bound, u64)>,
@@ -1072,7 +1083,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         if let [first, rest @ ..] = others {
             for v in 0..first.extent {
                 self.env.insert(first.var, v);
-                self.dot(c, rest, lane, lane_n, rows, lanes)?;
+                self.dot(c, (rest, inner), lane, lane_n, rows, lanes)?;
             }
             return Ok(());
         }
@@ -1121,7 +1132,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         };
         for row in &blocks {
             for start in (0..full).step_by(lanes as usize) {
-                block(self, row, start, lanes)?;
+                self.each_index(inner, &mut |m| block(m, row, start, lanes))?;
             }
             let each: Vec<&[(Label, u64)]> = if row.is_empty() {
                 vec![&[]]
@@ -1129,10 +1140,29 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 row.chunks(1).collect()
             };
             for r in each {
-                for start in full..lane_n {
-                    block(self, r, start, 1)?;
-                }
+                self.each_index(inner, &mut |m| {
+                    for start in full..lane_n {
+                        block(m, r, start, 1)?;
+                    }
+                    Ok(())
+                })?;
             }
+        }
+        Ok(())
+    }
+
+    /// `body` at every index of `labels` (the first outermost), each bound in turn.
+    fn each_index(
+        &mut self,
+        labels: &[Bound],
+        body: &mut dyn FnMut(&mut Self) -> Result<(), ValidationError>,
+    ) -> Result<(), ValidationError> {
+        let Some((first, rest)) = labels.split_first() else {
+            return body(self);
+        };
+        for v in 0..first.extent {
+            self.env.insert(first.var, v);
+            self.each_index(rest, body)?;
         }
         Ok(())
     }

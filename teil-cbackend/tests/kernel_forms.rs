@@ -315,6 +315,83 @@ fn a_dot_step_whose_operands_cannot_be_read_as_recorded_is_rejected() {
     );
 }
 
+/// The dot step of `src` lowered without reassociation, with or without `openmp`: its lane's
+/// extent, the extents of the labels inside the lane's blocks (`Strategy::Dot::inner`), and
+/// the kernel.
+fn dot_inner(src: &str, openmp: bool) -> (u64, Vec<u64>, Kernel) {
+    let p = teil::compile(src).expect("checks").0;
+    let opts = Options {
+        lift: false,
+        openmp,
+        ..Options::default()
+    };
+    let k = teil_cbackend::lower(&p, &opts).expect("lowers");
+    let Some(Step::Contract { c, .. }) = k.steps.first() else {
+        panic!("a contraction step:\n{k}");
+    };
+    let Strategy::Dot { lane, inner, .. } = &c.strategy else {
+        panic!("dot products:\n{k}");
+    };
+    let extent = |l| {
+        c.free
+            .iter()
+            .find(|f| f.var == l)
+            .expect("a free label")
+            .extent
+    };
+    let inner = inner.iter().map(|&l| extent(l)).collect();
+    (extent(*lane), inner, k.clone())
+}
+
+/// Dot products of transposed rows run the labels along which those rows lie closer than
+/// along the lane inside the lane's blocks (`Strategy::Dot::inner`): `kji,ik->jk` reads each
+/// block's 8 rows of `A` (1900 doubles apart) through `j` (19 apart) before the next block's,
+/// instead of all 30 rows for every `j`. A batched matrix-vector product (its batch label
+/// farther apart than the lane), an OpenMP kernel (whose parallel loop is the outermost) and a
+/// lane of one block keep the blocks innermost. The validator follows the order and rejects an
+/// inner label that is not a target label.
+#[test]
+fn transposed_rows_run_their_closer_labels_inside_the_lanes_blocks() {
+    let kji = |k: u64| {
+        format!(
+            "input alloc A : [{k}, 100, 19]\ninput alloc B : [19, {k}]\noutput alloc C : [100, {k}]\n\
+             C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n"
+        )
+    };
+    let (lane, inner, k) = dot_inner(&kji(30), false);
+    assert_eq!((lane, inner), (30, vec![100]), "{k}");
+    let p = teil::compile(&kji(30)).expect("checks").0;
+    let opts = Options {
+        lift: false,
+        ..Options::default()
+    };
+    let c = teil_cbackend::emit_c(&p, &opts).expect("prints");
+    let (lanes, rows) = (
+        c.find("for (long long teil_lb = 0; teil_lb < 30; teil_lb += 8)"),
+        c.find("< 100; i1++)"),
+    );
+    assert!(lanes.is_some() && lanes < rows, "{c}");
+    assert_eq!(dot_inner(&kji(30), true).1, Vec::<u64>::new());
+    assert_eq!(dot_inner(&kji(8), false).1, Vec::<u64>::new());
+    // `bij,bj->bi`: the rows of one batch cell are next to each other.
+    let batched = "input alloc A : [50, 30, 19]\ninput alloc x : [50, 19]\n\
+                   output alloc y : [50, 30]\n\
+                   y = contr 3 4 (diag 1 4 (prod A x))\n";
+    let (lane, inner, k) = dot_inner(batched, false);
+    assert_eq!((lane, inner), (30, Vec::<u64>::new()), "{k}");
+    // The validator: the kernel as lowered, then with an inner label that is the lane.
+    let mut k = dot_inner(&kji(30), false).2;
+    validate::validate(&p, &k).expect("validates as lowered");
+    let Some(Step::Contract { c, .. }) = k.steps.first_mut() else {
+        unreachable!()
+    };
+    if let Strategy::Dot { lane, inner, .. } = &mut c.strategy {
+        *inner = vec![*lane];
+    }
+    let e = validate::validate(&p, &k).expect_err("rejected");
+    assert!(matches!(e, ValidationError::Malformed { .. }), "{e}");
+}
+
 /// `C = A B` of `m x k` and `k x n`, checked.
 fn matmul(m: u64, k: u64, n: u64) -> teil::CheckedProgram {
     let src = format!(

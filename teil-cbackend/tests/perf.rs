@@ -429,6 +429,28 @@ fn edge_programs() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // The same with 17 lanes: two blocks of 8, one cell left (scalars), the rows of
+            // `A` along `j` closer than along the lane, so `j` runs inside the lane's blocks
+            // (`Strategy::Dot::inner`), for the remaining cell too.
+            "dot products, the rows' loop inside the lane's blocks",
+            format!(
+                "{}C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n",
+                decls(&[("A", &[17, 9, 19]), ("B", &[19, 17])], ("C", &[9, 17]))
+            ),
+        ),
+        (
+            // A packed product in column-sliver order (several row panels, a column panel
+            // larger than L2 at 256 terms): term panels of 512 (`COLUMN_ORDER_KC`), two here.
+            "matmul, column sliver order, two term panels of 512",
+            format!(
+                "{}C = contr 2 3 (prod A B)\n",
+                decls(
+                    &[("A", &[330, 520]), ("B", &[520, 140])],
+                    ("C", &[330, 140])
+                )
+            ),
+        ),
+        (
             // Dot products: eight rows at a time and a remainder of five.
             "matrix-vector product",
             format!(

@@ -156,12 +156,17 @@ pub(super) fn print(k: &Kernel, c: &Contraction, w: &mut Writer) {
                     lane_dot::print(k, c, v, w, &mut fresh);
                 }
             }
-            Strategy::Dot { lane, variants, .. } => {
+            Strategy::Dot {
+                lane,
+                inner,
+                variants,
+                ..
+            } => {
                 if let Some(v) = variants.iter().find(|v| v.target == t) {
                     if v.width > 1 {
                         vector_dot::print(k, c, v, w, &mut fresh);
                     } else {
-                        dot::print(k, c, *lane, v.lanes, w, &mut fresh);
+                        dot::print(k, c, *lane, inner, v.lanes, w, &mut fresh);
                     }
                 }
             }
@@ -202,10 +207,43 @@ pub(super) fn loops(
         w.directive("#pragma omp parallel for");
     }
     let name = fresh.name();
-    let n = f.extent;
-    let header = format!("for (long long {name} = 0; {name} < {n}; {name}++)");
+    let header = header(&name, f.extent);
     names.insert(f.var, name);
     w.block(header, |w| loops(rest, names, false, w, fresh, body));
+}
+
+/// The header of the loop of the C variable `name` over `0..n`.
+fn header(name: &str, n: u64) -> String {
+    format!("for (long long {name} = 0; {name} < {n}; {name}++)")
+}
+
+/// Loops over `named`, outermost first, each a C variable already named and its extent,
+/// around `body`: the loops a dot-product step runs inside its lane's blocks
+/// (`Strategy::Dot::inner`), whose variables the block's offsets already use.
+pub(super) fn named_loops(w: &mut Writer, named: &[(String, u64)], body: &dyn Fn(&mut Writer)) {
+    match named.split_first() {
+        None => body(w),
+        Some(((name, n), rest)) => w.block(header(name, *n), |w| named_loops(w, rest, body)),
+    }
+}
+
+/// Names the loops of the `inner` labels of `c` (`Strategy::Dot::inner`), in the order of
+/// its free labels, adding them to `names`: the loops for [`named_loops`].
+pub(super) fn name_inner(
+    c: &Contraction,
+    inner: &[Label],
+    names: &mut BTreeMap<Label, String>,
+    fresh: &mut Fresh,
+) -> Vec<(String, u64)> {
+    c.free
+        .iter()
+        .filter(|f| inner.contains(&f.var))
+        .map(|f| {
+            let name = fresh.name();
+            names.insert(f.var, name.clone());
+            (name, f.extent)
+        })
+        .collect()
 }
 
 /// The compilers' builtins for a fused multiply-add `a * b + c` on vectors of doubles, each

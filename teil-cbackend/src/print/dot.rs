@@ -4,16 +4,18 @@
 //! ([`Remainder`]).
 
 use super::add_term;
-use super::contract::{affine, offset, plus, within_loops, Fresh};
+use super::contract::{affine, name_inner, named_loops, offset, plus, within_loops, Fresh};
 use super::writer::Writer;
 use crate::ir::{Affine, Contraction, Kernel, Label};
 
 /// `lanes` cells at a time along the target label with the smallest stride in the target; the
-/// remaining labels are ordinary loops outside.
+/// remaining labels are ordinary loops outside, but those of `inner`, inside
+/// (`Strategy::Dot::inner`).
 pub(super) fn print(
     k: &Kernel,
     c: &Contraction,
     lane: Label,
+    inner: &[Label],
     lanes: u64,
     w: &mut Writer,
     fresh: &mut Fresh,
@@ -26,8 +28,10 @@ pub(super) fn print(
         .iter()
         .find(|f| f.var == lane)
         .map_or(0, |f| f.extent);
-    within_loops(k, c, &[lane], w, fresh, |w, fresh, mut names, pragma| {
+    let skip: Vec<Label> = std::iter::once(lane).chain(inner.iter().copied()).collect();
+    within_loops(k, c, &skip, w, fresh, |w, fresh, mut names, pragma| {
         let lv = fresh.name();
+        let inner = name_inner(c, inner, &mut names, fresh);
         let kv = fresh.name();
         names.insert(lane, lv.clone());
         names.insert(c.k.var, kv.clone());
@@ -56,7 +60,7 @@ pub(super) fn print(
         w.block_noted(
             format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
             format!("/* {lanes} cells at a time */"),
-            |w| {
+            |w| named_loops(w, &inner, &|w| {
                 for u in 0..lanes {
                     w.line(format!("double teil_s{u} = -0.0;"));
                 }
@@ -67,7 +71,7 @@ pub(super) fn print(
                     // the next block exists and lies inside the rows it will read).
                     for (x, s) in operands.iter().zip(&ss) {
                         let (sl, sk) = (x.lane_stride, s.get(c.k.var));
-                        if sk == 1 && sl >= kn && full > lanes {
+                        if sk == 1 && sl >= kn && full > lanes && inner.is_empty() {
                             w.directive("#if defined(__GNUC__) && !defined(teil_portable)");
                             w.line(format!(
                                 "if ({lv} + {lanes} < {full}) __builtin_prefetch(&{}[{} + {} + {kv} * {}]);",
@@ -87,7 +91,7 @@ pub(super) fn print(
                 for u in 0..lanes {
                     w.line(format!("{} = teil_s{u};", target.at(u)));
                 }
-            },
+            }),
         );
         if full < lane_n {
             let cells = Remainder {
@@ -95,7 +99,8 @@ pub(super) fn print(
                 k: (&kv, kn),
                 fma: k.fma,
             };
-            cells.print(w, &[(operands, target)]);
+            let rows = [(operands, target)];
+            named_loops(w, &inner, &|w| cells.print(w, &rows));
         }
     });
 }

@@ -3,7 +3,9 @@
 //! ([`dot_helpers`]).
 
 use super::add_term;
-use super::contract::{affine, fma_lanes, offset, plus, within_loops, Fresh};
+use super::contract::{
+    affine, fma_lanes, name_inner, named_loops, offset, plus, within_loops, Fresh,
+};
 use super::dot::{Cell, Remainder};
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
@@ -25,6 +27,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
     let Strategy::Dot {
         lane,
         rows_of,
+        ref inner,
         ref reads,
         ..
     } = c.strategy
@@ -34,7 +37,10 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
     let st = affine(k, &c.target);
     let rows = rows_of.filter(|_| v.rows > 1);
     let extent = |l: Label| c.free.iter().find(|f| f.var == l).map_or(0, |f| f.extent);
-    let skip: Vec<Label> = std::iter::once(lane).chain(rows).collect();
+    let skip: Vec<Label> = std::iter::once(lane)
+        .chain(rows)
+        .chain(inner.iter().copied())
+        .collect();
     within_loops(k, c, &skip, w, fresh, |w, fresh, mut names, pragma| {
         let rv = rows.map(|r| {
             let name = fresh.name();
@@ -42,6 +48,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
             name
         });
         let lv = fresh.name();
+        let inner = name_inner(c, inner, &mut names, fresh);
         let kv = fresh.name();
         names.insert(lane, lv.clone());
         names.insert(c.k.var, kv.clone());
@@ -73,6 +80,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
             target: (name(c.target.buf), off(&st), st.clone()),
             lane,
             rows,
+            inner,
             lv: &lv,
             kv: &kv,
             full: extent(lane) - extent(lane) % v.lanes,
@@ -127,6 +135,8 @@ struct Block<'a> {
     lane: Label,
     /// The label blocked in rows, where the variant blocks rows.
     rows: Option<Label>,
+    /// The loops inside the lane's blocks (C name, extent; `Strategy::Dot::inner`).
+    inner: Vec<(String, u64)>,
     lv: &'a str,
     kv: &'a str,
     /// The lane cells in whole blocks of lanes, and all of them.
@@ -334,7 +344,7 @@ impl Block<'_> {
             None => w.block_noted(
                 format!("for (long long {lv} = 0; {lv} < {full}; {lv} += {lanes})"),
                 format!("/* {} cells at a time */", nr * lanes),
-                block,
+                |w| named_loops(w, &self.inner, &block),
             ),
             // The lane's last block ends at its last cell: it computes again the cells it
             // shares with the block before (the same operations in the same order, so the
@@ -352,7 +362,7 @@ impl Block<'_> {
                     w.line(format!(
                         "long long {lv} = teil_lb < {last} ? teil_lb : {last}, teil_skip = teil_lb - {lv};"
                     ));
-                    block(w);
+                    named_loops(w, &self.inner, &block);
                 },
             ),
         }
@@ -383,7 +393,7 @@ impl Block<'_> {
                 (operands, target)
             })
             .collect();
-        cells.print(w, &rows);
+        named_loops(w, &self.inner, &|w| cells.print(w, &rows));
     }
 
     /// The body of the loop over whole groups of `width` terms where an operand is
@@ -405,6 +415,7 @@ impl Block<'_> {
                 && sl <= PREFETCH_MAX_ROW
                 && full > lanes
                 && nr == 1
+                && self.inner.is_empty()
             {
                 w.line(format!(
                     "if ({lv} + {lanes} < {full}) for (int teil_e = 0; teil_e < {width}; teil_e++) \
