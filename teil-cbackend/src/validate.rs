@@ -953,14 +953,10 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                         "dot loops inside the lane {inner:?} are not other target labels"
                     )));
                 }
-                self.dot(
-                    c,
-                    (&others, &inside),
-                    *lane,
-                    lane_n,
-                    rows.map(|r| (r, v.rows)),
-                    v.lanes,
-                )
+                let rows = rows.map(|r| (r, v.rows));
+                self.each_index(&others, &mut |m| {
+                    m.dot(c, &inside, *lane, lane_n, rows, v.lanes)
+                })
             }
             Strategy::LaneSums { rows_of, variants } => {
                 if c.outer.is_some() {
@@ -1012,7 +1008,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                     .copied()
                     .filter(|f| f.var != *rows_of)
                     .collect();
-                self.lane_sums(c, &others, *rows, v.rows)
+                self.each_index(&others, &mut |m| m.lane_sums(c, *rows, v.rows))
             }
             Strategy::Packed {
                 swap,
@@ -1062,31 +1058,25 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                     nr: v.nr,
                     rows_outer: v.rows_outer(),
                 };
-                self.batches(c, &p, batch)
+                self.each_index(batch, &mut |m| m.panels(c, &p))
             }
         }
     }
 
-    /// The dot-product order: the other target loops, then blocks of rows (`rows`: the row
+    /// The dot-product order within the other target loops: blocks of rows (`rows`: the row
     /// label and the rows per block, while a whole block fits, then one by one), in each
-    /// blocks of `lanes` cells of the lane summed side by side with every row of the block,
-    /// then each row's remaining cells one by one.
+    /// blocks of `lanes` cells of the lane, the `inner` labels' loops inside them, each
+    /// block's cells summed side by side with every row of the block, then each row's
+    /// remaining cells one by one.
     fn dot(
         &mut self,
         c: &Contraction,
-        (others, inner): (&[Bound], &[Bound]),
+        inner: &[Bound],
         lane: Label,
         lane_n: u64,
         rows: Option<(Bound, u64)>,
         lanes: u64,
     ) -> Result<(), ValidationError> {
-        if let [first, rest @ ..] = others {
-            for v in 0..first.extent {
-                self.env.insert(first.var, v);
-                self.dot(c, (rest, inner), lane, lane_n, rows, lanes)?;
-            }
-            return Ok(());
-        }
         let full = lane_n - lane_n % lanes;
         // The cells (row, lane start + u) for every row of `block` and `u < width`, summed side
         // by side.
@@ -1151,7 +1141,9 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         Ok(())
     }
 
-    /// `body` at every index of `labels` (the first outermost), each bound in turn.
+    /// `body` at every index of `labels` (the first outermost), each bound in turn: the loops
+    /// around a contraction step's blocks (a packed product's batch loops, the other target
+    /// loops of dot products) and inside a dot block (`Strategy::Dot::inner`).
     fn each_index(
         &mut self,
         labels: &[Bound],
@@ -1167,23 +1159,10 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         Ok(())
     }
 
-    /// The order of dot products in lanes ([`Strategy::LaneSums`]): the other target loops, then
-    /// blocks of `per` rows (while a whole block fits, then one by one), each cell of a block
-    /// summed in lanes ([`Machine::lane_dot`]).
-    fn lane_sums(
-        &mut self,
-        c: &Contraction,
-        others: &[Bound],
-        rows: Bound,
-        per: u64,
-    ) -> Result<(), ValidationError> {
-        if let [first, rest @ ..] = others {
-            for v in 0..first.extent {
-                self.env.insert(first.var, v);
-                self.lane_sums(c, rest, rows, per)?;
-            }
-            return Ok(());
-        }
+    /// The order of dot products in lanes ([`Strategy::LaneSums`]) within the other target
+    /// loops: blocks of `per` rows (while a whole block fits, then one by one), each cell of a
+    /// block summed in lanes ([`Machine::lane_dot`]).
+    fn lane_sums(&mut self, c: &Contraction, rows: Bound, per: u64) -> Result<(), ValidationError> {
         let whole = rows.extent - rows.extent % per;
         let blocks = (0..whole)
             .step_by(per as usize)
@@ -1234,23 +1213,6 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         } else {
             fold(acc, D::binary(BinOp::Mul, &a, &b))
         })
-    }
-
-    /// The batch loops of a packed contraction, row-major, around [`Machine::panels`].
-    fn batches(
-        &mut self,
-        c: &Contraction,
-        p: &Layout,
-        batch: &[Bound],
-    ) -> Result<(), ValidationError> {
-        if let [first, rest @ ..] = batch {
-            for v in 0..first.extent {
-                self.env.insert(first.var, v);
-                self.batches(c, p, rest)?;
-            }
-            return Ok(());
-        }
-        self.panels(c, p)
     }
 
     /// The panel loops of the packed product (the order documented on [`Strategy::Packed`]).
