@@ -510,6 +510,27 @@ impl Lanes {
     pub fn key(&self) -> [u64; 3] {
         [self.lanes, self.rows, self.width]
     }
+
+    /// Where a lane of `n` cells leaves more cells after its last whole block than a block
+    /// has vectors, the first cell of the lane's last block, which the vector dot products
+    /// compute as a block (the cells it shares with the block before computed again);
+    /// otherwise `None`, and those cells are scalars (`print::vector_dot`, spec/padding.md,
+    /// "Contraction kernels").
+    pub fn last_block(&self, n: u64) -> Option<u64> {
+        let rest = n % self.lanes.max(1);
+        (rest > self.lanes / self.width.max(1) && n > self.lanes).then(|| n - self.lanes)
+    }
+
+    /// The cells a lane of `n` computes: in blocks (its whole blocks, and the lane's last
+    /// block where it has one, [`Lanes::last_block`], whose shared cells are computed twice),
+    /// and as scalars after the blocks.
+    pub fn cells(&self, n: u64) -> (u64, u64) {
+        let whole = n - n % self.lanes.max(1);
+        match self.last_block(n) {
+            Some(_) => (whole + self.lanes, 0),
+            None => (whole, n - whole),
+        }
+    }
 }
 
 /// The order in which a [`Contraction`]'s cells are computed. Each strategy lists one variant

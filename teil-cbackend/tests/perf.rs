@@ -185,6 +185,64 @@ fn the_lanes_last_cells_take_a_block_where_they_outnumber_its_vectors() {
     );
 }
 
+/// The cells a blocking computes (`Lanes::cells`): whole blocks, the lane's last block where
+/// its cells after them outnumber a block's vectors, scalars otherwise; and the dot products
+/// take more lanes than the target's base blocking (16 on AVX-512, two chains of sums) only
+/// where they leave no more scalars, and in a small product's tile of rows no more cells.
+#[test]
+fn more_lanes_only_where_they_leave_no_more_scalars_nor_a_tile_more_cells() {
+    use teil_cbackend::ir::Lanes;
+    let lanes = |lanes, width| Lanes {
+        target: Target::Avx512,
+        lanes,
+        rows: 1,
+        width,
+    };
+    for (l, n, cells, last) in [
+        (lanes(16, 8), 30, (32, 0), Some(14)),
+        (lanes(16, 8), 24, (32, 0), Some(8)),
+        (lanes(16, 8), 17, (16, 1), None),
+        (lanes(8, 8), 30, (32, 0), Some(22)),
+        (lanes(8, 8), 24, (24, 0), None),
+        (lanes(8, 8), 17, (16, 1), None),
+        (lanes(8, 4), 30, (32, 0), Some(22)),
+        (lanes(8, 4), 26, (24, 2), None),
+        (lanes(8, 1), 30, (24, 6), None),
+    ] {
+        assert_eq!((l.cells(n), l.last_block(n)), (cells, last), "{l:?} over {n}");
+    }
+    // `kji,ik->jk` over rows of `in0` longer than 512 doubles in fma mode (the chains of
+    // fused multiply-adds, `CHAIN_LANES`): 30 lanes leave no scalars in blocks of 16 or 8, so
+    // 16; exact mode keeps 8. Row sums (one operand, `CHAIN_LANES`) of 37 rows: 16 (48 cells
+    // in blocks, against 40, but two chains). A product of 24 columns (a small product's tile
+    // of 8 rows, `CHAIN_LANES` too): blocks of 8 compute 24 cells, of 16 32, so 8.
+    let ir = |src: &str, fma: bool| {
+        let opts = Options {
+            fma,
+            lift: false,
+            ..Options::default()
+        };
+        teil_cbackend::lower(&compile(src), &opts)
+            .expect("lowers")
+            .to_string()
+    };
+    let kji = format!(
+        "{}C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n",
+        decls(&[("A", &[30, 20, 600]), ("B", &[600, 30])], ("C", &[20, 30]))
+    );
+    assert!(ir(&kji, true).contains("AVX-512: 16 lanes"), "{}", ir(&kji, true));
+    assert!(ir(&kji, false).contains("AVX-512: 8 lanes"), "{}", ir(&kji, false));
+    let row_sums = format!("{}r = red+ 2 A\n", decls(&[("A", &[37, 41])], ("r", &[37])));
+    assert!(ir(&row_sums, false).contains("AVX-512: 16 lanes"), "{}", ir(&row_sums, false));
+    let small = format!(
+        "{}C = contr 2 3 (prod A B)\n",
+        decls(&[("A", &[24, 24]), ("B", &[24, 24])], ("C", &[24, 24]))
+    );
+    for fma in [false, true] {
+        assert!(ir(&small, fma).contains("AVX-512: 8 lanes"), "{}", ir(&small, fma));
+    }
+}
+
 /// Tiling is for transpositions: a load that walks the outer label with unit stride and moves
 /// along the innermost one too. A load that stays put along the innermost label (`c[i]` in
 /// `X[i, j] + c[i]`) reads one value per row, and the nest stays a plain row-by-row walk.

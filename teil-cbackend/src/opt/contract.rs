@@ -710,10 +710,14 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
         .iter()
         .zip(&LANES)
         .map(|(l, base)| {
-            // More lanes than the target's base blocking only where their blocks leave no
-            // more cells to the scalar remainder (`kji,ik->jk` with 30 lanes: 16 lanes left
-            // 14 of them, 2.3x slower in fma mode).
-            let l = if lane.extent % l.lanes == lane.extent % base.lanes {
+            // More lanes than the target's base blocking only where they leave no more cells
+            // to scalars after the blocks (`Lanes::cells`; `kji,ik->jk` with 30 lanes: none
+            // either way, the lane's last block from cell 14 or 22, and with 16 its fused
+            // multiply-adds run in two chains, PERFORMANCE.md), and, where rows are blocked
+            // (a small product's tile, whose rows already give it enough chains), compute no
+            // more cells in blocks: 24 columns take blocks of 8, not 16 and 16 from cell 8.
+            let (more, fewer) = (l.cells(lane.extent), base.cells(lane.extent));
+            let l = if more.1 <= fewer.1 && (rows_of.is_none() || more.0 <= fewer.0) {
                 l
             } else {
                 base

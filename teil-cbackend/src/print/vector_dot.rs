@@ -262,8 +262,7 @@ impl Block<'_> {
         // The lane's cells after the last whole block: where they are more than a block's
         // vectors, the lane's last block (from cell `last` on) computes them in vectors;
         // otherwise the block's rows' remaining cells are scalars side by side (`Remainder`).
-        let rest = self.lane_n - full;
-        let last = (rest > nv).then(|| self.lane_n - lanes);
+        let last = self.v.last_block(self.lane_n);
         // One block of lanes from the lane variable's value on.
         let block = |w: &mut Writer| {
             w.line(format!(
