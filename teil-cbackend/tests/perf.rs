@@ -209,7 +209,11 @@ fn more_lanes_only_where_they_leave_no_more_scalars_nor_a_tile_more_cells() {
         (lanes(8, 4), 26, (24, 2), None),
         (lanes(8, 1), 30, (24, 6), None),
     ] {
-        assert_eq!((l.cells(n), l.last_block(n)), (cells, last), "{l:?} over {n}");
+        assert_eq!(
+            (l.cells(n), l.last_block(n)),
+            (cells, last),
+            "{l:?} over {n}"
+        );
     }
     // `kji,ik->jk` over rows of `in0` longer than 512 doubles in fma mode (the chains of
     // fused multiply-adds, `CHAIN_LANES`): 30 lanes leave no scalars in blocks of 16 or 8, so
@@ -228,18 +232,37 @@ fn more_lanes_only_where_they_leave_no_more_scalars_nor_a_tile_more_cells() {
     };
     let kji = format!(
         "{}C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n",
-        decls(&[("A", &[30, 20, 600]), ("B", &[600, 30])], ("C", &[20, 30]))
+        decls(
+            &[("A", &[30, 20, 600]), ("B", &[600, 30])],
+            ("C", &[20, 30])
+        )
     );
-    assert!(ir(&kji, true).contains("AVX-512: 16 lanes"), "{}", ir(&kji, true));
-    assert!(ir(&kji, false).contains("AVX-512: 8 lanes"), "{}", ir(&kji, false));
+    assert!(
+        ir(&kji, true).contains("AVX-512: 16 lanes"),
+        "{}",
+        ir(&kji, true)
+    );
+    assert!(
+        ir(&kji, false).contains("AVX-512: 8 lanes"),
+        "{}",
+        ir(&kji, false)
+    );
     let row_sums = format!("{}r = red+ 2 A\n", decls(&[("A", &[37, 41])], ("r", &[37])));
-    assert!(ir(&row_sums, false).contains("AVX-512: 16 lanes"), "{}", ir(&row_sums, false));
+    assert!(
+        ir(&row_sums, false).contains("AVX-512: 16 lanes"),
+        "{}",
+        ir(&row_sums, false)
+    );
     let small = format!(
         "{}C = contr 2 3 (prod A B)\n",
         decls(&[("A", &[24, 24]), ("B", &[24, 24])], ("C", &[24, 24]))
     );
     for fma in [false, true] {
-        assert!(ir(&small, fma).contains("AVX-512: 8 lanes"), "{}", ir(&small, fma));
+        assert!(
+            ir(&small, fma).contains("AVX-512: 8 lanes"),
+            "{}",
+            ir(&small, fma)
+        );
     }
 }
 

@@ -686,7 +686,7 @@ pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
 /// The free labels along which every transposed operand's rows lie closer than along the lane
 /// (and which no [`Reads::Lane`] operand reads, so that its vectors serve them all) run inside
 /// the lane's blocks instead (`Strategy::Dot::inner`): a block's `lanes` rows are then read
-/// through before the next block's (`kji,ik->jk` 78-80 to 71-73 µs on the Zen 5 machine,
+/// through before the next block's (`kji,ik->jk` 76-83 to 71-77 µs on the Zen 5 machine,
 /// PERFORMANCE.md). Not with OpenMP, whose parallel loop is the outermost: the lane's blocks
 /// are too few to share.
 fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes; 4]) -> Strategy {

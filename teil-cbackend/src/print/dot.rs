@@ -68,7 +68,9 @@ pub(super) fn print(
                     // Lanes that are rows of an operand stream through several cache lines at
                     // once, which the hardware prefetchers follow badly: fetch the next
                     // block's rows, one cache line per term, while this block runs (only where
-                    // the next block exists and lies inside the rows it will read).
+                    // the next block exists and lies inside the rows it will read, and not
+                    // where loops run inside the lane's blocks: the next block comes after
+                    // them).
                     for (x, s) in operands.iter().zip(&ss) {
                         let (sl, sk) = (x.lane_stride, s.get(c.k.var));
                         if sk == 1 && sl >= kn && full > lanes && inner.is_empty() {
