@@ -358,14 +358,9 @@ fn transposed_rows_run_their_closer_labels_inside_the_lanes_blocks() {
              C = transp 1 2 (contr 3 4 (diag 1 5 (prod A B)))\n"
         )
     };
-    let (lane, inner, k) = dot_inner(&kji(30), false);
+    let (lane, inner, mut k) = dot_inner(&kji(30), false);
     assert_eq!((lane, inner), (30, vec![100]), "{k}");
-    let p = teil::compile(&kji(30)).expect("checks").0;
-    let opts = Options {
-        lift: false,
-        ..Options::default()
-    };
-    let c = teil_cbackend::emit_c(&p, &opts).expect("prints");
+    let c = teil_cbackend::print::module(&[&k]);
     let (lanes, rows) = (
         c.find("for (long long teil_lb = 0; teil_lb < 30; teil_lb += 8)"),
         c.find("< 100; i1++)"),
@@ -377,10 +372,10 @@ fn transposed_rows_run_their_closer_labels_inside_the_lanes_blocks() {
     let batched = "input alloc A : [50, 30, 19]\ninput alloc x : [50, 19]\n\
                    output alloc y : [50, 30]\n\
                    y = contr 3 4 (diag 1 4 (prod A x))\n";
-    let (lane, inner, k) = dot_inner(batched, false);
-    assert_eq!((lane, inner), (30, Vec::<u64>::new()), "{k}");
+    let (lane, inner, b) = dot_inner(batched, false);
+    assert_eq!((lane, inner), (30, Vec::<u64>::new()), "{b}");
     // The validator: the kernel as lowered, then with an inner label that is the lane.
-    let mut k = dot_inner(&kji(30), false).2;
+    let p = teil::compile(&kji(30)).expect("checks").0;
     validate::validate(&p, &k).expect("validates as lowered");
     let Some(Step::Contract { c, .. }) = k.steps.first_mut() else {
         unreachable!()

@@ -237,32 +237,20 @@ fn more_lanes_only_where_they_leave_no_more_scalars_nor_a_tile_more_cells() {
             ("C", &[20, 30])
         )
     );
-    assert!(
-        ir(&kji, true).contains("AVX-512: 16 lanes"),
-        "{}",
-        ir(&kji, true)
-    );
-    assert!(
-        ir(&kji, false).contains("AVX-512: 8 lanes"),
-        "{}",
-        ir(&kji, false)
-    );
     let row_sums = format!("{}r = red+ 2 A\n", decls(&[("A", &[37, 41])], ("r", &[37])));
-    assert!(
-        ir(&row_sums, false).contains("AVX-512: 16 lanes"),
-        "{}",
-        ir(&row_sums, false)
-    );
     let small = format!(
         "{}C = contr 2 3 (prod A B)\n",
         decls(&[("A", &[24, 24]), ("B", &[24, 24])], ("C", &[24, 24]))
     );
-    for fma in [false, true] {
-        assert!(
-            ir(&small, fma).contains("AVX-512: 8 lanes"),
-            "{}",
-            ir(&small, fma)
-        );
+    for (src, fma, lanes) in [
+        (&kji, true, "AVX-512: 16 lanes"),
+        (&kji, false, "AVX-512: 8 lanes"),
+        (&row_sums, false, "AVX-512: 16 lanes"),
+        (&small, false, "AVX-512: 8 lanes"),
+        (&small, true, "AVX-512: 8 lanes"),
+    ] {
+        let text = ir(src, fma);
+        assert!(text.contains(lanes), "{text}");
     }
 }
 
