@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """A teil-target/1 adapter for PyTorch:
-`teil fuzz --target "python3 torch_ops.py --device cpu"` (or `--device cuda`).
+`teil fuzz --target "python3 torch_ops.py --device cpu"` (or `--device cuda`), and for its
+compiler: `teil fuzz --target "python3 torch_ops.py --compile" --target-timeout 120`.
 
 It runs TeIL's fuzz programs in their ops/1 form (spec/fuzzing.md) with float64 torch tensors
-on the chosen device, and writes every output as float64 .npy in C order. Without torch
+on the chosen device, and writes every output as float64 .npy in C order. With `--compile` the
+whole program is one function compiled by `torch.compile` (TorchInductor, its default backend,
+which generates C++ for the CPU and Triton for CUDA), so that Inductor fuses across steps; the
+inputs are its arguments and the outputs its results; a program Inductor fails to compile or
+run is an `error`. Without torch
 installed it answers "unsupported" for every program, so a campaign still runs (and says so in
 its counters). Every adapter in fuzz/targets/ stands alone on purpose, protocol loop included:
 a tester copies one file, and a little repetition between adapters is the price of that.
@@ -45,33 +50,48 @@ def run_step(step, env, device):
     raise NotImplementedError(f"op `{op}`")
 
 
-def run_case(request, device):
+def program(request, device):
+    """The whole program as one function of its inputs, in request order, returning its
+    outputs in request order."""
+    names, steps, outputs = list(request["inputs"]), request["ops"], list(request["outputs"])
+
+    def f(*values):
+        env = dict(zip(names, values))
+        for step in steps:
+            env[step["out"]] = run_step(step, env, device)
+        return tuple(env[n] for n in outputs)
+
+    return f
+
+
+def run_case(request, device, compile):
     if torch is None:
         raise NotImplementedError("torch is not installed")
     if request["ops"] is None:
         raise NotImplementedError("this adapter runs the ops/1 form only")
-    env = {
-        name: torch.from_numpy(np.load(v["path"])).to(device)
-        for name, v in request["inputs"].items()
-    }
-    for step in request["ops"]:
-        env[step["out"]] = run_step(step, env, device)
-    for name, v in request["outputs"].items():
-        value = env[name].detach().to("cpu").numpy()
+    args = [torch.from_numpy(np.load(v["path"])).to(device) for v in request["inputs"].values()]
+    f = program(request, device)
+    if compile:
+        torch._dynamo.reset()  # each program is compiled afresh, not from an earlier one's guards
+        f = torch.compile(f, fullgraph=True, dynamic=False)
+    results = f(*args)
+    for (name, v), value in zip(request["outputs"].items(), results):
+        value = value.detach().to("cpu").numpy()
         np.save(v["path"], np.array(value, dtype=np.float64, order="C"))
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    device = parser.parse_args().device
+    parser.add_argument("--compile", action="store_true", help="torch.compile (Inductor) the whole program")
+    args = parser.parse_args()
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
         answer = {"id": request["id"], "status": "ok"}
         try:
-            run_case(request, device)
+            run_case(request, args.device, args.compile)
         except NotImplementedError as e:
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:

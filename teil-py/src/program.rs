@@ -532,6 +532,18 @@ impl Program {
         Ok(teil::fmt::program(self.checked.program(), style(syntax)?))
     }
 
+    /// The program's ops/1 form (spec/fuzzing.md, "The ops/1 form") as a dict, the document
+    /// ``teil lower --ops`` prints: ``format``, ``inputs`` and ``outputs`` (name to shape),
+    /// ``undefined`` and ``steps``. :func:`teil.onnx.export` builds on it.
+    ///
+    /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
+    /// >>> [(s["op"], s["args"]) for s in p.ops()["steps"]]
+    /// [('mul', ['A', 'A']), ('reduce', ['%1'])]
+    fn ops<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = teil::ops::lower(&self.checked).to_json();
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
     /// The program's Core-TeIL form (TeIL paper §4), as ``teil fmt --core`` prints it.
     ///
     /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")

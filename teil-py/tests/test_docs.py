@@ -7,6 +7,7 @@ import doctest
 import pytest
 
 import teil
+import teil.onnx
 
 OBJECTS = [
     teil,
@@ -18,6 +19,7 @@ OBJECTS = [
     teil.Program.run,
     teil.Program.fmt,
     teil.Program.core,
+    teil.Program.ops,
     teil.Program.trace,
     teil.Program.emit_c,
     teil.Program.from_file,
@@ -26,6 +28,7 @@ OBJECTS = [
     teil.einsum,
     teil.einsum_program,
     teil.guarded,
+    teil.onnx.export,
 ]
 if hasattr(teil, "Kernel"):  # built with the `kernel` feature
     OBJECTS += [teil.Kernel, teil.Program.compile]

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""A teil-target/1 adapter for ONNX Runtime:
+`teil fuzz --target "python3 onnxruntime_ops.py [--level all|extended|basic|disable]"`.
+
+Each program's ops/1 form (spec/fuzzing.md) becomes one ONNX model (float64, opset 18) through
+TeIL's exporter, `teil.onnx.from_ops`, which is loaded from the installed `teil` package or,
+without it, from this checkout's teil-py/python/teil/onnx.py (plain Python on `onnx`). The
+model runs in an `onnxruntime.InferenceSession` on the CPU execution provider with the graph
+optimisation level of `--level` (default `all`, ORT_ENABLE_ALL: constant folding, node fusion,
+layout transforms) and `--threads` intra-op threads (default 1).
+
+Answers: a model ONNX Runtime rejects or fails to run is an `error` (a finding of the class
+"error on a valid model": every exported model passes `onnx.checker.check_model(full_check=True)`
+and ONNX's reference evaluator computes the oracle's values, fuzz/targets/tests); except that
+an operator ONNX Runtime documents no float64 kernel for (its NOT_IMPLEMENTED status, "Could
+not find an implementation for ...", docs/OperatorKernels.md) is `unsupported`. Without
+onnxruntime or onnx installed every program is `unsupported`. Every adapter in fuzz/targets/
+stands alone on purpose, protocol loop included: a tester copies one file.
+"""
+import argparse
+import importlib.util
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+try:
+    import onnxruntime as ort
+except ImportError:  # reported per case as "unsupported"
+    ort = None
+
+
+def load_exporter():
+    """`teil.onnx.from_ops`: from the installed package, else from this checkout."""
+    try:
+        from teil.onnx import from_ops
+
+        return from_ops
+    except ImportError:
+        pass
+    path = pathlib.Path(__file__).resolve().parents[2] / "teil-py" / "python" / "teil" / "onnx.py"
+    spec = importlib.util.spec_from_file_location("teil_onnx", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):
+        return None
+    return module.from_ops
+
+
+LEVELS = {
+    "disable": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
+
+
+def document(request):
+    """The ops/1 document of a request (the protocol sends its steps and the interface)."""
+    return {
+        "format": "ops/1",
+        "inputs": {n: v["shape"] for n, v in request["inputs"].items()},
+        "outputs": {n: v["shape"] for n, v in request["outputs"].items()},
+        "undefined": [],
+        "steps": request["ops"],
+    }
+
+
+class Unsupported(Exception):
+    pass
+
+
+def run_case(request, from_ops, options):
+    if ort is None or from_ops is None:
+        raise Unsupported("onnxruntime or onnx is not installed")
+    if request["ops"] is None:
+        raise Unsupported("this adapter runs the ops/1 form only")
+    model = from_ops(document(request))
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as e:
+        if type(e).__name__ == "NotImplemented":  # no kernel for a type: documented
+            raise Unsupported(f"onnxruntime {ort.__version__}: {e}") from None
+        raise
+    if not request["outputs"]:
+        return  # the model loaded; ONNX Runtime refuses a run that asks for no output
+    feeds = {name: np.load(v["path"]) for name, v in request["inputs"].items()}
+    values = session.run(None, feeds)  # graph outputs in the order of request["outputs"]
+    for (name, v), value in zip(request["outputs"].items(), values):
+        np.save(v["path"], np.array(value, dtype=np.float64, order="C"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--level", choices=sorted(LEVELS), default="all")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    from_ops = load_exporter()
+    options = None
+    if ort is not None:
+        ort.set_default_logger_severity(3)  # errors only: warnings would fill the log
+        options = ort.SessionOptions()
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[args.level])
+        options.intra_op_num_threads = args.threads
+        options.inter_op_num_threads = 1
+    np.seterr(all="ignore")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        answer = {"id": request["id"], "status": "ok"}
+        try:
+            run_case(request, from_ops, options)
+        except Unsupported as e:
+            answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
+        except Exception as e:  # anything else is a finding: report it, keep serving
+            answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()

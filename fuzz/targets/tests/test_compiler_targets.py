@@ -1,0 +1,158 @@
+"""Campaigns of `teil fuzz --target` against the compiler adapters (spec/fuzzing.md, "Compiler
+targets"): ONNX Runtime, TVM and XLA through their pinned packages (teil-py/requirements-dev.txt),
+a bug planted behind the ONNX Runtime adapter, found and shrunk, and the committed findings of
+fuzz/FINDINGS.md replayed.
+
+A missing package fails the test rather than skipping it, so that CI cannot pass without
+running the campaigns; only torch, whose wheel is too large for CI, is optional (its adapter
+must then answer `unsupported`, which is tested too).
+"""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+TARGETS = ROOT / "fuzz" / "targets"
+FINDINGS = ROOT / "fuzz" / "findings"
+
+
+def require(module):
+    try:
+        __import__(module)
+    except ImportError:
+        pytest.fail(f"`{module}` is not installed in {sys.executable}; the adapters need it")
+
+
+def teil_bin():
+    path = pathlib.Path(os.environ.get("TEIL_BIN", ROOT / "target" / "debug" / "teil"))
+    if not path.is_file():
+        pytest.fail(f"no teil binary at {path}: run `cargo build -p teil-cli` or set TEIL_BIN")
+    return str(path)
+
+
+def fuzz(target, *flags, timeout=900):
+    return subprocess.run(
+        [teil_bin(), "fuzz", "--target", target, *flags], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def counters(result):
+    """(passed, exact, unsupported) from the campaign's line on standard error."""
+    m = re.search(r"target: (\d+) passed \((\d+) compared exactly.*?(\d+) unsupported", result.stderr)
+    assert m, result.stderr
+    return tuple(map(int, m.groups()))
+
+
+def assert_clean(result, programs):
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert re.fullmatch(rf"{programs} programs, 0 mismatches, \d+\.\d programs/s\n", result.stdout)
+    passed, exact, unsupported = counters(result)
+    assert passed + unsupported == programs and unsupported <= programs // 10, result.stderr
+    return passed, exact
+
+
+@pytest.mark.parametrize("level", ["all", "disable"])
+def test_onnxruntime_agrees_with_the_oracle(tmp_path, level):
+    require("onnxruntime")
+    require("onnx")
+    target = f"{sys.executable} {TARGETS / 'onnxruntime_ops.py'} --level {level}"
+    result = fuzz(target, "--programs", "300", "--seed", "1", "--out", str(tmp_path))
+    passed, exact = assert_clean(result, 300)
+    assert passed == 300 and exact >= 250
+
+
+def test_xla_agrees_with_the_oracle(tmp_path):
+    require("jax")
+    target = f"{sys.executable} {TARGETS / 'xla_ops.py'}"
+    result = fuzz(target, "--programs", "100", "--seed", "1", "--out", str(tmp_path))
+    passed, _ = assert_clean(result, 100)
+    assert passed == 100
+
+
+def test_tvm_compiles_einsum_programs(tmp_path):
+    # TVM compiles each program (about 0.4 s here); the einsum profile has no NaN, so the known
+    # ReduceMax finding below cannot occur.
+    require("tvm")
+    require("onnx")
+    target = f"{sys.executable} {TARGETS / 'tvm_ops.py'}"
+    result = fuzz(target, "--programs", "25", "--seed", "1", "--profile", "einsum",
+                  "--target-timeout", "120", "--out", str(tmp_path))
+    passed, _ = assert_clean(result, 25)
+    assert passed == 25
+
+
+def test_torch_compile_runs_or_says_it_cannot(tmp_path):
+    target = f"{sys.executable} {TARGETS / 'torch_ops.py'} --compile"
+    result = fuzz(target, "--programs", "10", "--seed", "1", "--target-timeout", "300", "--out", str(tmp_path))
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert result.returncode == 0, result.stderr
+        assert counters(result) == (0, 0, 10)
+        return
+    assert_clean(result, 10)
+
+
+def planted_onnxruntime(tmp_path):
+    """A copy of the ONNX Runtime adapter behind which a graph rewrite goes wrong: every
+    ReduceMax is turned into a ReduceMin before the session is made."""
+    source = (TARGETS / "onnxruntime_ops.py").read_text()
+    anchor = "    model = from_ops(document(request))\n"
+    assert anchor in source
+    bad = source.replace(
+        anchor,
+        anchor + "    for node in model.graph.node:\n"
+        "        if node.op_type == 'ReduceMax':\n"
+        "            node.op_type = 'ReduceMin'\n",
+    )
+    # The copy lives outside the checkout: the exporter must come from the installed package.
+    adapter = tmp_path / "bad_onnxruntime_ops.py"
+    adapter.write_text(bad)
+    return f"{sys.executable} {adapter}"
+
+
+def test_a_bug_behind_onnxruntime_is_found_and_shrunk(tmp_path):
+    require("onnxruntime")
+    target = planted_onnxruntime(tmp_path)
+    out = tmp_path / "failures"
+    result = fuzz(target, "--programs", "100", "--seed", "1", "--shrink", "1", "--out", str(out))
+    assert result.returncode == 1, result.stderr[-4000:]
+    assert re.fullmatch(r"100 programs, [1-9]\d* mismatches, \d+\.\d programs/s\n", result.stdout)
+    [repro] = list(out.iterdir())
+    program = (repro / "program.teil").read_text()
+    statements = [l for l in program.splitlines() if "=" in l and not l.startswith("//")]
+    assert 1 <= len(statements) <= 3, program
+    ops = json.loads((repro / "ops.json").read_text())
+    assert any(s["op"] == "reduce" and s["kind"] == "max" for s in ops["steps"]), ops
+    replay = fuzz(target, "--replay", str(repro), timeout=120)
+    assert replay.returncode == 1 and replay.stdout.startswith("1 programs, 1 mismatches")
+    fixed = fuzz(f"{sys.executable} {TARGETS / 'onnxruntime_ops.py'}", "--replay", str(repro), timeout=120)
+    assert fixed.returncode == 0 and fixed.stdout.startswith("1 programs, 0 mismatches"), fixed.stderr
+
+
+def committed_findings():
+    return sorted(p for p in FINDINGS.glob("*/*") if (p / "finding.json").is_file())
+
+
+def test_every_committed_finding_is_listed_and_replays_as_recorded():
+    """Each fuzz/findings/TARGET/ID/ is a reproducer with a finding.json (target, version,
+    class, adapter command, whether it reproduces with the pinned version); FINDINGS.md lists
+    it. The ones marked to reproduce must still fail when replayed with the pinned packages."""
+    listed = (ROOT / "fuzz" / "FINDINGS.md").read_text()
+    findings = committed_findings()
+    assert findings, "fuzz/findings/ holds the campaigns' findings"
+    for d in findings:
+        meta = json.loads((d / "finding.json").read_text())
+        assert meta["class"] in {"crash", "wrong value", "wrong shape", "error on a valid model"}
+        assert f"{d.parent.name}/{d.name}" in listed, f"{d} is not in FINDINGS.md"
+        require(meta["module"])
+        adapter = TARGETS / meta["adapter"]
+        target = " ".join([sys.executable, str(adapter), *meta.get("flags", [])])
+        replay = fuzz(target, "--replay", str(d), "--target-timeout", "120", timeout=300)
+        want = 1 if meta["reproduces"] else 0
+        assert replay.returncode == want, (d, replay.stdout, replay.stderr[-2000:])

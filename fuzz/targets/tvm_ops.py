@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""A teil-target/1 adapter for Apache TVM: `teil fuzz --target "python3 tvm_ops.py"`
+(`--target-timeout 60` or so: TVM compiles every program).
+
+Each program's ops/1 form (spec/fuzzing.md) becomes one ONNX model (float64, opset 18) through
+TeIL's exporter, `teil.onnx.from_ops` (from the installed `teil` package or, without it, this
+checkout's teil-py/python/teil/onnx.py), which TVM imports with its Relax ONNX front end
+(`tvm.relax.frontend.onnx.from_onnx`), lowers with `relax.transform.LegalizeOps`, compiles with
+`tvm.compile` for `llvm` at its default optimisation level (`--opt-level N` sets
+`PassContext(opt_level=N)`) and runs in the Relax virtual machine on the CPU.
+
+Answers: any failure to import, compile or run an exported model is an `error` (a finding of the
+class "error on a valid model": every exported model passes `onnx.checker.check_model(
+full_check=True)` and ONNX's reference evaluator computes the oracle's values); an operator the
+front end documents as not supported (its `OpNotImplemented`) is `unsupported`. Without tvm or
+onnx installed every program is `unsupported`. Every adapter in fuzz/targets/ stands alone on
+purpose, protocol loop included: a tester copies one file.
+"""
+import argparse
+import importlib.util
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+try:
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+except ImportError:  # reported per case as "unsupported"
+    tvm = None
+
+
+def load_exporter():
+    """`teil.onnx.from_ops`: from the installed package, else from this checkout."""
+    try:
+        from teil.onnx import from_ops
+
+        return from_ops
+    except ImportError:
+        pass
+    path = pathlib.Path(__file__).resolve().parents[2] / "teil-py" / "python" / "teil" / "onnx.py"
+    spec = importlib.util.spec_from_file_location("teil_onnx", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):
+        return None
+    return module.from_ops
+
+
+def document(request):
+    """The ops/1 document of a request (the protocol sends its steps and the interface)."""
+    return {
+        "format": "ops/1",
+        "inputs": {n: v["shape"] for n, v in request["inputs"].items()},
+        "outputs": {n: v["shape"] for n, v in request["outputs"].items()},
+        "undefined": [],
+        "steps": request["ops"],
+    }
+
+
+class Unsupported(Exception):
+    pass
+
+
+def tensor(array):
+    # TVM 0.2x renamed tvm.nd.array to tvm.runtime.tensor; either takes a NumPy array.
+    make = getattr(tvm.runtime, "tensor", None) or tvm.nd.array
+    return make(np.array(array, dtype=np.float64, order="C"), tvm.cpu())  # keeps shape ()
+
+
+def run_case(request, from_ops, opt_level):
+    if tvm is None or from_ops is None:
+        raise Unsupported("tvm or onnx is not installed")
+    if request["ops"] is None:
+        raise Unsupported("this adapter runs the ops/1 form only")
+    model = from_ops(document(request))
+    try:
+        mod = from_onnx(model, opset=18)
+    except tvm.error.OpNotImplemented as e:
+        raise Unsupported(f"tvm {tvm.__version__}: {e}") from None
+    if opt_level is None:
+        mod = relax.transform.LegalizeOps()(mod)
+        executable = tvm.compile(mod, target="llvm")
+    else:
+        with tvm.transform.PassContext(opt_level=opt_level):
+            mod = relax.transform.LegalizeOps()(mod)
+            executable = tvm.compile(mod, target="llvm")
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    args = [tensor(np.load(v["path"])) for v in request["inputs"].values()]
+    result = vm["main"](*args)
+    # One output is returned as a tensor, several as a tuple, in the graph's output order.
+    values = [result] if len(request["outputs"]) == 1 else list(result)
+    if len(values) != len(request["outputs"]):
+        raise RuntimeError(f"{len(values)} results for {len(request['outputs'])} outputs")
+    for (name, v), value in zip(request["outputs"].items(), values):
+        np.save(v["path"], np.array(value.numpy(), dtype=np.float64, order="C"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--opt-level", type=int, choices=range(4), default=None)
+    args = parser.parse_args()
+    from_ops = load_exporter()
+    np.seterr(all="ignore")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        answer = {"id": request["id"], "status": "ok"}
+        try:
+            run_case(request, from_ops, args.opt_level)
+        except Unsupported as e:
+            answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
+        except Exception as e:  # anything else is a finding: report it, keep serving
+            answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()

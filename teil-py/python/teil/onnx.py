@@ -1,0 +1,255 @@
+"""TeIL programs as ONNX models: :func:`export` and ``python -m teil.onnx``.
+
+A program's ops/1 form (:meth:`teil.Program.ops`, spec/fuzzing.md "The ops/1 form") becomes
+an ONNX graph of float64 tensors at opset :data:`OPSET` (spec/fuzzing.md "ONNX export"), one
+or a few nodes per step:
+
+=========== ===================================================================
+ops/1 step  ONNX nodes
+=========== ===================================================================
+``einsum``  ``Einsum`` (the step's equation)
+``add`` ... ``Add``, ``Sub``, ``Mul``, ``Div`` (a shape-``[]`` operand broadcasts)
+``reduce``  ``ReduceSum``/``ReduceProd``/``ReduceMax``/``ReduceMin``, ``keepdims=0``,
+            the axis as an ``int64`` input
+``expand``  ``Unsqueeze`` then ``Expand`` to the step's shape
+``take``    ``Gather`` with a scalar ``int64`` index (the axis is removed)
+``const``   ``Constant``
+=========== ===================================================================
+
+The graph's inputs are the program's input variables, by name, in declaration order, with
+their static shapes; its outputs are the output variables in declaration order, each named as
+the variable, except that an ``inout`` variable's output is ``NAME:out`` (its input keeps
+``NAME``: an ONNX value has one producer). Values inside the graph are named ``NAME:K`` (``K``
+the step's index); ``:`` never occurs in a TeIL identifier, so no name collides. A variable the
+program reads before assigning it, and does not take as input, is ``•`` (NaN) everywhere
+(semantics [Eval-Prog]): a ``ConstantOfShape`` of NaN.
+
+Everything here is plain Python on top of the ``onnx`` package (its ``helper``; no hand-written
+protobuf). :func:`from_ops` needs nothing else, so the fuzzing adapters in ``fuzz/targets/`` load
+this file from a checkout without the compiled package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Mapping, Optional, Sequence
+
+try:
+    from ._native import TeilError as _Base
+except ImportError:  # loaded by path, without the package (fuzz/targets/ from a checkout)
+    _Base = ValueError
+
+#: The ONNX operator set every exported model imports (the default domain, ``ai.onnx``).
+OPSET = 18
+#: The IR version of the models: 8, the one that opset 18 came with (onnx 1.13), so that
+#: every runtime that implements opset 18 reads them.
+IR_VERSION = 8
+
+_REDUCE = {"sum": "ReduceSum", "prod": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin"}
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
+
+__all__ = ["ExportError", "IR_VERSION", "OPSET", "export", "from_ops", "output_names"]
+
+
+class ExportError(_Base):
+    """A program or ops/1 document that cannot become an ONNX model. ``reason`` says why;
+    ``step`` is the index of the offending step, or ``None``."""
+
+    def __init__(self, reason: str, step: Optional[int] = None):
+        self.reason = reason
+        self.step = step
+        where = f"step {step}: " if step is not None else ""
+        super().__init__(f"cannot export to ONNX: {where}{reason}")
+
+
+def output_names(document: Mapping[str, Any]) -> list[str]:
+    """The graph output names :func:`from_ops` gives ``document``'s outputs, in order:
+    ``NAME``, or ``NAME:out`` for a variable that is also an input."""
+    inputs = document["inputs"]
+    return [f"{n}:out" if n in inputs else n for n in document["outputs"]]
+
+
+def export(program: Any, *, name: Optional[str] = None) -> Any:
+    """The ONNX model (``onnx.ModelProto``) of a :class:`teil.Program`, checked with
+    ``onnx.checker.check_model(full_check=True)``.
+
+    >>> import teil, teil.onnx
+    >>> p = teil.Program('''
+    ... input  var A : [2 3]
+    ... input  var B : [3 4]
+    ... output var C : [2 4]
+    ... C = (A # B) .[2 3]''')
+    >>> m = teil.onnx.export(p)
+    >>> [n.op_type for n in m.graph.node], [o.name for o in m.graph.output]
+    (['Einsum'], ['C'])
+    """
+    shapes = {v: list(shape) for v, (shape, _) in program.variables.items()}
+    if name is None:
+        name = os.path.splitext(os.path.basename(program.filename))[0] or "teil"
+    return from_ops(program.ops(), shapes=shapes, name=name)
+
+
+def from_ops(
+    document: Mapping[str, Any],
+    *,
+    shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    name: str = "teil",
+    check: bool = True,
+) -> Any:
+    """The ONNX model of an ops/1 document (a dict, as ``teil lower --ops`` prints it or
+    :meth:`teil.Program.ops` returns it). ``shapes`` gives the shape of each variable in
+    ``document["undefined"]`` that is not an output (the document does not carry it); with
+    ``check`` (the default) the model is checked with ``full_check=True`` before it is
+    returned. Raises :class:`ExportError` for a document it cannot read."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    if document.get("format") != "ops/1":
+        raise ExportError(f"not an ops/1 document (format {document.get('format')!r})")
+    inputs = dict(document["inputs"])
+    outputs = dict(document["outputs"])
+    steps = list(document["steps"])
+    nodes: list[Any] = []
+    env: dict[str, str] = {n: n for n in inputs}
+
+    def const(value_name: str, array: Any) -> str:
+        nodes.append(helper.make_node("Constant", [], [value_name], value=numpy_helper.from_array(array, value_name)))
+        return value_name
+
+    def int64s(value_name: str, values: Sequence[int]) -> str:
+        return const(value_name, np.array(list(values), dtype=np.int64))
+
+    for var in document.get("undefined", []):
+        shape = outputs.get(var, (shapes or {}).get(var))
+        if shape is None:
+            raise ExportError(f"`{var}` is read before it is assigned and its shape is not known (pass shapes=)")
+        dims = int64s(f"{var}:undefined_shape", shape)
+        nan = numpy_helper.from_array(np.array([np.nan], dtype=np.float64), "nan")
+        nodes.append(helper.make_node("ConstantOfShape", [dims], [f"{var}:undefined"], value=nan))
+        env[var] = f"{var}:undefined"
+
+    # The step that gives each output its final value produces the graph output directly.
+    final: dict[str, int] = {}
+    for k, step in enumerate(steps):
+        final[step["out"]] = k
+    graph_out = dict(zip(outputs, output_names(document)))
+    named_by_step = {final[v]: graph_out[v] for v in outputs if v in final}
+
+    for k, step in enumerate(steps):
+        try:
+            op, out = step["op"], step["out"]
+            args = [env[a] for a in step["args"]]
+        except KeyError as e:
+            raise ExportError(f"reads {e} before any step binds it", k) from None
+        value = named_by_step.get(k, f"{out}:{k}")
+        if op == "einsum":
+            nodes.append(helper.make_node("Einsum", args, [value], equation=step["equation"]))
+        elif op in _BINARY:
+            nodes.append(helper.make_node(_BINARY[op], args, [value]))
+        elif op == "reduce":
+            axes = int64s(f"{out}:{k}:axes", [step["axis"]])
+            nodes.append(helper.make_node(_REDUCE[step["kind"]], [args[0], axes], [value], keepdims=0))
+        elif op == "expand":
+            axes = int64s(f"{out}:{k}:axes", [step["axis"]])
+            shape = int64s(f"{out}:{k}:shape", step["shape"])
+            unsqueezed = f"{out}:{k}:unsqueezed"
+            nodes.append(helper.make_node("Unsqueeze", [args[0], axes], [unsqueezed]))
+            nodes.append(helper.make_node("Expand", [unsqueezed, shape], [value]))
+        elif op == "take":
+            index = const(f"{out}:{k}:index", np.array(step["index"], dtype=np.int64))
+            nodes.append(helper.make_node("Gather", [args[0], index], [value], axis=step["axis"]))
+        elif op == "const":
+            const(value, np.array(step["value"], dtype=np.float64))
+        else:
+            raise ExportError(f"`{op}` is not an ops/1 op", k)
+        env[out] = value
+
+    for var, out_name in graph_out.items():
+        if var not in final:  # an input returned unchanged, or an undefined variable
+            nodes.append(helper.make_node("Identity", [env[var]], [out_name]))
+
+    def info(n: str, shape: Sequence[int]) -> Any:
+        return helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(shape))
+
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [info(n, s) for n, s in inputs.items()],
+        [info(graph_out[n], s) for n, s in outputs.items()],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="teil",
+        ir_version=IR_VERSION,
+    )
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _save(model: Any, path: str) -> None:
+    """Writes ``model`` to ``path`` atomically: a temporary file beside it, renamed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".teil-onnx-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model.SerializeToString())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _vectors(directory: str) -> int:
+    """Adds ``model.onnx`` to every case of a ``teil fuzz --export`` directory; the count."""
+    with open(os.path.join(directory, "index.json"), encoding="utf-8") as f:
+        index = json.load(f)
+    if index.get("format") != "teil-vectors/1":
+        raise ExportError(f"{directory}/index.json is not a teil-vectors/1 index")
+    for case in index["cases"]:
+        case_dir = os.path.join(directory, os.path.basename(case["dir"]))
+        with open(os.path.join(case_dir, "ops.json"), encoding="utf-8") as f:
+            document = json.load(f)
+        _save(from_ops(document, name=os.path.basename(case_dir)), os.path.join(case_dir, "model.onnx"))
+    return len(index["cases"])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m teil.onnx",
+        description="Export a TeIL program (.teil or .tin) as an ONNX model (float64, opset "
+        f"{OPSET}), or add model.onnx to every case of a `teil fuzz --export` directory.",
+    )
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("program", nargs="?", help="the .teil or .tin file")
+    group.add_argument("--vectors", metavar="DIR", help="a `teil fuzz --export` directory")
+    parser.add_argument("-o", "--output", metavar="MODEL", help="where to write the model (with PROGRAM)")
+    args = parser.parse_args(argv)
+    try:
+        if args.vectors is not None:
+            if args.output is not None:
+                parser.error("-o goes with PROGRAM, not with --vectors")
+            count = _vectors(args.vectors)
+            print(f"{count} models written to {args.vectors}")
+            return 0
+        if args.output is None:
+            parser.error("PROGRAM needs -o MODEL")
+        from . import Program
+
+        _save(export(Program.from_file(args.program)), args.output)
+    except (ValueError, OSError) as e:  # TeilError and ExportError are ValueErrors
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
