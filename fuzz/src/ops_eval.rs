@@ -305,6 +305,11 @@ pub fn serve(
         };
         let mut answer = answer;
         answer["id"] = id;
+        // The optional name a target gives itself: reproducers record it.
+        answer["target"] = Value::from(match bug {
+            Some(b) => format!("teil ops-target --plant {}", b.name()),
+            None => "teil ops-target".to_string(),
+        });
         writeln!(output, "{answer}")?;
         output.flush()?;
     }

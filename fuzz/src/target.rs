@@ -97,6 +97,8 @@ pub struct Target {
     running: Option<Running>,
     /// How many times the command was started.
     pub starts: u64,
+    /// What the target says it is (the last `target` field of its answers; [`parse_answer`]).
+    pub identity: Option<String>,
 }
 
 /// Reads `r` line by line into `tx`, each line at most [`MAX_ANSWER`] bytes: the reader never
@@ -152,6 +154,7 @@ impl Target {
             cancel: Cancel::default(),
             running: None,
             starts: 0,
+            identity: None,
         }
     }
 
@@ -256,7 +259,13 @@ impl Target {
             }
         };
         match line {
-            Line::Text(line) => parse_answer(id, &line).map_err(Fault::Garbage),
+            Line::Text(line) => {
+                let (answer, identity) = parse_answer(id, &line).map_err(Fault::Garbage)?;
+                if identity.is_some() {
+                    self.identity = identity;
+                }
+                Ok(answer)
+            }
             Line::TooLong => Err(Fault::Garbage(BadAnswer::TooLong { max: MAX_ANSWER })),
             Line::NotUtf8(head) => Err(Fault::Garbage(BadAnswer::NotUtf8(
                 head.trim_end().to_string(),
@@ -311,8 +320,13 @@ fn exit_report(r: &mut Running, what: &str) -> String {
     out
 }
 
-/// Reads one answer line; `Err` says what is wrong with it.
-pub fn parse_answer(id: u64, line: &str) -> Result<Answer, BadAnswer> {
+/// The longest name for itself a target may give (the `target` field of an answer).
+pub const MAX_IDENTITY: usize = 200;
+
+/// Reads one answer line: the answer, and the target's name for itself if the line has a
+/// `target` field (optional; the shipped adapters give their library and its version). `Err`
+/// says what is wrong with the line.
+pub fn parse_answer(id: u64, line: &str) -> Result<(Answer, Option<String>), BadAnswer> {
     let shown: String = line.trim().chars().take(200).collect();
     let v: Value = match serde_json::from_str(line.trim()) {
         Ok(v) => v,
@@ -327,11 +341,33 @@ pub fn parse_answer(id: u64, line: &str) -> Result<Answer, BadAnswer> {
         return Err(BadAnswer::WrongId { shown, id });
     }
     let text = |f: &str| shorten(v.get(f).and_then(Value::as_str).unwrap_or(""));
-    match v.get("status").and_then(Value::as_str) {
-        Some("ok") => Ok(Answer::Ok),
-        Some("unsupported") => Ok(Answer::Unsupported(text("reason"))),
-        Some("error") => Ok(Answer::Error(text("message"))),
-        _ => Err(BadAnswer::NoStatus { shown }),
+    let answer = match v.get("status").and_then(Value::as_str) {
+        Some("ok") => Answer::Ok,
+        Some("unsupported") => Answer::Unsupported(text("reason")),
+        Some("error") => Answer::Error(text("message")),
+        _ => return Err(BadAnswer::NoStatus { shown }),
+    };
+    Ok((
+        answer,
+        v.get("target").and_then(Value::as_str).map(identity),
+    ))
+}
+
+/// A target's name for itself, as reports show it: one line of at most [`MAX_IDENTITY`]
+/// characters, control characters replaced.
+fn identity(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_IDENTITY + 1)
+        .collect();
+    if clean.chars().count() > MAX_IDENTITY {
+        format!(
+            "{}...",
+            clean.chars().take(MAX_IDENTITY).collect::<String>()
+        )
+    } else {
+        clean
     }
 }
 
@@ -356,18 +392,33 @@ mod tests {
     fn answers_are_read_strictly() {
         assert_eq!(
             parse_answer(3, r#"{"id": 3, "status": "ok"}"#),
-            Ok(Answer::Ok)
+            Ok((Answer::Ok, None))
         );
         assert_eq!(
             parse_answer(
                 3,
                 r#"{"id": 3, "status": "unsupported", "reason": "no take"}"#
             ),
-            Ok(Answer::Unsupported("no take".into()))
+            Ok((Answer::Unsupported("no take".into()), None))
         );
         assert_eq!(
             parse_answer(3, r#"{"id": 3, "status": "error", "message": "boom"}"#),
-            Ok(Answer::Error("boom".into()))
+            Ok((Answer::Error("boom".into()), None))
+        );
+        // The optional name: one line, at most MAX_IDENTITY characters; not a string: none.
+        assert_eq!(
+            parse_answer(3, r#"{"id": 3, "status": "ok", "target": "ort\n1.32"}"#),
+            Ok((Answer::Ok, Some("ort 1.32".into())))
+        );
+        let long = format!(
+            r#"{{"id": 3, "status": "ok", "target": "{}"}}"#,
+            "é".repeat(500)
+        );
+        let (_, name) = parse_answer(3, &long).unwrap();
+        assert_eq!(name, Some(format!("{}...", "é".repeat(MAX_IDENTITY))));
+        assert_eq!(
+            parse_answer(3, r#"{"id": 3, "status": "ok", "target": 7}"#),
+            Ok((Answer::Ok, None))
         );
         for bad in [
             r#"{"id": 2, "status": "ok"}"#,

@@ -55,6 +55,8 @@ pub struct Config {
 pub enum Kind {
     /// Outputs differ from the oracle's, or are missing or unreadable.
     Wrong,
+    /// An output has another shape than the oracle's.
+    Shape,
     /// The target answered `error`.
     Error,
     /// The target exited, wrote garbage or timed out.
@@ -65,8 +67,20 @@ impl Kind {
     pub fn describe(self) -> &'static str {
         match self {
             Kind::Wrong => "the target's outputs differ from the oracle's",
+            Kind::Shape => "the target's outputs have the wrong shape",
             Kind::Error => "the target reports an error on a well-typed program",
             Kind::Fault => "the target broke the protocol",
+        }
+    }
+
+    /// The finding's class, as fuzz/FINDINGS.md and the reproducers name it (spec/fuzzing.md,
+    /// "Findings").
+    pub fn class(self) -> &'static str {
+        match self {
+            Kind::Wrong => "wrong value",
+            Kind::Shape => "wrong shape",
+            Kind::Error => "error on a valid model",
+            Kind::Fault => "crash",
         }
     }
 }
@@ -127,6 +141,8 @@ pub struct Report {
     /// The campaign was stopped by [`Config::cancel`]: the figures are of the cases that
     /// completed, and no finding was shrunk.
     pub interrupted: bool,
+    /// What the target said it is (its answers' optional `target` field, the last one given).
+    pub target: Option<String>,
 }
 
 impl Report {
@@ -214,6 +230,11 @@ impl Runner {
 
     pub fn starts(&self) -> u64 {
         self.target.starts
+    }
+
+    /// What the target said it is, if it did ([`Target::identity`]).
+    pub fn identity(&self) -> Option<String> {
+        self.target.identity.clone()
     }
 
     /// Runs one case on the target and judges its answer.
@@ -337,6 +358,7 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
     };
     let mut actual = Store::new();
     let mut problems = Vec::new();
+    let mut kind = Kind::Wrong;
     for (name, _) in &case.ops.outputs {
         let path = dir.join("outputs").join(format!("{name}.npy"));
         // The shape the oracle gives the output: a file with another, or whose size is not
@@ -348,6 +370,9 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
         let got = match teil_interp::npy::read_as(&path, shape.as_deref()) {
             Ok(t) => t,
             Err(e) => {
+                if matches!(e, teil_interp::npy::NpyError::Shape { .. }) {
+                    kind = Kind::Shape;
+                }
                 problems.push(format!("the output `{name}` cannot be read: {e}"));
                 continue;
             }
@@ -363,7 +388,7 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
         Verdict::Pass
     } else {
         Verdict::Found {
-            kind: Kind::Wrong,
+            kind,
             detail: problems.join("\n"),
             actual,
         }
@@ -480,6 +505,7 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
         findings,
         elapsed: start.elapsed(),
         interrupted,
+        target: runner.identity(),
     })
 }
 
@@ -510,14 +536,21 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
     };
     let dir = cfg.out.as_ref().map(|out| {
         let dir = out.join(format!("target_{seed}"));
-        let header = reproducer_header(cfg, f, &detail, &dir);
+        let target = runner.identity();
+        let header = reproducer_header(cfg, f, target.as_deref(), &detail, &dir);
         export::atomically(&dir, true, |tmp| {
             export::write_case_files(tmp, &case, &header)?;
             export::write_outputs(tmp, &actual)?;
             let replay = replay_command(&cfg.command, &dir);
+            let message = format!(
+                "{}\nclass: {}\ntarget: {}\n{detail}\nreplay: {replay}\n",
+                f.kind.describe(),
+                f.kind.class(),
+                target.as_deref().unwrap_or(UNNAMED),
+            );
             Ok(files::write_new(
                 &tmp.join("message.txt"),
-                format!("{}\n{detail}\nreplay: {replay}\n", f.kind.describe()).as_bytes(),
+                message.as_bytes(),
             )?)
         })
         .map(|()| dir)
@@ -547,11 +580,24 @@ pub fn replay_command(command: &TargetCommand, dir: &Path) -> String {
     )
 }
 
-fn reproducer_header(cfg: &Config, f: &Finding, detail: &str, dir: &Path) -> Vec<String> {
-    let mut lines = vec![format!(
-        "teil fuzz --target reproducer: {}",
-        f.kind.describe()
-    )];
+/// How reports name a target that did not say what it is.
+const UNNAMED: &str = "(the target did not name itself)";
+
+fn reproducer_header(
+    cfg: &Config,
+    f: &Finding,
+    target: Option<&str>,
+    detail: &str,
+    dir: &Path,
+) -> Vec<String> {
+    let mut lines = vec![
+        format!("teil fuzz --target reproducer: {}", f.kind.describe()),
+        format!(
+            "class: {}; target: {}",
+            f.kind.class(),
+            target.unwrap_or(UNNAMED)
+        ),
+    ];
     lines.extend(detail.lines().take(1).map(str::to_string));
     if let Some(k) = f.index {
         lines.push(format!(
@@ -607,5 +653,6 @@ pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, TargetError> {
         findings,
         elapsed: start.elapsed(),
         interrupted: cfg.cancel.is_cancelled(),
+        target: runner.identity(),
     })
 }

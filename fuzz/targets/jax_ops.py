@@ -58,6 +58,7 @@ def run_case(request):
 
 
 def main():
+    name = f"jax {jax.__version__} (jax.numpy, op by op)" if jax else "jax (not installed)"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -69,6 +70,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

@@ -57,6 +57,7 @@ def run_case(request):
 
 def main():
     np.seterr(all="ignore")  # 1/0 and 0/0 are IEEE results in TeIL, not warnings
+    name = f"numpy {np.__version__}"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -68,6 +69,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:  # anything else is a finding: report it, keep serving
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

@@ -108,6 +108,7 @@ def main():
         options.intra_op_num_threads = args.threads
         options.inter_op_num_threads = 1
     np.seterr(all="ignore")
+    name = f"onnxruntime {ort.__version__} ({LEVELS[args.level]})" if ort else "onnxruntime (not installed)"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -119,6 +120,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:  # anything else is a finding: report it, keep serving
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

@@ -40,6 +40,7 @@ def run_case(request):
 
 def main():
     np.seterr(all="ignore")
+    name = f"opt_einsum {opt_einsum.__version__} (numpy {np.__version__})"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -51,6 +52,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

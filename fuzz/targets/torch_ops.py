@@ -85,6 +85,7 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--compile", action="store_true", help="torch.compile (Inductor) the whole program")
     args = parser.parse_args()
+    name = f"torch {torch.__version__} ({args.device}{', torch.compile' if args.compile else ''})" if torch else "torch (not installed)"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -96,6 +97,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

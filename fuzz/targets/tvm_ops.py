@@ -105,6 +105,7 @@ def main():
     args = parser.parse_args()
     from_ops = load_exporter()
     np.seterr(all="ignore")
+    name = f"tvm {tvm.__version__} (relax, llvm)" if tvm else "tvm (not installed)"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -116,6 +117,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:  # anything else is a finding: report it, keep serving
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

@@ -77,6 +77,7 @@ def run_case(request):
 
 
 def main():
+    name = f"jax {jax.__version__}, jaxlib {jax.lib.__version__} (XLA CPU, jit)" if jax else "jax (not installed)"
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -88,6 +89,7 @@ def main():
             answer = {"id": request["id"], "status": "unsupported", "reason": str(e)}
         except Exception as e:  # anything else is a finding: report it, keep serving
             answer = {"id": request["id"], "status": "error", "message": f"{type(e).__name__}: {e}"}
+        answer["target"] = name  # recorded in reproducers
         print(json.dumps(answer), flush=True)
 
 

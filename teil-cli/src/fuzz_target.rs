@@ -115,6 +115,9 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
         crate::out::eprint(&describe(f, &cfg));
     }
     crate::out::eprint(&format!("{}\n", counters(&report)));
+    if let Some(name) = &report.target {
+        crate::out::eprint(&format!("target: {name}\n"));
+    }
     crate::out::println(&report.summary());
     if report.interrupted {
         return Ok(crate::interrupt::EXIT_INTERRUPTED);
@@ -142,7 +145,11 @@ fn describe(f: &Finding, cfg: &Config) -> String {
         Some(k) => format!("program {k} (seed {})", f.case.seed),
         None => "the reproducer".to_string(),
     };
-    let mut out = format!("mismatch: {what}: {}\n", f.kind.describe());
+    let mut out = format!(
+        "mismatch: {what}: {} ({})\n",
+        f.kind.describe(),
+        f.kind.class()
+    );
     for line in f.detail.lines() {
         out.push_str(&format!("    {line}\n"));
     }

@@ -101,6 +101,12 @@ fn planted_bugs_are_found_shrunk_and_replayed() {
             assert_eq!(repros.len(), 1, "{bug}: {err}");
             let repro = &repros[0];
             let program = std::fs::read_to_string(repro.join("program.teil")).unwrap();
+            assert!(
+                program.contains(&format!(
+                    "// class: wrong value; target: teil ops-target --plant {bug}\n"
+                )),
+                "{bug}: {program}"
+            );
             let stmts = statements(&program);
             assert!(
                 (1..=3).contains(&stmts),
@@ -111,8 +117,10 @@ fn planted_bugs_are_found_shrunk_and_replayed() {
             assert!(repro.join("program.prefix.teil").is_file(), "{bug}");
             let message = std::fs::read_to_string(repro.join("message.txt")).unwrap();
             assert!(
-                message.starts_with("the target's outputs differ from the oracle's\n")
-                    && message.contains("replay: teil fuzz --target '"),
+                message.starts_with(&format!(
+                    "the target's outputs differ from the oracle's\nclass: wrong value\n\
+                     target: teil ops-target --plant {bug}\n"
+                )) && message.contains("replay: teil fuzz --target '"),
                 "{bug}: {message}"
             );
             for sub in ["inputs", "expected", "outputs"] {

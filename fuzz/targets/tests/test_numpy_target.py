@@ -96,3 +96,32 @@ def test_a_wrong_adapter_is_found_and_shrunk(tmp_path):
         capture_output=True, text=True, timeout=60,
     )
     assert replay.returncode == 1 and replay.stdout.startswith("1 programs, 1 mismatches")
+
+
+def test_outputs_of_the_wrong_shape_are_their_own_class(tmp_path):
+    # A copy of the NumPy adapter that writes every output with an extra leading axis: each
+    # finding is of the class "wrong shape", and the reproducer names the class and the target.
+    require("numpy")
+    source = (TARGETS / "numpy_ops.py").read_text()
+    anchor = 'np.save(v["path"], np.array(env[name], dtype=np.float64, order="C"))'
+    assert anchor in source
+    adapter = tmp_path / "shape_ops.py"
+    adapter.write_text(source.replace(anchor, anchor.replace("np.array(env[name]", "np.array([env[name]]")))
+    out = tmp_path / "failures"
+    result = subprocess.run(
+        [teil_bin(), "fuzz", "--target", f"{sys.executable} {adapter}", "--programs", "5",
+         "--seed", "1", "--shrink", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 1, result.stderr
+    mismatches = [l for l in result.stderr.splitlines() if l.startswith("mismatch: ")]
+    assert mismatches and all(l.endswith("have the wrong shape (wrong shape)") for l in mismatches), mismatches
+    [repro] = list(out.iterdir())
+    import numpy as np
+
+    message = (repro / "message.txt").read_text()
+    assert message.startswith(
+        "the target's outputs have the wrong shape\nclass: wrong shape\n"
+        f"target: numpy {np.__version__}\n"
+    ), message
+    assert f"// class: wrong shape; target: numpy {np.__version__}\n" in (repro / "program.teil").read_text()
