@@ -25,20 +25,24 @@ pub enum Profile {
     All,
     /// Programs whose ops/1 form has `einsum` steps only.
     Einsum,
+    /// What compilers transform ([`compiler_flavour`]), with special values in the inputs of
+    /// every other program ([`special_inputs`]).
+    Compiler,
 }
 
 impl Profile {
+    pub const ALL: [Profile; 3] = [Profile::All, Profile::Einsum, Profile::Compiler];
+
     pub fn name(self) -> &'static str {
         match self {
             Profile::All => "all",
             Profile::Einsum => "einsum",
+            Profile::Compiler => "compiler",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Profile> {
-        [Profile::All, Profile::Einsum]
-            .into_iter()
-            .find(|p| p.name() == name)
+        Profile::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// The flag that selects it, with a leading space (nothing for the default).
@@ -46,8 +50,73 @@ impl Profile {
         match self {
             Profile::All => "",
             Profile::Einsum => " --profile einsum",
+            Profile::Compiler => " --profile compiler",
         }
     }
+}
+
+/// The generator settings of program `index` of the compiler profile (spec/fuzzing.md,
+/// "Programs that exercise compilers"): [`gen::GenConfig::compiler`] always, intermediates up
+/// to rank 6, and by `index mod 4`: 0 plain (declared ranks up to 3, depth 4, 4 statements);
+/// 1 the same with division; 2 declared ranks up to 6 with extents 1–2, depth 3; 3 deep
+/// (depth 5, 1024 elements per intermediate, every variable a parameter).
+pub fn compiler_flavour(index: u64) -> gen::GenConfig {
+    let base = gen::GenConfig {
+        compiler: true,
+        max_inner_rank: 6,
+        max_elements: 729,
+        max_stmts: 4,
+        ..gen::GenConfig::default()
+    };
+    match index % 4 {
+        0 => base,
+        1 => gen::GenConfig {
+            division: true,
+            ..base
+        },
+        2 => gen::GenConfig {
+            max_rank: 6,
+            max_extent: 2,
+            max_depth: 3,
+            ..base
+        },
+        _ => gen::GenConfig {
+            max_depth: 5,
+            max_elements: 1024,
+            qualifiers: false,
+            ..base
+        },
+    }
+}
+
+/// The special values of the compiler profile's inputs.
+pub const SPECIAL_VALUES: [f64; 5] = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+/// One input cell in this many is a special value, in the programs that have them.
+pub const SPECIAL_ONE_IN: u64 = 8;
+
+/// Whether program `index` of the compiler profile has special values in its inputs: the odd
+/// ones.
+pub fn has_special_inputs(profile: Profile, index: u64) -> bool {
+    profile == Profile::Compiler && index % 2 == 1
+}
+
+/// `inputs` (the small integers of [`teil_interp::random_inputs`]) with one cell in
+/// [`SPECIAL_ONE_IN`], drawn with `seed`, replaced by one of [`SPECIAL_VALUES`]. Only values
+/// whose class (NaN, +∞, −∞, finite) no reassociation of a sum or product can change: with
+/// small integers and their quotients no finite partial sum or product overflows or underflows,
+/// so a target that sums or multiplies in another order still gets the oracle's class in every
+/// cell, and the comparisons of spec/fuzzing.md stay sound (spec/fuzzing.md, "Special
+/// values"; subnormals and large magnitudes are not drawn, for that reason).
+pub fn special_inputs(mut inputs: Inputs, seed: u64) -> Inputs {
+    let mut rng = teil_interp::random::SplitMix64(seed ^ 0x7370_6563_6961_6c73);
+    for t in inputs.values_mut() {
+        for x in t.iter_mut() {
+            if rng.next_u64() % SPECIAL_ONE_IN == 0 {
+                *x = SPECIAL_VALUES[(rng.next_u64() % SPECIAL_VALUES.len() as u64) as usize];
+            }
+        }
+    }
+    inputs
 }
 
 /// How many seeds the einsum profile tries for one program before skipping it.
@@ -150,16 +219,25 @@ impl Generators {
                         einsum_only: true,
                         ..flavour(index)
                     }),
+                    Profile::Compiler => gen::program(compiler_flavour(index)),
                 });
         let attempts = match profile {
-            Profile::All => 1,
+            Profile::All | Profile::Compiler => 1,
             Profile::Einsum => EINSUM_ATTEMPTS,
         };
         (0..attempts).find_map(|a| {
             let seed = if a == 0 { base } else { program_seed(base, a) };
             let (p, _) = campaign::generate(strategy, seed);
-            let case = Case::new(seed, supply(p), None).ok()?;
-            (profile == Profile::All || case.ops.einsum_only()).then_some(case)
+            let p = supply(p);
+            let inputs = has_special_inputs(profile, index).then(|| {
+                let checked = teil::check(p.clone()).ok()?.0;
+                Some(special_inputs(
+                    teil_interp::random_inputs(&checked, seed),
+                    seed,
+                ))
+            });
+            let case = Case::new(seed, p, inputs.flatten()).ok()?;
+            (profile != Profile::Einsum || case.ops.einsum_only()).then_some(case)
         })
     }
 }

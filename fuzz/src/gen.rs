@@ -47,6 +47,11 @@ pub struct GenConfig {
     /// `contr` and parentheses (`teil fuzz --profile einsum`; `literals` and `division` are
     /// then ignored).
     pub einsum_only: bool,
+    /// What compilers transform, more often (`teil fuzz --profile compiler`): besides every
+    /// construct above, element-wise operations on a contraction (fusion), `e ⊙ e` (a repeated
+    /// subexpression), a reduction of a broadcast along the broadcast axis, a reduction of a
+    /// reduction (several axes), a contraction of a transpose; and extents of 1 twice as often.
+    pub compiler: bool,
 }
 
 impl Default for GenConfig {
@@ -63,6 +68,7 @@ impl Default for GenConfig {
             literals: true,
             qualifiers: true,
             einsum_only: false,
+            compiler: false,
         }
     }
 }
@@ -126,7 +132,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
     }
     let r = shape.len();
     let d = depth - 1;
-    let ext = 1..=cfg.max_extent;
+    let ext = extent(&cfg);
     let mut options: Vec<(u32, BoxedStrategy<Expr>)> = vec![(3, leaf(shape.clone(), &cfg))];
 
     // T-Add, T-Mul, T-Elem
@@ -252,27 +258,7 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
     }
     // T-Contr: the operand has two more dimensions of equal extent.
     if r + 2 <= cfg.max_inner_rank {
-        let (s, c) = (shape.clone(), cfg.clone());
-        options.push((
-            4,
-            (1..=r + 1, 1..=r + 2, ext.clone(), any::<bool>())
-                .prop_filter_map("lo < hi", move |(lo, hi, n, flip)| {
-                    let mut child = s.clone();
-                    child.insert(lo - 1, n);
-                    child.insert(hi - 1, n);
-                    (lo < hi && fits(&child, &c)).then_some((lo, hi, flip, child))
-                })
-                .prop_flat_map({
-                    let c = cfg.clone();
-                    move |(lo, hi, flip, child)| {
-                        expr(child, d, c.clone()).prop_map(move |e| {
-                            let (i, j) = if flip { (hi, lo) } else { (lo, hi) };
-                            node(ExprKind::Contr(nat(i as u64), nat(j as u64), bx(e)))
-                        })
-                    }
-                })
-                .boxed(),
-        ));
+        options.push((4, contraction(shape.clone(), d, cfg.clone(), false)));
     }
     // T-Expa: the operand lacks dimension i.
     if r >= 1 && !cfg.einsum_only {
@@ -311,6 +297,9 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
                 .boxed(),
         ));
     }
+    if cfg.compiler && !cfg.einsum_only {
+        options.extend(compiler_forms(&shape, d, &cfg));
+    }
     // T-Paren
     options.push((
         1,
@@ -319,6 +308,162 @@ pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
             .boxed(),
     ));
     proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+/// The extents a new dimension may take: `1..=max_extent`, and for the compiler profile 1 as
+/// often as all the others together.
+fn extent(cfg: &GenConfig) -> BoxedStrategy<u64> {
+    if cfg.compiler && cfg.max_extent > 1 {
+        prop_oneof![1 => Just(1u64), 1 => 2..=cfg.max_extent].boxed()
+    } else {
+        (1..=cfg.max_extent).boxed()
+    }
+}
+
+/// `contr lo hi e` of shape `shape` ([T-Contr]): `e` has two more dimensions of equal extent.
+/// With `transposed`, `e` is `transp i j e'` (a transpose feeding a contraction).
+fn contraction(
+    shape: Vec<u64>,
+    d: u32,
+    cfg: Arc<GenConfig>,
+    transposed: bool,
+) -> BoxedStrategy<Expr> {
+    let r = shape.len();
+    let c = cfg.clone();
+    let operand = (1..=r + 1, 1..=r + 2, extent(&cfg), any::<bool>()).prop_filter_map(
+        "lo < hi",
+        move |(lo, hi, n, flip)| {
+            let mut child = shape.clone();
+            child.insert(lo - 1, n);
+            child.insert(hi - 1, n);
+            (lo < hi && fits(&child, &c)).then_some((lo, hi, flip, child))
+        },
+    );
+    let contr = |lo: usize, hi: usize, flip: bool| {
+        let (a, b) = if flip { (hi, lo) } else { (lo, hi) };
+        move |e| node(ExprKind::Contr(nat(a as u64), nat(b as u64), bx(e)))
+    };
+    if !transposed {
+        return operand
+            .prop_flat_map(move |(lo, hi, flip, child)| {
+                expr(child, d, cfg.clone()).prop_map(contr(lo, hi, flip))
+            })
+            .boxed();
+    }
+    // The operand is `transp i j e` for two distinct positions of its rank r + 2.
+    operand
+        .prop_flat_map(move |(lo, hi, flip, child)| {
+            let n = child.len();
+            (Just((lo, hi, flip, child)), 1..=n, 1..=n)
+        })
+        .prop_filter("distinct positions", |(_, i, j)| i != j)
+        .prop_flat_map(move |((lo, hi, flip, child), i, j)| {
+            let mut inner = child.clone();
+            inner.swap(i - 1, j - 1);
+            let contr = contr(lo, hi, flip);
+            expr(inner, d, cfg.clone()).prop_map(move |e| {
+                contr(node(ExprKind::Transp(nat(i as u64), nat(j as u64), bx(e))))
+            })
+        })
+        .boxed()
+}
+
+/// The compiler profile's compositions of shape `shape` (see [`GenConfig::compiler`]), each
+/// with its weight beside the single constructs of [`expr`].
+fn compiler_forms(shape: &[u64], d: u32, cfg: &Arc<GenConfig>) -> Vec<(u32, BoxedStrategy<Expr>)> {
+    let r = shape.len();
+    let mut forms = Vec::new();
+    let ops: Vec<BinOp> = BinOp::ALL
+        .into_iter()
+        .filter(|o| cfg.division || *o != BinOp::Div)
+        .collect();
+    // `e ⊙ e`: one subexpression twice (common-subexpression elimination).
+    forms.push((
+        2,
+        (
+            proptest::sample::select(ops.clone()),
+            expr(shape.to_vec(), d, cfg.clone()),
+        )
+            .prop_map(|(op, a)| node(ExprKind::Binary(op, bx(a.clone()), bx(a))))
+            .boxed(),
+    ));
+    if r + 2 <= cfg.max_inner_rank {
+        // An element-wise operation on a contraction (fusion), either side.
+        forms.push((
+            2,
+            (
+                proptest::sample::select(ops),
+                contraction(shape.to_vec(), d, cfg.clone(), false),
+                expr(shape.to_vec(), d, cfg.clone()),
+                any::<bool>(),
+            )
+                .prop_map(|(op, c, e, left)| {
+                    let (a, b) = if left { (c, e) } else { (e, c) };
+                    node(ExprKind::Binary(op, bx(a), bx(b)))
+                })
+                .boxed(),
+        ));
+        // A contraction of a transpose (layout changes).
+        forms.push((2, contraction(shape.to_vec(), d, cfg.clone(), true)));
+    }
+    if r < cfg.max_inner_rank {
+        let reds: Vec<RedOp> = if cfg.nonlinear_reductions {
+            RedOp::ALL.to_vec()
+        } else {
+            vec![RedOp::Sum]
+        };
+        // `red i (expa i n e)`: a reduction of a broadcast along its axis.
+        let s = shape.to_vec();
+        let c = cfg.clone();
+        forms.push((
+            2,
+            (
+                proptest::sample::select(reds.clone()),
+                1..=r + 1,
+                extent(cfg),
+            )
+                .prop_flat_map(move |(op, i, n)| {
+                    expr(s.clone(), d, c.clone()).prop_map(move |e| {
+                        let i = nat(i as u64);
+                        let b = node(ExprKind::Expa(i, nat(n), bx(e)));
+                        node(ExprKind::Reduce(op, i, bx(b)))
+                    })
+                })
+                .boxed(),
+        ));
+        // `red i (red j e)`: one reduction over two axes.
+        if r + 2 <= cfg.max_inner_rank {
+            let s = shape.to_vec();
+            let c = cfg.clone();
+            forms.push((
+                2,
+                (
+                    proptest::sample::select(reds),
+                    1..=r + 1,
+                    1..=r + 2,
+                    extent(cfg),
+                    extent(cfg),
+                )
+                    .prop_filter_map("operand too large", move |(op, i, j, n, m)| {
+                        let mut child = s.clone();
+                        child.insert(i - 1, n);
+                        child.insert(j - 1, m);
+                        fits(&child, &c).then_some((op, i, j, child))
+                    })
+                    .prop_flat_map({
+                        let c = cfg.clone();
+                        move |(op, i, j, child)| {
+                            expr(child, d, c.clone()).prop_map(move |e| {
+                                let inner = node(ExprKind::Reduce(op, nat(j as u64), bx(e)));
+                                node(ExprKind::Reduce(op, nat(i as u64), bx(inner)))
+                            })
+                        }
+                    })
+                    .boxed(),
+            ));
+        }
+    }
+    forms
 }
 
 /// A generated statement before [`finish`]: its shape, right-hand side, and whether it

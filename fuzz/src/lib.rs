@@ -11,7 +11,7 @@
 //!
 //! Against other implementations: [`target`] speaks the `teil-target/1` protocol with a target
 //! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]) on
-//! the programs of [`case`],
+//! the programs of [`case`] (counting what it sent with [`constructs`]),
 //! [`export`] writes test vectors, and [`ops_eval`] is a reference evaluator of the ops/1 form
 //! (`teil::ops`) with planted bugs, for tests.
 //!
@@ -21,6 +21,7 @@ pub mod campaign;
 pub mod case;
 pub mod check;
 pub mod compare;
+pub mod constructs;
 pub mod error;
 pub mod export;
 pub mod forms;

@@ -10,8 +10,10 @@
 //! number, and `•` — which no framework has — never has to be modelled.
 
 use crate::campaign::{self, Progress, Store};
+use crate::case;
 pub use crate::case::{supply, Case, Generators, Profile};
 use crate::compare::{self, Tolerance};
+use crate::constructs::Constructs;
 use crate::error::{FileError, TargetError};
 use crate::export;
 use crate::shrink::{self, Inputs};
@@ -131,6 +133,8 @@ pub struct Stats {
     pub skipped: u64,
     /// Times the target command was started.
     pub starts: u64,
+    /// What the programs judged contained.
+    pub constructs: Constructs,
 }
 
 #[derive(Clone, Debug)]
@@ -464,6 +468,8 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
                     }
                 }
                 stats.programs += 1;
+                let special = case::has_special_inputs(cfg.profile, index);
+                stats.constructs.add(&case.ops, special);
                 match verdict {
                     Verdict::Pass => stats.exact += u64::from(case.exact),
                     Verdict::Unsupported(_) => stats.unsupported += 1,

@@ -86,8 +86,10 @@ pub struct FuzzArgs {
     /// With `--target`: seconds the target may take for one program before it is restarted.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub target_timeout: f64,
-    /// With `--target` or `--export`: `all` constructs, or `einsum` steps only.
-    #[arg(long, value_name = "PROFILE", value_parser = ["all", "einsum"], default_value = "all")]
+    /// With `--target` or `--export`: `all` constructs, `einsum` steps only, or `compiler`:
+    /// what compilers transform, with special values (±0, ±inf, NaN) in half the programs'
+    /// inputs (spec/fuzzing.md).
+    #[arg(long, value_name = "PROFILE", value_parser = ["all", "einsum", "compiler"], default_value = "all")]
     pub profile: String,
     /// Write the programs, inputs and the oracle's outputs as test vectors into this new
     /// directory instead of running checks (spec/fuzzing.md).

@@ -118,6 +118,9 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
     if let Some(name) = &report.target {
         crate::out::eprint(&format!("target: {name}\n"));
     }
+    if report.stats.programs > 0 {
+        crate::out::eprint(&format!("sent: {}\n", report.stats.constructs));
+    }
     crate::out::println(&report.summary());
     if report.interrupted {
         return Ok(crate::interrupt::EXIT_INTERRUPTED);

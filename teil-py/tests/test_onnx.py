@@ -65,7 +65,9 @@ def export_vectors(tmp_path, *flags) -> tuple[pathlib.Path, dict]:
     return out, json.loads((out / "index.json").read_text())
 
 
-@pytest.mark.parametrize("profile,programs,seed", [("all", 1500, 20261128), ("einsum", 300, 7)])
+@pytest.mark.parametrize(
+    "profile,programs,seed", [("all", 1500, 20261128), ("einsum", 300, 7), ("compiler", 1000, 11)]
+)
 def test_reference_semantics_compute_the_oracles_outputs(tmp_path, profile, programs, seed):
     out, index = export_vectors(tmp_path, "--programs", str(programs), "--seed", str(seed), "--profile", profile)
     assert len(index["cases"]) == programs
@@ -89,7 +91,7 @@ def test_reference_semantics_compute_the_oracles_outputs(tmp_path, profile, prog
             assert ok, f"{case['dir']} `{name}` ({case['tolerance']}): oracle {want}, ONNX {got}"
         compared[case["tolerance"]] += 1
     assert compared["exact"] >= programs // 2, compared
-    if profile == "all":
+    if profile != "einsum":
         # Every op of ops/1 was exported and evaluated, and NaN and infinities were met.
         assert ops_seen == {"einsum", "add", "sub", "mul", "div", "reduce", "expand", "take", "const"}
         assert special > 0

@@ -12,8 +12,8 @@
 //!   `einsum`;
 //! - an *index tree* — a maximal sub-tree of `#`, `transp`, `diag`, `contr`, and `red+` over
 //!   one of those — becomes one `einsum` whose operands are the tree's other sub-expressions
-//!   (NumPy's 52 labels are never exceeded: an operand of `#` is computed on its own first when
-//!   they would be);
+//!   (an operand of `#` that sums is computed on its own first, since `(Σ x)·(Σ y)` is not
+//!   `Σ Σ x·y` with infinities; so is one that would exceed NumPy's 52 labels);
 //! - `+ - * /` become `add sub mul div` (a scalar first operand of `*`, second of `/`,
 //!   scales); `red* redmax redmin`, and `red+` over anything else, become `reduce`; `expa`
 //!   becomes `expand`, `proj` `take`, a literal `const`.
@@ -231,6 +231,11 @@ impl Ein {
             .collect()
     }
 
+    /// Whether some label is summed: on an operand but not in the result.
+    fn sums(&self) -> bool {
+        self.labels().iter().any(|l| !self.out.contains(l))
+    }
+
     /// Makes `from` the same label as `to` everywhere (a diagonal or a contraction).
     fn unify(&mut self, from: usize, to: usize) {
         for (_, ls) in &mut self.operands {
@@ -397,7 +402,7 @@ fn leaf(name: String, rank: usize, fresh: &mut usize) -> Ein {
 }
 
 impl Lowering<'_> {
-    /// Computes an operand of `#` on its own (when the labels would run out).
+    /// Computes an operand of `#` on its own (when it sums, or when the labels would run out).
     fn materialise(&mut self, ein: Ein, e: &Expr, fresh: &mut usize) -> Ein {
         let args = ein.operands.iter().map(|(n, _)| n.clone()).collect();
         let op = Op::Einsum {
@@ -417,6 +422,14 @@ impl Lowering<'_> {
             ExprKind::Prod(a, b) => {
                 let mut x = self.operand(a, fresh);
                 let mut y = self.operand(b, fresh);
+                // An operand that sums is computed first: (Σ x)(Σ y) is not Σ Σ x·y in IEEE
+                // arithmetic (a zero times an infinity is NaN in the one, not in the other).
+                if x.sums() {
+                    x = self.materialise(x, a, fresh);
+                }
+                if y.sums() {
+                    y = self.materialise(y, b, fresh);
+                }
                 if x.labels().len() + y.labels().len() > LABELS.len() {
                     y = self.materialise(y, b, fresh);
                     if x.labels().len() + y.labels().len() > LABELS.len() {

@@ -57,6 +57,27 @@ def test_numpy_adapter_agrees_with_the_oracle(tmp_path):
     assert exact >= 150
 
 
+def test_numpy_agrees_on_the_compiler_profile_with_special_values(tmp_path):
+    # NumPy sums pairwise and picks its own einsum paths: the compiler profile's special values
+    # (±0, ±inf, NaN) must not make a correct library differ (spec/fuzzing.md, "Special values").
+    require("numpy")
+    result = campaign("numpy_ops.py", "--profile", "compiler", tmp_path=tmp_path)
+    assert_clean(result)
+    # What was sent: `sent: OP N, ...; PATTERN N, ...; rank 5 or more in N programs, special
+    # inputs in N`.
+    sent = re.search(r"^sent: (.*); (.*); rank 5 or more in (\d+) programs, special inputs in (\d+)$",
+                     result.stderr, re.M)
+    assert sent, result.stderr
+    counts = {}
+    for part in (sent.group(1) + ", " + sent.group(2)).split(", "):
+        name, n = part.rsplit(" ", 1)
+        counts[name] = int(n)
+    for construct in ("einsum", "reduce max", "expand", "take", "element-wise on einsum",
+                      "reduce of expand", "reduce of reduce", "einsum of einsum", "repeated step"):
+        assert counts[construct] > 0, (construct, counts)
+    assert int(sent.group(3)) > 0 and int(sent.group(4)) == 100
+
+
 def test_opt_einsum_adapter_agrees_on_einsum_programs(tmp_path):
     require("opt_einsum")
     result = campaign("opt_einsum_ops.py", "--profile", "einsum", tmp_path=tmp_path)
