@@ -10,6 +10,7 @@ use crate::campaign::{self, flavour, program_seed, Store};
 use crate::compare;
 use crate::error::NotACase;
 use crate::gen;
+use crate::hazard::{self, Hazards};
 use crate::shrink::Inputs;
 use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
@@ -134,6 +135,8 @@ pub struct Case {
     /// Exact when the program has no division and every output is an integer below 2^50
     /// (spec/fuzzing.md); within the bound otherwise.
     pub exact: bool,
+    /// Output cells not judged: a correct target may compute them otherwise ([`hazard`]).
+    pub hazards: Hazards,
 }
 
 impl Case {
@@ -155,7 +158,13 @@ impl Case {
             .iter()
             .filter_map(|(n, _)| all.get(n).map(|t| (n.clone(), t.clone())))
             .collect();
-        let exact = !has_division(&checked) && compare::small_integers(expected.values());
+        let division = has_division(&checked);
+        let exact = !division && compare::small_integers(expected.values());
+        let hazards = if division {
+            hazard::hazards(&ops, &inputs)
+        } else {
+            Hazards::new()
+        };
         Ok(Case {
             seed,
             checked,
@@ -163,6 +172,7 @@ impl Case {
             expected,
             ops,
             exact,
+            hazards,
         })
     }
 }

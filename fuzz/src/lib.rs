@@ -9,7 +9,8 @@
 //! [`repro`]; [`forms`] gives the
 //! programs that reach the C backend's kernel forms.
 //!
-//! Against other implementations: [`target`] speaks the `teil-target/1` protocol with a target
+//! Against other implementations ([`hazard`] marks the output cells a correct target may
+//! compute otherwise): [`target`] speaks the `teil-target/1` protocol with a target
 //! process, [`target_campaign`] runs campaigns against it (shrinking with the same [`shrink`]) on
 //! the programs of [`case`] (counting what it sent with [`constructs`]),
 //! [`export`] writes test vectors, and [`ops_eval`] is a reference evaluator of the ops/1 form
@@ -26,6 +27,7 @@ pub mod error;
 pub mod export;
 pub mod forms;
 pub mod gen;
+pub mod hazard;
 pub mod inplace;
 pub mod laws;
 pub mod mutate;

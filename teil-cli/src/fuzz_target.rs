@@ -132,13 +132,18 @@ fn counters(r: &Report) -> String {
     let s = &r.stats;
     let passed = s.programs - s.unsupported - r.findings.len() as u64;
     format!(
-        "target: {} passed ({} compared exactly, {} within the bound), {} unsupported, {} skipped, started {} time(s)",
+        "target: {} passed ({} compared exactly, {} within the bound), {} unsupported, {} skipped, started {} time(s){}",
         passed,
         s.exact,
         passed.saturating_sub(s.exact),
         s.unsupported,
         s.skipped,
-        s.starts
+        s.starts,
+        if s.unjudged > 0 {
+            format!(", {} cells not judged", s.unjudged)
+        } else {
+            String::new()
+        }
     )
 }
 
