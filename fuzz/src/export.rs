@@ -95,6 +95,24 @@ fn tolerance_name(case: &Case) -> &'static str {
     }
 }
 
+/// A case's unjudged cells ([`crate::hazard`]): for each output that has any, the 0-based
+/// index of each.
+fn unjudged(case: &Case) -> serde_json::Value {
+    serde_json::Value::Object(
+        case.hazards
+            .iter()
+            .map(|(n, h)| {
+                let cells: Vec<serde_json::Value> = h
+                    .indexed_iter()
+                    .filter(|(_, &x)| x)
+                    .map(|(at, _)| serde_json::json!(ndarray::Dimension::slice(&at)))
+                    .collect();
+                (n.clone(), serde_json::Value::Array(cells))
+            })
+            .collect(),
+    )
+}
+
 /// Writes `programs` cases of the campaign with seed `seed` (from program `skip` on) and the
 /// index file `index.json` into the new directory `dir`.
 pub fn export(
@@ -135,14 +153,18 @@ pub fn export(
                         .collect(),
                 )
             };
-            entries.push(serde_json::json!({
+            let mut entry = serde_json::json!({
                 "dir": name,
                 "index": index,
                 "seed": case.seed,
                 "tolerance": tolerance_name(&case),
                 "inputs": shapes(&case.ops.inputs),
                 "outputs": shapes(&case.ops.outputs),
-            }));
+            });
+            if !case.hazards.is_empty() {
+                entry["unjudged"] = unjudged(&case);
+            }
+            entries.push(entry);
             exported.cases += 1;
         }
         let index = serde_json::json!({
@@ -152,6 +174,7 @@ pub fn export(
             "tolerances": {
                 "exact": "every cell equal; NaN equals NaN, -0 equals +0",
                 "bound": "finite cells within 1e-9 * (1 + max(|x|, |y|)); a cell not finite on one side is not finite on the other",
+                "unjudged": "cells listed under a case's \"unjudged\" (0-based indices per output) depend on the sign of a zero or a cancellation residue through a division: any value is correct there",
             },
             "cases": entries,
         });

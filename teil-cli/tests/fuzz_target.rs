@@ -271,6 +271,59 @@ fn npy(p: &Path) -> teil_interp::Tensor {
 }
 
 #[test]
+fn export_lists_the_cells_not_judged() {
+    // The compiler profile divides by computed zeros: the index lists those cells (0-based,
+    // per output, in bounds), and only where a case has any.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "fuzz",
+        "--export",
+        "vectors",
+        "--programs",
+        "200",
+        "--seed",
+        "3",
+        "--profile",
+        "compiler",
+    ];
+    let o = teil_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let root = dir.path().join("vectors");
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("index.json")).unwrap()).unwrap();
+    assert!(index["tolerances"]["unjudged"].is_string());
+    let mut listed = 0;
+    for case in index["cases"].as_array().unwrap() {
+        let Some(unjudged) = case.get("unjudged") else {
+            continue;
+        };
+        let outputs = case["outputs"].as_object().unwrap();
+        for (name, cells) in unjudged.as_object().unwrap() {
+            let shape: Vec<u64> = serde_json::from_value(outputs[name].clone()).unwrap();
+            let cells = cells.as_array().unwrap();
+            assert!(!cells.is_empty(), "{name}");
+            for cell in cells {
+                let at: Vec<u64> = serde_json::from_value(cell.clone()).unwrap();
+                assert_eq!(at.len(), shape.len());
+                assert!(
+                    at.iter().zip(&shape).all(|(i, n)| i < n),
+                    "{at:?} {shape:?}"
+                );
+                listed += 1;
+            }
+        }
+        let program =
+            std::fs::read_to_string(root.join(case["dir"].as_str().unwrap()).join("ops.json"))
+                .unwrap();
+        assert!(
+            program.contains("\"op\": \"div\""),
+            "only divisions make hazards"
+        );
+    }
+    assert!(listed > 0);
+}
+
+#[test]
 fn export_writes_cases_whose_expected_outputs_are_the_oracles() {
     let dir = tempfile::tempdir().unwrap();
     let o = teil_in(

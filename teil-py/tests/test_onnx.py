@@ -65,8 +65,14 @@ def export_vectors(tmp_path, *flags) -> tuple[pathlib.Path, dict]:
     return out, json.loads((out / "index.json").read_text())
 
 
+# A seed nobody chose, new on every run (printed by pytest with the parameters on a failure),
+# besides the fixed ones.
+FRESH_SEED = int.from_bytes(os.urandom(8), "little")
+
+
 @pytest.mark.parametrize(
-    "profile,programs,seed", [("all", 1500, 20261128), ("einsum", 300, 7), ("compiler", 1000, 11)]
+    "profile,programs,seed",
+    [("all", 1500, 20261128), ("einsum", 300, 7), ("compiler", 1000, 11), ("compiler", 500, FRESH_SEED)],
 )
 def test_reference_semantics_compute_the_oracles_outputs(tmp_path, profile, programs, seed):
     out, index = export_vectors(tmp_path, "--programs", str(programs), "--seed", str(seed), "--profile", profile)
@@ -86,6 +92,8 @@ def test_reference_semantics_compute_the_oracles_outputs(tmp_path, profile, prog
         for name, value in zip(document["outputs"], values):
             want = np.load(case_dir / "expected" / f"{name}.npy")
             got = np.asarray(value, dtype=np.float64)
+            for cell in case.get("unjudged", {}).get(name, []):  # any value is correct there
+                want[tuple(cell)] = got[tuple(cell)]
             special += int(np.count_nonzero(~np.isfinite(want)))
             ok = same(want, got) if case["tolerance"] == "exact" else within(want, got)
             assert ok, f"{case['dir']} `{name}` ({case['tolerance']}): oracle {want}, ONNX {got}"
