@@ -3,7 +3,9 @@ targets"): ONNX Runtime, TVM and XLA through their pinned packages (teil-py/requ
 a bug planted behind the ONNX Runtime adapter, found and shrunk, and the committed findings of
 fuzz/FINDINGS.md replayed.
 
-A missing package fails the test rather than skipping it, so that CI cannot pass without
+Each adapter also has a planted bug (a `max` reduction turned into `min` where the adapter builds
+what it hands to the compiler) that a campaign must find, shrink to at most three statements and
+replay. A missing package fails the test rather than skipping it, so that CI cannot pass without
 running the campaigns; only torch, whose wheel is too large for CI, is optional (its adapter
 must then answer `unsupported`, which is tested too).
 """
@@ -98,40 +100,66 @@ def test_torch_compile_runs_or_says_it_cannot(tmp_path):
     assert_clean(result, 10)
 
 
-def planted_onnxruntime(tmp_path):
-    """A copy of the ONNX Runtime adapter behind which a graph rewrite goes wrong: every
-    ReduceMax is turned into a ReduceMin before the session is made."""
-    source = (TARGETS / "onnxruntime_ops.py").read_text()
-    anchor = "    model = from_ops(document(request))\n"
-    assert anchor in source
-    bad = source.replace(
-        anchor,
-        anchor + "    for node in model.graph.node:\n"
+# A planted bug behind each compiler adapter: a wrong rewrite of every `max` reduction into a
+# `min` one, where each adapter builds what it hands to the compiler (the ONNX model, or the
+# traced jnp function).
+PLANTS = {
+    "onnxruntime_ops.py": (
+        "    model = from_ops(document(request))\n",
+        "    for node in model.graph.node:\n"
         "        if node.op_type == 'ReduceMax':\n"
         "            node.op_type = 'ReduceMin'\n",
-    )
-    # The copy lives outside the checkout: the exporter must come from the installed package.
-    adapter = tmp_path / "bad_onnxruntime_ops.py"
-    adapter.write_text(bad)
-    return f"{sys.executable} {adapter}"
+    ),
+    "tvm_ops.py": (
+        "    model = from_ops(document(request))\n",
+        "    for node in model.graph.node:\n"
+        "        if node.op_type == 'ReduceMax':\n"
+        "            node.op_type = 'ReduceMin'\n",
+    ),
+    "xla_ops.py": (
+        'FOLDS = {"sum": "sum", "prod": "prod", "max": "max", "min": "min"}',
+        '\nFOLDS["max"] = "min"\n',
+    ),
+}
 
 
-def test_a_bug_behind_onnxruntime_is_found_and_shrunk(tmp_path):
-    require("onnxruntime")
-    target = planted_onnxruntime(tmp_path)
+def planted(adapter, tmp_path):
+    """A copy of `adapter` with its planted bug, outside the checkout (the ONNX adapters then
+    load the exporter from the installed package)."""
+    source = (TARGETS / adapter).read_text()
+    anchor, insertion = PLANTS[adapter]
+    assert anchor in source
+    copy = tmp_path / f"bad_{adapter}"
+    copy.write_text(source.replace(anchor, anchor + insertion))
+    return f"{sys.executable} {copy}"
+
+
+@pytest.mark.parametrize(
+    "adapter,module,programs,flags",
+    [
+        ("onnxruntime_ops.py", "onnxruntime", 100, []),
+        ("xla_ops.py", "jax", 60, []),
+        # TVM compiles every candidate; a budget that keeps the test near a minute.
+        ("tvm_ops.py", "tvm", 30, ["--target-timeout", "120"]),
+    ],
+)
+def test_a_bug_behind_each_compiler_is_found_and_shrunk(tmp_path, adapter, module, programs, flags):
+    require(module)
+    target = planted(adapter, tmp_path)
     out = tmp_path / "failures"
-    result = fuzz(target, "--programs", "100", "--seed", "1", "--shrink", "1", "--out", str(out))
+    result = fuzz(target, "--programs", str(programs), "--seed", "1", "--shrink", "1", "--out", str(out), *flags)
     assert result.returncode == 1, result.stderr[-4000:]
-    assert re.fullmatch(r"100 programs, [1-9]\d* mismatches, \d+\.\d programs/s\n", result.stdout)
+    assert re.fullmatch(rf"{programs} programs, [1-9]\d* mismatches, \d+\.\d programs/s\n", result.stdout)
     [repro] = list(out.iterdir())
     program = (repro / "program.teil").read_text()
     statements = [l for l in program.splitlines() if "=" in l and not l.startswith("//")]
     assert 1 <= len(statements) <= 3, program
+    assert "// class: wrong value; target: " in program
     ops = json.loads((repro / "ops.json").read_text())
     assert any(s["op"] == "reduce" and s["kind"] == "max" for s in ops["steps"]), ops
-    replay = fuzz(target, "--replay", str(repro), timeout=120)
+    replay = fuzz(target, "--replay", str(repro), *flags, timeout=300)
     assert replay.returncode == 1 and replay.stdout.startswith("1 programs, 1 mismatches")
-    fixed = fuzz(f"{sys.executable} {TARGETS / 'onnxruntime_ops.py'}", "--replay", str(repro), timeout=120)
+    fixed = fuzz(f"{sys.executable} {TARGETS / adapter}", "--replay", str(repro), *flags, timeout=300)
     assert fixed.returncode == 0 and fixed.stdout.startswith("1 programs, 0 mismatches"), fixed.stderr
 
 
