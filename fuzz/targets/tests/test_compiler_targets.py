@@ -105,13 +105,13 @@ def test_torch_compile_runs_or_says_it_cannot(tmp_path):
 # traced jnp function).
 PLANTS = {
     "onnxruntime_ops.py": (
-        "    model = from_ops(document(request))\n",
+        "    model = exporter.from_ops(document(request))\n",
         "    for node in model.graph.node:\n"
         "        if node.op_type == 'ReduceMax':\n"
         "            node.op_type = 'ReduceMin'\n",
     ),
     "tvm_ops.py": (
-        "    model = from_ops(document(request))\n",
+        "    model = exporter.from_ops(document(request))\n",
         "    for node in model.graph.node:\n"
         "        if node.op_type == 'ReduceMax':\n"
         "            node.op_type = 'ReduceMin'\n",
@@ -184,3 +184,21 @@ def test_every_committed_finding_is_listed_and_replays_as_recorded():
         replay = fuzz(target, "--replay", str(d), "--target-timeout", "120", timeout=300)
         want = 1 if meta["reproduces"] else 0
         assert replay.returncode == want, (d, replay.stdout, replay.stderr[-2000:])
+
+
+def test_the_nan_workaround_looks_past_the_known_reduction_findings(tmp_path):
+    # `--workaround nan-reductions` rewrites ReduceMax/ReduceMin into NaN-propagating nodes: the
+    # known NaN findings of ONNX Runtime and TVM then replay clean, so a campaign can find others.
+    require("onnxruntime")
+    require("tvm")
+    for d in committed_findings():
+        meta = json.loads((d / "finding.json").read_text())
+        if "ReduceMax" not in meta["summary"] or meta["module"] not in ("onnxruntime", "tvm"):
+            continue
+        target = f"{sys.executable} {TARGETS / meta['adapter']} --workaround nan-reductions"
+        replay = fuzz(target, "--replay", str(d), "--target-timeout", "120", timeout=300)
+        assert replay.returncode == 0, (d, replay.stdout, replay.stderr[-2000:])
+        assert "workaround nan-reductions" in replay.stderr
+    result = fuzz(f"{sys.executable} {TARGETS / 'onnxruntime_ops.py'} --workaround nan-reductions",
+                  "--programs", "300", "--seed", "3", "--profile", "compiler", "--out", str(tmp_path))
+    assert_clean(result, 300)

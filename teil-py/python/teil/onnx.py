@@ -52,7 +52,15 @@ IR_VERSION = 8
 _REDUCE = {"sum": "ReduceSum", "prod": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin"}
 _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
 
-__all__ = ["ExportError", "IR_VERSION", "OPSET", "export", "from_ops", "output_names"]
+__all__ = [
+    "ExportError",
+    "IR_VERSION",
+    "OPSET",
+    "export",
+    "from_ops",
+    "nan_propagating_reductions",
+    "output_names",
+]
 
 
 class ExportError(_Base):
@@ -190,6 +198,43 @@ def from_ops(
     )
     if check:
         onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def nan_propagating_reductions(model: Any) -> Any:
+    """``model`` with every ``ReduceMax`` and ``ReduceMin`` of an exported model (``keepdims=0``,
+    the axes as an input) replaced by nodes that propagate NaN whatever the runtime's reduction
+    does with it: ``Where(ReduceMax(Cast(IsNaN(x))) > 0.5, NaN, Reduce(x))``. The same values
+    under ONNX's semantics (NumPy's ``max`` propagates NaN); a workaround for runtimes whose
+    reductions drop a NaN (fuzz/FINDINGS.md), so that a campaign can look past that known bug.
+    Changes ``model`` in place and returns it."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[Any] = []
+    for k, node in enumerate(model.graph.node):
+        if node.op_type not in ("ReduceMax", "ReduceMin"):
+            nodes.append(node)
+            continue
+        x, axes = node.input
+        p = f"{node.output[0]}:nan{k}:"
+
+        def constant(name: str, value: float) -> Any:
+            array = numpy_helper.from_array(np.array(value, dtype=np.float64), name)
+            return helper.make_node("Constant", [], [name], value=array)
+
+        nodes += [
+            helper.make_node(node.op_type, [x, axes], [p + "reduced"], keepdims=0),
+            helper.make_node("IsNaN", [x], [p + "isnan"]),
+            helper.make_node("Cast", [p + "isnan"], [p + "flags"], to=TensorProto.DOUBLE),
+            helper.make_node("ReduceMax", [p + "flags", axes], [p + "any"], keepdims=0),
+            constant(p + "half", 0.5),
+            helper.make_node("Greater", [p + "any", p + "half"], [p + "has_nan"]),
+            constant(p + "nan", float("nan")),
+            helper.make_node("Where", [p + "has_nan", p + "nan", p + "reduced"], list(node.output)),
+        ]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
     return model
 
 
