@@ -1,40 +1,19 @@
 """Campaigns of `teil fuzz --target` against the compiler adapters (spec/fuzzing.md, "Compiler
 targets"): ONNX Runtime, TVM and XLA through their pinned packages (teil-py/requirements-dev.txt),
-a bug planted behind the ONNX Runtime adapter, found and shrunk, and the committed findings of
-fuzz/FINDINGS.md replayed.
-
-Each adapter also has a planted bug (a `max` reduction turned into `min` where the adapter builds
+and the committed findings of fuzz/FINDINGS.md replayed. Each adapter also has a planted bug (a `max` reduction turned into `min` where the adapter builds
 what it hands to the compiler) that a campaign must find, shrink to at most three statements and
 replay. A missing package fails the test rather than skipping it, so that CI cannot pass without
 running the campaigns; only torch, whose wheel is too large for CI, is optional (its adapter
 must then answer `unsupported`, which is tested too).
 """
 import json
-import os
-import pathlib
 import re
 import subprocess
 import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-TARGETS = ROOT / "fuzz" / "targets"
-FINDINGS = ROOT / "fuzz" / "findings"
-
-
-def require(module):
-    try:
-        __import__(module)
-    except ImportError:
-        pytest.fail(f"`{module}` is not installed in {sys.executable}; the adapters need it")
-
-
-def teil_bin():
-    path = pathlib.Path(os.environ.get("TEIL_BIN", ROOT / "target" / "debug" / "teil"))
-    if not path.is_file():
-        pytest.fail(f"no teil binary at {path}: run `cargo build -p teil-cli` or set TEIL_BIN")
-    return str(path)
+from harness import ROOT, TARGETS, require, teil_bin
 
 
 def fuzz(target, *flags, timeout=900):

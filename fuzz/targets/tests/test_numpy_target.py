@@ -5,30 +5,13 @@ The `teil` binary is $TEIL_BIN, or target/debug/teil in the repository; build it
 needs numpy and opt_einsum: a missing one fails the test rather than skipping it, so that CI
 cannot pass without running the campaigns.
 """
-import os
-import pathlib
 import re
 import subprocess
 import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-TARGETS = ROOT / "fuzz" / "targets"
-
-
-def require(module):
-    try:
-        __import__(module)
-    except ImportError:
-        pytest.fail(f"`{module}` is not installed in {sys.executable}; the adapters need it")
-
-
-def teil_bin():
-    path = pathlib.Path(os.environ.get("TEIL_BIN", ROOT / "target" / "debug" / "teil"))
-    if not path.is_file():
-        pytest.fail(f"no teil binary at {path}: run `cargo build -p teil-cli` or set TEIL_BIN")
-    return str(path)
+from harness import TARGETS, require, teil_bin
 
 
 def campaign(adapter, *flags, tmp_path):
