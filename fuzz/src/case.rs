@@ -160,7 +160,8 @@ impl Case {
             .collect();
         let division = has_division(&checked);
         let exact = !division && compare::small_integers(expected.values());
-        let hazards = if division {
+        let infinite = inputs.values().flatten().any(|x| x.is_infinite());
+        let hazards = if division || infinite {
             hazard::hazards(&ops, &inputs)
         } else {
             Hazards::new()

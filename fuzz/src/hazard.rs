@@ -10,13 +10,16 @@
 //! its numerator neither `±0` nor NaN (the quotient's sign is the zero's), or when its divisor
 //! is *inexact* (it may carry rounding: a non-integer, or computed from one) and smaller than
 //! [`RESIDUE`] in magnitude (a cancellation residue, or a true zero that another order leaves
-//! as a residue). Every cell computed from a hazardous cell is hazardous. Such cells are not
-//! judged: the target's value is taken, and the cells are counted.
+//! as a residue). Every cell of an `einsum` with two or more operands that sums a label is
+//! hazardous where an operand holds an infinity: a contraction path may sum one operand first
+//! (`x · Σ y` for `Σ x · y`, as `jnp.einsum` and `torch.einsum` document), and with `x = ∞`
+//! the two differ in class. Every cell computed from a hazardous cell is hazardous. Such cells
+//! are not judged: the target's value is taken, and the cells are counted.
 //!
 //! The analysis runs the ops/1 steps with [`crate::ops_eval`] and tracks two masks per value,
 //! cell by cell for element-wise ops, reductions, `expand` and `take`, and for a whole `einsum`
 //! result at once (a hazardous or inexact operand cell makes every result cell so: coarser,
-//! still sound). Only programs with a division can have hazards.
+//! still sound). Only programs with a division or an infinite input can have hazards.
 
 use crate::campaign::Store;
 use crate::ops_eval;
@@ -162,10 +165,16 @@ fn step(op: &Op, args: &[(&ArrayD<f64>, &Masks)], r: &ArrayD<f64>) -> Masks {
                 inexact: slice(&m.inexact),
             }
         }
-        Op::Einsum { .. } => {
+        Op::Einsum { equation } => {
             let any =
                 |f: fn(&Masks) -> &ArrayD<bool>| args.iter().any(|(_, m)| f(m).iter().any(|&x| x));
-            let hazard = ArrayD::from_elem(shape, any(|m| &m.hazard));
+            // A contraction path may sum a label out of one operand before multiplying
+            // (`x · Σ y` for `Σ x · y`: jnp.einsum and torch.einsum document such paths). With
+            // an infinite `x` the two differ in class (`∞ · (1 + -2)` is `-∞`, `∞ + -∞` NaN).
+            let distributes = args.len() >= 2
+                && sums(equation)
+                && args.iter().any(|(v, _)| v.iter().any(|x| x.is_infinite()));
+            let hazard = ArrayD::from_elem(shape, distributes || any(|m| &m.hazard));
             let inexact = if any(|m| &m.inexact) {
                 ArrayD::from_elem(r.raw_dim(), true)
             } else {
@@ -174,6 +183,14 @@ fn step(op: &Op, args: &[(&ArrayD<f64>, &Masks)], r: &ArrayD<f64>) -> Masks {
             Masks { hazard, inexact }
         }
     }
+}
+
+/// Whether an einsum equation (`ab,bc->ac`, explicit output) sums a label.
+fn sums(equation: &str) -> bool {
+    let (inputs, output) = equation.split_once("->").unwrap_or((equation, ""));
+    inputs
+        .chars()
+        .any(|c| c.is_ascii_alphabetic() && !output.contains(c))
 }
 
 #[cfg(test)]
@@ -209,6 +226,23 @@ mod tests {
             h["C"].iter().copied().collect::<Vec<_>>(),
             [true, false, false]
         );
+    }
+
+    #[test]
+    fn a_summing_einsum_of_several_operands_with_an_infinity_is_hazardous() {
+        // red+ 1 (X # Y): Σ_b x·y_b, or x·Σ_b y_b on a contraction path: with x = -∞ and
+        // y = [0, 1] NaN in the one, -∞ in the other.
+        let source = "input var X : [1]\ninput var Y : [2]\noutput var C : []\n\
+                      output var D : [1 2]\nC = red+ 1 (red+ 1 (X # Y))\nD = X # Y";
+        let h = run(
+            source,
+            &[("X", vec![f64::NEG_INFINITY]), ("Y", vec![0.0, 1.0])],
+        );
+        assert!(h["C"].iter().all(|&x| x), "{h:?}");
+        // No label summed (an outer product), or no infinity: judged.
+        assert!(!h.contains_key("D"));
+        let h = run(source, &[("X", vec![-3.0]), ("Y", vec![0.0, 1.0])]);
+        assert!(h.is_empty(), "{h:?}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ import pytest
 
 from harness import ROOT, TARGETS, require, teil_bin
 
+FINDINGS = ROOT / "fuzz" / "findings"
+
 
 def fuzz(target, *flags, timeout=900):
     return subprocess.run(
