@@ -72,11 +72,17 @@ pub fn hazards(ops: &Ops, inputs: &Store) -> Hazards {
         let Some(args) = args else {
             return Hazards::new();
         };
-        let mut one = env.clone();
-        if ops_eval::run(&ops.steps[k..=k], &mut one, None).is_err() {
+        // The step alone, on its own arguments (not the whole store).
+        let mut local: Store = s
+            .args
+            .iter()
+            .zip(&args)
+            .map(|(a, (v, _))| (a.clone(), (*v).clone()))
+            .collect();
+        if ops_eval::run(&ops.steps[k..=k], &mut local, None).is_err() {
             return Hazards::new();
         }
-        let Some(value) = one.remove(&s.out) else {
+        let Some(value) = local.remove(&s.out) else {
             return Hazards::new();
         };
         let m = step(&s.op, &args, &value);
