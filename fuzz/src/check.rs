@@ -93,6 +93,29 @@ impl Check {
         }
     }
 
+    /// The check without what varies between programs failing it the same way (the padding
+    /// multiple, the chain of laws): the check part of a finding's signature
+    /// ([`crate::signature`]).
+    pub fn family(&self) -> String {
+        match self {
+            Check::Generator => "generator".into(),
+            Check::Oracle => "oracle".into(),
+            Check::Fast => "fast".into(),
+            Check::RoundTrip(s) => format!("round-trip {}", style_name(*s)),
+            Check::Core => "core".into(),
+            Check::Laws(laws) if laws.is_empty() => "laws ill-typed".into(),
+            Check::Laws(_) => "laws".into(),
+            Check::IllTyped { mutation, .. } => format!("mutant {mutation:?}"),
+            Check::Lower { .. } => "lower".into(),
+            Check::C { lift, fma, .. } => format!(
+                "c{}{}",
+                if *lift { " lifted" } else { "" },
+                if *fma { " fma" } else { "" }
+            ),
+            Check::Validate { .. } => "validate".into(),
+        }
+    }
+
     /// How many predicate calls shrinking may spend (a C check compiles once per call).
     pub(crate) fn shrink_budget(&self) -> usize {
         match self {

@@ -7,7 +7,8 @@
 //! laws. [`campaign`] runs whole differential campaigns (`teil fuzz`) of the checks of
 //! [`check`], comparing with the tolerances of [`compare`] and writing reproducers with
 //! [`repro`]; [`forms`] gives the
-//! programs that reach the C backend's kernel forms.
+//! programs that reach the C backend's kernel forms, and [`signature`] tells the same bug found
+//! twice in the JSON [`summary`] of a campaign (`teil fuzz --summary-json`).
 //!
 //! Against other implementations ([`hazard`] marks the output cells a correct target may
 //! compute otherwise): [`target`] speaks the `teil-target/1` protocol with a target
@@ -35,5 +36,7 @@ pub mod ops_eval;
 pub mod profile;
 pub mod repro;
 pub mod shrink;
+pub mod signature;
+pub mod summary;
 pub mod target;
 pub mod target_campaign;

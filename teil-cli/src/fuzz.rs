@@ -103,6 +103,10 @@ pub struct FuzzArgs {
     /// oracle, lowering, validation, C compiler, driver, ...), on standard error.
     #[arg(long, conflicts_with_all = ["target", "export"])]
     pub profile_time: bool,
+    /// Also write the campaign's figures and findings (with their signatures) as JSON to this
+    /// file, atomically (spec/fuzzing.md, *Campaigns on a cluster*).
+    #[arg(long, value_name = "FILE", conflicts_with = "export")]
+    pub summary_json: Option<PathBuf>,
 }
 
 pub fn fuzz(args: &FuzzArgs) -> u8 {
@@ -121,6 +125,7 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
             jobs: args.jobs,
             shrink: args.shrink,
             out: args.out.clone(),
+            summary_json: args.summary_json.clone(),
         });
     }
     if args.profile != "all" {
@@ -180,6 +185,13 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
         fail_coded(*code, message);
     }
     crate::out::println(&report.summary());
+    if let Some(path) = &args.summary_json {
+        let json = teil_fuzz::summary::of_campaign(&report, cfg.seed, cfg.skip);
+        if let Err(e) = teil_fuzz::summary::write(path, &json) {
+            fail(&e.to_string());
+            return 2;
+        }
+    }
     if args.profile_time {
         crate::out::eprint(&format!(
             "where the time went ({:.2} s of wall-clock time):\n{}",

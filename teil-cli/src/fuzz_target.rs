@@ -29,6 +29,8 @@ pub struct TargetArgs {
     pub jobs: Option<usize>,
     pub shrink: usize,
     pub out: PathBuf,
+    /// `--summary-json FILE`.
+    pub summary_json: Option<PathBuf>,
 }
 
 pub fn fuzz_target(args: &TargetArgs) -> u8 {
@@ -122,6 +124,10 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
         crate::out::eprint(&format!("sent: {}\n", report.stats.constructs));
     }
     crate::out::println(&report.summary());
+    if let Some(path) = &args.summary_json {
+        let json = teil_fuzz::summary::of_target_campaign(&report, cfg.seed, cfg.skip);
+        teil_fuzz::summary::write(path, &json).map_err(|e| e.to_string())?;
+    }
     if report.interrupted {
         return Ok(crate::interrupt::EXIT_INTERRUPTED);
     }

@@ -178,6 +178,84 @@ fn a_planted_bug_is_reported_shrunk_and_replayed_by_the_printed_command() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
+/// `--summary-json`: every failing program once, with the failing check's family; the shrunk
+/// ones with their signature, skeleton and reproducer (spec/fuzzing.md, *Campaigns on a
+/// cluster*).
+#[test]
+fn summary_json_lists_the_failing_programs_and_the_shrunk_ones_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "fuzz",
+        "--programs",
+        "30",
+        "--seed",
+        "1",
+        "--plant",
+        "redmax-padding",
+        "--shrink",
+        "2",
+        "--summary-json",
+        "s.json",
+    ];
+    let o = teil_in(dir.path(), &args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (n, k) = summary(&o);
+    let text = std::fs::read_to_string(dir.path().join("s.json")).unwrap();
+    let s: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(s["format"], "teil-fuzz-summary/1");
+    assert_eq!(s["teil"], env!("CARGO_PKG_VERSION"));
+    assert_eq!((s["seed"].as_u64(), s["skip"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(s["programs"].as_u64(), Some(n));
+    assert_eq!(s["mismatches"].as_u64(), Some(k));
+    assert_eq!(
+        (s["interrupted"].as_bool(), s["stopped"].is_null()),
+        (Some(false), true)
+    );
+    let findings = s["findings"].as_array().unwrap();
+    let mut indices: Vec<u64> = findings
+        .iter()
+        .map(|f| f["index"].as_u64().unwrap())
+        .collect();
+    let mut reported: Vec<u64> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("mismatch: program "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    indices.sort_unstable();
+    reported.sort_unstable();
+    assert_eq!(indices, reported);
+    let shrunk: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| !f["signature"].is_null())
+        .collect();
+    assert_eq!(shrunk.len() as u64, k.min(2), "{text}");
+    for f in shrunk {
+        let sig = f["signature"].as_str().unwrap();
+        assert!(
+            sig.len() == 16 && sig.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{sig}"
+        );
+        // The C backend's result, or the translation validator, catches the planted bug.
+        let check = f["check"].as_str().unwrap();
+        assert!(check == "validate" || check.starts_with('c'), "{f}");
+        assert!(f["skeleton"].as_str().unwrap().contains("redmax("), "{f}");
+        let repro = dir.path().join(f["reproducer"].as_str().unwrap());
+        let program = std::fs::read_to_string(&repro).unwrap();
+        assert_eq!(
+            program
+                .lines()
+                .filter(|l| !l.starts_with("//") && l.contains(" = "))
+                .count() as u64,
+            f["statements"].as_u64().unwrap(),
+            "{program}"
+        );
+    }
+    for f in findings.iter().filter(|f| f["signature"].is_null()) {
+        assert!(f["skeleton"].is_null() && f["reproducer"].is_null(), "{f}");
+    }
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,228 @@
+"""`python -m teil.campaign`: shards of `teil fuzz` as Ray tasks, resumable, findings merged
+(spec/fuzzing.md, *Campaigns on a cluster*).
+
+Every campaign here starts a local Ray instance with 2 CPUs, bound to 127.0.0.1, in a driver
+subprocess (so that Ray's process-wide state and environment stay out of pytest's). The target
+is the NumPy adapter, correct or with a planted bug (`max` folding from 0, as in
+test_numpy_target.py), so each figure can be compared with one plain `teil fuzz` run of the same
+programs.
+"""
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness import TARGETS, require, teil_bin
+
+SEED = 1
+
+
+def planted_adapter(tmp_path):
+    source = (TARGETS / "numpy_ops.py").read_text()
+    bad = source.replace(
+        'return FOLDS[step["kind"]].reduce(args[0], axis=step["axis"])',
+        'return FOLDS[step["kind"]].reduce(args[0], axis=step["axis"], '
+        'initial=0.0 if step["kind"] == "max" else None)',
+    )
+    assert bad != source
+    adapter = tmp_path / "bad_ops.py"
+    adapter.write_text(bad)
+    return f"{sys.executable} {adapter}"
+
+
+def driver(out, target, programs, *extra, **popen):
+    env = dict(os.environ, TEIL_BIN=teil_bin())
+    cmd = [sys.executable, "-m", "teil.campaign", "--programs", str(programs), "--seed",
+           str(SEED), "--shard-size", "100", "--out", str(out), "--num-cpus", "2",
+           "--target", target, "--progress", "1000", "--shrink", "1", *extra]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, **popen)
+
+
+def finish(proc, timeout=300):
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def shard_files(out):
+    d = out / "shards"
+    return sorted(p.name for p in d.iterdir() if p.suffix == ".json") if d.is_dir() else []
+
+
+def stop_part_way(proc, out, after, sig):
+    """Sends `sig` to the driver once `after` more shards are in the ledger; afterwards kills
+    whatever is left of its process group (Ray's agents outlive a driver killed with SIGKILL)."""
+    start = len(shard_files(out))
+    deadline = time.monotonic() + 240
+    while len(shard_files(out)) < start + after:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no shard finished"
+        time.sleep(0.05)
+    os.kill(proc.pid, sig)
+    code, _, err = finish(proc, timeout=120)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return code, err
+
+
+def summary(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_a_campaign_interrupted_and_killed_counts_every_program_once(tmp_path):
+    require("numpy")
+    require("ray")
+    target = planted_adapter(tmp_path)
+    out = tmp_path / "campaign"
+
+    # Ctrl-C part-way: the shards in flight are cancelled, the directory says so.
+    code, err = stop_part_way(driver(out, target, 2000), out, 2, signal.SIGINT)
+    assert code == 130, err
+    assert "left resumable" in err
+    first = summary(out)
+    assert first["interrupted"] and not first["complete"]
+    assert 2 <= first["shards"]["done"] < 20 and first["programs"] == 100 * first["shards"]["done"]
+
+    # SIGKILL part-way: at most the shards in flight are lost.
+    code, err = stop_part_way(driver(out, target, 2000), out, 2, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    before = len(shard_files(out))
+    assert before < 20, "the campaign ended before it could be killed"
+
+    code, stdout, err = finish(driver(out, target, 2000))
+    assert code == 1, err
+    s = summary(out)
+    assert s["programs"] == 2000 and s["shards"] == {"done": 20, "total": 20, "size": 100}
+    assert s["complete"] and not s["interrupted"]
+    assert s["this_run"]["programs"] == 2000 - 100 * before
+    assert len(shard_files(out)) == 20
+
+    # Exactly the failing programs of one plain `teil fuzz` run over the same 2000 programs.
+    ledger = [json.loads((out / "shards" / f).read_text()) for f in shard_files(out)]
+    found = sorted(f["index"] for r in ledger for f in r["findings"])
+    plain = tmp_path / "plain.json"
+    result = subprocess.run(
+        [teil_bin(), "fuzz", "--target", target, "--programs", "2000", "--seed", str(SEED),
+         "--shrink", "0", "--jobs", "2", "--out", str(tmp_path / "plain"),
+         "--summary-json", str(plain)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 1, result.stderr
+    reference = json.loads(plain.read_text())
+    assert found == sorted(f["index"] for f in reference["findings"])
+    assert s["mismatches"] == reference["mismatches"] == len(found) > 0
+
+    # One signature per bug shape, each with one reproducer and its count; the planted bug's
+    # simplest form, `v0 = redmax(v1)`, was found in several shards.
+    counts = {}
+    shards_of = {}
+    for r in ledger:
+        for f in r["findings"]:
+            if f["signature"]:
+                counts[f["signature"]] = counts.get(f["signature"], 0) + 1
+                shards_of.setdefault(f["signature"], set()).add(r["shard"])
+    assert {f["signature"]: f["count"] for f in s["findings"]} == counts
+    assert sum(counts.values()) + s["unshrunk"] == s["mismatches"]
+    assert sorted(p.name for p in (out / "findings").iterdir()) == sorted(counts)
+    [redmax] = [f for f in s["findings"] if f["skeleton"] == "v0 = redmax(v1)\n"]
+    assert redmax["count"] >= 2 and len(shards_of[redmax["signature"]]) >= 2
+    assert redmax["check"] == "wrong value"
+    assert f"finding {redmax['signature']} (wrong value), found {redmax['count']} time(s)" in err
+
+    # Each kept reproducer replays, from where it now is, with the command the summary gives.
+    repro = out / redmax["reproducer"]
+    assert str(repro) in (repro / "program.teil").read_text()
+    replay = subprocess.run(
+        [teil_bin(), "fuzz", "--target", target, "--replay", str(repro)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert replay.returncode == 1 and replay.stdout.startswith("1 programs, 1 mismatches")
+    assert redmax["replay"].endswith(f"--replay {repro}")
+
+    # The same directory with another command line is refused, before anything runs.
+    code, _, err = finish(driver(out, target, 2000, "--profile", "compiler"))
+    assert code == 2
+    assert "holds another campaign" in err and '"--profile"' in err
+
+
+WRAPPER = """
+import os, runpy, signal, sys
+log = sys.argv[1]
+with open(os.path.join(log, "starts"), "a") as f:
+    f.write(f"{os.getpid()}\\n")
+try:
+    fd = os.open(os.path.join(log, "killed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+except FileExistsError:
+    pass
+else:
+    # Kill the Ray worker running this shard: teil fuzz's parent.
+    teil = os.getppid()
+    with open(f"/proc/{teil}/stat") as f:
+        worker = int(f.read().rsplit(")", 1)[1].split()[1])
+    with open(f"/proc/{worker}/cmdline", "rb") as f:
+        os.write(fd, f.read())
+    os.close(fd)
+    os.kill(worker, signal.SIGKILL)
+sys.argv = [sys.argv[0]]
+runpy.run_path(ADAPTER, run_name="__main__")
+"""
+
+
+def test_a_shard_whose_worker_dies_is_run_again_and_counted_once(tmp_path):
+    require("numpy")
+    require("ray")
+    wrapper = tmp_path / "dying_ops.py"
+    wrapper.write_text(f"ADAPTER = {str(TARGETS / 'numpy_ops.py')!r}\n" + WRAPPER)
+    log = tmp_path / "log"
+    log.mkdir()
+    out = tmp_path / "campaign"
+    code, stdout, err = finish(driver(out, f"{sys.executable} {wrapper} {log}", 400))
+    assert code == 0, err
+    assert b"ray" in (log / "killed").read_bytes()  # the killed process was a Ray worker
+    starts = (log / "starts").read_text().split()
+    assert len(starts) == 5  # four shards, one of them twice
+    s = summary(out)
+    assert s["programs"] == 400 and s["mismatches"] == 0 and s["complete"]
+    assert [json.loads((out / "shards" / f).read_text())["programs"] for f in shard_files(out)] == [100] * 4
+    assert stdout == "400 programs, 0 mismatches, 0 signatures, 4 of 4 shards\n"
+
+
+def test_a_local_instance_listens_and_advertises_on_loopback_only():
+    require("ray")
+    probe = (
+        "from teil.campaign import _ray_session\n"
+        "with _ray_session(None, 1) as ray:\n"
+        "    import ray._private.worker as w\n"
+        "    print(ray.nodes()[0]['NodeManagerAddress'], w._global_node.gcs_address)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            timeout=120, env={k: v for k, v in os.environ.items()
+                                              if not k.startswith("RAY_")})
+    assert result.returncode == 0, result.stderr
+    node, gcs = result.stdout.split()
+    assert node == "127.0.0.1" and gcs.startswith("127.0.0.1:"), result.stdout
+
+
+def test_bad_campaigns_are_refused_with_a_clear_error(tmp_path):
+    from teil.campaign import CampaignError, run
+
+    os.environ.setdefault("TEIL_BIN", teil_bin())
+    target = f"{sys.executable} {TARGETS / 'numpy_ops.py'}"
+    cases = [
+        (dict(programs=0), "`programs` must be a whole number of at least 1"),
+        (dict(programs=10, shard_size=0), "`shard_size` must be"),
+        (dict(programs=10, fuzz_args=["--seed", "3"]), "`--seed` is set by the campaign"),
+        (dict(programs=10, fuzz_args=["--out=x"]), "`--out` is set by the campaign"),
+        (dict(programs=10, fuzz_args=["--bogus"]), "unexpected argument '--bogus'"),
+        (dict(programs=10**8, shard_size=1), "more than 10000000"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(CampaignError, match=message.replace("(", r"\(")) as e:
+            run(str(tmp_path / "c"), target=target, **kwargs)
+        assert isinstance(e.value, ValueError) and message in e.value.reason
+    assert not (tmp_path / "c").exists()  # nothing written for a refused campaign
