@@ -351,10 +351,10 @@ def test_transpose_moveaxis(fn, shape, args):
 
 
 def test_bad_axes_are_the_wrapped_functions_to_reject():
+    # Except transpose's: an invalid permutation is a ShapeError (test_guard_arguments.py).
     for fn, args in [
-        (np.transpose, (rand(2, 3), (0,))),
-        (np.transpose, (rand(2, 3), (0, 0))),
         (np.moveaxis, (rand(2, 3), 0, 5)),
+        (np.moveaxis, (rand(2, 3), [0, 0], [0, 1])),
         (np.tensordot, (rand(2, 3), rand(3, 4), ([5], [0]))),
         (np.trace, (rand(3),)),
     ]:

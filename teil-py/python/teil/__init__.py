@@ -22,6 +22,7 @@ docstrings of :func:`check`, :class:`Program`, :class:`Diagnostic`, :func:`einsu
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import functools
 import operator
@@ -94,8 +95,37 @@ _EINSUM_NAMES = ("einsum", "contract")
 _TRANSLATED_NAMES = ("tensordot", "matmul", "inner", "outer", "trace", "transpose", "moveaxis")
 
 
+# The codes of TeIL's limits of checking (spec/limits.md; the einsum front end's "Limits" in
+# spec/frontends.md): a call past them is one TeIL cannot check, not one that is wrong (NumPy
+# allows 64 dimensions, TeIL checks 32), so the guard passes it on unchecked.
+_LIMIT_CODES = frozenset({"E0103", "E0104", "E0309", "E0310", "E0409"})
+
+
 class _Unchecked(Exception):
     """A call whose arguments the translation cannot read: the wrapped function rejects it."""
+
+
+def _items(value: Any) -> list[Any]:
+    """The items of a collection argument (subscripts, axes), read without using it up.
+
+    Only a collection with a length that is not an iterator is read: a list, tuple, range,
+    array or sequence, which iterating leaves as it was. A generator, an ``iter(...)``, or any
+    other iterable without a length may be one-shot: reading it would hand the wrapped function
+    an exhausted iterator, so the call is passed on unchecked (``_Unchecked``) with the very
+    objects the caller gave. The same holds for a collection that cannot be read.
+    """
+    if isinstance(value, collections.abc.Iterator) or not hasattr(value, "__len__"):
+        raise _Unchecked
+    try:
+        return list(value)
+    except Exception:  # a 0-d array, a broken sequence: the library's to reject
+        raise _Unchecked from None
+
+
+def _labels(n: int) -> str:
+    """``n`` labels for an equation: ``A``..``Z``, ``a``..``z``, then further letters (NumPy
+    allows 64 dimensions, more than the 52 ASCII letters)."""
+    return "".join(_letters(n))
 
 
 def _library(fn: Any) -> str:
@@ -105,24 +135,25 @@ def _library(fn: Any) -> str:
 
 
 def _shape(operand: Any) -> tuple[int, ...]:
-    """An operand's shape from its ``.shape`` alone (nested lists have none: NumPy's view)."""
-    shape = getattr(operand, "shape", None)
-    if shape is None:
-        import numpy
+    """An operand's shape from its ``.shape`` alone (nested lists have none: NumPy's view,
+    which reads a generator or iterator as a 0-d object without iterating it). An operand
+    without a readable shape is the library's to reject (``_Unchecked``)."""
+    try:
+        shape = getattr(operand, "shape", None)
+        if shape is None:
+            import numpy
 
-        return tuple(numpy.shape(operand))
-    return tuple(int(n) for n in shape)
+            return tuple(numpy.shape(operand))
+        return tuple(int(n) for n in shape)
+    except Exception:
+        raise _Unchecked from None
 
 
 def _numpy_subscripts(sublist: Any) -> str:
     """A sublist as NumPy and torch read it: integers 0..51 and Ellipsis. Anything else is a
     call the library rejects with its own error (``_Unchecked``)."""
-    try:
-        items = list(sublist)
-    except TypeError:
-        raise _Unchecked from None
     out = []
-    for s in items:
+    for s in _items(sublist):
         if s is Ellipsis:
             out.append("...")
             continue
@@ -150,14 +181,18 @@ def _opt_einsum_interleaved(args: Sequence[Any]) -> tuple[str, list[Any]]:
     ``get_symbol(k)``. Its own parser is used when it is loaded (``sys.modules``), so the guard
     reads the call exactly as the installed version does.
     """
-    parser = sys.modules.get("opt_einsum.parser")
-    convert = getattr(parser, "convert_interleaved_input", None)
-    if convert is not None:
-        equation, operands = convert(list(args))
-        return equation, list(operands)
     rest = list(args)
     ops, subs = rest[0:-1:2] if len(rest) % 2 else rest[0::2], rest[1::2]
     output = rest[-1] if len(rest) % 2 else None
+    # opt_einsum's parser iterates each subscript list more than once: a one-shot one is never
+    # handed to it (nor read here), so the call goes on unchecked with the caller's objects.
+    for sub in subs + ([output] if output is not None else []):
+        _items(sub)
+    parser = sys.modules.get("opt_einsum.parser")
+    convert = getattr(parser, "convert_interleaved_input", None)
+    if convert is not None:
+        equation, operands = convert(rest)
+        return equation, list(operands)
     try:
         symbols = {s for sub in subs for s in sub if s is not Ellipsis}
         names = {s: _opt_einsum_symbol(k) for k, s in enumerate(sorted(symbols))}
@@ -241,11 +276,8 @@ def _einsum_call(library: str, args: tuple[Any, ...]) -> tuple[str, list[tuple[i
         equation = _ascii_labels(equation)
     if library == "torch":
         equation = _torch_to_numpy(equation)
-    try:
-        shapes = [_shape(op) for op in operands]
-    except Exception:  # an operand with no shape: the library rejects it in its own words
-        raise _Unchecked from None
-    return equation, shapes
+    # An operand with no shape raises _Unchecked: the library rejects it in its own words.
+    return equation, [_shape(op) for op in operands]
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], k: int, names: Sequence[str],
@@ -270,20 +302,43 @@ def _axis(axis: Any, rank: int) -> int:
     return k % rank
 
 
-def _axes(axes: Any, rank: int) -> list[int]:
+def _integers(axes: Any) -> list[int]:
+    """An axis argument as NumPy reads it (``normalize_axis_tuple``, ``PyArray_IntpConverter``):
+    one integer, or a collection of them (read by :func:`_items`, never used up)."""
+    if not isinstance(axes, (list, tuple)):
+        try:
+            return [operator.index(axes)]
+        except TypeError:
+            pass
     try:
-        items = [axes] if not hasattr(axes, "__iter__") else list(axes)
+        return [operator.index(a) for a in _items(axes)]
     except TypeError:
         raise _Unchecked from None
-    out = [_axis(a, rank) for a in items]
+
+
+def _axes(axes: Any, rank: int) -> list[int]:
+    out = [_axis(a, rank) for a in _integers(axes)]
     if len(set(out)) != len(out):
         raise _Unchecked
     return out
 
 
 def _permutation(shape: tuple[int, ...], perm: Sequence[int]) -> tuple[str, list[tuple[int, ...]]]:
-    letters = _LABELS[: len(shape)]
+    letters = _labels(len(shape))
     return letters + "->" + "".join(letters[k] for k in perm), [shape]
+
+
+def _transpose_axes(shape: tuple[int, ...], axes: list[int]) -> tuple[str, list[tuple[int, ...]]]:
+    """``transpose(a, axes)`` as an einsum whose input term names ``len(axes)`` dimensions and
+    whose output lists the letters of ``axes``: the permutation itself when ``axes`` is one of
+    ``a``'s dimensions, and otherwise an equation the front end rejects as NumPy does. A wrong
+    number of axes is E0403 (the term does not match ``a``'s rank), an axis out of range E0405
+    (its letter, one no dimension has, is not among the inputs), a repeated axis E0406."""
+    m = len(axes)
+    outside = list(dict.fromkeys(k for k in axes if not -m <= k < m))
+    letters = _labels(m + len(outside))
+    out = "".join(letters[k % m] if -m <= k < m else letters[m + outside.index(k)] for k in axes)
+    return letters[:m] + "->" + out, [shape]
 
 
 def _translate(library: str, name: str, args: tuple[Any, ...],
@@ -310,10 +365,11 @@ def _translate(library: str, name: str, args: tuple[Any, ...],
         return f"{left},{right}->{out}", [a, b]
     if name == "inner":
         if ra == 0 or rb == 0:
-            la, lb = _LABELS[:ra], _LABELS[ra : ra + rb]
+            letters = _labels(ra + rb)
+            la, lb = letters[:ra], letters[ra:]
             return f"{la},{lb}->{la}{lb}", [a, b]
-        la, lb = _LABELS[: ra - 1], _LABELS[ra - 1 : ra + rb - 2]
-        z = "z"
+        letters = _labels(ra + rb - 1)
+        la, lb, z = letters[: ra - 1], letters[ra - 1 : ra + rb - 2], letters[-1]
         return f"{la}{z},{lb}{z}->{la}{lb}", [a, b]
     if name == "outer":
         if library == "torch":
@@ -328,18 +384,19 @@ def _translate(library: str, name: str, args: tuple[Any, ...],
             n = operator.index(axes)
         except TypeError:
             try:
-                axes_a, axes_b = axes
-            except (TypeError, ValueError):
+                axes_a, axes_b = _items(axes)  # never a one-shot iterator's items
+            except ValueError:  # not two of them: NumPy's own error
                 raise _Unchecked from None
             sa, sb = _axes(axes_a, ra), _axes(axes_b, rb)
         else:
             if not 0 <= n <= min(ra, rb):
                 raise _Unchecked
             sa, sb = list(range(ra - n, ra)), list(range(n))
-        if len(sa) != len(sb) or ra + rb > len(_LABELS):
+        if len(sa) != len(sb):
             raise _Unchecked
-        la = list(_LABELS[:ra])
-        lb = list(_LABELS[ra : ra + rb])
+        letters = _labels(ra + rb)
+        la = list(letters[:ra])
+        lb = list(letters[ra:])
         for i, j in zip(sa, sb):
             lb[j] = la[i]
         out = [la[i] for i in range(ra) if i not in sa] + [lb[j] for j in range(rb) if j not in sb]
@@ -351,7 +408,10 @@ def _translate(library: str, name: str, args: tuple[Any, ...],
     if name == "trace":
         if rank < 2 or (library == "torch" and rank != 2):
             raise _Unchecked
-        offset = operator.index(_argument(args, kwargs, 1, ("offset",), 0))
+        try:
+            offset = operator.index(_argument(args, kwargs, 1, ("offset",), 0))
+        except TypeError:  # NumPy's own TypeError, in its words
+            raise _Unchecked from None
         i = _axis(_argument(args, kwargs, 2, ("axis1",), 0), rank)
         j = _axis(_argument(args, kwargs, 3, ("axis2",), 1), rank)
         if i == j:
@@ -360,7 +420,7 @@ def _translate(library: str, name: str, args: tuple[Any, ...],
         d = min(a[i], a[j] - offset) if offset >= 0 else min(a[i] + offset, a[j])
         if d <= 0:
             raise _Unchecked
-        letters = list(_LABELS[:rank])
+        letters = list(_labels(rank))
         letters[j] = letters[i]
         shape = list(a)
         shape[i] = shape[j] = d
@@ -376,13 +436,12 @@ def _translate(library: str, name: str, args: tuple[Any, ...],
             j = _axis(_argument(args, kwargs, 2, ("dim1",), None), rank)
             perm[i], perm[j] = perm[j], perm[i]
             return _permutation(a, perm)
+        if len(args) > 2:  # numpy.transpose(a, axes) takes no more: its own TypeError
+            raise _Unchecked
         axes = _argument(args, kwargs, 1, ("axes",), None)
         if axes is None:
             return _permutation(a, list(range(rank))[::-1])
-        perm = _axes(axes, rank) if rank else []
-        if len(perm) != rank:
-            raise _Unchecked
-        return _permutation(a, perm)
+        return _transpose_axes(a, _integers(axes))
     if name == "moveaxis":
         source = _argument(args, kwargs, 1, ("source",), None)
         destination = _argument(args, kwargs, 2, ("destination",), None)
@@ -410,7 +469,10 @@ def _check(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[t
     """Raises :class:`ShapeError` when TeIL rejects the call ``fn(*args, **kwargs)``.
 
     Returns the shape of the einsum TeIL checked (``fn``'s result shape, except for torch's
-    summed ellipsis dimensions), or None for a call passed on unchecked.
+    summed ellipsis dimensions), or None for a call passed on unchecked: one whose arguments
+    the guard cannot read without changing them (:func:`_items`), or past TeIL's limits of
+    checking (``_LIMIT_CODES``). Nothing here uses up or replaces an argument: the caller
+    hands ``fn`` the very objects it was given.
     """
     library, name = _library(fn), getattr(fn, "__name__", "")
     try:
@@ -420,12 +482,12 @@ def _check(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[t
             equation, shapes = _einsum_call(library, args)
     except _Unchecked:
         return None
-    if name not in _TRANSLATED_NAMES:
-        return einsum_shape(equation, *shapes)
     try:
         return einsum_shape(equation, *shapes)
     except ShapeError as e:
-        if hasattr(e, "add_note"):  # Python 3.11+
+        if all(d.code in _LIMIT_CODES for d in e.diagnostics):
+            return None  # too large for TeIL to check, not wrong: the library decides
+        if name in _TRANSLATED_NAMES and hasattr(e, "add_note"):  # Python 3.11+
             e.add_note(
                 f"teil.guarded: {library or '?'}.{name} was checked as the einsum "
                 f"{equation!r} of shapes {', '.join(map(str, shapes))}"
@@ -475,6 +537,24 @@ def guarded(fn: F) -> F:
     A call the guard cannot read (no arguments, an interleaved subscript that is not an
     integer in 0..51 for NumPy and torch, an operand without a shape, an axis argument out of
     range) is passed on unchecked: ``fn`` rejects it with its own error, as it would unguarded.
+
+    The wrapped result never changes: for any arguments ``fn`` accepts, the guarded call
+    returns exactly what ``fn`` returns, and :class:`ShapeError` is raised only where ``fn``
+    itself would fail. ``fn`` gets the very objects the caller gave, and the guard never
+    iterates one it could use up: a subscript or axis argument that is an iterator (a
+    generator, ``iter(...)``) or has no length is not read, and the call goes on unchecked, as
+    do calls past TeIL's limits of checking (more than 32 dimensions). Of the axis arguments,
+    only ``transpose``'s are checked themselves: axes that are no permutation of the operand's
+    dimensions, which NumPy rejects too, raise :class:`ShapeError` with E0403 (wrong number of
+    axes), E0405 (an axis out of range) or E0406 (a repeated axis).
+
+    >>> teil.guarded(np.moveaxis)(np.ones((2, 3, 4)), (i for i in [0]), (i for i in [2])).shape
+    (3, 4, 2)
+    >>> teil.guarded(np.transpose)(np.ones((2, 3, 4)), (1, 0))
+    Traceback (most recent call last):
+        ...
+    teil.ShapeError: [E0403] Error: operand 0 has 2 subscripts but its shape [2, 3, 4] has 3 ...
+    ...
 
     >>> matmul = teil.guarded(np.matmul)
     >>> matmul(np.ones((5, 1, 2, 3)), np.ones((4, 3, 6))).shape

@@ -216,7 +216,13 @@ def guarded(fn: _F) -> _F:
     `fn` is an einsum (`numpy.einsum`, `torch.einsum`, `jax.numpy.einsum`,
     `opt_einsum.contract`, read by `fn.__module__` as that library reads its calls) or one of
     `tensordot`, `matmul`, `inner`, `outer`, `trace`, `transpose`, `moveaxis` (by
-    `fn.__name__`), translated to an einsum."""
+    `fn.__name__`), translated to an einsum.
+
+    The wrapped result never changes: for any arguments `fn` accepts, the guarded call returns
+    exactly what `fn` returns, and raises `ShapeError` only where `fn` itself would fail (such
+    as `transpose` with axes that are no permutation: E0403, E0405, E0406). `fn` gets the
+    caller's very objects; an iterator or an iterable without a length among the subscripts or
+    axes is never read, and the call goes on unchecked."""
 
 def guard_module(
     module: _M, names: Sequence[str] | None = None
