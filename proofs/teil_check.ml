@@ -24,12 +24,19 @@ let member k = function
 
 let str = function `String s -> s | _ -> invalid "expected a string"
 
-(* Numbers above OCaml's max_int (the AST's are u64) are clamped: every such number is far
-   beyond any rank, extent bound or position the rules could accept. *)
+(* The extracted checker's naturals are Zarith's integers (Extract.v), so every number is read
+   exactly: the AST's are u64, and above OCaml's max_int (2^62 - 1) Yojson gives them as
+   `Intlit, their digits. *)
+let digits s = s <> "" && String.for_all (fun c -> c >= '0' && c <= '9') s
+
 let num = function
-  | `Int n when n >= 0 -> n
-  | `Intlit _ -> max_int
+  | `Int n when n >= 0 -> Z.of_int n
+  | `Intlit s when digits s -> Z.of_string s
   | _ -> invalid "expected a natural number"
+
+(* The inverse of [num]: a natural as a JSON number, exactly. *)
+let nat_json n : Yojson.Safe.t =
+  if Z.fits_int n then `Int (Z.to_int n) else `Intlit (Z.to_string n)
 
 let list f = function `List l -> List.map f l | _ -> invalid "expected a list"
 
@@ -90,7 +97,7 @@ let code = function
   | E0305 -> "E0305" | E0306 -> "E0306" | E0307 -> "E0307" | E0308 -> "E0308"
 
 let rec expr_json (e : expr) : Yojson.Safe.t =
-  let pair kind a x b y e = `Assoc [ ("kind", `String kind); (a, `Int x); (b, `Int y); ("e", expr_json e) ] in
+  let pair kind a x b y e = `Assoc [ ("kind", `String kind); (a, nat_json x); (b, nat_json y); ("e", expr_json e) ] in
   match e with
   | EVar x -> `Assoc [ ("kind", `String "var"); ("name", `String x) ]
   | ELit c -> `Assoc [ ("kind", `String "lit"); ("value", `String c) ]
@@ -101,7 +108,7 @@ let rec expr_json (e : expr) : Yojson.Safe.t =
   | EProd (a, b) -> `Assoc [ ("kind", `String "prod"); ("l", expr_json a); ("r", expr_json b) ]
   | ERed (o, i, e) ->
       let o = match o with RSum -> "red+" | RProd -> "red*" | RMax -> "redmax" | RMin -> "redmin" in
-      `Assoc [ ("kind", `String "reduce"); ("op", `String o); ("i", `Int i); ("e", expr_json e) ]
+      `Assoc [ ("kind", `String "reduce"); ("op", `String o); ("i", nat_json i); ("e", expr_json e) ]
   | ETransp (i, j, e) -> pair "transp" "i" i "j" j e
   | EDiag (i, j, e) -> pair "diag" "i" i "j" j e
   | EContr (i, j, e) -> pair "contr" "i" i "j" j e
@@ -117,7 +124,7 @@ let program_json (p : program) : Yojson.Safe.t =
   in
   let decl d =
     `Assoc [ ("qualifier", qualifier d.dqual); ("name", `String d.dname);
-             ("shape", `List (List.map (fun n -> `Int n) d.dshape)) ]
+             ("shape", `List (List.map nat_json d.dshape)) ]
   in
   let stmt s = `Assoc [ ("target", `String s.target); ("value", expr_json s.value) ] in
   `Assoc [ ("decls", `List (List.map decl p.decls)); ("stmts", `List (List.map stmt p.stmts)) ]
@@ -127,7 +134,7 @@ let answer p : Yojson.Safe.t =
   | Err (r, c) -> `Assoc [ ("decls", `String (code c)); ("rule", `String r) ]
   | Ok rs ->
       let one = function
-        | Ok t -> `Assoc [ ("ok", `List (List.map (fun n -> `Int n) t)) ]
+        | Ok t -> `Assoc [ ("ok", `List (List.map nat_json t)) ]
         | Err (r, c) -> `Assoc [ ("err", `String (code c)); ("rule", `String r) ]
       in
       `Assoc [ ("stmts", `List (List.map one rs)) ]
