@@ -322,7 +322,9 @@ const NO_JAM_HELPER: &str = "\
 /// change values, and excess precision (x87 without SSE2) rounds twice: an evaluation method
 /// other than those that evaluate `double` as `double` (0, 1, the ISO/IEC TS 18661-3 methods
 /// 16, 32 and 64: GCC 13 on a CPU with AVX512-FP16 says 16 under `-march=native`, and -1,
-/// indeterminable). The compiler driver
+/// indeterminable, except on x86, where GCC says -1 for `-mno-sse2` and `-mfpmath=both`, which
+/// compute on the x87 unit). On x86 SSE2 is required (`__SSE2__`: Clang under `-mno-sse2` says
+/// method 0 and computes on the x87 unit). The compiler driver
 /// also passes `-ffp-contract=off` last ([`crate::run`]), which covers Clang's
 /// `-ffp-contract=fast`, the one setting under which Clang ignores the pragma.
 const EXACTNESS: &str = "\
@@ -336,6 +338,10 @@ const EXACTNESS: &str = "\
     || __FLT_EVAL_METHOD__ == 1 || __FLT_EVAL_METHOD__ == 16 || __FLT_EVAL_METHOD__ == 32 \\
     || __FLT_EVAL_METHOD__ == 64)
 #error \"TeIL kernels need double arithmetic without excess precision (on x86, -msse2 -mfpmath=sse)\"
+#endif
+#if (defined(__x86_64__) || defined(__i386__)) && (!defined(__SSE2__) \\
+    || (defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ == -1))
+#error \"TeIL kernels need SSE2 double arithmetic on x86: compile without -mno-sse2, -mfpmath=387 or -mfpmath=both\"
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize (\"fp-contract=off\")

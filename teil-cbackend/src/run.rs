@@ -93,25 +93,46 @@ impl Toolchain {
         self
     }
 
-    /// Refuses flags that would make the compiled kernels compute other values than the spec
-    /// defines (spec/abi.md, "Compiling the C"): every compilation the backend runs checks them
-    /// first, and so does [`crate::shared`] before it looks in its cache. The flags of
-    /// [`EXTRA_CFLAGS_VAR`] are checked too.
+    /// Refuses flags that could make the compiled kernels compute other values than the spec
+    /// defines (spec/abi.md, "Compiling the C"): only the flags of an allow-list pass
+    /// ([`flag_policy`]). Every compilation the backend runs checks them first, and so does
+    /// [`crate::shared`] before it looks in its cache. The flags of [`EXTRA_CFLAGS_VAR`] are
+    /// checked too, and so is the compiler's environment ([`REFUSED_ENVIRONMENT`]).
     pub fn check_flags(&self) -> Result<(), DriverError> {
-        match self
-            .cflags
-            .iter()
-            .chain(&extra_cflags())
-            .find_map(|f| value_changing(f).map(|why| (f, why)))
-        {
-            Some((flag, why)) => Err(DriverError::UnsafeFlag {
-                flag: flag.clone(),
-                why,
-            }),
-            None => Ok(()),
+        let mut flags = self.cflags.clone();
+        flags.extend(extra_cflags());
+        flag_policy(&flags).map_err(|(flag, why)| DriverError::UnsafeFlag { flag, why })?;
+        for &(var, why) in REFUSED_ENVIRONMENT {
+            if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+                return Err(DriverError::UnsafeEnvironment { var, why });
+            }
         }
+        Ok(())
     }
 }
+
+/// Environment variables under which the compiler would compile something else than its
+/// command line says, and why: a compilation refuses to run while one is set (and not empty).
+/// The variables that only say where headers and libraries are found are not refused but
+/// are part of the kernel cache's key ([`crate::shared`]).
+pub const REFUSED_ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "CCC_OVERRIDE_OPTIONS",
+        "Clang edits its own command line by it, past the check of the flags",
+    ),
+    (
+        "QA_OVERRIDE_GCC3_OPTIONS",
+        "the compiler driver edits its own command line by it, past the check of the flags",
+    ),
+    (
+        "COMPILER_PATH",
+        "GCC looks for its own stages (cc1, as, ld) there first, which then compile unchecked",
+    ),
+    (
+        "GCC_EXEC_PREFIX",
+        "GCC looks for its own stages (cc1, as, ld) there first, which then compile unchecked",
+    ),
+];
 
 /// Passed after every other flag of every compilation: no compiler contracts `a * b + c`
 /// into a fused multiply-add that the generated C does not spell (`teil_fma`). The generated
@@ -120,19 +141,136 @@ impl Toolchain {
 /// `-ffp-contract` given.
 pub const CONTRACTION_OFF: &str = "-ffp-contract=off";
 
-/// Why a C compiler flag would change the kernels' values, or `None` for a flag that does not.
-/// The list is of GCC's and Clang's spellings; the generated C also refuses `-ffast-math` and
-/// `-ffinite-math-only` itself, at compile time.
-fn value_changing(flag: &str) -> Option<&'static str> {
-    const REASSOCIATES: &str = "it lets the compiler reassociate or simplify floating-point \
-                                arithmetic, which changes results";
-    Some(match flag {
+/// Checks the words of a C compilation's flags against the allow-list of flags known not to
+/// change the values kernels compute (spec/abi.md, "Compiling the C"): the first word that is
+/// not on it, with why, is the error. Known value-changing flags get their own reason; every
+/// other word not on the list (a flag this list does not know, a file name, a flag that
+/// passes options on to an inner stage or makes the compiler read a file) is refused too: an
+/// allow-list, because a deny-list is defeated by the spellings it does not list
+/// (`-Wp,-ffast-math`, `-Xclang -mreassociate`, `-specs=FILE`, an object file that sets
+/// flush-to-zero).
+pub fn flag_policy(flags: &[String]) -> Result<(), (String, &'static str)> {
+    let mut words = flags.iter();
+    while let Some(word) = words.next() {
+        match classify(word) {
+            Word::Allowed => {}
+            Word::Refused(why) => return Err((word.clone(), why)),
+            Word::Macro(name) if !name.is_empty() => check_macro(word, name)?,
+            Word::Path(path) if !path.is_empty() => {}
+            // `-I DIR`, `-D NAME`: the argument is the next word, whatever it looks like.
+            Word::Path(_) | Word::Macro(_) => {
+                let Some(arg) = words.next() else {
+                    return Err((word.clone(), "it needs an argument, and none follows"));
+                };
+                if word == "-D" || word == "-U" {
+                    check_macro(&format!("{word} {arg}"), arg)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one word of the flags is.
+enum Word<'a> {
+    Allowed,
+    Refused(&'static str),
+    /// `-DNAME[=VALUE]` or `-UNAME`, with the rest of the word (empty: the next word).
+    Macro(&'a str),
+    /// `-IDIR`, `-LDIR`, ...: a directory to search (empty: the next word).
+    Path(&'a str),
+}
+
+const NOT_LISTED: &str = "it is not on the list of flags known not to change the kernels' \
+    values: -O0 to -O3, -Os, -Oz, -Og; -g...; -march=, -mtune=, -mcpu= and instruction-set \
+    extensions (-mavx2, -mno-avx512f, ...); warnings (-W..., -w, -pedantic); -std=; -fPIC, \
+    -fPIE; -fopenmp; -I, -isystem, -iquote, -idirafter, -L; -lm, -lpthread, -lgomp, -lomp; \
+    -fsanitize=...; -D and -U of names that are not reserved; and the code-generation flags \
+    spec/abi.md lists";
+const REASSOCIATES: &str =
+    "it lets the compiler reassociate or simplify floating-point arithmetic, which changes results";
+const PASSES_ON: &str = "it passes options on to an inner stage of the compiler (preprocessor, \
+    compiler proper, assembler, linker), where this check cannot see them";
+const READS_FILE: &str =
+    "it makes the compiler read flags, pragmas or programs from a file, which could hold anything";
+const X87: &str = "without SSE2, x86 computes doubles on the x87 unit in extended precision, \
+    rounding twice";
+
+/// The instruction-set extensions `-mEXT` and `-mno-EXT` may name: they choose instructions,
+/// not arithmetic (`-mfma` included: contraction stays off, [`CONTRACTION_OFF`]).
+#[rustfmt::skip]
+const ISA_EXTENSIONS: &[&str] = &[
+    "sse", "sse2", "sse3", "ssse3", "sse4", "sse4.1", "sse4.2", "sse4a", "avx", "avx2", "avx512f",
+    "avx512cd", "avx512dq", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512vbmi2",
+    "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512bf16", "avx512fp16", "avx10.1",
+    "avx10.1-256", "avx10.1-512", "avx10.2", "avxvnni", "fma", "fma4", "f16c", "bmi", "bmi2",
+    "popcnt", "lzcnt", "movbe", "adx", "aes", "pclmul", "sha", "xsave", "cx16", "sahf",
+];
+
+/// Code-generation flags that do not change floating-point values (GCC's and Clang's
+/// spellings), or make the arithmetic stricter.
+#[rustfmt::skip]
+const CODEGEN: &[&str] = &[
+    "-fPIC", "-fpic", "-fPIE", "-fpie", "-fno-pic", "-fno-pie", "-fopenmp", "-fopenmp-simd",
+    "-fno-openmp", "-pthread", "-pipe", "-w", "-pedantic", "-pedantic-errors", "-m32", "-m64",
+    "-mfpmath=sse", "-fno-strict-aliasing", "-fstrict-aliasing", "-funroll-loops",
+    "-funroll-all-loops", "-fno-unroll-loops", "-ftree-vectorize", "-fno-tree-vectorize",
+    "-ftree-loop-vectorize", "-fno-tree-loop-vectorize", "-ftree-slp-vectorize",
+    "-fno-tree-slp-vectorize", "-fvectorize", "-fno-vectorize", "-fslp-vectorize",
+    "-fno-slp-vectorize", "-fomit-frame-pointer", "-fno-omit-frame-pointer", "-fno-inline",
+    "-fno-common", "-fno-plt", "-fstack-protector", "-fstack-protector-strong",
+    "-fstack-protector-all", "-fno-stack-protector", "-fstack-clash-protection",
+    "-fcf-protection", "-fno-math-errno", "-fmath-errno", "-frounding-math", "-fsignaling-nans",
+    "-fexcess-precision=standard", "-fno-fast-math", "-ftrapping-math", "-flto", "-fno-lto",
+    "-fno-sanitize-recover", "-fsanitize-recover", "-fdiagnostics-color", "-lm", "-lpthread",
+    "-lgomp", "-lomp", "-ffp-model=precise", "-ffp-model=strict", "-shared",
+];
+
+fn classify(word: &str) -> Word<'_> {
+    if !word.starts_with('-') || word == "-" {
+        return Word::Refused(if word.starts_with('@') {
+            "a response file could hold any flag; give the flags themselves"
+        } else {
+            "it is not a flag: the compiler would compile or link it in, and an object file can \
+             change the floating-point environment (crtfastmath.o turns on flush-to-zero)"
+        });
+    }
+    if let Some(rest) = word.strip_prefix("-D").or_else(|| word.strip_prefix("-U")) {
+        return Word::Macro(rest);
+    }
+    for prefix in ["-isystem", "-iquote", "-idirafter", "-I", "-L"] {
+        if let Some(rest) = word.strip_prefix(prefix) {
+            return Word::Path(rest);
+        }
+    }
+    let allowed = CODEGEN.contains(&word)
+        || word == CONTRACTION_OFF
+        || matches!(word, "-O" | "-O0" | "-O1" | "-O2" | "-O3" | "-Os" | "-Oz" | "-Og")
+        || word == "-g"
+        || (word.starts_with("-g") && word[2..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        || ["-march=", "-mtune=", "-mcpu=", "-std=", "-mprefer-vector-width=",
+            "-msve-vector-bits=", "-fsanitize=", "-fno-sanitize=", "-fsanitize-recover=",
+            "-fno-sanitize-recover=", "-fvisibility=", "-flto=", "-fcf-protection=",
+            "-fdiagnostics-color="]
+            .iter()
+            .any(|p| word.starts_with(p))
+        || word
+            .strip_prefix("-mno-")
+            .is_some_and(|e| ISA_EXTENSIONS.contains(&e) && !matches!(e, "sse" | "sse2"))
+        || word.strip_prefix("-m").is_some_and(|e| ISA_EXTENSIONS.contains(&e))
+        // Warnings, but not `-Wp,` `-Wl,` `-Wa,` (options for inner stages).
+        || (word.starts_with("-W") && !word.contains(','));
+    if allowed {
+        return Word::Allowed;
+    }
+    Word::Refused(match word {
         "-ffast-math"
         | "-Ofast"
         | "-funsafe-math-optimizations"
         | "-fassociative-math"
         | "-freciprocal-math"
-        | "-fapprox-func" => REASSOCIATES,
+        | "-fapprox-func"
+        | "-fno-trapping-math" => REASSOCIATES,
         "-ffinite-math-only" | "-fno-honor-infinities" | "-fno-honor-nans" => {
             "it lets the compiler assume there are no infinities or NaNs, which TeIL's values \
              include (the undefined value is a NaN)"
@@ -142,21 +280,53 @@ fn value_changing(flag: &str) -> Option<&'static str> {
         "-mdaz-ftz" | "-menable-unsafe-fp-math" => {
             "it flushes subnormal numbers to zero, in the whole process"
         }
-        "-mfpmath=387" => "x87 arithmetic rounds to extended precision first",
-        _ if flag.starts_with("-ffp-contract=") && flag != CONTRACTION_OFF => {
+        "-mno-sse" | "-mno-sse2" | "-mfpmath=387" | "-mfpmath=both" | "-mfpmath=387+sse"
+        | "-mfpmath=sse+387" => X87,
+        "-Xclang" | "-Xpreprocessor" | "-Xassembler" | "-Xlinker" | "-mllvm" => PASSES_ON,
+        "-include" | "-imacros" | "--specs" | "-B" => READS_FILE,
+        _ if word.starts_with("-Wp,") || word.starts_with("-Wl,") || word.starts_with("-Wa,") => {
+            PASSES_ON
+        }
+        _ if word.starts_with("-specs=")
+            || word.starts_with("--specs=")
+            || word.starts_with("-B") =>
+        {
+            READS_FILE
+        }
+        _ if word.starts_with("-ffp-contract=") => {
             "TeIL decides contraction itself: none in exact mode, the pairs spec/values.md \
              lists in fma mode (`--fma`)"
         }
-        _ if flag.starts_with("-ffp-model=")
-            && !matches!(flag, "-ffp-model=precise" | "-ffp-model=strict") =>
-        {
+        _ if word.starts_with("-ffp-model=") => {
             "a floating-point model other than `precise` or `strict` changes results"
         }
-        _ if flag.starts_with('@') => {
-            "a response file could hold any flag; give the flags themselves"
+        _ if word.starts_with("-fexcess-precision=") => {
+            "only `-fexcess-precision=standard` rounds every operation to double"
         }
-        _ => return None,
+        _ if word.starts_with("-l") => {
+            "it links a library in, whose constructors can change the floating-point environment \
+             (only -lm, -lpthread, -lgomp and -lomp are allowed)"
+        }
+        _ => NOT_LISTED,
     })
+}
+
+/// Refuses `-D`/`-U` of a reserved name (`__NAME` or `_` and a capital letter): the compiler's
+/// own macros, which the generated C reads to refuse value-changing modes (`__FAST_MATH__`,
+/// `__FLT_EVAL_METHOD__`, `__SSE2__`).
+fn check_macro(word: &str, definition: &str) -> Result<(), (String, &'static str)> {
+    let name = definition.split('=').next().unwrap_or_default();
+    let b = name.as_bytes();
+    let reserved =
+        b.starts_with(b"__") || (b.len() >= 2 && b[0] == b'_' && b[1].is_ascii_uppercase());
+    if reserved {
+        return Err((
+            word.to_string(),
+            "it defines or undefines a reserved macro, which the compiler sets and the generated \
+             C reads to refuse value-changing modes",
+        ));
+    }
+    Ok(())
 }
 
 /// One call of one kernel of a batch.
@@ -220,8 +390,15 @@ pub enum DriverError {
     Interrupted,
     #[error("{what}: {error}")]
     Io { what: String, error: std::io::Error },
-    #[error("the C compiler flag `{flag}` is refused: {why} (spec/abi.md, \"Floating point\")")]
+    #[error("the C compiler flag `{flag}` is refused: {why} (spec/abi.md, \"Compiling the C\")")]
     UnsafeFlag { flag: String, why: &'static str },
+    #[error(
+        "the C compiler is not run while `{var}` is set: {why} (spec/abi.md, \"Compiling the C\")"
+    )]
+    UnsafeEnvironment {
+        var: &'static str,
+        why: &'static str,
+    },
 }
 
 impl teil::CodedError for DriverError {
@@ -371,6 +548,30 @@ pub fn extra_cflags() -> Vec<String> {
     std::env::var(EXTRA_CFLAGS_VAR)
         .map(|v| v.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
+}
+
+/// Environment variables that change which headers and libraries the compiler finds: not
+/// refused, but part of the kernel cache's key ([`crate::shared`]).
+pub const KEYED_ENVIRONMENT: &[&str] = &["CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH", "SDKROOT"];
+
+/// What `CC --version` prints (the head of its standard output), run under `tc`'s time-out and
+/// cancellation: the compiler's own identification, for the kernel cache's key. Empty when
+/// the compiler cannot be run (the compilation then reports it).
+pub fn version_output(tc: &Toolchain) -> Result<String, DriverError> {
+    let scratch = StagingDir::scratch().map_err(io("cannot create a temporary directory"))?;
+    let out = scratch.path().join("version");
+    let mut cc = Command::new(&tc.cc);
+    cc.arg("--version")
+        .env("TMPDIR", scratch.path())
+        .stdin(Stdio::null())
+        .stdout(output_file(&out)?)
+        .stderr(Stdio::null());
+    Ok(
+        match supervise(&mut cc, tc, Process::Compiler(tc.cc.clone()))? {
+            Ok(_) => read_message(&out),
+            Err(_) => String::new(),
+        },
+    )
 }
 
 /// Runs the compiler of `tc` as `CC FLAGS EXTRA -ffp-contract=off ARGS...` (no shell; `EXTRA`

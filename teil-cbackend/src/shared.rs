@@ -345,7 +345,7 @@ impl SharedKernel {
         trusted_dir(&dir)?;
         files::remove_stale(&dir);
         let secret = secret(&dir)?;
-        let key = cache_key(&source, &tc);
+        let key = cache_key(&source, &tc)?;
         let path = dir.join(format!("{key}.{}", std::env::consts::DLL_EXTENSION));
         // Only an object this user wrote and authenticated is loaded; anything else at its
         // name (another user's file, a symbolic link, a damaged or stale object) is built
@@ -608,19 +608,40 @@ fn source(kernel: &Kernel) -> String {
     c
 }
 
-/// The cache key: SHA-256 over everything the object depends on, in hex.
-fn cache_key(source: &str, tc: &Toolchain) -> String {
+/// The cache key: SHA-256 over everything the object depends on, in hex: this crate's
+/// version, the platform, the compiler (the executable it resolves to, with its size and
+/// modification time, and what its `--version` prints), the flags, the environment variables
+/// that change which headers and libraries it finds ([`crate::run::KEYED_ENVIRONMENT`]; those
+/// that would change what it compiles are refused before, [`Toolchain::check_flags`]), and the
+/// source.
+fn cache_key(source: &str, tc: &Toolchain) -> Result<String, KernelError> {
+    let identity = compiler_identity(&tc.cc);
+    let version = compiler_version(tc, &identity)?;
+    Ok(key_of(source, tc, &identity, &version, |var| {
+        std::env::var_os(var)
+    }))
+}
+
+/// [`cache_key`] of a compiler already identified, under the environment `env`.
+fn key_of(
+    source: &str,
+    tc: &Toolchain,
+    identity: &str,
+    version: &str,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> String {
     let mut h = Sha256::new();
     let mut field = |bytes: &[u8]| {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    field(b"teil-cbackend shared object 1");
+    field(b"teil-cbackend shared object 2");
     field(concat!(env!("CARGO_PKG_NAME"), " ", env!("CARGO_PKG_VERSION")).as_bytes());
     field(std::env::consts::ARCH.as_bytes());
     field(std::env::consts::OS.as_bytes());
     field(tc.cc.as_bytes());
-    field(compiler_identity(&tc.cc).as_bytes());
+    field(identity.as_bytes());
+    field(version.as_bytes());
     for f in &tc.cflags {
         field(f.as_bytes());
     }
@@ -629,12 +650,39 @@ fn cache_key(source: &str, tc: &Toolchain) -> String {
     for f in crate::run::extra_cflags() {
         field(f.as_bytes());
     }
+    for var in crate::run::KEYED_ENVIRONMENT {
+        field(var.as_bytes());
+        match env(var) {
+            Some(v) => field(v.as_encoded_bytes()),
+            None => field(b"\0unset"),
+        }
+    }
     field(source.as_bytes());
     let digest = h.finalize();
     digest.iter().fold(String::with_capacity(64), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s
     })
+}
+
+/// What the compiler of `tc` prints for `--version`, run once per process for each compiler
+/// (by `identity`: path, size, modification time).
+fn compiler_version(tc: &Toolchain, identity: &str) -> Result<String, KernelError> {
+    static SEEN: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let known = |seen: &Vec<(String, String)>| {
+        seen.iter()
+            .find(|(id, _)| id == identity)
+            .map(|(_, v)| v.clone())
+    };
+    if let Some(v) = known(&SEEN.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(v);
+    }
+    let version = crate::run::version_output(tc)?;
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if known(&seen).is_none() && !identity.is_empty() {
+        seen.push((identity.to_string(), version.clone()));
+    }
+    Ok(version)
 }
 
 /// The executable `cc` resolves to, with its size and modification time, or `""` when it
@@ -1173,5 +1221,46 @@ impl Aligned {
     fn as_mut_slice(&mut self) -> &mut [f64] {
         // SAFETY: as in `as_slice`, with exclusive access through `&mut self`.
         unsafe { std::slice::from_raw_parts_mut(self.chunks.as_mut_ptr().cast::<f64>(), self.len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Everything the object depends on is in the key: the compiler's `--version` output, the
+    /// flags and the search-path variables each change it; the same inputs give the same key.
+    #[test]
+    fn the_key_changes_with_the_compiler_its_flags_and_its_search_paths() {
+        let tc = Toolchain::default();
+        let none = |_: &str| None;
+        let base = key_of("int x;", &tc, "/usr/bin/cc 1 2", "gcc 12.2.0", none);
+        assert_eq!(base.len(), 64);
+        assert_eq!(
+            base,
+            key_of("int x;", &tc, "/usr/bin/cc 1 2", "gcc 12.2.0", none)
+        );
+        let other = [
+            key_of("int y;", &tc, "/usr/bin/cc 1 2", "gcc 12.2.0", none),
+            key_of("int x;", &tc, "/usr/bin/cc 1 3", "gcc 12.2.0", none),
+            key_of("int x;", &tc, "/usr/bin/cc 1 2", "gcc 12.3.0", none),
+            key_of(
+                "int x;",
+                &tc.clone().with_cflags("-O3"),
+                "/usr/bin/cc 1 2",
+                "gcc 12.2.0",
+                none,
+            ),
+        ];
+        for var in crate::run::KEYED_ENVIRONMENT {
+            let set = |v: &str| (v == *var).then(|| "/opt/include".into());
+            let empty = |v: &str| (v == *var).then(Default::default);
+            let a = key_of("int x;", &tc, "/usr/bin/cc 1 2", "gcc 12.2.0", set);
+            let b = key_of("int x;", &tc, "/usr/bin/cc 1 2", "gcc 12.2.0", empty);
+            assert!(a != base && b != base && a != b, "{var}");
+        }
+        for k in other {
+            assert_ne!(k, base);
+        }
     }
 }

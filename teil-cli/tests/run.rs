@@ -555,3 +555,52 @@ fn trace_errors() {
         stderr(&o)
     );
 }
+
+/// The flag policy covers every way flags reach the compiler (issue 42): `--cflags`,
+/// `TEIL_EXTRA_CFLAGS`, and environment variables under which the compiler edits its own
+/// command line. Each is refused with exit 2, naming the word or the variable, and nothing
+/// is written.
+#[test]
+fn value_changing_flags_and_compiler_environments_are_refused() {
+    let cases: [(&[&str], (&str, &str), &str); 4] = [
+        (
+            &["--cflags", "-O3 -Xclang -mreassociate"],
+            ("", ""),
+            "`-Xclang` is refused",
+        ),
+        (
+            &[],
+            ("TEIL_EXTRA_CFLAGS", "-Wp,-ffast-math -U__FAST_MATH__"),
+            "`-Wp,-ffast-math` is refused",
+        ),
+        (
+            &[],
+            ("CCC_OVERRIDE_OPTIONS", "+-Xclang +-mreassociate"),
+            "not run while `CCC_OVERRIDE_OPTIONS` is set",
+        ),
+        (
+            &[],
+            ("GCC_EXEC_PREFIX", "/tmp/stages/"),
+            "not run while `GCC_EXEC_PREFIX` is set",
+        ),
+    ];
+    for (flags, (var, value), message) in cases {
+        let m = matmul();
+        let (ia, ib) = (format!("A={}", m.a), format!("B={}", m.b));
+        let out = m.out.to_string_lossy().into_owned();
+        let prog = data("matmul.teil");
+        let mut args = vec!["run", &prog[..], "--in", &ia, "--in", &ib, "--out", &out];
+        args.extend_from_slice(&["--backend", "c"]);
+        args.extend_from_slice(flags);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_teil"));
+        cmd.args(&args).env("NO_COLOR", "1");
+        if !var.is_empty() {
+            cmd.env(var, value);
+        }
+        let o = cmd.output().expect("teil runs");
+        assert_eq!(o.status.code(), Some(2), "{message}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{message}: {}", stderr(&o));
+        assert!(stderr(&o).contains("spec/abi.md"), "{}", stderr(&o));
+        assert!(!m.out.exists() || entries(&m.out).is_empty());
+    }
+}

@@ -25,10 +25,10 @@ use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestI
 use lsp_types as lsp;
 use lsp_types::notification::Notification as _;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufRead, Write};
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 pub use teil::framing::MAX_MESSAGE_BYTES;
 use teil::framing::{read_frame, write_frame, FrameError};
 use teil::ide::{Analysis, LineIndex, SourceKind};
@@ -66,6 +66,16 @@ impl Exit {
 /// that a client that does not wait costs bounded memory.
 const READ_AHEAD: usize = 256;
 
+/// Bytes of message bodies read ahead of the server, at most (one message of any size is
+/// always let through): with [`READ_AHEAD`] alone, 256 messages of the 64 MiB a message may
+/// have would be 16 GiB.
+pub const READ_AHEAD_BYTES: usize = 16 << 20;
+
+/// Answers waiting for the writer, at most: while the client does not read, the writer
+/// blocks, then the server blocks on this queue, stops taking messages, and the reader stops
+/// reading once its read-ahead is full (back-pressure, spec/limits.md "Language server").
+const ANSWERS_QUEUED: usize = 1;
+
 /// Serves one client over standard input and output until it exits.
 pub fn run_stdio() -> Result<Exit, ServerError> {
     run(
@@ -82,14 +92,26 @@ pub fn run(
     output: impl Write + Send + 'static,
     max_message: usize,
 ) -> Result<Exit, ServerError> {
+    run_with(input, output, max_message, READ_AHEAD_BYTES)
+}
+
+/// [`run`], with at most `read_ahead_bytes` of message bodies read ahead of the server.
+pub fn run_with(
+    input: impl BufRead + Send + 'static,
+    output: impl Write + Send + 'static,
+    max_message: usize,
+    read_ahead_bytes: usize,
+) -> Result<Exit, ServerError> {
     let output = Arc::new(Mutex::new(output));
     let (to_server, from_client) = crossbeam_channel::bounded(READ_AHEAD);
-    let (to_client, from_server) = crossbeam_channel::unbounded::<Message>();
+    let (to_client, from_server) = crossbeam_channel::bounded::<Message>(ANSWERS_QUEUED);
+    let budget = Arc::new(ReadAhead::new(read_ahead_bytes));
     let out = Arc::clone(&output);
+    let reader_budget = Arc::clone(&budget);
     // Not joined: it may be blocked reading input when the server stops (the process ends).
     std::thread::Builder::new()
         .name("teil-lsp-reader".into())
-        .spawn(move || read_messages(input, max_message, &to_server, &*out))?;
+        .spawn(move || read_messages(input, max_message, &to_server, &reader_budget, &*out))?;
     let out = Arc::clone(&output);
     let writer = std::thread::Builder::new()
         .name("teil-lsp-writer".into())
@@ -98,7 +120,9 @@ pub fn run(
         sender: to_client,
         receiver: from_client,
     };
-    let exit = serve(&conn);
+    let exit = serve_counted(&conn, Some(&budget));
+    // A reader waiting for room must not wait for a server that has stopped.
+    budget.close();
     drop(conn);
     let written = writer.join().unwrap_or(Ok(()));
     let exit = exit?;
@@ -106,12 +130,67 @@ pub fn run(
     Ok(exit)
 }
 
+/// The bytes of the messages the reader has passed to the server that the server has not
+/// taken yet, in order; the reader waits while they are over the bound.
+struct ReadAhead {
+    cap: usize,
+    queued: Mutex<ReadAheadState>,
+    room: Condvar,
+}
+
+#[derive(Default)]
+struct ReadAheadState {
+    sizes: VecDeque<usize>,
+    total: usize,
+    closed: bool,
+}
+
+impl ReadAhead {
+    fn new(cap: usize) -> Self {
+        ReadAhead {
+            cap,
+            queued: Mutex::new(ReadAheadState::default()),
+            room: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadAheadState> {
+        self.queued.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until a message of `n` bytes fits (or nothing is queued), then counts it.
+    fn acquire(&self, n: usize) {
+        let mut q = self.lock();
+        while q.total > 0 && q.total.saturating_add(n) > self.cap && !q.closed {
+            q = self.room.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        q.sizes.push_back(n);
+        q.total = q.total.saturating_add(n);
+    }
+
+    /// The server took the oldest message.
+    fn release(&self) {
+        let mut q = self.lock();
+        if let Some(n) = q.sizes.pop_front() {
+            q.total -= n;
+        }
+        self.room.notify_all();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.room.notify_all();
+    }
+}
+
 /// The reader thread: framed messages from `input` to the server, until the input ends, it
-/// cannot be read further, or `exit` has been read.
+/// cannot be read further, or `exit` has been read. It reads no further while the messages
+/// it has passed on and the server has not taken are over the read-ahead bound.
 fn read_messages<W: Write>(
     mut input: impl BufRead,
     max_message: usize,
     to_server: &Sender<Message>,
+    budget: &ReadAhead,
     out: &Mutex<W>,
 ) {
     loop {
@@ -137,6 +216,7 @@ fn read_messages<W: Write>(
             }
         };
         let is_exit = matches!(&msg, Message::Notification(n) if n.method == "exit");
+        budget.acquire(body.len());
         if to_server.send(msg).is_err() || is_exit {
             return;
         }
@@ -239,8 +319,19 @@ pub fn capabilities() -> lsp::ServerCapabilities {
 /// `InvalidParams`, and the server waits for a valid one. After `shutdown`, requests are
 /// answered `InvalidRequest` and notifications other than `exit` dropped (LSP 3.17).
 pub fn serve(conn: &Connection) -> Result<Exit, ServerError> {
+    serve_counted(conn, None)
+}
+
+/// [`serve`], telling `budget` of every message taken from the connection.
+fn serve_counted(conn: &Connection, budget: Option<&ReadAhead>) -> Result<Exit, ServerError> {
+    let taken = |msg: Message| {
+        if let Some(b) = budget {
+            b.release();
+        }
+        msg
+    };
     let params: lsp::InitializeParams = loop {
-        let Ok(msg) = conn.receiver.recv() else {
+        let Ok(msg) = conn.receiver.recv().map(taken) else {
             return Ok(Exit::Unclean);
         };
         match msg {
@@ -291,7 +382,7 @@ pub fn serve(conn: &Connection) -> Result<Exit, ServerError> {
     };
     let mut shutting_down = false;
     loop {
-        let msg = match conn.receiver.try_recv() {
+        let msg = match conn.receiver.try_recv().map(taken) {
             Ok(msg) => msg,
             Err(TryRecvError::Empty) => {
                 // Nothing is waiting: the diagnostics of the latest texts.
@@ -300,7 +391,7 @@ pub fn serve(conn: &Connection) -> Result<Exit, ServerError> {
                         send(conn, n.into())?;
                     }
                 }
-                match conn.receiver.recv() {
+                match conn.receiver.recv().map(taken) {
                     Ok(msg) => msg,
                     Err(_) => return Ok(Exit::Unclean),
                 }

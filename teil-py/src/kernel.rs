@@ -69,7 +69,10 @@ pub struct Kernel {
 fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
     match e {
         KernelError::Lower(teil_cbackend::Error::BadPad(_) | teil_cbackend::Error::BadName(..))
-        | KernelError::Compile(teil_cbackend::run::DriverError::UnsafeFlag { .. })
+        | KernelError::Compile(
+            teil_cbackend::run::DriverError::UnsafeFlag { .. }
+            | teil_cbackend::run::DriverError::UnsafeEnvironment { .. },
+        )
         | KernelError::Sanitizer { .. }
         | KernelError::NotAnOutput(_)
         | KernelError::OutShape { .. }

@@ -308,9 +308,10 @@ fn run_c(
     }
     teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
         teil_cbackend::ProgramError::Lower(e) => lower_failure(e),
-        e @ teil_cbackend::ProgramError::Run(teil_cbackend::run::DriverError::UnsafeFlag {
-            ..
-        }) => Failure::Usage(e.to_string()),
+        e @ teil_cbackend::ProgramError::Run(
+            teil_cbackend::run::DriverError::UnsafeFlag { .. }
+            | teil_cbackend::run::DriverError::UnsafeEnvironment { .. },
+        ) => Failure::Usage(e.to_string()),
         e => Failure::coded(e),
     })
 }

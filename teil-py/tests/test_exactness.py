@@ -3,8 +3,11 @@ spec/values.md lists; flags that change values are refused (spec/abi.md, "Compil
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -80,6 +83,53 @@ def test_value_changing_flags_are_refused(cache, flag):
         p.run(x=X, y=Y, backend="c", cflags=f"-O2 {flag}")
     # Nothing was compiled into the cache.
     assert not cache.exists() or not any(cache.iterdir())
+
+
+@pytest.mark.parametrize(
+    "cflags, word",
+    [
+        ("-O3 -Wp,-fassociative-math,-fno-signed-zeros", "-Wp,-fassociative-math,-fno-signed-zeros"),
+        ("-O3 -Xclang -mreassociate", "-Xclang"),
+        ("-O2 -U__FAST_MATH__", "-U__FAST_MATH__"),
+        ("-O2 -mno-sse2", "-mno-sse2"),
+        ("-O2 crtfastmath.o", "crtfastmath.o"),
+        ("-O2 -include pragma.h", "-include"),
+        ("-O2 --param max-unroll-times=4", "--param"),
+    ],
+)
+def test_flags_off_the_allow_list_are_refused(cache, cflags, word):
+    # Issue 42: an allow-list, not a list of refused spellings.
+    p = teil.Program(DOT)
+    with pytest.raises(ValueError, match=f"`{re.escape(word)}` is refused"):
+        p.compile(cflags=cflags)
+    with pytest.raises(ValueError, match=f"`{re.escape(word)}` is refused"):
+        p.run(x=X, y=Y, backend="c", cflags=cflags)
+    assert not cache.exists() or not any(cache.iterdir())
+
+
+@pytest.mark.parametrize(
+    "var, value, message",
+    [
+        ("TEIL_EXTRA_CFLAGS", "-Wp,-ffast-math", "`-Wp,-ffast-math` is refused"),
+        ("CCC_OVERRIDE_OPTIONS", "+-Xclang +-mreassociate", "while `CCC_OVERRIDE_OPTIONS` is set"),
+        ("COMPILER_PATH", "/tmp/stages", "while `COMPILER_PATH` is set"),
+    ],
+)
+def test_a_compiler_environment_that_changes_values_is_refused(tmp_path, var, value, message):
+    # In a child process: the environment is read when compiling, and is the process's own.
+    probe = (
+        "import teil\n"
+        f"p = teil.Program({DOT!r})\n"
+        "try:\n"
+        f"    p.compile(cache_dir={str(tmp_path / 'cache')!r})\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    env = dict(os.environ, **{var: value})
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert message in result.stdout, result.stdout
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
 LONG_SUM = "input var x : [1000]\noutput var s : []\ns = red+ 1 x\n"
