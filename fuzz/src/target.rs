@@ -163,6 +163,9 @@ impl Target {
         if self.running.is_some() {
             return Ok(());
         }
+        // A descendant the target detaches from its group (`setsid`) comes back to this
+        // process when the target exits, and [`Target::stop`] ends it.
+        teil_interp::process::adopt_orphans();
         let mut child = Group::spawn(
             Command::new(&self.command.program)
                 .args(&self.command.args)
@@ -251,6 +254,14 @@ impl Target {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match r.lines.recv_timeout(left.min(POLL)) {
                 Ok(line) => break line,
+                // The target itself has exited, though a descendant of it may hold its
+                // standard output open: an exit, not a wait for the time-out.
+                Err(RecvTimeoutError::Timeout) if matches!(r.child.try_wait(), Ok(Some(_))) => {
+                    match r.lines.try_recv() {
+                        Ok(line) => break line,
+                        Err(_) => return Err(Fault::Exited(exit_report(r, "exited"))),
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) if left > POLL => continue,
                 Err(RecvTimeoutError::Timeout) => return Err(Fault::Timeout(timeout)),
                 Err(RecvTimeoutError::Disconnected) => {
@@ -274,10 +285,11 @@ impl Target {
         }
     }
 
-    /// Kills the target's process group, if it runs.
+    /// Kills the target's process group, if it runs, and whatever it detached from the group.
     pub fn stop(&mut self) {
         if let Some(mut r) = self.running.take() {
             r.child.kill();
+            teil_interp::process::reap_orphans();
         }
     }
 }

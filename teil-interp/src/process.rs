@@ -11,12 +11,88 @@
 //!
 //! The child stays unreaped until it is known to be finished, so its id names its process group
 //! whenever the group is killed (a reaped id could name another process).
+//!
+//! A descendant that leaves the group (`setsid`) escapes `killpg`. On Linux, a process that
+//! calls [`adopt_orphans`] becomes the reaper of its descendants' orphans
+//! (`PR_SET_CHILD_SUBREAPER`): when a child exits, whatever it left running becomes a child
+//! of this process instead of `init`, and [`reap_orphans`] kills and reaps every child of this
+//! process that no [`Group`] owns. (Every child this crate's users start goes through
+//! [`Group`]: a child started otherwise would count as an orphan.)
 
 use std::io;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// The ids of the children [`Group`]s own and have not reaped. Held while a group is started
+/// and while [`reap_orphans`] looks, so that a child just started is never taken for an
+/// orphan.
+static OWNED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn owned() -> MutexGuard<'static, Vec<u32>> {
+    OWNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn disown(pid: u32) {
+    owned().retain(|&p| p != pid);
+}
+
+/// Makes this process the reaper of its descendants' orphans (Linux; elsewhere nothing), so
+/// that [`reap_orphans`] can stop what a child detached from its group. Idempotent.
+pub fn adopt_orphans() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let _ = nix::sys::prctl::set_child_subreaper(true);
+        });
+    }
+}
+
+/// Kills and reaps every child of this process that no [`Group`] owns: the orphans it adopted
+/// ([`adopt_orphans`]), running or already dead. Returns how many (0 where `/proc` cannot be
+/// read, and off Linux).
+pub fn reap_orphans() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+        let owned = owned();
+        let me = std::process::id();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return 0;
+        };
+        let mut reaped = 0;
+        for entry in entries.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if owned.contains(&pid) || parent_of(pid) != Some(me) {
+                continue;
+            }
+            let Ok(raw) = i32::try_from(pid) else {
+                continue;
+            };
+            // A child of ours (running or a zombie): its id cannot be reused before we reap it.
+            let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(raw), None);
+            reaped += 1;
+        }
+        reaped
+    }
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
+/// The parent of process `pid`, from `/proc/PID/stat` (`pid (comm) state ppid ...`; `comm` may
+/// hold spaces and parentheses).
+#[cfg(target_os = "linux")]
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
 
 /// A cancellation flag shared between whoever runs processes and whoever wants them stopped (a
 /// signal handler, another thread). Clones share the flag; two `Cancel`s are equal when they
@@ -77,8 +153,11 @@ impl Group {
     pub fn spawn(cmd: &mut Command) -> io::Result<Group> {
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(cmd, 0);
+        let mut owned = owned();
+        let child = cmd.spawn()?;
+        owned.push(child.id());
         Ok(Group {
-            child: cmd.spawn()?,
+            child,
             reaped: false,
         })
     }
@@ -92,7 +171,10 @@ impl Group {
     /// The child's exit status if it has ended, without blocking.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         let status = self.child.try_wait()?;
-        self.reaped |= status.is_some();
+        if status.is_some() && !self.reaped {
+            self.reaped = true;
+            disown(self.child.id());
+        }
         Ok(status)
     }
 
@@ -144,6 +226,7 @@ impl Group {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.reaped = true;
+        disown(self.child.id());
     }
 }
 

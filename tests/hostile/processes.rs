@@ -586,6 +586,49 @@ fn an_endless_answer_is_a_fault_within_a_bounded_memory() {
     sb.assert_clean();
 }
 
+/// Issue 42, item 7: a target that exits while a descendant it detached (`setsid`, out of its
+/// process group) keeps its standard output open. The exit is seen at once, not after the
+/// time-out, the rule for a target that never answers applies, and the descendant (adopted by
+/// `teil` as the subreaper of its orphans) does not outlive the campaign.
+#[test]
+fn a_target_that_exits_behind_an_escaped_descendant_is_seen_to_exit() {
+    let sb = Sandbox::new();
+    let target = sb.script(
+        "escaping",
+        "setsid sh -c 'echo $$ >> PIDS; exec sleep 1000' &\nsleep 0.3\nexit 3\n",
+    );
+    let o = sb
+        .case(&[
+            "fuzz",
+            "--target",
+            &target,
+            "--programs",
+            "5",
+            "--shrink",
+            "0",
+            "--target-timeout",
+            "60",
+        ])
+        .run();
+    o.exits(2);
+    assert!(
+        o.stderr.contains("the target never answered")
+            && o.stderr.contains("exited (exit status: 3)"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("did not answer within"), "{}", o.stderr);
+    assert!(o.elapsed < Duration::from_secs(20), "{:?}", o.elapsed);
+    let pids = sb.pids();
+    assert_eq!(pids.len(), 2, "one escaped descendant per start: {pids:?}");
+    for pid in pids {
+        assert!(
+            gone(pid),
+            "the escaped descendant {pid} outlived the campaign"
+        );
+    }
+}
+
 #[test]
 fn long_messages_are_shortened_and_other_bytes_named() {
     // Issue 24, item 22: a 50 MB error message was printed in full; a non-UTF-8 answer was
