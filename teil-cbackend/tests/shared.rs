@@ -226,7 +226,8 @@ fn logging_cc(dir: &Path, log: &Path) -> PathBuf {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\necho run >> '{}'\nexec cc \"$@\"\n",
+            // Compilations only: `--version` (the cache key's, once per process) is not one.
+            "#!/bin/sh\n[ \"$1\" = --version ] || echo run >> '{}'\nexec cc \"$@\"\n",
             log.display()
         ),
     )
