@@ -17,22 +17,9 @@ import time
 
 import pytest
 
-from harness import TARGETS, require, teil_bin
+from harness import TARGETS, planted_max_adapter, require, teil_bin
 
 SEED = 1
-
-
-def planted_adapter(tmp_path):
-    source = (TARGETS / "numpy_ops.py").read_text()
-    bad = source.replace(
-        'return FOLDS[step["kind"]].reduce(args[0], axis=step["axis"])',
-        'return FOLDS[step["kind"]].reduce(args[0], axis=step["axis"], '
-        'initial=0.0 if step["kind"] == "max" else None)',
-    )
-    assert bad != source
-    adapter = tmp_path / "bad_ops.py"
-    adapter.write_text(bad)
-    return f"{sys.executable} {adapter}"
 
 
 def driver(out, target, programs, *extra, **popen):
@@ -77,7 +64,7 @@ def summary(out):
 def test_a_campaign_interrupted_and_killed_counts_every_program_once(tmp_path):
     require("numpy")
     require("ray")
-    target = planted_adapter(tmp_path)
+    target = planted_max_adapter(tmp_path)
     out = tmp_path / "campaign"
 
     # Ctrl-C part-way: the shards in flight are cancelled, the directory says so.

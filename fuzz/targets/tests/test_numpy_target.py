@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness import TARGETS, require, teil_bin
+from harness import TARGETS, planted_max_adapter, require, teil_bin
 
 
 def campaign(adapter, *flags, tmp_path):
@@ -72,16 +72,7 @@ def test_a_wrong_adapter_is_found_and_shrunk(tmp_path):
     # A copy of the NumPy adapter whose `max` starts from 0: the campaign must fail, shrink the
     # finding and write a reproducer that replays with one command.
     require("numpy")
-    source = (TARGETS / "numpy_ops.py").read_text()
-    bad = source.replace(
-        'return FOLDS[step["kind"]].reduce(args[0], axis=step["axis"])',
-        'return FOLDS[step["kind"]].reduce(args[0], axis=step["axis"], '
-        'initial=0.0 if step["kind"] == "max" else None)',
-    )
-    assert bad != source
-    adapter = tmp_path / "bad_ops.py"
-    adapter.write_text(bad)
-    target = f"{sys.executable} {adapter}"
+    target = planted_max_adapter(tmp_path)
     out = tmp_path / "failures"
     result = subprocess.run(
         [teil_bin(), "fuzz", "--target", target, "--programs", "100", "--seed", "1",
