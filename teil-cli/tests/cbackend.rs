@@ -292,12 +292,12 @@ fn a_compile_error_shows_the_compiler_message() {
         "--backend",
         "c",
         "--cflags",
-        "-O2 -fno-such-option-for-teil",
+        "-O2 -std=no-such-standard-for-teil",
     ]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains("the C compiler `cc` failed"), "{err}");
-    assert!(err.contains("-fno-such-option-for-teil"), "{err}");
+    assert!(err.contains("no-such-standard-for-teil"), "{err}");
     let src = kept(&err);
     assert!(src.exists());
     let _ = std::fs::remove_dir_all(src.parent().expect("dir"));
