@@ -67,7 +67,7 @@ impl Exit {
 const READ_AHEAD: usize = 256;
 
 /// Bytes of message bodies read ahead of the server, at most (one message of any size is
-/// always let through): with [`READ_AHEAD`] alone, 256 messages of the 64 MiB a message may
+/// always let through): with the bound on messages alone, 256 messages of the 64 MiB a message may
 /// have would be 16 GiB.
 pub const READ_AHEAD_BYTES: usize = 16 << 20;
 
