@@ -108,7 +108,7 @@ def test_kernel_errors(cache):
     with pytest.raises(teil.RunError, match="no-such-cc-teil"):
         p.compile(cc="no-such-cc-teil")
     with pytest.raises(teil.RunError):
-        p.compile(cflags="-O2 --no-such-flag-teil")
+        p.compile(cflags="-O2 -std=no-such-standard-teil")
 
 
 @pytest.mark.parametrize("pad", [1, 4])

@@ -170,7 +170,7 @@ def test_c_backend_errors():
     # An operational error without a code of its own.
     assert (info.value.code, info.value.codes) == (None, [])
     with pytest.raises(teil.RunError, match="the C compiler `cc` failed"):
-        p.run(**args, cflags="-O2 --no-such-flag-teil")
+        p.run(**args, cflags="-O2 -std=no-such-standard-teil")
     with pytest.raises(ValueError, match="padding multiple"):
         p.run(**args, pad=0)
     with pytest.raises(teil.RunError, match="shape"):
