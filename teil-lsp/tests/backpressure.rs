@@ -190,8 +190,6 @@ fn a_client_that_does_not_read_stops_the_server_without_growing_it() {
     );
     // The answers produced while blocked: the one being written, the one queued, the one in
     // the server's hand.
-    let request_bytes = (total - stalled) / 300; // roughly one request's frame
-    assert!(request_bytes > 0);
     let waiting = answers(&out.bytes()).len();
     assert!(
         waiting <= 2,
