@@ -1005,6 +1005,9 @@ fn lower(
         lift,
         fma,
         openmp: false,
+        // The reference machine's sizes on every machine, so that a campaign and its
+        // reproducers print the same C wherever they run.
+        sizes: Default::default(),
     };
     let lowered = stats.profile.time(Phase::Lower, || {
         guarded(|| teil_cbackend::lower(checked, &opts))

@@ -5,6 +5,7 @@
 //! cargo run --release -p teil-cbackend --example bench_suite -- [--out DIR] [--pad M,M,...]
 //!     [--modes exact,fma] [--cc CC] [--cflags "FLAGS"] [--plain | --tuning LIST] [--openmp]
 //!     [--groups G,G] [--only NAME,NAME] [--random N [--seed S]] [--jobs N] [--run] [--list]
+//!     [--target-cpu host|reference|FILE]
 //! ```
 //!
 //! `bench/run` calls this and then `bench/numpy_bench.py`, which reads `DIR/manifest.json`,
@@ -32,7 +33,10 @@
 //! and compiles with `-fopenmp`; the number of threads is then `OMP_NUM_THREADS`. `--groups`
 //! and `--only` select kernels: a kernel is built when its group is among `--groups` or its
 //! name among `--only` (all kernels without either). `--jobs N` compiles N kernels at a time
-//! (default: the number of CPUs).
+//! (default: the number of CPUs). `--target-cpu` names the machine the kernels are sized for
+//! (`teil_cbackend::machine`; default `$TEIL_TARGET_CPU`, else this CPU), which the manifest
+//! records with the sizes it gave. Each build also leaves its program as `STEM.teil`, for
+//! `bench/compare`.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1011,6 +1015,9 @@ struct Args {
     random: Option<usize>,
     /// `--seed S` of `--random`.
     seed: u64,
+    /// `--target-cpu MACHINE`: the machine the kernels are sized for (`host`, `reference` or
+    /// a description file; default `$TEIL_TARGET_CPU`, else `host`).
+    machine: teil_cbackend::machine::Machine,
 }
 
 impl Args {
@@ -1047,7 +1054,9 @@ fn args() -> Result<Args, String> {
         openmp: false,
         random: None,
         seed: 1,
+        machine: teil_cbackend::machine::Machine::reference(),
     };
+    let mut target_cpu = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or(format!("{arg} needs a value"));
@@ -1100,6 +1109,7 @@ fn args() -> Result<Args, String> {
             "--run" => a.run = true,
             "--list" => a.list = true,
             "--openmp" => a.openmp = true,
+            "--target-cpu" => target_cpu = Some(value()?),
             "--random" => {
                 a.random = match value()?.parse::<usize>() {
                     Ok(n) if (1..=1000).contains(&n) => Some(n),
@@ -1117,6 +1127,8 @@ fn args() -> Result<Args, String> {
     if a.pads.is_empty() || a.modes.is_empty() {
         return Err("--pad and --modes need at least one value".to_string());
     }
+    a.machine = teil_cbackend::machine::Machine::target(target_cpu.as_deref())
+        .map_err(|e| format!("--target-cpu: {e}"))?;
     Ok(a)
 }
 
@@ -1195,6 +1207,7 @@ fn build(
         lift: true,
         fma: mode == Mode::Fma,
         openmp: a.openmp,
+        sizes: a.machine.sizes(),
     };
     let kernel = teil_cbackend::opt::lower_tuned(&p, &opts, &tuning(a))
         .map_err(|e| format!("{}: {e}", b.name))?;
@@ -1206,6 +1219,8 @@ fn build(
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
     write(&kernel_c, teil_cbackend::print::module(&[&kernel]))?;
+    // The program itself, for `bench/compare` (another build of `teil emit-c` on it).
+    write(&dir.join(format!("{stem}.teil")), src.clone())?;
     write(&main_c, harness(&kernel, b))?;
     let out = Command::new(&a.cc)
         .args(a.cflags(mode).split_whitespace())
@@ -1459,12 +1474,21 @@ fn run(a: &Args, benches: &[Bench]) -> Result<(), String> {
         .collect();
     let manifest = format!(
         "{{\"cc\": {}, \"cflags\": {{{}}}, \"openmp\": {}, \"plain\": {}, \"tuning\": {}, \
-         \"groups\": [{}],\n \"kernels\": [\n{}\n]}}\n",
+         \"machine\": {}, \"groups\": [{}],\n \"kernels\": [\n{}\n]}}\n",
         teil::json::string(&format!("{} ({cc_version})", a.cc)),
         cflags.join(", "),
         a.openmp,
         a.plain,
         teil::json::string(&format!("{:?}", tuning(a))),
+        teil::json::string(&{
+            let z = a.machine.sizes();
+            format!(
+                "{}; sizes: small products up to {}, a quarter of L2 {} doubles",
+                a.machine.summary(),
+                z.small_product,
+                z.l2_block
+            )
+        }),
         groups.join(", "),
         entries.join(",\n")
     );

@@ -454,6 +454,12 @@ pub struct Panels {
     pub mc: u64,
     /// Columns per panel.
     pub nc: u64,
+    /// Whether the tiles run row sliver by row sliver (all column slivers of one row sliver,
+    /// then the next) instead of column sliver by column sliver: chosen by the contraction
+    /// pass where the column panel fits a quarter of L2 (`opt::contract`, `packed`), so that
+    /// consecutive tiles store into the same `MR` rows of the target instead of into all `mc`
+    /// rows of the row panel at once. Not part of any cell's operations.
+    pub rows_outer: bool,
 }
 
 impl Panels {
@@ -469,25 +475,12 @@ impl Panels {
         m <= self.mc
     }
 
-    /// Whether the column panel (`kc · nc` doubles) fits [`Panels::L2_PANEL`], so that it can
-    /// stay in a level-2 cache while a row sliver's tiles walk all of it.
-    pub fn panel_in_l2(&self) -> bool {
-        self.kc * self.nc <= Self::L2_PANEL
+    /// Whether the column panel (`kc · nc` doubles) fits in `l2_block` doubles (a quarter of
+    /// L2, [`crate::machine::Sizes::l2_block`]), so that it can stay in the level-2 cache
+    /// while a row sliver's tiles walk all of it, the row sliver in L1.
+    pub fn panel_in_l2(&self, l2_block: u64) -> bool {
+        self.kc * self.nc <= l2_block
     }
-
-    /// Whether the tiles run row sliver by row sliver (all column slivers of one row sliver,
-    /// then the next) instead of column sliver by column sliver: where the column panel fits
-    /// L2 ([`Panels::panel_in_l2`]), so that consecutive tiles store into the same `MR` rows of
-    /// the target instead of into all `mc` rows of the row panel at once.
-    pub fn rows_outer(&self) -> bool {
-        self.panel_in_l2()
-    }
-
-    /// Largest column panel (`kc * nc` doubles, 256 KB) walked row sliver by row sliver
-    /// ([`Panels::rows_outer`]): it stays in a level-2 cache (1 MB or more on the machines of
-    /// PERFORMANCE.md, 256 KB at least on the others) while each row sliver's tiles walk it,
-    /// the row sliver in L1.
-    pub const L2_PANEL: u64 = 1 << 15;
 }
 
 /// The dot-product blocking on one [`Target`].
@@ -886,6 +879,8 @@ pub struct Kernel {
     /// ([`Val::fused`]) may be rounded once. The printer writes them as fused multiply-adds;
     /// the validator interprets each as `x * y + c`.
     pub fma: bool,
+    /// The sizes the kernel-form passes chose by ([`crate::Options::sizes`]).
+    pub sizes: crate::machine::Sizes,
 }
 
 impl Kernel {

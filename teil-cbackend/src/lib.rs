@@ -47,6 +47,7 @@
 pub mod driver;
 pub mod ir;
 mod lower;
+pub mod machine;
 pub mod names;
 pub mod opt;
 // Deliberate miscompilations for testing the fuzzer and the validator; the backend never
@@ -89,6 +90,12 @@ pub struct Options {
     /// "OpenMP"); the C must then be compiled with `-fopenmp`. Recorded in the kernel
     /// ([`ir::Kernel::openmp`]) by the lowering, which every caller goes through.
     pub openmp: bool,
+    /// The sizes the kernel-form passes derive from the machine the kernel is emitted for
+    /// ([`machine::Machine::sizes`]): which form and blocking a step gets, never what a cell
+    /// computes. Default: the reference machine's ([`machine::Machine::reference`]), so that
+    /// the C does not depend on the machine that prints it; callers that compile for the
+    /// host pass `Machine::host().sizes()`. Recorded in the kernel ([`ir::Kernel::sizes`]).
+    pub sizes: machine::Sizes,
 }
 
 impl Default for Options {
@@ -99,6 +106,7 @@ impl Default for Options {
             lift: true,
             fma: false,
             openmp: false,
+            sizes: machine::Sizes::default(),
         }
     }
 }

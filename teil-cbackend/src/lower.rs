@@ -211,6 +211,8 @@ pub(crate) struct Context {
     fma: bool,
     /// Parallel outer loops ([`Kernel::openmp`]).
     openmp: bool,
+    /// The machine's sizes ([`Kernel::sizes`]).
+    sizes: crate::machine::Sizes,
     /// Logical extent of each label.
     labels: Vec<u64>,
     buffers: Vec<Buffer>,
@@ -261,6 +263,7 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
             pad: opts.pad,
             fma: opts.fma,
             openmp: opts.openmp,
+            sizes: opts.sizes,
             labels: Vec::new(),
             buffers: Vec::new(),
             params: Vec::new(),
@@ -711,6 +714,7 @@ impl Context {
             reassociate: self.reassociate,
             openmp: self.openmp,
             fma: self.fma,
+            sizes: self.sizes,
         };
         let used = kernel.referenced();
         let mut cursor = 0u64;

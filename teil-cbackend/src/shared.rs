@@ -97,6 +97,9 @@ pub struct SharedOptions {
     pub fma: bool,
     /// Reassociation of sums ([`Options::lift`]): contraction lifting and sums in lanes.
     pub reassociate: bool,
+    /// The sizes the kernel is emitted with ([`Options::sizes`]); default: the host's
+    /// ([`crate::machine::Machine::host`]), since the kernel runs here.
+    pub sizes: crate::machine::Sizes,
     /// Where compiled objects are cached; `None`: [`default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
     /// The longest the compiler may run before it is stopped; `None`: no limit.
@@ -115,6 +118,7 @@ impl Default for SharedOptions {
             openmp: false,
             fma: false,
             reassociate: true,
+            sizes: crate::machine::Machine::host().sizes(),
             cache_dir: default_cache_dir(),
             timeout: Some(Duration::from_secs(300)),
             cancel: Cancel::default(),
@@ -307,6 +311,7 @@ impl SharedKernel {
             fma: opts.fma,
             openmp: opts.openmp,
             lift: opts.reassociate,
+            sizes: opts.sizes,
             ..Options::default()
         };
         let kernel = crate::lower(p, &lower)?;

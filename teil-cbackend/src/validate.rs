@@ -1056,7 +1056,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                     nc: v.nc,
                     mr: v.mr,
                     nr: v.nr,
-                    rows_outer: v.rows_outer(),
+                    rows_outer: v.rows_outer,
                 };
                 self.each_index(batch, &mut |m| m.panels(c, &p))
             }

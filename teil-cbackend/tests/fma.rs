@@ -75,6 +75,7 @@ fn lower(p: &CheckedProgram, name: &str, pad: u64, lift: bool, fma: bool) -> Ker
         lift,
         fma,
         openmp: false,
+        sizes: Default::default(),
     };
     teil_cbackend::lower(p, &opts).expect("lowers")
 }

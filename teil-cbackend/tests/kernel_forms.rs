@@ -410,14 +410,15 @@ fn panels(m: u64, k: u64, n: u64) -> (u64, Vec<teil_cbackend::ir::Panels>) {
 
 #[test]
 fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
-    use teil_cbackend::ir::Panels;
     use teil_cbackend::opt::contract::COLUMN_ORDER_KC;
     // 16 terms: 2048 columns of 16 terms fill the L2 panel; several row panels.
     let (m, vs) = panels(4096, 16, 4096);
     for v in &vs {
         assert_eq!((v.kc, v.nc), (16, 2048), "{v:?}");
-        assert!(v.kc * v.nc <= Panels::L2_PANEL && !v.one_row_panel(m));
-        assert!(v.rows_outer(), "{v:?}");
+        assert!(
+            v.kc * v.nc <= teil_cbackend::machine::Sizes::default().l2_block && !v.one_row_panel(m)
+        );
+        assert!(v.rows_outer, "{v:?}");
     }
     // 256 terms: the fit would be 128 columns; the panel stays as wide as the product, the
     // tiles run column sliver by column sliver, and so the term panels are deeper: all 512
@@ -426,14 +427,14 @@ fn few_terms_cut_the_column_panel_to_l2_and_run_row_sliver_by_row_sliver() {
         let (m, vs) = panels(512, k, 512);
         for v in &vs {
             assert_eq!((v.kc, v.nc), (kc, 512), "{v:?}");
-            assert!(!v.rows_outer() && !v.one_row_panel(m), "{v:?}");
+            assert!(!v.rows_outer && !v.one_row_panel(m), "{v:?}");
         }
     }
     // One row panel: cut to fit whatever the fit.
     let (m, vs) = panels(8, 256, 4096);
     for v in &vs {
         assert_eq!((v.kc, v.nc), (256, 128), "{v:?}");
-        assert!(v.rows_outer() && v.one_row_panel(m), "{v:?}");
+        assert!(v.rows_outer && v.one_row_panel(m), "{v:?}");
     }
 }
 

@@ -1355,15 +1355,18 @@ fn lane_folds_give_the_bits_of_the_fold_in_order() {
     }
 }
 
-/// A product with at most `DOT_SMALL` rows and columns whose lane operands' terms span at most
-/// `DOT_SMALL_SPAN` doubles takes the dot kernel's register tile; one row or column more, or
-/// one term more, and it is packed; a small product whose dot products would transpose rows of
-/// both operands in registers (not the measured tile) stays packed.
+/// A product with at most `Sizes::small_product` rows and columns whose lane operands' terms
+/// span at most `DOT_SMALL_SPAN` doubles takes the dot kernel's register tile; one row or
+/// column more, or one term more, and it is packed; a small product whose dot products would
+/// transpose rows of both operands in registers (not the measured tile) stays packed. The limit
+/// follows the machine's L2 (`machine::Machine::sizes`): on a Zen 3's 512 KiB, issue 43's
+/// `257 x 263 x 269` is packed, as it was before the small-product rule.
 #[test]
 fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
     use teil_cbackend::ir::{Step, Strategy};
-    use teil_cbackend::opt::contract::{DOT_SMALL, DOT_SMALL_SPAN};
-    let (s, span) = (DOT_SMALL, DOT_SMALL_SPAN);
+    use teil_cbackend::machine::{Machine, Sizes};
+    use teil_cbackend::opt::contract::DOT_SMALL_SPAN;
+    let (s, span) = (Sizes::default().small_product, DOT_SMALL_SPAN);
     let product = |m: u64, k: u64, n: u64| {
         let vars: [(&str, &[u64]); 2] = [("A", &[m, k]), ("B", &[k, n])];
         format!("{}C = contr 2 3 (prod A B)\n", decls(&vars, ("C", &[m, n])))
@@ -1396,4 +1399,21 @@ fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
     ] {
         assert_eq!(tile(&src), small, "{src}");
     }
+    let zen3 = Machine::parse("l1d = 32K\nl2 = 512K\nvector_bits = 256").expect("describes");
+    let on_zen3 = |src: &str| {
+        let opts = Options {
+            sizes: zen3.sizes(),
+            ..Options::default()
+        };
+        let k = teil_cbackend::lower(&compile(src), &opts).expect("lowers");
+        matches!(&k.steps[..], [Step::Contract { c, .. }] if matches!(c.strategy, Strategy::Dot { .. }))
+    };
+    assert_eq!(zen3.sizes().small_product, 224);
+    assert!(on_zen3(&product(224, 224, 224)));
+    assert!(!on_zen3(&product(225, 224, 224)));
+    assert!(!on_zen3(&product(257, 263, 269)));
+    assert!(
+        tile(&product(257, 263, 269)),
+        "the reference machine's limit is 320"
+    );
 }

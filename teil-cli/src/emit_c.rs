@@ -1,9 +1,11 @@
-//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate] [--openmp] [--fma] [--ir]`: prints
+//! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate] [--openmp] [--fma] [--ir]
+//! [--target-cpu MACHINE]`: prints
 //! the C99 translation unit the padding-aware backend generates for a program (spec/abi.md), on
 //! standard output or atomically into a file; `--validate` checks it first
 //! (spec/validation.md); `--ir` prints the optimised loop IR as text instead (the kernel the C
 //! is printed from and the validator interprets); `--fma` emits fma mode (spec/values.md, "Fused
-//! multiply-add").
+//! multiply-add"); `--target-cpu` names the machine the kernel's sizes are chosen for
+//! (`teil_cbackend::machine`).
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program was rejected, 2 usage or I/O
 //! problems (including a `--pad` or `--name` the backend cannot use).
@@ -38,6 +40,7 @@ pub fn emit_c(
     path: &str,
     pad: u64,
     name: &str,
+    target_cpu: Option<&str>,
     output: Option<&str>,
     emit: Emit,
     color: Color,
@@ -49,6 +52,13 @@ pub fn emit_c(
         fma,
         reassociate,
     } = emit;
+    let machine = match teil_cbackend::machine::Machine::target(target_cpu) {
+        Ok(m) => m,
+        Err(e) => {
+            fail(&format!("--target-cpu: {e}"));
+            return 2;
+        }
+    };
     let src = match read_source(path) {
         Ok(s) => s,
         Err(e) => return e.report(Format::Text, color),
@@ -67,6 +77,7 @@ pub fn emit_c(
         fma,
         openmp,
         lift: reassociate,
+        sizes: machine.sizes(),
     };
     let kernel = match teil_cbackend::lower(&checked, &opts) {
         Ok(k) => k,

@@ -172,6 +172,13 @@ enum Command {
         /// `--fma`). By default sums may be reassociated, a permitted result of spec/values.md.
         #[arg(long)]
         no_reassociate: bool,
+        /// With `--backend c`: the machine the kernels are sized for (spec/padding.md, *Sizes from the machine*):
+        /// `host` (this CPU: caches from /sys, vector width from cpuid), `reference` (the
+        /// documented default) or a description file such as `teil tune` writes. Default:
+        /// `$TEIL_TARGET_CPU`, else `host`. Changes which kernel forms and blockings are
+        /// printed, never a result.
+        #[arg(long, value_name = "MACHINE")]
+        target_cpu: Option<String>,
         #[command(flatten)]
         budget: run::BudgetArgs,
         /// With `--backend c`: stop the compiler or the compiled kernel after this long (E0801).
@@ -256,6 +263,14 @@ enum Command {
         /// Print the optimised loop IR as text instead of the C (the form `--validate` checks).
         #[arg(long)]
         ir: bool,
+        /// The machine the kernels are sized for (spec/padding.md, *Sizes from the machine*):
+        /// `host` (this CPU: caches from /sys, vector width from cpuid), `reference` (the
+        /// documented default) or a description file such as `teil tune` writes. Default:
+        /// `$TEIL_TARGET_CPU`, else `host`. Changes which kernel forms and blockings are
+        /// printed, never a result.
+        #[arg(long, value_name = "MACHINE")]
+        target_cpu: Option<String>,
+
         #[arg(long, value_enum, default_value_t)]
         color: Color,
     },
@@ -324,11 +339,13 @@ fn main() -> ExitCode {
             fma,
             no_reassociate,
             ir,
+            target_cpu,
             color,
         } => emit_c::emit_c(
             &file,
             pad,
             &name,
+            target_cpu.as_deref(),
             output.as_deref(),
             emit_c::Emit {
                 validate,
@@ -353,6 +370,7 @@ fn main() -> ExitCode {
             openmp,
             fma,
             no_reassociate,
+            target_cpu,
             budget,
             cc_timeout,
             color,
@@ -369,6 +387,7 @@ fn main() -> ExitCode {
                         .with_openmp(openmp)
                         .with_fma(fma)
                         .with_reassociate(!no_reassociate)
+                        .with_target_cpu(target_cpu)
                         .with_timeout(cc_timeout),
                 ),
                 _ => run::Backend::Fast,

@@ -549,6 +549,9 @@ pub struct CBackend {
     /// Reassociation within the laws of spec/values.md ([`Options::lift`]; off with
     /// `--no-reassociate`).
     pub reassociate: bool,
+    /// The machine the kernels are sized for (`--target-cpu`; `None`: `$TEIL_TARGET_CPU`,
+    /// else the host), resolved by `teil_cbackend::machine::Machine::target`.
+    pub target_cpu: Option<String>,
 }
 
 impl CBackend {
@@ -568,7 +571,14 @@ impl CBackend {
             openmp: false,
             fma: false,
             reassociate: true,
+            target_cpu: None,
         }
+    }
+
+    /// Sizes the kernels for `machine` (`--target-cpu`).
+    pub fn with_target_cpu(mut self, machine: Option<String>) -> Self {
+        self.target_cpu = machine;
+        self
     }
 
     /// Bounds each compiler run and each driver run to `seconds` (`--cc-timeout`).
@@ -604,11 +614,14 @@ impl CBackend {
         p: &CheckedProgram,
         inputs: &BTreeMap<String, Tensor>,
     ) -> Result<BTreeMap<String, Tensor>, Failure> {
+        let machine = teil_cbackend::machine::Machine::target(self.target_cpu.as_deref())
+            .map_err(|e| Failure::Usage(format!("--target-cpu: {e}")))?;
         let opts = Options {
             pad: self.pad,
             fma: self.fma,
             openmp: self.openmp,
             lift: self.reassociate,
+            sizes: machine.sizes(),
             ..Options::default()
         };
         let toolchain = Toolchain {

@@ -271,6 +271,15 @@ pub(crate) struct COptions {
     pub reassociate: bool,
 }
 
+/// The sizes kernels are emitted with: the machine `$TEIL_TARGET_CPU` names (`host`,
+/// `reference` or a description file, as `teil emit-c --target-cpu`), else the host
+/// (`teil_cbackend::machine`); a bad description is a `ValueError`.
+pub(crate) fn target_sizes() -> Result<teil_cbackend::machine::Sizes, Failure> {
+    teil_cbackend::machine::Machine::target(None)
+        .map(|m| m.sizes())
+        .map_err(|e| Failure::Usage(format!("{}: {e}", teil_cbackend::machine::TARGET_CPU_VAR)))
+}
+
 /// The C backend as `teil run --backend c` runs it: lowered with padding multiple `pad`,
 /// compiled with the system compiler and run in a separate process (so a crash of the compiled
 /// code cannot take the Python process down).
@@ -291,6 +300,7 @@ fn run_c(
         fma: c.fma,
         openmp: c.openmp,
         lift: c.reassociate,
+        sizes: target_sizes()?,
         ..teil_cbackend::Options::default()
     };
     let mut toolchain = teil_cbackend::run::Toolchain {
@@ -654,6 +664,7 @@ impl Program {
             fma,
             openmp,
             lift: reassociate,
+            sizes: target_sizes().map_err(|e| e.into_py(py))?,
         };
         let kernel =
             teil_cbackend::lower(&self.checked, &opts).map_err(|e| lower_failure(e).into_py(py))?;
@@ -716,7 +727,8 @@ impl Program {
             fma,
             reassociate,
         };
-        let opts = crate::kernel::options(c, cache_dir);
+        let mut opts = crate::kernel::options(c, cache_dir);
+        opts.sizes = target_sizes().map_err(|e| e.into_py(py))?;
         crate::kernel::compile(py, &self.checked, opts)
     }
 

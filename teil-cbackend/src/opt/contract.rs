@@ -50,6 +50,7 @@ pub const PACKED: [Panels; 4] = [
         kc: 256,
         mc: 128,
         nc: 4080,
+        rows_outer: false,
     },
     // 32 q registers: 24 accumulators (6 rows x 4 vectors), 4 column vectors, a row value.
     Panels {
@@ -59,6 +60,7 @@ pub const PACKED: [Panels; 4] = [
         kc: 256,
         mc: 72,
         nc: 4080,
+        rows_outer: false,
     },
     // 16 ymm: 12 accumulators (6 rows x 2 vectors), 2 column vectors, a row value, a product.
     Panels {
@@ -68,6 +70,7 @@ pub const PACKED: [Panels; 4] = [
         kc: 256,
         mc: 72,
         nc: 4080,
+        rows_outer: false,
     },
     // Plain C: the same tile and panels as the 4-double vectors (the compiler may vectorise).
     Panels {
@@ -77,6 +80,7 @@ pub const PACKED: [Panels; 4] = [
         kc: 256,
         mc: 72,
         nc: 4080,
+        rows_outer: false,
     },
 ];
 /// fma mode's AVX-512 tile and panels, in place of [`PACKED`]'s AVX-512 entry (every other
@@ -92,6 +96,7 @@ pub const PACKED_FMA_AVX512: Panels = Panels {
     kc: 256,
     mc: 132,
     nc: 4080,
+    rows_outer: false,
 };
 
 /// The tile and panels of every target, in [`Target::ALL`] order, for a kernel in fma mode
@@ -106,7 +111,8 @@ pub fn packed_panels(fma: bool) -> [Panels; 4] {
     })
 }
 
-/// Fewest columns a column panel is cut down to so that it fits [`Panels::L2_PANEL`] and its
+/// Fewest columns a column panel is cut down to so that it fits a quarter of L2
+/// ([`Sizes::l2_block`](crate::machine::Sizes::l2_block)) and its
 /// tiles run row sliver by row sliver ([`Panels::rows_outer`]), for a product with several row
 /// panels (one with a single row panel is always cut to fit). Each row panel is packed once per
 /// column panel, so at 512 columns repacking costs at most 1/512 of the product; with 256
@@ -117,7 +123,7 @@ pub fn packed_panels(fma: bool) -> [Panels; 4] {
 /// streams on AVX-512, which an Intel Xeon's prefetchers do not follow (PERFORMANCE.md, 5x).
 pub const L2_PANEL_MIN_COLUMNS: u64 = 512;
 /// Terms a term panel holds where the tiles run column sliver by column sliver (the column
-/// panel does not fit [`Panels::L2_PANEL`]), in place of the tile's `kc` (256): each tile
+/// panel does not fit a quarter of L2), in place of the tile's `kc` (256): each tile
 /// loads its cells' partial sums from the target and stores them back once per term panel,
 /// and in that order consecutive tiles touch all `mc` rows of the row panel, so those cells
 /// come from memory; twice the terms halve that traffic. Row sliver by row sliver the tiles
@@ -140,6 +146,7 @@ pub const NESTED: [Panels; 4] = [
         kc: 256,
         mc: 132,
         nc: 4080,
+        rows_outer: false,
     },
     // 32 q registers: 24 accumulators (3 rows x 4 vectors, twice), 4 column vectors, a row
     // value.
@@ -150,6 +157,7 @@ pub const NESTED: [Panels; 4] = [
         kc: 256,
         mc: 72,
         nc: 4080,
+        rows_outer: false,
     },
     // 16 ymm: 12 accumulators (3 rows x 2 vectors, twice), 2 column vectors, a row value, a
     // product.
@@ -160,6 +168,7 @@ pub const NESTED: [Panels; 4] = [
         kc: 256,
         mc: 72,
         nc: 4080,
+        rows_outer: false,
     },
     // Plain C: the 4-double vectors' tile.
     Panels {
@@ -169,6 +178,7 @@ pub const NESTED: [Panels; 4] = [
         kc: 256,
         mc: 72,
         nc: 4080,
+        rows_outer: false,
     },
 ];
 
@@ -230,7 +240,8 @@ pub const LANES: [Lanes; 4] = [
 /// gained on `ki->k` 579 x 14136 (1.51 to 1.18 ms), `jkl->kj` (0.91 to 0.75 ms) and `jl->` (0.119
 /// to 0.108 ms) and lost a little on `ij->i` 1839 x 396 (0.056 to 0.065 ms); 32 lanes lost
 /// on most (32 rows streamed at once). For those products they gained in fma mode only, and
-/// only on rows the next block's prefetch does not cover. Small products ([`DOT_SMALL`]) use
+/// only on rows the next block's prefetch does not cover. Small products
+/// ([`Sizes::small_product`](crate::machine::Sizes::small_product)) use
 /// it too: their register tile of 8 rows then holds 16 vectors of sums, 10-20 % faster than 8
 /// from 64 to 192 in both modes (PERFORMANCE.md, *Small products*).
 pub const CHAIN_LANES: [Lanes; 4] = [
@@ -255,14 +266,9 @@ pub const DOT_THIN: u64 = 16;
 /// Smallest number of multiplications for which a thin product ([`DOT_THIN`]) leaves the
 /// packed kernel: below it either kernel takes microseconds.
 pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
-/// A product whose rows and columns both number at most this many is computed by vector dot
-/// products instead of the packed kernel, where the terms of every operand that reads the lane
-/// span at most [`DOT_SMALL_SPAN`] doubles. Measured on `n³` products from 32 to 512
-/// (PERFORMANCE.md, *Small products*): the dot kernel is faster up to 321 (by 12-16 % there),
-/// even at 384, slower from 512.
-pub const DOT_SMALL: u64 = 320;
 /// Largest span (stride in `k` times `K`, in doubles) of a lane operand's terms for a small
-/// product ([`DOT_SMALL`]) to take the dot kernel: 14 MiB, where the two kernels meet. Measured
+/// product ([`Sizes::small_product`](crate::machine::Sizes::small_product)) to take the dot
+/// kernel: 14 MiB, where the two kernels meet. Measured
 /// on `64 x K x 256` (PERFORMANCE.md, *Small products*): the dot kernel is 1.48x faster at `K`
 /// = 4096 (2^20 doubles), 1.2x at 6144, even (exact) or 1.19x faster (fma) at 7168 (this
 /// limit), 1.36x slower at 8192; `128 x 14336 x 128` (the limit) gains 1.15-1.33x.
@@ -311,10 +317,6 @@ pub const LANE_SUMS: [Lanes; 4] = [
         width: 1,
     },
 ];
-
-/// Largest span (in doubles: stride in `k` times `K`) of the terms of a dot-product block whose
-/// operands read no rows: 256 KB, a level-2 cache.
-pub const DOT_MAX_SPAN: u64 = 1 << 15;
 
 /// The pass: every nest that is a contraction large enough to gain becomes a
 /// [`Step::Contract`] with its strategy.
@@ -551,18 +553,18 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
     };
     if c.outer.is_some() {
         // Two-level sums: the packed product only.
-        return product.then(|| packed(c, &sa, &sb, &st, k.fma));
+        return product.then(|| packed(c, &sa, &sb, &st, k.fma, k.sizes.l2_block));
     }
     // Dot products need the terms of a block close together: some operand that differs from
     // lane to lane reads them along a row (unit stride in `k`), or the lane operands' terms
-    // span at most DOT_MAX_SPAN doubles. Otherwise (`Σ_i x[i] A[i, j]` along `j`, `A` large)
+    // span at most a quarter of L2 (`Sizes::l2_block`). Otherwise (`Σ_i x[i] A[i, j]` along `j`, `A` large)
     // every term of a block is a cache line and a page of its own, and the interchanged nest
     // (`crate::opt::interchange`) walks the operand by rows instead.
     let near = lane.is_some_and(|l| {
         let lane_ops = || [&sa, &sb].into_iter().filter(|s| s.has(l.var));
         lane_ops().any(|s| s.get(c.k.var) == 1)
             || lane_ops().all(|s| {
-                u128::from(s.get(c.k.var)) * u128::from(c.k.extent) <= u128::from(DOT_MAX_SPAN)
+                u128::from(s.get(c.k.var)) * u128::from(c.k.extent) <= u128::from(k.sizes.l2_block)
             })
     });
     // The product of the extents of the labels `x` reads and `y` does not.
@@ -591,7 +593,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         // are) is faster (PERFORMANCE.md, *Small products*) while the lane operands' terms
         // span at most `DOT_SMALL_SPAN` doubles. Only the tile was measured: dot products that
         // would transpose rows in registers (`ik,jk->ij`) stay packed.
-        let small = m.max(n) <= DOT_SMALL
+        let small = m.max(n) <= k.sizes.small_product
             && lane.is_some_and(|l| {
                 [&sa, &sb].into_iter().filter(|s| s.has(l.var)).all(|s| {
                     u128::from(s.get(c.k.var)) * u128::from(c.k.extent)
@@ -612,7 +614,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
                 }
             }
         }
-        Some(packed(c, &sa, &sb, &st, k.fma))
+        Some(packed(c, &sa, &sb, &st, k.fma, k.sizes.l2_block))
     } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
         let lane = lane?;
         // fma mode over long rows: a chain of fused multiply-adds per block (CHAIN_LANES).
@@ -768,7 +770,14 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
 }
 
 /// The packed strategy's layout: which operand gives the rows, the label groups, the panels.
-fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> Strategy {
+fn packed(
+    c: &Contraction,
+    sa: &Affine,
+    sb: &Affine,
+    st: &Affine,
+    fma: bool,
+    l2_block: u64,
+) -> Strategy {
     // The column side holds the target's smallest-stride label, so that tiles store whole
     // vectors where the target allows it.
     let innermost = c.free.iter().min_by_key(|f| st.get(f.var)).map(|f| f.var);
@@ -811,11 +820,12 @@ fn packed(c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine, fma: bool) -> 
                     nc: p.nc.min(n.next_multiple_of(p.nr)),
                     ..*p
                 };
-                let fit = (Panels::L2_PANEL / v.kc / v.nr * v.nr).max(v.nr);
+                let fit = (l2_block / v.kc / v.nr * v.nr).max(v.nr);
                 if v.one_row_panel(m) || fit >= L2_PANEL_MIN_COLUMNS {
                     v.nc = v.nc.min(fit);
                 }
-                if !v.rows_outer() {
+                v.rows_outer = v.panel_in_l2(l2_block);
+                if !v.rows_outer {
                     v.kc = c.panel_terms(COLUMN_ORDER_KC).min(c.terms());
                 }
                 v

@@ -337,14 +337,14 @@ fn row_panels(
             }
             let jr = format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr})");
             let ir = format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr})");
-            let (outer, inner) = if v.rows_outer() { (ir, jr) } else { (jr, ir) };
+            let (outer, inner) = if v.rows_outer { (ir, jr) } else { (jr, ir) };
             let kin = c.outer.map_or(String::new(), |_| format!(", {}", c.k.extent));
             let (full, edge) = Tile::of(c, v, k.fma);
             // Column sliver by column sliver, the next tile computes the next row sliver's
             // cells of the target: ask for them now (`tile::PREFETCH`). Row sliver by row
             // sliver it computes the next columns of the same rows, which the hardware
             // prefetchers follow (prefetching them was 1-2 % slower on 64 x 7172 x 256).
-            let next = (!v.rows_outer()).then(|| {
+            let next = (!v.rows_outer).then(|| {
                 format!(
                     "if (teil_ir + {mr} < teil_mcb) {PREFETCH}(teil_t, teil_mc + teil_ir + {mr}, \
                      teil_mcb - teil_ir - {mr} < {mr} ? (int)(teil_mcb - teil_ir - {mr}) : {mr}, teil_nt + teil_jr, \

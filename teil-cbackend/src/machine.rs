@@ -1,0 +1,585 @@
+//! The machine kernels are emitted for, and the sizes the kernel-form passes derive from it
+//! (issue 43; PERFORMANCE.md, *Sizes from the machine*).
+//!
+//! A [`Machine`] is what the passes may know about the CPU that will run a kernel: the widest
+//! vectors it has, whether it fuses multiply-adds, its data caches (level 1 and 2 per core,
+//! level 3 as the operating system reports it), and what `teil tune` measured on it. Three
+//! sources, one type:
+//!
+//! - [`Machine::reference`], the documented default and what [`crate::Options::default`]
+//!   uses: the AMD Zen 5 on which the kernels' sizes were first measured (AVX-512, 48 KiB L1d,
+//!   1 MiB L2, 32 MiB L3). Every kernel printed with it is what the backend printed before
+//!   sizes followed the machine, so the snapshots and the spec's examples do not depend on the
+//!   machine that runs the tests.
+//! - [`Machine::host`], the CPU this process runs on: caches from
+//!   `/sys/devices/system/cpu/cpu0/cache`, vector width and FMA from `cpuid` (x86-64) or the
+//!   architecture, family, model and name from `/proc/cpuinfo`; the reference's value for
+//!   anything it cannot read ([`Machine::unknown`] lists which).
+//! - A description file ([`Machine::parse`], [`Machine::to_text`]): `key = value` lines, for
+//!   emitting kernels for another machine (`teil emit-c --target-cpu FILE`) and for the profile
+//!   `teil tune` writes.
+//!
+//! [`Machine::sizes`] turns a machine into [`Sizes`], the only thing the passes read. Sizes
+//! decide which kernel form and which blocking a step gets, never what a cell computes: every
+//! form computes every cell with the same operations in the same order (spec/padding.md), so a
+//! kernel's results do not depend on the machine it was emitted for.
+
+use std::fmt::{self, Write as _};
+
+/// What the kernel-form passes may know about the CPU that will run a kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Machine {
+    /// The CPU's name, for people (`model name` of `/proc/cpuinfo`); not used by any pass.
+    pub name: String,
+    /// x86 family and model numbers (0 where there are none); for the per-CPU record.
+    pub family: u32,
+    pub model: u32,
+    /// Bits of the widest vectors of doubles the kernels can use: 512 (AVX-512F), 256 (AVX),
+    /// 128 (SSE2, NEON), 0 (none).
+    pub vector_bits: u32,
+    /// Whether the CPU has fused multiply-add instructions.
+    pub fma: bool,
+    /// Level-1 data cache per core, in bytes.
+    pub l1d: u64,
+    /// Level-2 cache per core, in bytes.
+    pub l2: u64,
+    /// Level-3 cache as reported (often shared by many cores), in bytes.
+    pub l3: u64,
+    /// The small-product limit `teil tune` measured on this machine, in place of the formula
+    /// of [`Sizes::small_product`].
+    pub small_product: Option<u64>,
+}
+
+/// The sizes the kernel-form passes read, derived from a [`Machine`] ([`Machine::sizes`]).
+/// Part of [`crate::Options`] and recorded in the kernel ([`crate::ir::Kernel::sizes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Sizes {
+    /// A matrix product whose rows and columns both number at most this many is computed by
+    /// the dot kernel's register tile instead of the packed kernel (`opt::contract`, *Small
+    /// products*): the largest multiple of 32 whose square of doubles fills at most 4/5 of
+    /// L2, so that the operand the tile walks row block after row block (`K x N` doubles,
+    /// `K` about `N`) stays in L2 with room for the rows and the target. 320 on 1 MiB, where it
+    /// was measured on `n³` products from 32 to 512 (PERFORMANCE.md, *Small products*: the dot
+    /// kernel faster up to 321, by 12-16 % there, even at 384, slower from 512); on a Zen 3
+    /// (512 KiB) the rule of 320 made `257 x 263 x 269` 2.6x slower than the packed kernel
+    /// (issue 43), which the formula's 224 leaves packed.
+    pub small_product: u64,
+    /// Doubles in a quarter of L2 (32,768 on 1 MiB): the largest column panel walked row
+    /// sliver by row sliver (`Panels::panel_in_l2`), and the largest span of a dot-product
+    /// block's terms whose operands read no rows. A quarter leaves L2 room for the row panel
+    /// streaming past and the target's cells.
+    pub l2_block: u64,
+}
+
+impl Default for Sizes {
+    /// The reference machine's sizes ([`Machine::reference`]).
+    fn default() -> Self {
+        Machine::reference().sizes()
+    }
+}
+
+/// The environment variable naming the machine kernels are emitted for when no
+/// `--target-cpu` does ([`Machine::target`]): `host`, `reference` or a description file.
+pub const TARGET_CPU_VAR: &str = "TEIL_TARGET_CPU";
+
+/// Bounds on a description's values: a value outside them is refused, not clamped.
+const CACHE_RANGE: (u64, u64) = (1 << 10, 1 << 40);
+const SMALL_PRODUCT_RANGE: (u64, u64) = (16, 4096);
+/// The longest description file read (a description is a dozen short lines).
+pub const MAX_DESCRIPTION: usize = 64 * 1024;
+
+impl Machine {
+    /// The documented default: the AMD Zen 5 (family 26) on which the sizes were first
+    /// measured.
+    pub fn reference() -> Machine {
+        Machine {
+            name: "reference (AMD Zen 5)".to_string(),
+            family: 26,
+            model: 0,
+            vector_bits: 512,
+            fma: true,
+            l1d: 48 << 10,
+            l2: 1 << 20,
+            l3: 32 << 20,
+            small_product: None,
+        }
+    }
+
+    /// The sizes for this machine: the formulas of [`Sizes`]' fields, or what `teil tune`
+    /// measured.
+    pub fn sizes(&self) -> Sizes {
+        let doubles = self.l2 / 8;
+        let formula = ((doubles * 4 / 5).isqrt() / 32 * 32).max(SMALL_PRODUCT_RANGE.0);
+        Sizes {
+            small_product: self.small_product.unwrap_or(formula),
+            l2_block: (doubles / 4).max(512),
+        }
+    }
+
+    /// The CPU this process runs on; see the module documentation for where each value comes
+    /// from. Read once per process.
+    pub fn host() -> &'static Machine {
+        &host::described().0
+    }
+
+    /// The fields [`Machine::host`] could not read and took from the reference instead.
+    pub fn unknown() -> &'static [&'static str] {
+        &host::described().1
+    }
+
+    /// The machine a kernel is emitted for, as a user names it (`--target-cpu`, or the
+    /// environment variable [`TARGET_CPU_VAR`] when `choice` is `None`): `host` (the default
+    /// when neither names one), `reference`, or the path of a description file (what `teil
+    /// tune` writes). The file is read through [`Machine::parse`], at most
+    /// [`MAX_DESCRIPTION`] bytes.
+    pub fn target(choice: Option<&str>) -> Result<Machine, DescriptionError> {
+        let from_env = std::env::var(TARGET_CPU_VAR).ok();
+        let choice = choice.or(from_env.as_deref()).unwrap_or("host");
+        let whole = |message: String| DescriptionError {
+            file: None,
+            line: 0,
+            message,
+        };
+        match choice {
+            "host" => Ok(Machine::host().clone()),
+            "reference" => Ok(Machine::reference()),
+            path => {
+                use std::io::Read;
+                let mut text = String::new();
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(MAX_DESCRIPTION as u64 + 1).read_to_string(&mut text))
+                    .map_err(|e| {
+                        whole(format!(
+                            "cannot read the machine description `{path}` (expected `host`, \
+                             `reference` or a file): {e}"
+                        ))
+                    })?;
+                Machine::parse(&text).map_err(|e| DescriptionError {
+                    file: Some(path.to_string()),
+                    ..e
+                })
+            }
+        }
+    }
+
+    /// Reads a description: `key = value` lines (keys as [`Machine::to_text`] writes them),
+    /// blank lines and `#` comments. Keys not given take the reference machine's values;
+    /// sizes are bytes, optionally with `K`, `KiB`, `M`, `MiB`, `G` or `GiB`. An unknown or
+    /// repeated key, a value out of range, or a description longer than [`MAX_DESCRIPTION`]
+    /// is an error naming its line.
+    pub fn parse(text: &str) -> Result<Machine, DescriptionError> {
+        if text.len() > MAX_DESCRIPTION {
+            return Err(DescriptionError {
+                file: None,
+                line: 0,
+                message: format!("longer than {MAX_DESCRIPTION} bytes"),
+            });
+        }
+        let mut m = Machine::reference();
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let err = |message: String| DescriptionError {
+                file: None,
+                line,
+                message,
+            };
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            let Some((key, value)) = content.split_once('=') else {
+                return Err(err(format!("expected `key = value`, found `{content}`")));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            if seen.contains(&key) {
+                return Err(err(format!("`{key}` is given twice")));
+            }
+            let number = |v: &str| {
+                v.parse::<u32>()
+                    .map_err(|_| err(format!("`{key}` must be a number, found `{v}`")))
+            };
+            match key {
+                "name" => m.name = value.to_string(),
+                "family" => m.family = number(value)?,
+                "model" => m.model = number(value)?,
+                "vector_bits" => {
+                    m.vector_bits = number(value)?;
+                    if ![0, 128, 256, 512].contains(&m.vector_bits) {
+                        return Err(err(format!(
+                            "`vector_bits` must be 0, 128, 256 or 512, found {}",
+                            m.vector_bits
+                        )));
+                    }
+                }
+                "fma" => {
+                    m.fma = match value {
+                        "yes" | "true" => true,
+                        "no" | "false" => false,
+                        _ => return Err(err(format!("`fma` must be yes or no, found `{value}`"))),
+                    }
+                }
+                "l1d" | "l2" | "l3" => {
+                    let bytes = parse_bytes(value)
+                        .filter(|b| (CACHE_RANGE.0..=CACHE_RANGE.1).contains(b))
+                        .ok_or_else(|| {
+                            err(format!(
+                                "`{key}` must be a size from 1 KiB to 1 TiB (bytes, or with K, \
+                                 KiB, M, MiB, G or GiB), found `{value}`"
+                            ))
+                        })?;
+                    *match key {
+                        "l1d" => &mut m.l1d,
+                        "l2" => &mut m.l2,
+                        _ => &mut m.l3,
+                    } = bytes;
+                }
+                "small_product" => {
+                    let n = u64::from(number(value)?);
+                    if !(SMALL_PRODUCT_RANGE.0..=SMALL_PRODUCT_RANGE.1).contains(&n) {
+                        return Err(err(format!(
+                            "`small_product` must be from {} to {}, found {n}",
+                            SMALL_PRODUCT_RANGE.0, SMALL_PRODUCT_RANGE.1
+                        )));
+                    }
+                    m.small_product = Some(n);
+                }
+                _ => {
+                    return Err(err(format!(
+                        "unknown key `{key}` (known: name, family, model, vector_bits, fma, l1d, \
+                         l2, l3, small_product)"
+                    )))
+                }
+            }
+            seen.push(key);
+        }
+        Ok(m)
+    }
+
+    /// The description [`Machine::parse`] reads back, with the derived sizes as comments.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "# teil machine description (spec/padding.md, *Sizes*)");
+        let _ = writeln!(s, "name = {}", self.name.replace('#', " "));
+        let _ = writeln!(s, "family = {}", self.family);
+        let _ = writeln!(s, "model = {}", self.model);
+        let _ = writeln!(s, "vector_bits = {}", self.vector_bits);
+        let _ = writeln!(s, "fma = {}", if self.fma { "yes" } else { "no" });
+        let _ = writeln!(s, "l1d = {}", Bytes(self.l1d));
+        let _ = writeln!(s, "l2 = {}", Bytes(self.l2));
+        let _ = writeln!(s, "l3 = {}", Bytes(self.l3));
+        if let Some(n) = self.small_product {
+            let _ = writeln!(s, "small_product = {n}");
+        }
+        let sizes = self.sizes();
+        let _ = writeln!(
+            s,
+            "# sizes: small_product {}, l2_block {} doubles",
+            sizes.small_product, sizes.l2_block
+        );
+        s
+    }
+
+    /// One line for people: name, family/model, ISA and caches.
+    pub fn summary(&self) -> String {
+        let isa = match self.vector_bits {
+            512 => "AVX-512",
+            256 => "AVX2",
+            128 if cfg!(target_arch = "aarch64") => "NEON",
+            128 => "SSE2",
+            _ => "scalar",
+        };
+        format!(
+            "{} (family {} model {}), {isa}{}, L1d {}, L2 {}, L3 {}",
+            self.name,
+            self.family,
+            self.model,
+            if self.fma { " + FMA" } else { "" },
+            Bytes(self.l1d),
+            Bytes(self.l2),
+            Bytes(self.l3)
+        )
+    }
+}
+
+/// Why a machine description was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", place(file.as_deref(), *line))]
+pub struct DescriptionError {
+    /// The description file, where one was read.
+    pub file: Option<String>,
+    /// The 1-based line (0: the whole description).
+    pub line: usize,
+    pub message: String,
+}
+
+/// `` `FILE`, line N: `` for an error's message, as much of it as is known.
+fn place(file: Option<&str>, line: usize) -> String {
+    match (file, line) {
+        (Some(f), 0) => format!("`{f}`: "),
+        (Some(f), l) => format!("`{f}`, line {l}: "),
+        (None, 0) => String::new(),
+        (None, l) => format!("line {l}: "),
+    }
+}
+
+/// A size in bytes written as `48K`, `2M`, `1G` where it is a whole number of those.
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
+            if b >= 1 << shift && b % (1 << shift) == 0 {
+                return write!(f, "{}{unit}", b >> shift);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+/// `48K`, `48KiB`, `2M`, `1G`, `49152`: bytes; `None` for anything else or an overflow.
+fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let shift = match unit.trim() {
+        "" => 0,
+        "K" | "KiB" | "k" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+mod host {
+    //! Reading the host's description (the module documentation says from where).
+    use super::{parse_bytes, Machine};
+
+    /// The host and the fields taken from the reference, read once per process.
+    pub(super) fn described() -> &'static (Machine, Vec<&'static str>) {
+        static HOST: std::sync::OnceLock<(Machine, Vec<&'static str>)> = std::sync::OnceLock::new();
+        HOST.get_or_init(read)
+    }
+
+    fn read() -> (Machine, Vec<&'static str>) {
+        let mut m = Machine::reference();
+        let mut unknown = Vec::new();
+        m.name = "unknown CPU".to_string();
+        m.family = 0;
+        m.model = 0;
+        let cpuinfo = read_small("/proc/cpuinfo").unwrap_or_default();
+        let field = |key: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        match field("model name") {
+            Some(n) => m.name = n,
+            None => unknown.push("name"),
+        }
+        m.family = field("cpu family")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        m.model = field("model").and_then(|v| v.parse().ok()).unwrap_or(0);
+        match isa() {
+            Some((bits, fma)) => (m.vector_bits, m.fma) = (bits, fma),
+            None => unknown.push("vector_bits"),
+        }
+        for (level, kind, slot, name) in [
+            (1, "Data", &mut m.l1d, "l1d"),
+            (2, "Unified", &mut m.l2, "l2"),
+            (3, "Unified", &mut m.l3, "l3"),
+        ] {
+            match cache(level, kind) {
+                Some(bytes) => *slot = bytes,
+                None => unknown.push(name),
+            }
+        }
+        (m, unknown)
+    }
+
+    /// The widest vectors of doubles and FMA, from `cpuid` through the standard library.
+    fn isa() -> Option<(u32, bool)> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let bits = if std::arch::is_x86_feature_detected!("avx512f") {
+                512
+            } else if std::arch::is_x86_feature_detected!("avx") {
+                256
+            } else {
+                128
+            };
+            Some((bits, std::arch::is_x86_feature_detected!("fma")))
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            Some((128, true))
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            None
+        }
+    }
+
+    /// The size of cpu0's cache of this level and type, from sysfs.
+    fn cache(level: u32, kind: &str) -> Option<u64> {
+        let base = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+        // A handful of index directories; bounded in case sysfs is something else.
+        for i in 0..16 {
+            let dir = base.join(format!("index{i}"));
+            let Some(l) = read_small(&dir.join("level")) else {
+                continue;
+            };
+            let t = read_small(&dir.join("type")).unwrap_or_default();
+            if l.trim().parse() == Ok(level) && (t.trim() == kind || t.trim() == "Unified") {
+                return read_small(&dir.join("size")).and_then(|s| parse_bytes(&s));
+            }
+        }
+        None
+    }
+
+    /// A file's text, if it is readable and at most 1 MiB (sysfs and cpuinfo are far less).
+    fn read_small(path: impl AsRef<std::path::Path>) -> Option<String> {
+        use std::io::Read;
+        let mut s = String::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(1 << 20)
+            .read_to_string(&mut s)
+            .ok()?;
+        Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_machine_gives_the_sizes_measured_on_it() {
+        let s = Machine::reference().sizes();
+        assert_eq!((s.small_product, s.l2_block), (320, 1 << 15));
+        assert_eq!(Sizes::default(), s);
+    }
+
+    #[test]
+    fn sizes_follow_the_level_two_cache() {
+        let with_l2 = |l2: u64| {
+            Machine {
+                l2,
+                ..Machine::reference()
+            }
+            .sizes()
+        };
+        // A Zen 3 (512 KiB), a Xeon of Emerald Rapids (2 MiB), an old 256 KiB core.
+        assert_eq!(
+            (
+                with_l2(512 << 10).small_product,
+                with_l2(512 << 10).l2_block
+            ),
+            (224, 1 << 14)
+        );
+        assert_eq!(
+            (with_l2(2 << 20).small_product, with_l2(2 << 20).l2_block),
+            (448, 1 << 16)
+        );
+        assert_eq!(with_l2(256 << 10).small_product, 160);
+        // Tiny caches still give usable sizes.
+        assert_eq!(
+            (with_l2(1 << 10).small_product, with_l2(1 << 10).l2_block),
+            (16, 512)
+        );
+    }
+
+    #[test]
+    fn a_measured_small_product_limit_replaces_the_formula() {
+        let m = Machine {
+            small_product: Some(256),
+            ..Machine::reference()
+        };
+        assert_eq!(m.sizes().small_product, 256);
+        assert_eq!(m.sizes().l2_block, 1 << 15);
+    }
+
+    #[test]
+    fn descriptions_round_trip() {
+        let m = Machine {
+            name: "AMD EPYC 7B13".into(),
+            family: 25,
+            model: 1,
+            vector_bits: 256,
+            fma: true,
+            l1d: 32 << 10,
+            l2: 512 << 10,
+            l3: 32 << 20,
+            small_product: Some(192),
+        };
+        let text = m.to_text();
+        assert!(text.contains("l2 = 512K\n"), "{text}");
+        assert!(
+            text.contains("# sizes: small_product 192, l2_block 16384 doubles"),
+            "{text}"
+        );
+        assert_eq!(Machine::parse(&text), Ok(m));
+    }
+
+    #[test]
+    fn a_partial_description_takes_the_reference_values() {
+        let m = Machine::parse("# a Zen 3\nl2 = 512KiB   # per core\n\nl1d=32768\n").unwrap();
+        assert_eq!((m.l2, m.l1d, m.l3), (512 << 10, 32 << 10, 32 << 20));
+        assert_eq!(m.sizes().small_product, 224);
+    }
+
+    #[test]
+    fn bad_descriptions_name_their_line() {
+        let cases = [
+            ("l2 = 1M\nl2 = 2M", 2, "`l2` is given twice"),
+            ("l2 = lots", 1, "`l2` must be a size"),
+            ("l2 = 1", 1, "`l2` must be a size"),
+            ("l2 = 99999999999999999999", 1, "`l2` must be a size"),
+            ("\ncolour = blue", 2, "unknown key `colour`"),
+            ("l2", 1, "expected `key = value`"),
+            ("vector_bits = 384", 1, "must be 0, 128, 256 or 512"),
+            ("fma = maybe", 1, "`fma` must be yes or no"),
+            (
+                "small_product = 5",
+                1,
+                "`small_product` must be from 16 to 4096",
+            ),
+            ("family = -1", 1, "`family` must be a number"),
+        ];
+        for (text, line, message) in cases {
+            let e = Machine::parse(text).expect_err(text);
+            assert_eq!(e.line, line, "{text}: {e}");
+            assert!(e.message.contains(message), "{text}: {e}");
+        }
+        let long = "# x\n".repeat(MAX_DESCRIPTION);
+        assert_eq!(Machine::parse(&long).unwrap_err().line, 0);
+    }
+
+    #[test]
+    fn the_host_is_described_with_caches_in_range() {
+        let m = Machine::host();
+        for c in [m.l1d, m.l2, m.l3] {
+            assert!(
+                (CACHE_RANGE.0..=CACHE_RANGE.1).contains(&c),
+                "{}",
+                m.summary()
+            );
+        }
+        assert!([0, 128, 256, 512].contains(&m.vector_bits));
+        // Whatever the host, its description reads back as itself.
+        assert_eq!(Machine::parse(&m.to_text()).as_ref(), Ok(m));
+        // On Linux the caches come from sysfs, not from the reference.
+        if std::path::Path::new("/sys/devices/system/cpu/cpu0/cache/index0").exists() {
+            assert!(
+                !Machine::unknown().contains(&"l1d"),
+                "{:?}",
+                Machine::unknown()
+            );
+        }
+    }
+}
