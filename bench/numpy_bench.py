@@ -549,6 +549,8 @@ def main():
     lines.append(f"C compiler: {manifest['cc']}; flags: "
                  + "; ".join(f"{m} `{fl}`" for m, fl in manifest["cflags"].items())
                  + f"; optimisations: `{manifest.get('tuning', '?')}`.  ")
+    if manifest.get("machine"):
+        lines.append(f"Kernels sized for: {manifest['machine']}.  ")
     lines.append(f"NumPy {np.__version__}, opt_einsum {opt_einsum.__version__}, Python {platform.python_version()}, "
                  f"BLAS: {'; '.join(blas) or 'none found'}.  ")
     lines.append(f"Memory: transparent huge pages `{thp_setting()}`; NumPy's madvise(MADV_HUGEPAGE) for arrays of "

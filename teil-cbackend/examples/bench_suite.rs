@@ -333,8 +333,8 @@ fn suite() -> Vec<Bench> {
         // OpenBLAS in one run.
         matmul("matmul_500x700x300", "odd", 500, 700, 300),
         // -- small: the plain nest below 512 multiplications (8³), then dot products with
-        // their register tile up to 320 rows and columns (`opt::contract::DOT_SMALL`, where
-        // `B`'s terms span at most 7 x 2^18 doubles, `DOT_SMALL_SPAN`), the packed kernel beyond.
+        // their register tile up to 320 rows and columns (`machine::Sizes::small_product` on the reference machine, where
+        // `B`'s terms span at most 7 x 2^18 doubles, `machine::Sizes::small_span`), the packed kernel beyond.
         matmul("matmul_7", "small", 7, 7, 7),
         matmul("matmul_8", "small", 8, 8, 8),
         matmul("matmul_15", "small", 15, 15, 15),
@@ -346,7 +346,7 @@ fn suite() -> Vec<Bench> {
         // Between 97 and the 500 x 700 x 300 product: the packed kernel's hole at 128-192
         // (PERFORMANCE.md, "Small products"), and both sides of the small products' limits:
         // 320 (dot products) and 321 (packed) rows and columns, 7168 (dot products) and 7172
-        // (packed) terms of 256 columns (`B`'s terms span `DOT_SMALL_SPAN` doubles and a
+        // (packed) terms of 256 columns (`B`'s terms span `Sizes::small_span` doubles and a
         // little more).
         matmul("matmul_96", "small", 96, 96, 96),
         matmul("matmul_128", "small", 128, 128, 128),

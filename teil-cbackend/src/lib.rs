@@ -61,6 +61,8 @@ pub mod print;
 pub mod run;
 #[cfg(unix)]
 pub mod shared;
+#[cfg(unix)]
+pub mod tune;
 pub mod validate;
 
 use teil::CheckedProgram;

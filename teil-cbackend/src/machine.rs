@@ -45,9 +45,17 @@ pub struct Machine {
     pub l2: u64,
     /// Level-3 cache as reported (often shared by many cores), in bytes.
     pub l3: u64,
+    /// Whether one core streams from the L3 about as fast as the dot kernel's tile consumes
+    /// (AMD's Zen L3, a victim cache per core complex: yes; the mesh L3 of Intel's Xeons:
+    /// no). Decides [`Sizes::small_span`]'s formula. The host says yes for AMD family 23
+    /// (Zen) and later.
+    pub fast_l3: bool,
     /// The small-product limit `teil tune` measured on this machine, in place of the formula
     /// of [`Sizes::small_product`].
     pub small_product: Option<u64>,
+    /// The small products' span limit `teil tune` measured on this machine, in doubles, in
+    /// place of [`Sizes::small_span`]'s default.
+    pub small_span: Option<u64>,
 }
 
 /// The sizes the kernel-form passes read, derived from a [`Machine`] ([`Machine::sizes`]).
@@ -56,8 +64,8 @@ pub struct Machine {
 pub struct Sizes {
     /// A matrix product whose rows and columns both number at most this many is computed by
     /// the dot kernel's register tile instead of the packed kernel (`opt::contract`, *Small
-    /// products*): the largest multiple of 32 whose square of doubles fills at most 4/5 of
-    /// L2, so that the operand the tile walks row block after row block (`K x N` doubles,
+    /// products*): the largest multiple of 32 up to 320 whose square of doubles fills at most
+    /// 4/5 of L2, so that the operand the tile walks row block after row block (`K x N` doubles,
     /// `K` about `N`) stays in L2 with room for the rows and the target. 320 on 1 MiB, where it
     /// was measured on `n³` products from 32 to 512 (PERFORMANCE.md, *Small products*: the dot
     /// kernel faster up to 321, by 12-16 % there, even at 384, slower from 512); on a Zen 3
@@ -69,6 +77,16 @@ pub struct Sizes {
     /// block's terms whose operands read no rows. A quarter leaves L2 room for the row panel
     /// streaming past and the target's cells.
     pub l2_block: u64,
+    /// Largest span (stride in `k` times `K`, in doubles) of the terms of an operand that
+    /// reads the lane for a small product to take the dot kernel's tile. The tile streams that
+    /// operand once per block of rows, so it must come from a cache one core reads fast: with
+    /// a fast L3 ([`Machine::fast_l3`]) 7/16 of it, 7 x 2^18 doubles (14 MiB) on the
+    /// reference's 32 MiB, where it was measured (`64 x K x 256`: the tile 1.48x faster at `K`
+    /// = 4096, even or 1.19x faster at 7168, 1.36x slower at 8192; PERFORMANCE.md, *Small
+    /// products*); otherwise half of L2 (on the Xeon of Emerald Rapids, 2 MiB of L2, the tile
+    /// was 1.1-1.4x slower from `K` = 1024, 2 MiB of terms; PERFORMANCE.md, *Sizes from the
+    /// machine*).
+    pub small_span: u64,
 }
 
 impl Default for Sizes {
@@ -82,9 +100,21 @@ impl Default for Sizes {
 /// `--target-cpu` does ([`Machine::target`]): `host`, `reference` or a description file.
 pub const TARGET_CPU_VAR: &str = "TEIL_TARGET_CPU";
 
+/// Where `teil tune` writes its profile by default and [`Machine::host`] looks for one:
+/// `$XDG_CONFIG_HOME/teil/machine.txt`, else `~/.config/teil/machine.txt`; `None` without
+/// either variable.
+pub fn profile_path() -> Option<std::path::PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let config = var("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
+    Some(config.join("teil").join("machine.txt"))
+}
+
 /// Bounds on a description's values: a value outside them is refused, not clamped.
 const CACHE_RANGE: (u64, u64) = (1 << 10, 1 << 40);
 const SMALL_PRODUCT_RANGE: (u64, u64) = (16, 4096);
+const SMALL_SPAN_RANGE: (u64, u64) = (1 << 10, 1 << 40);
 /// The longest description file read (a description is a dozen short lines).
 pub const MAX_DESCRIPTION: usize = 64 * 1024;
 
@@ -101,7 +131,9 @@ impl Machine {
             l1d: 48 << 10,
             l2: 1 << 20,
             l3: 32 << 20,
+            fast_l3: true,
             small_product: None,
+            small_span: None,
         }
     }
 
@@ -109,15 +141,24 @@ impl Machine {
     /// measured.
     pub fn sizes(&self) -> Sizes {
         let doubles = self.l2 / 8;
-        let formula = ((doubles * 4 / 5).isqrt() / 32 * 32).max(SMALL_PRODUCT_RANGE.0);
+        let formula = ((doubles * 4 / 5).isqrt() / 32 * 32).clamp(SMALL_PRODUCT_RANGE.0, 320);
+        let span = if self.fast_l3 {
+            self.l3 / 8 * 7 / 16
+        } else {
+            doubles / 2
+        };
         Sizes {
             small_product: self.small_product.unwrap_or(formula),
             l2_block: (doubles / 4).max(512),
+            small_span: self.small_span.unwrap_or(span.max(SMALL_SPAN_RANGE.0)),
         }
     }
 
     /// The CPU this process runs on; see the module documentation for where each value comes
-    /// from. Read once per process.
+    /// from. Where `teil tune` left a profile ([`profile_path`]) that describes this same CPU
+    /// (name, family, model, vector width, FMA and caches all equal), its measured
+    /// `small_product` is taken too; a profile of another CPU, or one that does not parse, is
+    /// ignored. Read once per process.
     pub fn host() -> &'static Machine {
         &host::described().0
     }
@@ -212,12 +253,19 @@ impl Machine {
                         )));
                     }
                 }
-                "fma" => {
-                    m.fma = match value {
+                "fma" | "fast_l3" => {
+                    let yes = match value {
                         "yes" | "true" => true,
                         "no" | "false" => false,
-                        _ => return Err(err(format!("`fma` must be yes or no, found `{value}`"))),
-                    }
+                        _ => {
+                            return Err(err(format!("`{key}` must be yes or no, found `{value}`")))
+                        }
+                    };
+                    *if key == "fma" {
+                        &mut m.fma
+                    } else {
+                        &mut m.fast_l3
+                    } = yes;
                 }
                 "l1d" | "l2" | "l3" => {
                     let bytes = parse_bytes(value)
@@ -244,10 +292,20 @@ impl Machine {
                     }
                     m.small_product = Some(n);
                 }
+                "small_span" => {
+                    let n = parse_count(value)
+                        .filter(|n| (SMALL_SPAN_RANGE.0..=SMALL_SPAN_RANGE.1).contains(n));
+                    m.small_span = Some(n.ok_or_else(|| {
+                        err(format!(
+                            "`small_span` must be a number of doubles from {} to {}, found `{value}`",
+                            SMALL_SPAN_RANGE.0, SMALL_SPAN_RANGE.1
+                        ))
+                    })?);
+                }
                 _ => {
                     return Err(err(format!(
                         "unknown key `{key}` (known: name, family, model, vector_bits, fma, l1d, \
-                         l2, l3, small_product)"
+                         l2, l3, fast_l3, small_product, small_span)"
                     )))
                 }
             }
@@ -268,14 +326,18 @@ impl Machine {
         let _ = writeln!(s, "l1d = {}", Bytes(self.l1d));
         let _ = writeln!(s, "l2 = {}", Bytes(self.l2));
         let _ = writeln!(s, "l3 = {}", Bytes(self.l3));
+        let _ = writeln!(s, "fast_l3 = {}", if self.fast_l3 { "yes" } else { "no" });
         if let Some(n) = self.small_product {
             let _ = writeln!(s, "small_product = {n}");
+        }
+        if let Some(n) = self.small_span {
+            let _ = writeln!(s, "small_span = {n}");
         }
         let sizes = self.sizes();
         let _ = writeln!(
             s,
-            "# sizes: small_product {}, l2_block {} doubles",
-            sizes.small_product, sizes.l2_block
+            "# sizes: small_product {}, small_span {} doubles, l2_block {} doubles",
+            sizes.small_product, sizes.small_span, sizes.l2_block
         );
         s
     }
@@ -338,6 +400,14 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// A count of doubles: digits only.
+fn parse_count(s: &str) -> Option<u64> {
+    s.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
 /// `48K`, `48KiB`, `2M`, `1G`, `49152`: bytes; `None` for anything else or an overflow.
 fn parse_bytes(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -377,13 +447,14 @@ mod host {
             })
         };
         match field("model name") {
-            Some(n) => m.name = n,
+            Some(n) => m.name = n.replace('#', " "),
             None => unknown.push("name"),
         }
         m.family = field("cpu family")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         m.model = field("model").and_then(|v| v.parse().ok()).unwrap_or(0);
+        m.fast_l3 = field("vendor_id").as_deref() == Some("AuthenticAMD") && m.family >= 23;
         match isa() {
             Some((bits, fma)) => (m.vector_bits, m.fma) = (bits, fma),
             None => unknown.push("vector_bits"),
@@ -396,6 +467,19 @@ mod host {
             match cache(level, kind) {
                 Some(bytes) => *slot = bytes,
                 None => unknown.push(name),
+            }
+        }
+        let tuned = super::profile_path()
+            .and_then(read_small)
+            .and_then(|text| Machine::parse(&text).ok());
+        if let Some(t) = tuned {
+            let unmeasured = Machine {
+                small_product: None,
+                small_span: None,
+                ..t.clone()
+            };
+            if unmeasured == m {
+                (m.small_product, m.small_span) = (t.small_product, t.small_span);
             }
         }
         (m, unknown)
@@ -430,12 +514,12 @@ mod host {
         // A handful of index directories; bounded in case sysfs is something else.
         for i in 0..16 {
             let dir = base.join(format!("index{i}"));
-            let Some(l) = read_small(&dir.join("level")) else {
+            let Some(l) = read_small(dir.join("level")) else {
                 continue;
             };
-            let t = read_small(&dir.join("type")).unwrap_or_default();
+            let t = read_small(dir.join("type")).unwrap_or_default();
             if l.trim().parse() == Ok(level) && (t.trim() == kind || t.trim() == "Unified") {
-                return read_small(&dir.join("size")).and_then(|s| parse_bytes(&s));
+                return read_small(dir.join("size")).and_then(|s| parse_bytes(&s));
             }
         }
         None
@@ -482,9 +566,10 @@ mod tests {
             ),
             (224, 1 << 14)
         );
+        // 448 by the L2 alone; at most 320.
         assert_eq!(
             (with_l2(2 << 20).small_product, with_l2(2 << 20).l2_block),
-            (448, 1 << 16)
+            (320, 1 << 16)
         );
         assert_eq!(with_l2(256 << 10).small_product, 160);
         // Tiny caches still give usable sizes.
@@ -492,6 +577,24 @@ mod tests {
             (with_l2(1 << 10).small_product, with_l2(1 << 10).l2_block),
             (16, 512)
         );
+    }
+
+    #[test]
+    fn the_span_limit_follows_the_cache_a_core_streams_from() {
+        let reference = Machine::reference();
+        assert_eq!(reference.sizes().small_span, 7 << 18);
+        let mesh = Machine {
+            l2: 2 << 20,
+            l3: 260 << 20,
+            fast_l3: false,
+            ..Machine::reference()
+        };
+        assert_eq!(mesh.sizes().small_span, 1 << 17);
+        let zen3 = Machine {
+            l2: 512 << 10,
+            ..Machine::reference()
+        };
+        assert_eq!(zen3.sizes().small_span, 7 << 18);
     }
 
     #[test]
@@ -515,12 +618,19 @@ mod tests {
             l1d: 32 << 10,
             l2: 512 << 10,
             l3: 32 << 20,
+            fast_l3: true,
             small_product: Some(192),
+            small_span: Some(1 << 19),
         };
         let text = m.to_text();
-        assert!(text.contains("l2 = 512K\n"), "{text}");
         assert!(
-            text.contains("# sizes: small_product 192, l2_block 16384 doubles"),
+            text.contains("l2 = 512K\nl3 = 32M\nfast_l3 = yes\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "# sizes: small_product 192, small_span 524288 doubles, l2_block 16384 doubles"
+            ),
             "{text}"
         );
         assert_eq!(Machine::parse(&text), Ok(m));
@@ -544,6 +654,7 @@ mod tests {
             ("l2", 1, "expected `key = value`"),
             ("vector_bits = 384", 1, "must be 0, 128, 256 or 512"),
             ("fma = maybe", 1, "`fma` must be yes or no"),
+            ("fast_l3 = 1", 1, "`fast_l3` must be yes or no"),
             (
                 "small_product = 5",
                 1,

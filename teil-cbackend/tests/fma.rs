@@ -23,7 +23,7 @@ use teil_cbackend::{validate, Options};
 use teil_interp::Tensor;
 
 /// Matrix product large enough for the packed kernel (spec/padding.md, "Contraction kernels"):
-/// 321 columns, one more than a small product's (`opt::contract::DOT_SMALL`).
+/// 321 columns, one more than a small product's (`machine::Sizes::small_product` on the reference machine).
 const MATMUL: &str = "input var A : [20 18]\ninput var B : [18 321]\noutput var C : [20 321]\n\
                       C = (A # B) .[2 3]";
 /// Matrix-vector product: dot-product kernel (three blocks of 8 rows and 5 rows one by one).

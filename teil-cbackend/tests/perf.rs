@@ -387,7 +387,7 @@ fn edge_programs() -> Vec<(&'static str, String)> {
         (
             // Two panels of terms (K > 256), rows and columns not multiples of the tile (the
             // packed products here have more than 320 rows or columns: smaller ones are small
-            // products, `opt::contract::DOT_SMALL`).
+            // products, `machine::Sizes::small_product` on the reference machine).
             "matmul, two panels of terms",
             format!(
                 "{}C = contr 2 3 (prod A B)\n",
@@ -1356,7 +1356,7 @@ fn lane_folds_give_the_bits_of_the_fold_in_order() {
 }
 
 /// A product with at most `Sizes::small_product` rows and columns whose lane operands' terms
-/// span at most `DOT_SMALL_SPAN` doubles takes the dot kernel's register tile; one row or
+/// span at most `Sizes::small_span` doubles takes the dot kernel's register tile; one row or
 /// column more, or one term more, and it is packed; a small product whose dot products would
 /// transpose rows of both operands in registers (not the measured tile) stays packed. The limit
 /// follows the machine's L2 (`machine::Machine::sizes`): on a Zen 3's 512 KiB, issue 43's
@@ -1365,8 +1365,7 @@ fn lane_folds_give_the_bits_of_the_fold_in_order() {
 fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
     use teil_cbackend::ir::{Step, Strategy};
     use teil_cbackend::machine::{Machine, Sizes};
-    use teil_cbackend::opt::contract::DOT_SMALL_SPAN;
-    let (s, span) = (Sizes::default().small_product, DOT_SMALL_SPAN);
+    let (s, span) = (Sizes::default().small_product, Sizes::default().small_span);
     let product = |m: u64, k: u64, n: u64| {
         let vars: [(&str, &[u64]); 2] = [("A", &[m, k]), ("B", &[k, n])];
         format!("{}C = contr 2 3 (prod A B)\n", decls(&vars, ("C", &[m, n])))

@@ -113,3 +113,163 @@ fn bad_descriptions_are_usage_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("expected `host`, `reference` or a file"));
 }
+
+/// `teil` with a private configuration directory (where `teil tune` writes its profile).
+fn teil_with_config(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("TEIL_TARGET_CPU")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+#[test]
+fn a_profile_of_this_cpu_is_what_host_means() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config");
+    let file = write(
+        dir.path(),
+        "mm.teil",
+        "input var A : [40 40]\ninput var B : [40 40]\noutput var C : [40 40]\n\
+         C = (A # B) .[2 3]\n",
+    );
+    let described = teil_with_config(&config, &["tune", "--describe"]);
+    assert_eq!(
+        described.status.code(),
+        Some(0),
+        "{}",
+        text(&described.stderr)
+    );
+    let host = text(&described.stdout);
+    assert!(
+        host.contains("\nl2 = ") && host.contains("# sizes: small_product "),
+        "{host}"
+    );
+    let emit = |target: &str| {
+        let o = teil_with_config(&config, &["emit-c", &file, "--target-cpu", target]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let untuned = emit("host");
+    assert!(!packed(&untuned), "a 40³ product is small on any machine");
+    // This CPU's description with a measured limit of 17, as `teil tune` would leave it.
+    let tuned = format!("{host}small_product = 17\n");
+    let profile = config.join("teil").join("machine.txt");
+    std::fs::create_dir_all(profile.parent().unwrap()).unwrap();
+    std::fs::write(&profile, &tuned).unwrap();
+    let by_file = write(dir.path(), "tuned.txt", &tuned);
+    assert!(packed(&emit("host")));
+    assert_eq!(emit("host"), emit(&by_file));
+    // A profile of another CPU is ignored.
+    std::fs::write(
+        &profile,
+        format!(
+            "{}small_product = 17\n",
+            host.replace("\nl1d = ", "\nl1d = 1K\n# was ")
+        ),
+    )
+    .unwrap();
+    assert_eq!(emit("host"), untuned);
+    // So is one that does not parse.
+    std::fs::write(&profile, "small_product = 17\nl2 = a lot\n").unwrap();
+    assert_eq!(emit("host"), untuned);
+}
+
+#[test]
+fn tune_measures_and_writes_a_profile_host_reads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config");
+    let o = teil_with_config(
+        &config,
+        &[
+            "tune",
+            "--candidates",
+            "24,40",
+            "--span-candidates",
+            "32,64",
+            "--seconds",
+            "0.01",
+            "--rounds",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let profile =
+        std::fs::read_to_string(config.join("teil").join("machine.txt")).expect("written");
+    let limit: u64 = profile
+        .lines()
+        .find_map(|l| l.strip_prefix("small_product = "))
+        .expect("a measured limit")
+        .parse()
+        .unwrap();
+    assert!([16, 24, 40].contains(&limit), "{profile}");
+    let span: u64 = profile
+        .lines()
+        .find_map(|l| l.strip_prefix("small_span = "))
+        .expect("a measured span limit")
+        .parse()
+        .unwrap();
+    // Half the first candidate's span (no win), or 32 or 64 terms of 256 columns.
+    assert!([4096, 8192, 16384].contains(&span), "{profile}");
+    assert_eq!(
+        profile.matches("\n# small_product ").count(),
+        2,
+        "{profile}"
+    );
+    assert_eq!(
+        profile.matches("\n# small_span 64 x ").count(),
+        2,
+        "{profile}"
+    );
+    // `host` now means this profile: a product of 40 is small exactly when the limit is 40.
+    let file = write(
+        dir.path(),
+        "mm.teil",
+        "input var A : [40 40]\ninput var B : [40 40]\noutput var C : [40 40]\n\
+         C = (A # B) .[2 3]\n",
+    );
+    let c = teil_with_config(&config, &["emit-c", &file]);
+    assert_eq!(packed(&text(&c.stdout)), limit < 40, "{profile}");
+}
+
+#[test]
+fn tune_refuses_bad_candidates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (flag, bad, why) in [
+        (
+            "--candidates",
+            "40,24",
+            "small_product must be ascending, from 17 to 4096",
+        ),
+        (
+            "--candidates",
+            "8",
+            "small_product must be ascending, from 17 to 4096",
+        ),
+        (
+            "--candidates",
+            "24,24",
+            "small_product must be ascending, from 17 to 4096",
+        ),
+        (
+            "--candidates",
+            "5000",
+            "small_product must be ascending, from 17 to 4096",
+        ),
+        (
+            "--span-candidates",
+            "8",
+            "small_span must be ascending, from 16 to 65536",
+        ),
+    ] {
+        let o = teil_with_config(dir.path(), &["tune", flag, bad, "-o", "-"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(text(&o.stderr).contains(why), "{}", text(&o.stderr));
+    }
+    let o = teil_with_config(dir.path(), &["tune", "--seconds", "0", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--seconds must be from 0.001 to 60"));
+    assert!(!dir.path().join("teil").exists());
+}

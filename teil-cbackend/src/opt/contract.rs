@@ -266,13 +266,6 @@ pub const DOT_THIN: u64 = 16;
 /// Smallest number of multiplications for which a thin product ([`DOT_THIN`]) leaves the
 /// packed kernel: below it either kernel takes microseconds.
 pub const DOT_THIN_MIN_WORK: u128 = 1 << 18;
-/// Largest span (stride in `k` times `K`, in doubles) of a lane operand's terms for a small
-/// product ([`Sizes::small_product`](crate::machine::Sizes::small_product)) to take the dot
-/// kernel: 14 MiB, where the two kernels meet. Measured
-/// on `64 x K x 256` (PERFORMANCE.md, *Small products*): the dot kernel is 1.48x faster at `K`
-/// = 4096 (2^20 doubles), 1.2x at 6144, even (exact) or 1.19x faster (fma) at 7168 (this
-/// limit), 1.36x slower at 8192; `128 x 14336 x 128` (the limit) gains 1.15-1.33x.
-pub const DOT_SMALL_SPAN: u64 = 7 << 18;
 /// Largest stride in `k` (in doubles) of an operand read with unit stride along the lane for
 /// the dot kernel to replace a thin packed product: the next term's vector is at most eight
 /// cache lines on, a stride the hardware prefetchers follow.
@@ -591,13 +584,13 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         // Small products: packing both operands costs as much as the product, and the dot
         // kernel's register tile (rows times vectors of lanes, over the operands where they
         // are) is faster (PERFORMANCE.md, *Small products*) while the lane operands' terms
-        // span at most `DOT_SMALL_SPAN` doubles. Only the tile was measured: dot products that
+        // span at most `Sizes::small_span` doubles. Only the tile was measured: dot products that
         // would transpose rows in registers (`ik,jk->ij`) stay packed.
         let small = m.max(n) <= k.sizes.small_product
             && lane.is_some_and(|l| {
                 [&sa, &sb].into_iter().filter(|s| s.has(l.var)).all(|s| {
                     u128::from(s.get(c.k.var)) * u128::from(c.k.extent)
-                        <= u128::from(DOT_SMALL_SPAN)
+                        <= u128::from(k.sizes.small_span)
                 })
             });
         if (thin && close) || small {

@@ -1,0 +1,385 @@
+//! Measured sizes: what `teil tune` does (issue 43; spec/padding.md, *Sizes from the machine*).
+//!
+//! A formula cannot know everything about a CPU (its prefetchers, its L3's bandwidth per core,
+//! how a compiler schedules a tile for it), so where a size decides between two kernel forms,
+//! [`tune`] times both forms on this machine, in the spirit of FFTW's wisdom and ATLAS's search,
+//! and records the choices in a machine description ([`Machine::small_product`],
+//! [`Machine::small_span`]) that `--target-cpu FILE`, `TEIL_TARGET_CPU` and [`Machine::host`] (through
+//! [`crate::machine::profile_path`]) read. Only the choice is measured: both forms compute every cell with the same operations in
+//! the same order, so a profile changes speed, never a value, and the printed C stays a
+//! function of the program and the description.
+//!
+//! The measurement, one [`Question`] at a time: for each candidate, a matrix product of the
+//! shape class the size decides (`n x n x n` for the small-product limit, `64 x K x 256` for
+//! the span limit), lowered with the size just at the candidate (the dot kernel's register
+//! tile) and just below it (the packed kernel), each compiled into a shared object
+//! ([`crate::shared`], a private scratch cache) in exact and fma mode and called in-process on
+//! the same inputs; the two forms of a mode alternate, and each time is the minimum over
+//! `rounds` rounds of at least `seconds` and 3 calls. The size is the largest candidate up to
+//! which the dot kernel is at least as fast as the packed one at every candidate, over both
+//! modes ([`Timing::dot_wins`]; half the first candidate where it never is). Both forms' exact-mode results are
+//! compared bit for bit on the way.
+
+use crate::machine::{Machine, Sizes};
+use crate::opt::{self, Printing};
+use crate::run::Cancel;
+use crate::shared::{KernelError, SharedKernel, SharedOptions};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// A size that decides between the dot kernel's register tile and the packed kernel, with the
+/// products that measure it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// [`Sizes::small_product`]: `n x n x n` products, candidates `n` (17 to 4096).
+    SmallProduct,
+    /// [`Sizes::small_span`]: `64 x K x 256` products, whose `B` spans `256 K` doubles;
+    /// candidates `K` (16 to 65536).
+    SmallSpan,
+}
+
+impl Question {
+    pub fn name(self) -> &'static str {
+        match self {
+            Question::SmallProduct => "small_product",
+            Question::SmallSpan => "small_span",
+        }
+    }
+
+    /// The candidates' bounds.
+    fn range(self) -> (u64, u64) {
+        match self {
+            Question::SmallProduct => (17, 4096),
+            Question::SmallSpan => (16, 65536),
+        }
+    }
+
+    /// `(rows, terms, columns)` of candidate `x`'s product.
+    fn shape(self, x: u64) -> (u64, u64, u64) {
+        match self {
+            Question::SmallProduct => (x, x, x),
+            Question::SmallSpan => (64, x, 256),
+        }
+    }
+
+    /// The sizes for candidate `x`: the dot kernel's tile (`dot`) or the packed kernel.
+    fn sizes(self, base: Sizes, x: u64, dot: bool) -> Sizes {
+        let below = u64::from(!dot);
+        match self {
+            Question::SmallProduct => Sizes {
+                small_product: x - below,
+                small_span: u64::MAX,
+                ..base
+            },
+            Question::SmallSpan => Sizes {
+                small_product: base.small_product.max(256),
+                small_span: 256 * x - below,
+                ..base
+            },
+        }
+    }
+
+    /// The size a measured candidate `x` gives.
+    fn size(self, x: u64) -> u64 {
+        match self {
+            Question::SmallProduct => x.max(16),
+            Question::SmallSpan => (256 * x).max(1 << 10),
+        }
+    }
+}
+
+/// How [`tune`] measures.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    /// Candidates of [`Question::SmallProduct`] (`n`), ascending.
+    pub candidates: Vec<u64>,
+    /// Candidates of [`Question::SmallSpan`] (`K`), ascending.
+    pub span_candidates: Vec<u64>,
+    /// Each timing calls the kernel for at least this long (and at least 3 times).
+    pub seconds: f64,
+    /// Rounds of timings; each form's time is its minimum over them.
+    pub rounds: usize,
+    /// The C compiler and its flags (the shared objects' defaults where `None`).
+    pub cc: String,
+    pub cflags: Option<String>,
+    /// Stops compiling and timing when set (Ctrl-C).
+    pub cancel: Cancel,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            candidates: vec![96, 128, 160, 192, 224, 256, 288, 320, 384, 448, 512],
+            span_candidates: vec![128, 256, 512, 1024, 2048, 4096, 7168],
+            seconds: 0.2,
+            rounds: 3,
+            cc: SharedOptions::default().cc,
+            cflags: Some("-O3 -march=native".to_string()),
+            cancel: Cancel::default(),
+        }
+    }
+}
+
+/// One candidate's times, in seconds per call: `[exact, fma]` for each form.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timing {
+    pub question: Question,
+    /// The candidate (`n` or `K`).
+    pub n: u64,
+    pub dot: [f64; 2],
+    pub packed: [f64; 2],
+}
+
+impl Timing {
+    /// Whether the dot kernel was at least as fast over both modes: the geometric mean of its
+    /// time ratios to the packed kernel's in exact and fma mode at most 1. (One limit serves
+    /// both modes; where they disagree, the mode that gains more decides. On the Xeon of
+    /// PERFORMANCE.md the tile gained 8-11 % in exact mode where it lost 3-9 % in fma mode.)
+    pub fn dot_wins(&self) -> bool {
+        self.dot[0] * self.dot[1] <= self.packed[0] * self.packed[1]
+    }
+}
+
+/// What [`tune`] found: the machine with its measured sizes, and the times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuned {
+    pub machine: Machine,
+    pub timings: Vec<Timing>,
+}
+
+impl Tuned {
+    /// The description to write: [`Machine::to_text`] with the times as comments.
+    pub fn to_text(&self) -> String {
+        let mut s = self.machine.to_text();
+        let _ = writeln!(
+            s,
+            "# teil tune: ms per call (exact / fma), the dot kernel's tile against the packed \
+             kernel"
+        );
+        for t in &self.timings {
+            let (m, k, n) = t.question.shape(t.n);
+            let _ = writeln!(
+                s,
+                "# {} {m} x {k} x {n}: dot {:.3} / {:.3}, packed {:.3} / {:.3}{}",
+                t.question.name(),
+                t.dot[0] * 1e3,
+                t.dot[1] * 1e3,
+                t.packed[0] * 1e3,
+                t.packed[1] * 1e3,
+                if t.dot_wins() { "  dot" } else { "  packed" }
+            );
+        }
+        s
+    }
+}
+
+/// Why tuning stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error("the candidates of {} must be ascending, from {} to {}, got {values:?}", question.name(), question.range().0, question.range().1)]
+    Candidates {
+        question: Question,
+        values: Vec<u64>,
+    },
+    #[error("--seconds must be from 0.001 to 60 and --rounds from 1 to 100")]
+    Effort,
+    #[error("interrupted")]
+    Interrupted,
+    #[error("cannot create a scratch directory for the kernels: {0}")]
+    Scratch(std::io::Error),
+    #[error("the kernel for {n} of {} ({form}, {mode}): {error}", question.name())]
+    Kernel {
+        question: Question,
+        n: u64,
+        form: &'static str,
+        mode: &'static str,
+        error: Box<KernelError>,
+    },
+    /// The two forms' exact-mode results differ (a bug of the backend: both compute every cell
+    /// in the spec's order).
+    #[error("internal error: the dot and packed kernels of {} at {at} computed different values", question.name())]
+    Differ { question: Question, at: u64 },
+    /// The lowering did not give the form a limit should give (a bug of this module).
+    #[error("internal error: {n} of {} lowered to {got:?}", question.name())]
+    Form {
+        question: Question,
+        n: u64,
+        got: Vec<Printing>,
+    },
+}
+
+/// Measures every [`Question`] on this machine, starting from `base` (usually
+/// [`Machine::host`] without measured sizes); `progress` is told what is being done.
+pub fn tune(
+    base: &Machine,
+    opts: &TuneOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Tuned, TuneError> {
+    let questions = [
+        (Question::SmallProduct, &opts.candidates),
+        (Question::SmallSpan, &opts.span_candidates),
+    ];
+    for (question, c) in questions {
+        let (lo, hi) = question.range();
+        let ascending = c.windows(2).all(|w| w[0] < w[1]);
+        if c.is_empty() || c.len() > 64 || !ascending || c.iter().any(|x| !(lo..=hi).contains(x)) {
+            return Err(TuneError::Candidates {
+                question,
+                values: c.clone(),
+            });
+        }
+    }
+    if !(0.001..=60.0).contains(&opts.seconds) || !(1..=100).contains(&opts.rounds) {
+        return Err(TuneError::Effort);
+    }
+    let scratch = tempfile::tempdir().map_err(TuneError::Scratch)?;
+    let mut machine = base.clone();
+    let mut timings = Vec::new();
+    for (question, c) in questions {
+        let mut found = Vec::new();
+        for &x in c.iter() {
+            found.push(measure(
+                question,
+                x,
+                &machine,
+                opts,
+                scratch.path(),
+                progress,
+            )?);
+        }
+        let wins = found.iter().take_while(|t| t.dot_wins()).count();
+        let size = match wins {
+            0 => question.size(c[0] / 2),
+            w => question.size(c[w - 1]),
+        };
+        match question {
+            Question::SmallProduct => machine.small_product = Some(size),
+            Question::SmallSpan => machine.small_span = Some(size),
+        }
+        timings.extend(found);
+    }
+    Ok(Tuned { machine, timings })
+}
+
+/// Both forms of candidate `x` of `question`, in both modes, timed.
+fn measure(
+    question: Question,
+    x: u64,
+    machine: &Machine,
+    opts: &TuneOptions,
+    scratch: &std::path::Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Timing, TuneError> {
+    let (m, k, n) = question.shape(x);
+    let src = format!(
+        "input var A : [{m} {k}]\ninput var B : [{k} {n}]\noutput var C : [{m} {n}]\n\
+         C = (A # B) .[2 3]\n"
+    );
+    let (p, _) = teil::compile(&src).expect("the product checks");
+    let value = |i: usize| ((i * 7919) % 1024) as f64 / 1024.0 - 0.5;
+    let (mu, ku, nu) = (m as usize, k as usize, n as usize);
+    let a = ndarray::Array::from_shape_fn((mu, ku), |(i, j)| value(i * ku + j)).into_dyn();
+    let b = ndarray::Array::from_shape_fn((ku, nu), |(i, j)| value(i * nu + j + 1)).into_dyn();
+    let inputs = BTreeMap::from([("A".to_string(), a.view()), ("B".to_string(), b.view())]);
+    let mut out = ndarray::ArrayD::<f64>::zeros(vec![mu, nu]);
+    let forms = [
+        ("dot", true, Printing::Dot),
+        ("packed", false, Printing::Packed),
+    ];
+    let mut kernels = Vec::new();
+    for (mode, fma) in [("exact", false), ("fma", true)] {
+        for (form, dot, want) in forms {
+            if opts.cancel.is_cancelled() {
+                return Err(TuneError::Interrupted);
+            }
+            let fail = |error| TuneError::Kernel {
+                question,
+                n: x,
+                form,
+                mode,
+                error: Box::new(error),
+            };
+            let sizes = question.sizes(machine.sizes(), x, dot);
+            let lower = crate::Options {
+                fma,
+                sizes,
+                ..crate::Options::default()
+            };
+            let lowered = crate::lower(&p, &lower).map_err(|e| fail(e.into()))?;
+            let got = opt::printing(&lowered);
+            if got != [want] {
+                return Err(TuneError::Form {
+                    question,
+                    n: x,
+                    got,
+                });
+            }
+            progress(&format!("compiling {m} x {k} x {n}, {form}, {mode}"));
+            let shared = SharedOptions {
+                cc: opts.cc.clone(),
+                cflags: opts.cflags.clone(),
+                fma,
+                sizes,
+                cache_dir: Some(scratch.to_path_buf()),
+                cancel: opts.cancel.clone(),
+                ..SharedOptions::default()
+            };
+            let compiled = SharedKernel::compile(&p, &shared).map_err(|error| match error {
+                KernelError::Compile(crate::run::DriverError::Interrupted) => {
+                    TuneError::Interrupted
+                }
+                error => fail(error),
+            })?;
+            kernels.push((form, mode, compiled));
+        }
+    }
+    let mut best = [f64::INFINITY; 4];
+    let mut results: Vec<Option<ndarray::ArrayD<f64>>> = vec![None; 4];
+    for round in 0..opts.rounds {
+        progress(&format!(
+            "timing {m} x {k} x {n}, round {} of {}",
+            round + 1,
+            opts.rounds
+        ));
+        for (i, (form, mode, kernel)) in kernels.iter().enumerate() {
+            let fail = |error| TuneError::Kernel {
+                question,
+                n: x,
+                form,
+                mode,
+                error: Box::new(error),
+            };
+            let mut outs = BTreeMap::from([("C".to_string(), out.view_mut())]);
+            kernel.call_into(&inputs, &mut outs).map_err(fail)?;
+            let started = Instant::now();
+            let mut calls = 0;
+            while calls < 3 || started.elapsed().as_secs_f64() < opts.seconds {
+                if opts.cancel.is_cancelled() {
+                    return Err(TuneError::Interrupted);
+                }
+                let t = Instant::now();
+                kernel.call_into(&inputs, &mut outs).map_err(fail)?;
+                best[i] = best[i].min(t.elapsed().as_secs_f64());
+                calls += 1;
+            }
+            drop(outs);
+            results[i].get_or_insert_with(|| out.clone());
+        }
+    }
+    // In exact mode both forms computed every cell with the same operations in the same
+    // order: the same bits.
+    let same = match (&results[0], &results[1]) {
+        (Some(d), Some(q)) => d.iter().zip(q).all(|(x, y)| x.to_bits() == y.to_bits()),
+        _ => false,
+    };
+    if !same {
+        return Err(TuneError::Differ { question, at: x });
+    }
+    Ok(Timing {
+        question,
+        n: x,
+        dot: [best[0], best[2]],
+        packed: [best[1], best[3]],
+    })
+}

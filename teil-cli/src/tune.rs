@@ -1,0 +1,114 @@
+//! `teil tune [-o FILE] [--candidates N,...] [--span-candidates K,...] [--seconds S] [--rounds R] [--cc CC]
+//! [--cflags FLAGS] [--describe]`: measures the small products' limits on this machine
+//! (`teil_cbackend::tune`) and writes the machine's description with it, by default where
+//! every `host` kernel picks it up (`teil_cbackend::machine::profile_path`). `--describe`
+//! prints the host's description instead, measuring nothing.
+//!
+//! Exit codes: 0 written; 2 usage, compiler or I/O problems; 130 interrupted (Ctrl-C), with
+//! nothing written.
+
+use crate::input::fail;
+use teil_cbackend::machine::{profile_path, Machine};
+use teil_cbackend::tune::{self, TuneError, TuneOptions};
+
+/// What `teil tune` was asked.
+pub struct TuneArgs {
+    /// Print the host's description instead of measuring.
+    pub describe: bool,
+    pub output: Option<String>,
+    pub candidates: Option<Vec<u64>>,
+    pub span_candidates: Option<Vec<u64>>,
+    pub seconds: f64,
+    pub rounds: usize,
+    pub cc: String,
+    pub cflags: Option<String>,
+}
+
+pub fn tune(a: &TuneArgs) -> u8 {
+    if a.describe {
+        let mut text = Machine::host().to_text();
+        if !Machine::unknown().is_empty() {
+            text.push_str(&format!(
+                "# not readable here, the reference's values: {}\n",
+                Machine::unknown().join(", ")
+            ));
+        }
+        return match crate::einsum::write_output(a.output.as_deref().filter(|o| *o != "-"), &text) {
+            Ok(()) => 0,
+            Err(e) => {
+                fail(&e);
+                2
+            }
+        };
+    }
+    let defaults = TuneOptions::default();
+    let opts = TuneOptions {
+        candidates: a.candidates.clone().unwrap_or(defaults.candidates),
+        span_candidates: a
+            .span_candidates
+            .clone()
+            .unwrap_or(defaults.span_candidates),
+        seconds: a.seconds,
+        rounds: a.rounds,
+        cc: a.cc.clone(),
+        cflags: a.cflags.clone().or(defaults.cflags),
+        cancel: crate::interrupt::cancel_on_signal(),
+    };
+    let host = Machine {
+        small_product: None,
+        small_span: None,
+        ..Machine::host().clone()
+    };
+    crate::out::eprint(&format!("tuning for {}\n", host.summary()));
+    let tuned = match tune::tune(&host, &opts, &mut |what| {
+        crate::out::eprint(&format!("  {what}\n"))
+    }) {
+        Ok(t) => t,
+        Err(TuneError::Interrupted) => {
+            fail("interrupted; nothing written");
+            return 130;
+        }
+        Err(e) => {
+            fail(&e.to_string());
+            return 2;
+        }
+    };
+    let text = tuned.to_text();
+    let sizes = tuned.machine.sizes();
+    let dest = match a.output.as_deref() {
+        Some("-") => None,
+        Some(path) => Some(std::path::PathBuf::from(path)),
+        None => match profile_path() {
+            Some(p) => Some(p),
+            None => {
+                fail("no place for the profile: set XDG_CONFIG_HOME or HOME, or give -o FILE");
+                return 2;
+            }
+        },
+    };
+    match dest {
+        None => crate::out::print(&text),
+        Some(path) => {
+            if a.output.is_none() {
+                if let Some(dir) = path.parent() {
+                    if let Err(e) = std::fs::create_dir_all(dir) {
+                        fail(&format!("cannot create {}: {e}", dir.display()));
+                        return 2;
+                    }
+                }
+            }
+            if let Err(e) = teil_interp::files::write_atomically(&path, text.as_bytes()) {
+                fail(&e.to_string());
+                return 2;
+            }
+            crate::out::eprint(&format!(
+                "small products up to {} rows and columns and {} doubles of terms take the dot \
+                 kernel's tile; written to {}\n",
+                sizes.small_product,
+                sizes.small_span,
+                path.display()
+            ));
+        }
+    }
+    0
+}
