@@ -62,6 +62,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=0.3)
     ap.add_argument("--min-calls", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated kernel names (default: all)")
     ap.add_argument("--slower", type=float, default=1.10,
                     help="ratio above which a kernel is listed as slower")
     args = ap.parse_args()
@@ -69,7 +70,10 @@ def main():
         m = json.load(f)
     cc = m["cc"].split(" (")[0]
     pairs = []
+    only = set(filter(None, args.only.split(",")))
     for k in m["kernels"]:
+        if only and k["name"] not in only:
+            continue
         for b in k["builds"]:
             exe = b["exe"]
             old = exe + "_old"

@@ -333,8 +333,9 @@ fn suite() -> Vec<Bench> {
         // OpenBLAS in one run.
         matmul("matmul_500x700x300", "odd", 500, 700, 300),
         // -- small: the plain nest below 512 multiplications (8³), then dot products with
-        // their register tile up to 320 rows and columns (`machine::Sizes::small_product` on the reference machine, where
-        // `B`'s terms span at most 7 x 2^18 doubles, `machine::Sizes::small_span`), the packed kernel beyond.
+        // their register tile up to the small-product limit (`machine::Sizes::small_product`,
+        // 320 rows and columns on the reference machine, where `B`'s terms span at most
+        // `machine::Sizes::small_span`, 7 x 2^18 doubles there), the packed kernel beyond.
         matmul("matmul_7", "small", 7, 7, 7),
         matmul("matmul_8", "small", 8, 8, 8),
         matmul("matmul_15", "small", 15, 15, 15),
@@ -1483,9 +1484,11 @@ fn run(a: &Args, benches: &[Bench]) -> Result<(), String> {
         teil::json::string(&{
             let z = a.machine.sizes();
             format!(
-                "{}; sizes: small products up to {}, a quarter of L2 {} doubles",
+                "{}; sizes: small products up to {} rows and columns and {} doubles of \
+                 terms, a quarter of L2 {} doubles",
                 a.machine.summary(),
                 z.small_product,
+                z.small_span,
                 z.l2_block
             )
         }),

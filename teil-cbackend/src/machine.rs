@@ -72,10 +72,13 @@ pub struct Sizes {
     /// (512 KiB) the rule of 320 made `257 x 263 x 269` 2.6x slower than the packed kernel
     /// (issue 43), which the formula's 224 leaves packed.
     pub small_product: u64,
-    /// Doubles in a quarter of L2 (32,768 on 1 MiB): the largest column panel walked row
-    /// sliver by row sliver (`Panels::panel_in_l2`), and the largest span of a dot-product
-    /// block's terms whose operands read no rows. A quarter leaves L2 room for the row panel
-    /// streaming past and the target's cells.
+    /// Doubles in a quarter of L2 (32,768 on 1 MiB), at most 32,768: the largest column panel
+    /// walked row sliver by row sliver (`Panels::panel_in_l2`), and the largest span of a
+    /// dot-product block's terms whose operands read no rows. A quarter leaves L2 room for the
+    /// row panel streaming past and the target's cells. Not more than on the reference: on the
+    /// Xeon of Emerald Rapids (2 MiB of L2) a quarter, 65,536, gave `random_25` of `bench/run
+    /// --random 50 --seed 1` dot products over 512 KB of terms, 1.28-1.34x slower than ede8e87
+    /// where 32,768 (a plain nest) is 1.15x (PERFORMANCE.md, *Sizes from the machine*).
     pub l2_block: u64,
     /// Largest span (stride in `k` times `K`, in doubles) of the terms of an operand that
     /// reads the lane for a small product to take the dot kernel's tile. The tile streams that
@@ -149,7 +152,7 @@ impl Machine {
         };
         Sizes {
             small_product: self.small_product.unwrap_or(formula),
-            l2_block: (doubles / 4).max(512),
+            l2_block: (doubles / 4).clamp(512, 1 << 15),
             small_span: self.small_span.unwrap_or(span.max(SMALL_SPAN_RANGE.0)),
         }
     }
@@ -566,10 +569,10 @@ mod tests {
             ),
             (224, 1 << 14)
         );
-        // 448 by the L2 alone; at most 320.
+        // 448 and 2^16 by the L2 alone; at most 320 and 2^15.
         assert_eq!(
             (with_l2(2 << 20).small_product, with_l2(2 << 20).l2_block),
-            (320, 1 << 16)
+            (320, 1 << 15)
         );
         assert_eq!(with_l2(256 << 10).small_product, 160);
         // Tiny caches still give usable sizes.

@@ -640,7 +640,10 @@ impl Program {
 
     /// The C99 translation unit of the padding-aware backend (spec/abi.md), as
     /// ``teil emit-c --pad PAD --name NAME`` prints it (``fma=True``: ``--fma``;
-    /// ``reassociate=False``: ``--no-reassociate``).
+    /// ``reassociate=False``: ``--no-reassociate``), sized for the machine the environment
+    /// variable ``TEIL_TARGET_CPU`` names (``host``, ``reference`` or a description file, as
+    /// ``--target-cpu``), else for this one (spec/padding.md, *Sizes from the machine*); a
+    /// description that cannot be read raises ``ValueError``.
     ///
     /// >>> p = teil.Program("input var A : [2]\noutput var s : []\ns = red+ 1 (A * A)")
     /// >>> print(next(l for l in p.emit_c(name="sumsq").splitlines() if l.startswith("void")))

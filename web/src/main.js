@@ -243,7 +243,9 @@ function scheduleSubShapes() {
     body.replaceChildren();
     for (const s of a.subexpressions || []) {
       const tr = document.createElement('tr');
-      for (const cell of [s.text, `[${s.shape.join(', ')}]`, s.rule || '']) {
+      // A sub-expression that does not check (a misspelled name) has no shape.
+      const shape = s.shape ? `[${s.shape.join(', ')}]` : '—';
+      for (const cell of [s.text, shape, s.rule || '']) {
         const td = document.createElement('td');
         td.textContent = cell;
         tr.append(td);

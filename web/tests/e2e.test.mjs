@@ -76,6 +76,23 @@ test('a quick fix makes the program well typed', async () => {
   await page.close();
 });
 
+test('a sub-expression that does not check has no shape, and the page says so', async () => {
+  // With the cursor on a misspelled name, the sub-expressions table lists it with '—' (it
+  // has no shape); the page once failed on it (`null.join`) when the table was built before
+  // the fix was applied.
+  const page = await open('alloc Alpha : [2]\nalloc B : [2]\nB = Alphx + Alpha\n');
+  await page.waitForSelector('.diag[data-code=E0301] button.where');
+  await page.click('.diag[data-code=E0301] button.where');
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#sub-shapes tbody tr')].some((tr) => tr.cells[0]?.textContent === 'Alphx'));
+  const rows = await page.$$eval('#sub-shapes tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  const alphx = rows.find((r) => r[0] === 'Alphx');
+  assert.equal(alphx[1], '—');
+  assert.ok(rows.some((r) => r[0] === 'Alpha' && r[1] === '[2]'), JSON.stringify(rows));
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('spans after non-ASCII text land on the right characters', async () => {
   // Byte offsets (the toolchain's) and string indices (the editor's) differ after `ß`, Greek
   // letters, an emoji (a surrogate pair) and `€`: the fix, the statement and the marker must
