@@ -262,6 +262,22 @@ pub fn tune(
     Ok(Tuned { machine, timings })
 }
 
+/// What a failure of candidate `n`'s kernel in this form and mode becomes.
+fn kernel_error(
+    question: Question,
+    n: u64,
+    form: &'static str,
+    mode: &'static str,
+) -> impl Fn(KernelError) -> TuneError + Copy {
+    move |error| TuneError::Kernel {
+        question,
+        n,
+        form,
+        mode,
+        error: Box::new(error),
+    }
+}
+
 /// Both forms of candidate `x` of `question`, in both modes, timed.
 fn measure(
     question: Question,
@@ -293,13 +309,7 @@ fn measure(
             if opts.cancel.is_cancelled() {
                 return Err(TuneError::Interrupted);
             }
-            let fail = |error| TuneError::Kernel {
-                question,
-                n: x,
-                form,
-                mode,
-                error: Box::new(error),
-            };
+            let fail = kernel_error(question, x, form, mode);
             let sizes = question.sizes(machine.sizes(), x, dot);
             let lower = crate::Options {
                 fma,
@@ -343,15 +353,9 @@ fn measure(
             opts.rounds
         ));
         for (i, (form, mode, kernel)) in kernels.iter().enumerate() {
-            let fail = |error| TuneError::Kernel {
-                question,
-                n: x,
-                form,
-                mode,
-                error: Box::new(error),
-            };
+            let fail = kernel_error(question, x, form, mode);
             let mut outs = BTreeMap::from([("C".to_string(), out.view_mut())]);
-            kernel.call_into(&inputs, &mut outs).map_err(fail)?;
+            kernel.call_into(&inputs, &mut outs).map_err(&fail)?;
             let started = Instant::now();
             let mut calls = 0;
             while calls < 3 || started.elapsed().as_secs_f64() < opts.seconds {
@@ -359,7 +363,7 @@ fn measure(
                     return Err(TuneError::Interrupted);
                 }
                 let t = Instant::now();
-                kernel.call_into(&inputs, &mut outs).map_err(fail)?;
+                kernel.call_into(&inputs, &mut outs).map_err(&fail)?;
                 best[i] = best[i].min(t.elapsed().as_secs_f64());
                 calls += 1;
             }

@@ -282,38 +282,7 @@ enum Command {
     /// (the small products' limits), and write the machine's description with the choice
     /// (spec/padding.md, *Sizes from the machine*): `host` kernels of the CLI and the Python
     /// package then use it.
-    Tune {
-        /// Write the description here (atomically) instead of
-        /// `$XDG_CONFIG_HOME/teil/machine.txt` (`~/.config/teil/machine.txt`), where `host`
-        /// reads it; `-` prints it.
-        #[arg(short, long)]
-        output: Option<String>,
-        /// Sizes `n` of the `n x n x n` products timed, ascending, each from 17 to 4096
-        /// [default: 96,128,160,192,224,256,288,320,384,448,512].
-        #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
-        candidates: Option<Vec<u64>>,
-        /// Terms `K` of the `64 x K x 256` products timed for the small products' span limit,
-        /// ascending, each from 16 to 65536 [default: 128,256,512,1024,2048,4096,7168].
-        #[arg(long, value_delimiter = ',', value_name = "K,K,...")]
-        span_candidates: Option<Vec<u64>>,
-        /// Each timing calls a kernel for at least this long.
-        #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
-        seconds: f64,
-        /// Rounds of timings (each form's time is its minimum over them).
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// The C compiler to run (looked up on PATH).
-        #[arg(long, default_value = "cc")]
-        cc: String,
-        /// Compiler flags [default: -O3 -march=native].
-        #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
-        cflags: Option<String>,
-        /// Print this machine's description as `host` reads it (from /sys, cpuid and a
-        /// matching profile) and stop, measuring nothing: a file to emit kernels for this
-        /// machine elsewhere with `--target-cpu FILE`.
-        #[arg(long)]
-        describe: bool,
-    },
+    Tune(tune::TuneArgs),
     /// Test only: a `teil-target/1` target running the ops/1 form with TeIL's reference
     /// evaluator, optionally with a planted bug (spec/fuzzing.md).
     #[command(hide = true)]
@@ -451,25 +420,7 @@ fn main() -> ExitCode {
             color,
         }),
         Command::Fuzz(args) => fuzz::fuzz(&args),
-        Command::Tune {
-            output,
-            candidates,
-            span_candidates,
-            seconds,
-            rounds,
-            cc,
-            cflags,
-            describe,
-        } => tune::tune(&tune::TuneArgs {
-            describe,
-            output,
-            candidates,
-            span_candidates,
-            seconds,
-            rounds,
-            cc,
-            cflags,
-        }),
+        Command::Tune(args) => tune::tune(&args),
         Command::OpsTarget { plant, exit_after } => {
             ops_target::ops_target(plant.as_deref(), exit_after)
         }

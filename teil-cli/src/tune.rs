@@ -12,16 +12,38 @@ use teil_cbackend::machine::{profile_path, Machine};
 use teil_cbackend::tune::{self, TuneError, TuneOptions};
 
 /// What `teil tune` was asked.
+#[derive(clap::Args, Debug)]
 pub struct TuneArgs {
-    /// Print the host's description instead of measuring.
-    pub describe: bool,
+    /// Write the description here (atomically) instead of
+    /// `$XDG_CONFIG_HOME/teil/machine.txt` (`~/.config/teil/machine.txt`), where `host`
+    /// reads it; `-` prints it.
+    #[arg(short, long)]
     pub output: Option<String>,
+    /// Sizes `n` of the `n x n x n` products timed, ascending, each from 17 to 4096
+    /// [default: 96,128,160,192,224,256,288,320,384,448,512].
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     pub candidates: Option<Vec<u64>>,
+    /// Terms `K` of the `64 x K x 256` products timed for the small products' span limit,
+    /// ascending, each from 16 to 65536 [default: 128,256,512,1024,2048,4096,7168].
+    #[arg(long, value_delimiter = ',', value_name = "K,K,...")]
     pub span_candidates: Option<Vec<u64>>,
+    /// Each timing calls a kernel for at least this long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
     pub seconds: f64,
+    /// Rounds of timings (each form's time is its minimum over them).
+    #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// The C compiler to run (looked up on PATH).
+    #[arg(long, default_value = "cc")]
     pub cc: String,
+    /// Compiler flags [default: -O3 -march=native].
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub cflags: Option<String>,
+    /// Print this machine's description as `host` reads it (from /sys, cpuid and a
+    /// matching profile) and stop, measuring nothing: a file to emit kernels for this
+    /// machine elsewhere with `--target-cpu FILE`.
+    #[arg(long)]
+    pub describe: bool,
 }
 
 pub fn tune(a: &TuneArgs) -> u8 {
