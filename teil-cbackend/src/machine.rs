@@ -188,16 +188,12 @@ impl Machine {
             "host" => Ok(Machine::host().clone()),
             "reference" => Ok(Machine::reference()),
             path => {
-                use std::io::Read;
-                let mut text = String::new();
-                std::fs::File::open(path)
-                    .and_then(|f| f.take(MAX_DESCRIPTION as u64 + 1).read_to_string(&mut text))
-                    .map_err(|e| {
-                        whole(format!(
-                            "cannot read the machine description `{path}` (expected `host`, \
+                let text = read_bounded(path, MAX_DESCRIPTION as u64 + 1).map_err(|e| {
+                    whole(format!(
+                        "cannot read the machine description `{path}` (expected `host`, \
                              `reference` or a file): {e}"
-                        ))
-                    })?;
+                    ))
+                })?;
                 Machine::parse(&text).map_err(|e| DescriptionError {
                     file: Some(path.to_string()),
                     ..e
@@ -530,15 +526,19 @@ mod host {
 
     /// A file's text, if it is readable and at most 1 MiB (sysfs and cpuinfo are far less).
     fn read_small(path: impl AsRef<std::path::Path>) -> Option<String> {
-        use std::io::Read;
-        let mut s = String::new();
-        std::fs::File::open(path)
-            .ok()?
-            .take(1 << 20)
-            .read_to_string(&mut s)
-            .ok()?;
-        Some(s)
+        super::read_bounded(path, 1 << 20).ok()
     }
+}
+
+/// A file's text, at most `limit` bytes of it (a longer file is cut there; a description's
+/// own length check then refuses it).
+fn read_bounded(path: impl AsRef<std::path::Path>, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(limit)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }
 
 #[cfg(test)]
