@@ -629,11 +629,17 @@ def _drive(directory: _Directory, config: Dict[str, Any], total: int, address, n
                 if not ready:
                     bar.update()
         except BaseException as e:
-            for ref in in_flight:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+            # The summary first: the directory says what happened even if cancelling fails.
             bar.finish()
             write_summary(interrupted=isinstance(e, KeyboardInterrupt), force=True)
+            # Only shards still running: cancelling one whose result is arriving can abort
+            # Ray 2.60's driver ("Tried to complete task that was not pending").
+            with contextlib.suppress(Exception):
+                refs = list(in_flight)
+                _, running = ray.wait(refs, num_returns=len(refs), timeout=0)
+                for ref in running:
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
             raise
     bar.update(force=True)
     bar.finish()
