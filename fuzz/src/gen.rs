@@ -126,7 +126,36 @@ fn leaf(shape: Vec<u64>, cfg: &GenConfig) -> BoxedStrategy<Expr> {
 }
 
 /// An expression of shape `shape` with at most `depth` nested operations.
+///
+/// The strategy is built when a value is drawn from it ([`Lazy`]): built at once, each level
+/// would build the strategies of every construct's operands, all the way down, though a draw
+/// follows one construct per level (most of a campaign's generation time went into building
+/// and dropping them). Building draws nothing from the random source, so the values drawn are
+/// the same either way.
 pub fn expr(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<Expr> {
+    Lazy(move || expr_now(shape.clone(), depth, cfg.clone())).boxed()
+}
+
+/// A strategy that builds its strategy (`F`) for each draw.
+struct Lazy<F>(F);
+
+impl<F> std::fmt::Debug for Lazy<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lazy")
+    }
+}
+
+impl<F: Fn() -> BoxedStrategy<Expr>> Strategy for Lazy<F> {
+    type Tree = Box<dyn ValueTree<Value = Expr>>;
+    type Value = Expr;
+
+    fn new_tree(&self, runner: &mut TestRunner) -> proptest::strategy::NewTree<Self> {
+        (self.0)().new_tree(runner)
+    }
+}
+
+/// [`expr`], built now.
+fn expr_now(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<Expr> {
     if depth == 0 {
         return leaf(shape, &cfg);
     }
