@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo run --release -p teil-fuzz --example throughput -- [--programs N] [--repeat R]
-//!     [--seed S] [--jobs J] [--chunk C] [--pad 1,3,8] [--cflags "-std=c99 -O0"] [--no-validate]
+//!     [--seed S] [--jobs J] [--chunk C] [--pad 1,3,8] [--every-pad] [--isa host|ISA,...]
+//!     [--cc CC] [--cflags "-std=c99 -O0"] [--no-validate]
 //! ```
 //!
 //! Runs the same campaign (default settings unless given: 1000 programs, seed 20261122) R times
@@ -12,6 +13,7 @@
 
 use std::process::ExitCode;
 use teil_fuzz::campaign::{self, Config};
+use teil_fuzz::isa::Isa;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -40,15 +42,38 @@ fn main() -> ExitCode {
     if let Some(f) = arg(&args, "--cflags") {
         cfg.toolchain = cfg.toolchain.with_cflags(&f);
     }
+    if let Some(cc) = arg(&args, "--cc") {
+        cfg.toolchain.cc = cc;
+    }
+    cfg.every_pad = args.iter().any(|a| a == "--every-pad");
+    cfg.isas = match Isa::parse_list(&arg(&args, "--isa").unwrap_or_else(|| "host".into())) {
+        Ok(Some(isas)) => isas,
+        Ok(None) => Isa::host(&cfg.toolchain.cflags),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     cfg.validation = !args.iter().any(|a| a == "--no-validate");
     let repeat = num("--repeat", 3).max(1);
     println!(
-        "campaign: {} programs, seed {}, {} jobs, chunks of {}, pads {:?}, cc {} {}",
+        "campaign: {} programs, seed {}, {} jobs, chunks of {}, pads {:?}{}, kernel targets {}, \
+         cc {} {}",
         cfg.programs.unwrap_or(0),
         cfg.seed,
         cfg.jobs,
         cfg.chunk,
         cfg.pads,
+        if cfg.every_pad {
+            " (every one)"
+        } else {
+            " (one drawn)"
+        },
+        cfg.isas
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+            .join(","),
         cfg.toolchain.cc,
         cfg.toolchain.cflags.join(" ")
     );
@@ -56,6 +81,7 @@ fn main() -> ExitCode {
     let mut clean = true;
     let mut profile = teil_fuzz::profile::Profile::default();
     let mut programs = 0;
+    let (mut kernels, mut seconds) = (0, 0.0);
     for r in 0..repeat {
         let report = campaign::run(&cfg, &|_| {});
         let s = &report.stats;
@@ -91,6 +117,8 @@ fn main() -> ExitCode {
         rates.push(report.rate());
         profile.add(&s.profile);
         programs += s.programs;
+        kernels += s.kernels;
+        seconds += report.elapsed.as_secs_f64();
     }
     rates.sort_by(f64::total_cmp);
     println!(
@@ -98,6 +126,11 @@ fn main() -> ExitCode {
         rates[0],
         rates[rates.len() / 2],
         rates[rates.len() - 1]
+    );
+    println!(
+        "kernels compiled and judged: {:.1} per program, {:.0} per second",
+        kernels as f64 / programs.max(1) as f64,
+        kernels as f64 / seconds.max(1e-9)
     );
     print!(
         "where the time went (thread time, all runs):\n{}",

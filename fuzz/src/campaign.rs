@@ -1,6 +1,6 @@
 //! Differential fuzzing campaigns (issue 5; spec/fuzzing.md): random well-typed programs
 //! through every evaluator, metamorphic variants, ill-typed mutants, and the C backend at
-//! several padding multiples, batched so that compiling does not dominate.
+//! padding multiples drawn per program, batched so that compiling does not dominate.
 //!
 //! For each program (drawn from [`gen`] with a seed derived from the campaign seed and the
 //! program's index, [`program_seed`]):
@@ -15,8 +15,10 @@
 //!    §3.6 laws ([`Check::Laws`], see [`laws`]);
 //! 4. one ill-typed mutant is rejected with exactly the code of the rule it breaks
 //!    ([`Check::IllTyped`]);
-//! 5. the C backend at every padding multiple `M` agrees with the oracle, leaves every padding
-//!    cell of every parameter zero and does not write input-only parameters ([`Check::C`]).
+//! 5. the C backend at the padding multiple `M` the program's seed draws from the campaign's
+//!    ([`drawn_pad`]; at each of them with [`Config::every_pad`]) agrees with the oracle, leaves
+//!    every padding cell of every parameter zero and does not write input-only parameters
+//!    ([`Check::C`]).
 //!    Kernels of a whole chunk of programs are compiled into one translation unit and run by
 //!    one driver process. A program with a product-then-add also runs in fma mode without
 //!    lifting (`Check::C { fma: true, .. }`), within the bound of spec/values.md ("Fused
@@ -39,6 +41,7 @@ use crate::compare::{self, Cells, Tolerance};
 use crate::error::{CheckFailed, Codes, Difference, FileError, NotPermitted};
 use crate::gen::{self, GenConfig};
 use crate::inplace;
+use crate::isa::Isa;
 use crate::laws::{self, Law};
 use crate::mutate::{self, Mutation};
 use crate::profile::{Phase, Profile};
@@ -89,8 +92,15 @@ pub struct Config {
     /// Index of the first program (to re-run one program of a campaign: `skip = k`,
     /// `programs = 1`).
     pub skip: u64,
-    /// Padding multiples at which the C backend runs.
+    /// Padding multiples at which the C backend runs: each program at the one drawn from its
+    /// seed ([`drawn_pad`]), or at every one with [`Config::every_pad`].
     pub pads: Vec<u64>,
+    /// Lower every program at every multiple of [`Config::pads`] (`--every-pad`) instead of at
+    /// the one its seed draws.
+    pub every_pad: bool,
+    /// The kernel targets the C is compiled for, in turn ([`Isa::of`]); a replay compiles for
+    /// the first. Default: [`Isa::host`] of the default flags.
+    pub isas: Vec<Isa>,
     /// Worker threads (at most [`MAX_JOBS`]).
     pub jobs: usize,
     /// Stop starting new chunks of programs after this long.
@@ -123,6 +133,13 @@ impl Default for Config {
             seed: 0,
             skip: 0,
             pads: DEFAULT_PADS.to_vec(),
+            every_pad: false,
+            isas: Isa::host(
+                &DEFAULT_CFLAGS
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect::<Vec<_>>(),
+            ),
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             time: None,
             chunk: DEFAULT_CHUNK,
@@ -213,6 +230,22 @@ impl std::fmt::Display for CellCount {
 }
 
 impl Config {
+    /// The kernel target the program at `index` is compiled for; a replay's (`None`): the
+    /// first of [`Config::isas`].
+    pub fn isa(&self, index: Option<u64>) -> Isa {
+        match index {
+            Some(i) => Isa::of(&self.isas, i),
+            None => self.isas.first().copied().unwrap_or(Isa::Default),
+        }
+    }
+
+    /// The toolchain that compiles for `isa`: its flags after the campaign's.
+    pub fn toolchain_for(&self, isa: Isa) -> Toolchain {
+        let mut tc = self.toolchain.clone();
+        tc.cflags.extend(isa.flags().iter().map(|f| f.to_string()));
+        tc
+    }
+
     /// Checks that the campaign can run: at least one program whose index fits, padding
     /// multiples at which every generated program's buffers stay within [`MAX_PADDED_CELLS`]
     /// (a padding multiple beyond that would make every program "fail" to lower or to run,
@@ -390,6 +423,8 @@ pub struct Stats {
     pub bounded: u64,
     /// Kernel runs in fma mode (compared within the bound of spec/values.md).
     pub fma: u64,
+    /// Exact-mode kernel runs without lifting, of programs whose lifted kernel reassociates.
+    pub unlifted: u64,
     /// Lifted kernel runs that differ from the oracle by a permitted result (spec/fuzzing.md,
     /// *Lifted kernels*: the kernel's values are its IR's, and the validator proves its terms).
     pub permitted: u64,
@@ -428,6 +463,7 @@ impl Stats {
         self.lifted += o.lifted;
         self.bounded += o.bounded;
         self.fma += o.fma;
+        self.unlifted += o.unlifted;
         self.permitted += o.permitted;
         self.undecided += o.undecided;
         self.planted += o.planted;
@@ -682,8 +718,13 @@ pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
 }
 
 /// Runs every check on one given program and inputs (a reproducer), with `seed` choosing its
-/// variants and mutant. Nothing is shrunk.
+/// variants and mutant, the C backend at every multiple of `cfg.pads`. Nothing is shrunk.
 pub fn replay(cfg: &Config, program: Program, inputs: Inputs, seed: u64) -> Report {
+    // A reproducer names the multiples to run again (one, for a C check): all of them.
+    let cfg = &Config {
+        every_pad: true,
+        ..cfg.clone()
+    };
     let start = Instant::now();
     let mut stats = Stats::default();
     let mut stopped = None;
@@ -892,9 +933,17 @@ fn prepare(
         }
     }
     let mut kernels = Vec::new();
+    let isa = cfg.isa(index);
+    let drawn = drawn_pad(&cfg.pads, seed);
+    // The multiples of the lifted kernels, and the one of the unlifted exact and fma kernels.
+    let (lifted_pads, unlifted_pad) = if cfg.every_pad {
+        (cfg.pads.clone(), cfg.pads.first().copied())
+    } else {
+        (drawn.into_iter().collect(), drawn)
+    };
     if cfg.c_backend {
         let mut reassociated_somewhere = false;
-        for &pad in &cfg.pads {
+        for &pad in &lifted_pads {
             let name = format!("p{slot}_m{pad}");
             match lower(cfg, &checked, pad, true, false, &name, stats) {
                 Ok(k) => {
@@ -903,6 +952,7 @@ fn prepare(
                         pad,
                         lift: true,
                         fma: false,
+                        isa,
                     };
                     kernels.push((check, k));
                 }
@@ -914,7 +964,7 @@ fn prepare(
         }
         // A lifted program (or one with a sum in lanes) also runs once without
         // reassociation, where it must agree bit for bit.
-        if let (true, Some(&pad)) = (reassociated_somewhere, cfg.pads.first()) {
+        if let (true, Some(pad)) = (reassociated_somewhere, unlifted_pad) {
             let name = format!("p{slot}_m{pad}_exact");
             match lower(cfg, &checked, pad, false, false, &name, stats) {
                 Ok(k) => {
@@ -922,6 +972,7 @@ fn prepare(
                         pad,
                         lift: false,
                         fma: false,
+                        isa,
                     };
                     kernels.push((check, k));
                 }
@@ -932,8 +983,8 @@ fn prepare(
             }
         }
         // A program with a product-then-add also runs in fma mode, unlifted (so that it
-        // evaluates the oracle's own term, whose bound the oracle computes), at the first `M`.
-        if let Some(&pad) = cfg.pads.first() {
+        // evaluates the oracle's own term, whose bound the oracle computes), at the same `M`.
+        if let Some(pad) = unlifted_pad {
             let name = format!("p{slot}_m{pad}_fma");
             match lower(cfg, &checked, pad, false, true, &name, stats) {
                 Ok(k) if k.has_fusable() => {
@@ -941,6 +992,7 @@ fn prepare(
                         pad,
                         lift: false,
                         fma: true,
+                        isa,
                     };
                     kernels.push((check, k));
                 }
@@ -953,20 +1005,16 @@ fn prepare(
         }
     }
     // One kernel per program also goes through the translation validator, when it is small
-    // enough for symbolic evaluation.
-    // The lifted kernel at a seed-chosen multiple: a replay with just that multiple validates
-    // the same kernel.
-    let chosen = cfg
-        .pads
-        .get((seed % cfg.pads.len().max(1) as u64) as usize)
-        .copied();
+    // enough for symbolic evaluation: the lifted kernel at the drawn multiple, so that a replay
+    // with just that multiple validates the same kernel.
     let kernel = kernels.iter().find(|(c, _)| {
         Some(c)
-            == chosen
+            == drawn
                 .map(|pad| Check::C {
                     pad,
                     lift: true,
                     fma: false,
+                    isa,
                 })
                 .as_ref()
     });
@@ -988,6 +1036,22 @@ fn prepare(
         kernels,
         failures,
     }))
+}
+
+/// The kernel target of a C check (the default for the others, which compile nothing).
+fn check_isa(c: &Check) -> Isa {
+    match c {
+        Check::C { isa, .. } => *isa,
+        _ => Isa::Default,
+    }
+}
+
+/// The padding multiple of `pads` that the program of `seed` is lowered at (unless
+/// [`Config::every_pad`]) and whose lifted kernel is validated. A reproducer of a C check
+/// records that one multiple, and replaying it draws it again.
+pub fn drawn_pad(pads: &[u64], seed: u64) -> Option<u64> {
+    let i = seed % pads.len().max(1) as u64;
+    pads.get(usize::try_from(i).ok()?).copied()
 }
 
 fn lower(
@@ -1066,16 +1130,39 @@ fn run_c(
     stats: &mut Stats,
     out: &mut Vec<Mismatch>,
 ) -> Result<(), Stop> {
-    let runs: Vec<(&Kernel, &Inputs)> = prepared
+    let runs: Vec<(Isa, &Kernel, &Inputs)> = prepared
         .iter()
-        .flat_map(|p| p.kernels.iter().map(move |(_, k)| (k, &p.inputs)))
+        .flat_map(|p| {
+            p.kernels
+                .iter()
+                .map(move |(c, k)| (check_isa(c), k, &p.inputs))
+        })
         .collect();
-    let mut outcomes = if runs.is_empty() {
-        Vec::new()
-    } else {
-        run_kernels(&cfg.toolchain, &runs, stats)?
+    // One batch (translation unit, driver) per kernel target, in the order they first appear.
+    let mut outcomes: Vec<Option<Result<Outcome, CheckFailed>>> = Vec::new();
+    outcomes.resize_with(runs.len(), || None);
+    let mut isas: Vec<Isa> = runs.iter().map(|r| r.0).collect();
+    isas.dedup();
+    let mut done = Vec::new();
+    for isa in isas {
+        if done.contains(&isa) {
+            continue;
+        }
+        done.push(isa);
+        let (at, batch): (Vec<usize>, Vec<(&Kernel, &Inputs)>) = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.0 == isa)
+            .map(|(i, r)| (i, (r.1, r.2)))
+            .unzip();
+        let results = run_kernels(&cfg.toolchain_for(isa), &batch, stats)?;
+        for (i, o) in at.into_iter().zip(results) {
+            outcomes[i] = Some(o);
+        }
     }
-    .into_iter();
+    let mut outcomes = outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(Err(CheckFailed::TooFewResults)));
     for p in prepared {
         let mut failures = p.failures.clone();
         stats.programs += 1;
@@ -1085,6 +1172,14 @@ fn run_c(
                 .unwrap_or_else(|| Err(CheckFailed::TooFewResults));
             stats.kernels += 1;
             stats.lifted += u64::from(k.lifted > 0);
+            stats.unlifted += u64::from(matches!(
+                check,
+                Check::C {
+                    lift: false,
+                    fma: false,
+                    ..
+                }
+            ));
             let started = Instant::now();
             let result = outcome.and_then(|o| {
                 compare_c(&p.checked, &p.inputs, &p.expected, p.division, k, &o, stats)
@@ -1469,10 +1564,15 @@ fn run_check(
             let k = lower(cfg, c, *pad, true, false, "teil_kernel", stats)?;
             Ok(validate(c, &k, stats)?)
         }
-        Check::C { pad, lift, fma } => {
+        Check::C {
+            pad,
+            lift,
+            fma,
+            isa,
+        } => {
             let k = lower(cfg, c, *pad, *lift, *fma, "teil_kernel", stats)?;
             let runs = [(&k, inputs)];
-            let o = run_kernels(&cfg.toolchain, &runs, stats)
+            let o = run_kernels(&cfg.toolchain_for(*isa), &runs, stats)
                 .map_err(NotPassed::Stopped)?
                 .pop()
                 .unwrap_or_else(|| Err(CheckFailed::NoResult))?;

@@ -2,6 +2,7 @@
 //! a shrunk program) and how one failed ([`FailedCheck`]); shared by [`crate::campaign`], which
 //! runs the checks, and [`crate::repro`], which records a failure in a reproducer.
 
+use crate::isa::Isa;
 use crate::laws::Law;
 use crate::mutate::Mutation;
 use crate::profile::Phase;
@@ -27,8 +28,13 @@ pub enum Check {
     /// The C backend refused a well-typed program.
     Lower { pad: u64 },
     /// The C backend at padding multiple `pad`, with or without contraction lifting, in exact
-    /// or fused multiply-add mode.
-    C { pad: u64, lift: bool, fma: bool },
+    /// or fused multiply-add mode, compiled for `isa`.
+    C {
+        pad: u64,
+        lift: bool,
+        fma: bool,
+        isa: Isa,
+    },
     /// The translation validator (spec/validation.md) rejects the kernel at `pad`.
     Validate { pad: u64 },
 }
@@ -73,19 +79,35 @@ impl Check {
                 mutation.expected().as_str()
             ),
             Check::Lower { pad } => format!("the C backend cannot lower the program at M = {pad}"),
-            Check::C { pad, fma: true, .. } => format!(
-                "the C backend at M = {pad} in fma mode differs from the oracle by more than \
-                 the bound of spec/values.md"
+            Check::C {
+                pad,
+                fma: true,
+                isa,
+                ..
+            } => format!(
+                "the C backend at M = {pad}{} in fma mode differs from the oracle by more than \
+                 the bound of spec/values.md",
+                for_isa(*isa)
             ),
             Check::C {
-                pad, lift: true, ..
+                pad,
+                lift: true,
+                isa,
+                ..
             } => {
-                format!("the C backend at M = {pad} differs from the oracle")
+                format!(
+                    "the C backend at M = {pad}{} differs from the oracle",
+                    for_isa(*isa)
+                )
             }
             Check::C {
-                pad, lift: false, ..
+                pad,
+                lift: false,
+                isa,
+                ..
             } => format!(
-                "the C backend at M = {pad} without contraction lifting differs from the oracle"
+                "the C backend at M = {pad}{} without contraction lifting differs from the oracle",
+                for_isa(*isa)
             ),
             Check::Validate { pad } => {
                 format!("the translation validator rejects the kernel for M = {pad}")
@@ -123,6 +145,14 @@ impl Check {
             Check::Validate { .. } => 500,
             _ => 2000,
         }
+    }
+}
+
+/// ` for avx512`, say: the kernel target of a C check, unless it is the compiler's default.
+fn for_isa(isa: Isa) -> String {
+    match isa {
+        Isa::Default => String::new(),
+        _ => format!(" for {isa}"),
     }
 }
 

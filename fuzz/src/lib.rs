@@ -5,8 +5,8 @@
 //! rule of a well-typed program, for testing the checker's diagnostics. [`shrink`] reduces a
 //! failing program and its inputs. [`laws`] rewrites programs by the TeIL paper's equational
 //! laws. [`campaign`] runs whole differential campaigns (`teil fuzz`) of the checks of
-//! [`check`], comparing with the tolerances of [`compare`] and writing reproducers with
-//! [`repro`]; [`forms`] gives the
+//! [`check`], comparing with the tolerances of [`compare`], compiling for the kernel targets of
+//! [`isa`] in turn and writing reproducers with [`repro`]; [`forms`] gives the
 //! programs that reach the C backend's kernel forms, and [`signature`] tells the same bug found
 //! twice in the JSON [`summary`] of a campaign (`teil fuzz --summary-json`).
 //!
@@ -30,6 +30,7 @@ pub mod forms;
 pub mod gen;
 pub mod hazard;
 pub mod inplace;
+pub mod isa;
 pub mod laws;
 pub mod mutate;
 pub mod ops_eval;

@@ -3,15 +3,17 @@
 //! (`teil fuzz --replay DIR/repro_<seed>.teil`).
 //!
 //! The `.teil` file starts with comment lines saying what failed and how; one of them,
-//! `// fuzz-replay: seed=S pads=M,... [plant=BUG]`, is read back by [`read`]: the seed chooses
-//! the program's law variant and mutant as in the campaign, `pads` the padding multiples to run
-//! the C backend at, and `plant` the planted bug that was active (test campaigns only).
+//! `// fuzz-replay: seed=S pads=M,... [isa=ISA] [plant=BUG]`, is read back by [`read`]: the
+//! seed chooses the program's law variant and mutant as in the campaign, `pads` the padding
+//! multiples to run the C backend at, `isa` the kernel target it was compiled for (a C check's;
+//! [`crate::isa`]), and `plant` the planted bug that was active (test campaigns only).
 //!
 //! The files are written all or nothing (`teil_interp::files::Staged`), the `.teil` file
 //! renamed into place last, so a reproducer that exists is complete.
 
 use crate::check::{Check, FailedCheck};
 use crate::error::FileError;
+use crate::isa::Isa;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
 use teil::ast::Program;
@@ -29,6 +31,8 @@ pub struct Reproducer {
     pub inputs: Inputs,
     pub seed: u64,
     pub pads: Vec<u64>,
+    /// The kernel target of the failed C check (none recorded: the replay's default).
+    pub isa: Option<Isa>,
     pub plant: Option<Bug>,
 }
 
@@ -107,6 +111,9 @@ pub fn write<'a>(
         "{MARKER} seed={seed} pads={}",
         pads_text.join(",")
     ));
+    if let Check::C { isa, .. } = failure.check {
+        text.push_str(&format!(" isa={isa}"));
+    }
     if let Some(b) = cfg.plant {
         text.push_str(&format!(" plant={}", b.name()));
     }
@@ -144,6 +151,7 @@ pub fn read(path: &Path) -> Result<Reproducer, FileError> {
     let mut seed = 0;
     let mut pads = Vec::new();
     let mut plant = None;
+    let mut isa = None;
     if let Some(line) = text.lines().find_map(|l| l.trim().strip_prefix(MARKER)) {
         for field in line.split_whitespace() {
             let bad = || FileError::ReplayField {
@@ -158,6 +166,14 @@ pub fn read(path: &Path) -> Result<Reproducer, FileError> {
                         .map(|m| m.parse::<u64>())
                         .collect::<Result<_, _>>()
                         .map_err(|_| bad())?
+                }
+                Some(("isa", v)) => {
+                    isa = Some(
+                        Isa::ALL
+                            .into_iter()
+                            .find(|i| i.name() == v)
+                            .ok_or_else(bad)?,
+                    )
                 }
                 Some(("plant", v)) => plant = Some(Bug::from_name(v).ok_or_else(bad)?),
                 _ => return Err(bad()),
@@ -192,6 +208,7 @@ pub fn read(path: &Path) -> Result<Reproducer, FileError> {
         inputs,
         seed,
         pads,
+        isa,
         plant,
     })
 }

@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 use teil_fuzz::campaign::{self, Check, Config, FLAVOURS};
+use teil_fuzz::isa::{self, Isa};
 use teil_fuzz::laws::Law;
 use teil_fuzz::repro;
 
-/// The CI campaign: 240 programs (60 of each flavour) through every check at M = 1, 3, 8.
+/// The CI campaign: 240 programs (60 of each flavour) through every check, each program's C at
+/// the multiple of 1, 3, 8 its seed draws.
 #[test]
 fn short_campaign_finds_no_mismatch() {
     let cfg = Config {
@@ -43,8 +45,9 @@ fn short_campaign_finds_no_mismatch() {
     assert_eq!(s.by_flavour, [60; FLAVOURS.len()]);
     // Every division program is a "division" flavour program (the others have none).
     assert!(s.division > 0 && s.division <= 60, "{}", s.division);
-    // Three kernels per program, plus the exact re-runs of lifted ones.
-    assert!(s.kernels >= 3 * 240, "{}", s.kernels);
+    // One kernel per program at the multiple its seed draws, plus the exact re-runs of lifted
+    // ones and the fma-mode runs.
+    assert!(s.kernels >= 240 + s.fma, "{}", s.kernels);
     assert!(s.lifted > 0, "no kernel was lifted");
     // Programs with a product-then-add also run in fma mode.
     assert!(s.fma >= 24 && s.fma <= 240, "{} fma kernels", s.fma);
@@ -61,6 +64,97 @@ fn short_campaign_finds_no_mismatch() {
     }
     assert!(s.retargeted >= 30, "{}", s.retargeted);
     assert_eq!(s.planted, 0);
+}
+
+/// Each program is lowered at one multiple, drawn from its seed: over a campaign every multiple
+/// is drawn about equally often, and a single multiple is always drawn.
+#[test]
+fn the_padding_multiple_is_drawn_per_program() {
+    let mut drawn = std::collections::BTreeMap::new();
+    for k in 0..240 {
+        let seed = campaign::program_seed(20261122, k);
+        *drawn
+            .entry(campaign::drawn_pad(&campaign::DEFAULT_PADS, seed).unwrap())
+            .or_insert(0) += 1;
+        assert_eq!(campaign::drawn_pad(&[5], seed), Some(5));
+    }
+    assert_eq!(drawn.keys().copied().collect::<Vec<_>>(), [1, 3, 8]);
+    assert!(drawn.values().all(|&n| n >= 60), "{drawn:?}");
+    assert_eq!(campaign::drawn_pad(&[], 3), None);
+}
+
+/// With `every_pad`, each program is lowered at every multiple (`--every-pad`).
+#[test]
+fn every_pad_lowers_each_program_at_every_multiple() {
+    let cfg = |every_pad| Config {
+        programs: Some(40),
+        seed: 3,
+        jobs: 1,
+        validation: false,
+        every_pad,
+        ..Config::default()
+    };
+    let one = campaign::run(&cfg(false), &|_| {}).stats;
+    let every = campaign::run(&cfg(true), &|_| {}).stats;
+    assert_eq!((one.programs, every.programs), (40, 40));
+    // Kernels with lifting: one per program, or three; the runs without lifting (exact and fma)
+    // come at most once per program either way.
+    assert!(one.unlifted + one.fma <= 2 * 40 && every.unlifted + every.fma <= 2 * 40);
+    let lifted_one = one.kernels - one.fma - one.unlifted;
+    let lifted_every = every.kernels - every.fma - every.unlifted;
+    assert_eq!((lifted_one, lifted_every), (40, 3 * 40));
+}
+
+/// The kernel targets take turns, a block of programs each, and each block's C is compiled
+/// with its target's flags (seen by a compiler wrapper that logs its arguments); every target
+/// gives the oracle's results.
+#[test]
+fn kernel_targets_take_turns_with_their_flags() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let cc = dir.path().join("cc-logging");
+    std::fs::write(
+        &cc,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec cc \"$@\"\n",
+            log.display()
+        ),
+    )
+    .expect("write the wrapper");
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let isas = vec![Isa::Portable, Isa::Default, Isa::Vec128, Isa::Vec512];
+    let mut cfg = Config {
+        programs: Some(4 * isa::BLOCK),
+        seed: 17,
+        jobs: 2,
+        validation: false,
+        isas: isas.clone(),
+        ..Config::default()
+    };
+    cfg.toolchain.cc = cc.to_string_lossy().into_owned();
+    let report = campaign::run(&cfg, &|_| {});
+    assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
+    assert_eq!(report.stats.programs, 4 * isa::BLOCK);
+    let log = std::fs::read_to_string(&log).expect("the wrapper ran");
+    let compiles: Vec<&str> = log.lines().collect();
+    // One translation unit per block of programs, each with its target's flags alone.
+    assert_eq!(compiles.len() as u64, report.stats.compiles, "{log}");
+    assert_eq!(compiles.len(), 4, "{log}");
+    for isa in isas {
+        let with = |f: &str| compiles.iter().filter(|c| c.contains(f)).count();
+        for f in isa.flags() {
+            assert_eq!(with(f), 1, "{isa}: {log}");
+        }
+    }
+    assert_eq!(
+        compiles.iter().filter(|c| !c.contains("-D")).count(),
+        1,
+        "{log}"
+    );
+    // Program k's target, and a replay's: the first.
+    assert_eq!(cfg.isa(Some(isa::BLOCK + 1)), Isa::Default);
+    assert_eq!(cfg.isa(None), Isa::Portable);
 }
 
 #[test]
@@ -185,6 +279,28 @@ fn a_hand_written_reproducer_replays_cleanly() {
     // M = 1 and 3, and the fma-mode kernel (the product-then-add of the contraction).
     assert_eq!(report.stats.kernels, 3);
     assert_eq!(report.stats.fma, 1);
+}
+
+/// A reproducer's kernel target is read back; an unknown one is an error naming the field.
+#[test]
+fn a_reproducers_kernel_target_is_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.teil");
+    let program = "var A : [2]\nA = A\n";
+    std::fs::write(
+        &file,
+        format!("// fuzz-replay: seed=3 pads=8 isa=vec128\n{program}"),
+    )
+    .unwrap();
+    let r = repro::read(&file).unwrap();
+    assert_eq!((r.seed, r.pads, r.isa), (3, vec![8], Some(Isa::Vec128)));
+    std::fs::write(
+        &file,
+        format!("// fuzz-replay: seed=3 pads=8 isa=sse9\n{program}"),
+    )
+    .unwrap();
+    let e = repro::read(&file).unwrap_err().to_string();
+    assert!(e.contains("isa=sse9"), "{e}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ use teil_cbackend::validate::{self, Judgement};
 use teil_cbackend::Options;
 use teil_fuzz::campaign::{self, Check, Config, Report, DEFAULT_CFLAGS};
 use teil_fuzz::compare::{self, Tolerance};
+use teil_fuzz::isa::Isa;
 use teil_fuzz::repro;
 use teil_fuzz::shrink::Inputs;
 
@@ -236,10 +237,12 @@ fn a_planted_bug_in_a_lifted_kernel_is_reported_even_where_only_a_non_finite_cel
     let r = replay(&p, &inputs, 1, Some(Bug::OffByOne));
     let failures: Vec<_> = r.mismatches.iter().flat_map(|m| &m.failures).collect();
     for pad in [1, 3, 8] {
+        // A replay compiles for the first kernel target of the configuration: the default.
         let lifted = Check::C {
             pad,
             lift: true,
             fma: false,
+            isa: Isa::Default,
         };
         let f = failures
             .iter()
@@ -265,6 +268,7 @@ fn a_planted_bug_in_a_lifted_kernel_is_reported_even_where_only_a_non_finite_cel
             "{text}"
         );
         let r = repro::read(&file).expect("the reproducer reads back");
+        assert_eq!(r.isa, Some(Isa::Default));
         let again = campaign::replay(
             &Config {
                 pads: r.pads.clone(),

@@ -28,6 +28,7 @@ use teil::CodedError;
 use teil_cbackend::plant::Bug;
 use teil_cbackend::run::{DriverError, Toolchain};
 use teil_fuzz::campaign::{self, Config, Mismatch, Progress, Report, Stop};
+use teil_fuzz::isa::Isa;
 use teil_fuzz::repro;
 
 #[derive(clap::Args)]
@@ -41,9 +42,20 @@ pub struct FuzzArgs {
     /// Start at program K of the campaign (with `--programs 1`: re-run one program).
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub skip: u64,
-    /// Padding multiples for the C backend, comma-separated (default 1,3,8).
+    /// Padding multiples for the C backend, comma-separated (default 1,3,8); each program is
+    /// lowered at the one its seed draws.
     #[arg(long = "pad", value_name = "M,...")]
     pub pads: Option<String>,
+    /// Lower every program at every padding multiple of `--pad`, not at the one its seed draws
+    /// (about twice the C per program).
+    #[arg(long)]
+    pub every_pad: bool,
+    /// Kernel targets the C is compiled for, 50 programs each in turn: `host` (every kernel
+    /// family of the printed C, on this machine's vector instructions where it has them) or
+    /// names, comma-separated: default, avx2, avx512, vec128, vec256, vec512, portable
+    /// (spec/fuzzing.md, *Kernel targets*).
+    #[arg(long, value_name = "ISA,...", default_value = "host")]
+    pub isa: String,
     /// Worker threads (default: the number of cores).
     #[arg(long, value_name = "J")]
     pub jobs: Option<usize>,
@@ -217,6 +229,7 @@ fn config(args: &FuzzArgs) -> Result<Config, String> {
         skip: args.skip,
         chunk: args.chunk,
         c_backend: !args.no_c,
+        every_pad: args.every_pad,
         shrink: args.shrink,
         out: Some(args.out.clone()),
         ..Config::default()
@@ -245,6 +258,7 @@ fn config(args: &FuzzArgs) -> Result<Config, String> {
     if let Some(name) = &args.plant {
         cfg.plant = Some(parse_plant(name)?);
     }
+    cfg.isas = Isa::parse_list(&args.isa)?.unwrap_or_else(|| Isa::host(&cfg.toolchain.cflags));
     Ok(cfg)
 }
 
@@ -341,6 +355,16 @@ fn load_replay(
     if args.plant.is_none() {
         cfg.plant = r.plant;
     }
+    if let (Some(isa), "host") = (r.isa, args.isa.as_str()) {
+        if !isa.runs_here() {
+            return Err(format!(
+                "the reproducer was compiled for `{isa}` ({}), which this machine does not run; \
+                 replay it with another kernel target with `--isa`",
+                isa.flags().join(" ")
+            ));
+        }
+        cfg.isas = vec![isa];
+    }
     Ok(r)
 }
 
@@ -390,6 +414,12 @@ fn describe(m: &Mismatch, cfg: &Config) -> String {
         if cfg.pads != campaign::DEFAULT_PADS {
             let pads: Vec<String> = cfg.pads.iter().map(u64::to_string).collect();
             cmd.push_str(&format!(" --pad {}", pads.join(",")));
+        }
+        if cfg.every_pad {
+            cmd.push_str(" --every-pad");
+        }
+        if cfg.isas != [Isa::Default] {
+            cmd.push_str(&format!(" --isa {}", cfg.isa(Some(k))));
         }
         if let Some(b) = cfg.plant {
             cmd.push_str(&format!(" --plant {}", b.name()));
