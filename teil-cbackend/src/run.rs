@@ -554,6 +554,30 @@ pub fn extra_cflags() -> Vec<String> {
 /// refused, but part of the kernel cache's key ([`crate::shared`]).
 pub const KEYED_ENVIRONMENT: &[&str] = &["CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH", "SDKROOT"];
 
+/// Compiles an empty translation unit with `tc`'s flags (to an object file, in a scratch
+/// directory removed on return): `Ok(Ok(()))` when the compiler accepts them, `Ok(Err(message))`
+/// with its messages when it refuses them. `Err` when the compiler cannot be run, times out or
+/// is interrupted, or the flags change values ([`Toolchain::check_flags`]). A campaign asks this
+/// before it compiles kernels for a flag set the host runs but the compiler may not know.
+pub fn accepts_flags(tc: &Toolchain) -> Result<Result<(), String>, DriverError> {
+    let scratch = StagingDir::scratch().map_err(io("cannot create a temporary directory"))?;
+    let source = scratch.path().join("probe.c");
+    let object = scratch.path().join("probe.o");
+    std::fs::write(&source, "typedef int teil_probe;\n")
+        .map_err(io("cannot write the generated source"))?;
+    let args = [
+        OsStr::new("-c"),
+        source.as_os_str(),
+        OsStr::new("-o"),
+        object.as_os_str(),
+    ];
+    match compile(tc, &args, scratch.path(), &source) {
+        Ok(()) => Ok(Ok(())),
+        Err(DriverError::CompileFailed { message, .. }) => Ok(Err(message)),
+        Err(e) => Err(e),
+    }
+}
+
 /// What `CC --version` prints (the head of its standard output), run under `tc`'s time-out and
 /// cancellation: the compiler's own identification, for the kernel cache's key. Empty when
 /// the compiler cannot be run (the compilation then reports it).

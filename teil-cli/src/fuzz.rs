@@ -174,7 +174,8 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
     };
     cfg.toolchain.cancel = cancel_on_signal();
     let start = std::time::Instant::now();
-    let report = match preflight(&cfg) {
+    let explicit_isas = args.isa != "host" || reproducer.is_some();
+    let report = match preflight(&mut cfg, explicit_isas) {
         Err(Preflight::Stopped(stop)) => Report {
             stats: Default::default(),
             mismatches: Vec::new(),
@@ -297,8 +298,11 @@ enum Preflight {
 }
 
 /// Compiles and runs one trivial kernel (with the C backend), so that a missing or broken C
-/// compiler is one usage error rather than a mismatch for every program.
-fn preflight(cfg: &Config) -> Result<(), Preflight> {
+/// compiler is one usage error rather than a mismatch for every program; then compiles an
+/// empty file with each kernel target's flags. A target whose flags the compiler refuses is
+/// a usage error where `--isa` (or the reproducer) named it, and is left out with a note where
+/// it came from `--isa host`.
+fn preflight(cfg: &mut Config, explicit_isas: bool) -> Result<(), Preflight> {
     if !cfg.c_backend {
         return Ok(());
     }
@@ -308,14 +312,45 @@ fn preflight(cfg: &Config) -> Result<(), Preflight> {
     let kernel = teil_cbackend::lower(&checked, &teil_cbackend::Options::default())
         .map_err(|e| internal(e.to_string()))?;
     let inputs = teil_interp::random_inputs(&checked, 0);
-    match teil_cbackend::run::run(&cfg.toolchain, &kernel, &inputs) {
-        Ok(_) => Ok(()),
-        Err(DriverError::Interrupted) => Err(Preflight::Stopped(Stop::Interrupted)),
-        Err(e @ DriverError::TimedOut { .. }) => Err(Preflight::Stopped(Stop::Environment {
+    teil_cbackend::run::run(&cfg.toolchain, &kernel, &inputs).map_err(cannot_run)?;
+    let mut kept = Vec::new();
+    for isa in cfg.isas.clone() {
+        if isa.flags().is_empty() {
+            kept.push(isa);
+            continue;
+        }
+        match teil_cbackend::run::accepts_flags(&cfg.toolchain_for(isa)).map_err(cannot_run)? {
+            Ok(()) => kept.push(isa),
+            Err(message) => {
+                let why = format!(
+                    "the C compiler `{}` refuses the flags of kernel target `{isa}` ({}): {}",
+                    cfg.toolchain.cc,
+                    isa.flags().join(" "),
+                    message.lines().next().unwrap_or("").trim()
+                );
+                if explicit_isas {
+                    return Err(Preflight::Failed(format!("`--isa`: {why}")));
+                }
+                crate::out::eprint(&format!(
+                    "note: {why}; the campaign does not compile for it\n"
+                ));
+            }
+        }
+    }
+    cfg.isas = kept;
+    Ok(())
+}
+
+/// A failure of the C backend in the preflight: interrupted or timed out, a campaign that
+/// stopped early; otherwise the backend cannot run (exit 2).
+fn cannot_run(e: DriverError) -> Preflight {
+    match e {
+        DriverError::Interrupted => Preflight::Stopped(Stop::Interrupted),
+        e @ DriverError::TimedOut { .. } => Preflight::Stopped(Stop::Environment {
             code: e.code(),
             message: e.to_string(),
-        })),
-        Err(e) => Err(Preflight::Failed(format!("the C backend cannot run: {e}"))),
+        }),
+        e => Preflight::Failed(format!("the C backend cannot run: {e}")),
     }
 }
 

@@ -307,3 +307,54 @@ fn usage_errors_exit_2() {
         assert_eq!(stdout(&o), "", "{args:?}");
     }
 }
+
+/// A kernel target whose flags the C compiler refuses: left out with a note when it came from
+/// `--isa host`, a usage error when `--isa` names it; the other targets still run.
+#[test]
+fn a_kernel_target_the_compiler_refuses_is_left_out_or_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cc = dir.path().join("cc-no-portable");
+    std::fs::write(
+        &cc,
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -Dteil_portable ] && { echo 'unknown flag' >&2; exit 1; }; done\nexec cc \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cc = cc.to_str().unwrap();
+    // Programs 0 to 149: the first three targets of the host's list (never `portable`, its last).
+    let o = teil_in(
+        dir.path(),
+        &["fuzz", "--cc", cc, "--programs", "150", "--seed", "2"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(summary(&o), (150, 0));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "note: the C compiler `{cc}` refuses the flags of kernel target `portable` \
+             (-Dteil_portable): unknown flag; the campaign does not compile for it\n"
+        )
+    );
+    let o = teil_in(
+        dir.path(),
+        &[
+            "fuzz",
+            "--cc",
+            cc,
+            "--isa",
+            "vec128,portable",
+            "--programs",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: `--isa`: the C compiler `{cc}` refuses the flags of kernel target `portable` \
+             (-Dteil_portable): unknown flag\n"
+        )
+    );
+    assert_eq!(stdout(&o), "");
+}
