@@ -87,6 +87,29 @@ fn near_rows_and_few_rows_are_not_jammed() {
 }
 
 #[test]
+fn rows_with_a_term_gathered_along_the_inner_loop_are_not_jammed() {
+    // `random_25` of `bench/run --random 50 --seed 1`: the fold's rows of `in0` lie 799 doubles
+    // apart (a jam's shape), but `in1` strides 2058 doubles along the inner loop: each jammed
+    // row would be one more gather (issue 43). The same nest with `in1` read along its rows is
+    // jammed.
+    let gathered = teil::compile(
+        "input var in0 : [49 42 47 17]\ninput var in1 : [47 17 42 49]\noutput var out : [17 47]\n\
+         out = transp 1 2 (red+ 1 (red+ 2 (mul in0 (transp 3 4 (transp 2 3 (transp 1 4 in1))))))",
+    )
+    .expect("checks")
+    .0;
+    assert!(jammed(&lower(&gathered, 1, true, false)).is_empty());
+    let along_rows = teil::compile(
+        "input var in0 : [49 42 47 17]\ninput var in1 : [49 42 47 17]\noutput var out : [17 47]\n\
+         out = transp 1 2 (red+ 1 (red+ 2 (mul in0 in1)))",
+    )
+    .expect("checks")
+    .0;
+    let k = lower(&along_rows, 1, true, false);
+    assert!(!jammed(&k).is_empty(), "{k}");
+}
+
+#[test]
 fn a_jam_of_rows_the_loop_cannot_take_is_malformed() {
     let p = program(70);
     let malformed = |k: &Kernel| match validate::validate(&p, k) {
