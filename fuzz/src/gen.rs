@@ -127,7 +127,7 @@ fn leaf(shape: Vec<u64>, cfg: &GenConfig) -> BoxedStrategy<Expr> {
 
 /// An expression of shape `shape` with at most `depth` nested operations.
 ///
-/// The strategy is built when a value is drawn from it ([`Lazy`]): built at once, each level
+/// The strategy is built when a value is drawn from it (`Lazy`): built at once, each level
 /// would build the strategies of every construct's operands, all the way down, though a draw
 /// follows one construct per level (most of a campaign's generation time went into building
 /// and dropping them). Building draws nothing from the random source, so the values drawn are
