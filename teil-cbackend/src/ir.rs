@@ -460,6 +460,12 @@ pub struct Panels {
     /// consecutive tiles store into the same `MR` rows of the target instead of into all `mc`
     /// rows of the row panel at once. Not part of any cell's operations.
     pub rows_outer: bool,
+    /// Whether the last row sliver, narrower than `mr` (`m % mr` rows of
+    /// [`Strategy::Packed`]), is computed by an edge tile of its own rows instead of the full
+    /// tile over zero rows: chosen by the contraction pass where those zero rows would cost
+    /// enough multiplications (`opt::contract::EDGE_MIN_WORK`). Not part of any cell's
+    /// operations: the zero rows' cells are never stored.
+    pub edge: bool,
 }
 
 impl Panels {
@@ -587,6 +593,11 @@ pub enum Strategy {
         /// operations, only how the vector variants load them).
         /// One per operand, `a`'s first.
         reads: Vec<Reads>,
+        /// One per operand, `a`'s first: whether the vector variants fetch the next block's
+        /// rows of the operand while a block runs. Only for an operand whose terms are rows
+        /// ([`Reads::Rows`]) at most `opt::contract::PREFETCH_MAX_ROW` doubles apart: longer
+        /// rows are streams the hardware prefetchers follow. Not part of any cell's operations.
+        prefetch: Vec<bool>,
         variants: Vec<Lanes>,
     },
     /// Dot products in lanes, where the kernel may reassociate ([`Kernel::reassociate`]): every

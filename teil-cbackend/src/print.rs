@@ -19,15 +19,19 @@
 
 mod contract;
 mod dot;
+mod expr;
 mod lane_dot;
 mod lanes;
+mod loops;
 mod nest;
 mod packed;
+mod target;
 mod tile;
 mod vector_dot;
 mod writer;
 
 use crate::ir::*;
+use expr::comment_text;
 use teil::ast::RedOp;
 use writer::Writer;
 
@@ -116,30 +120,6 @@ fn helpers(k: &Kernel) -> Helpers {
     h
 }
 
-/// The C statement `acc = acc + x * y` (the C expressions `x` and `y`) as printed: fused in
-/// fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y` otherwise. With `lanes > 1`
-/// the operands are GCC/Clang vectors of that many doubles and the fused form is the
-/// lane-by-lane macro `teil_fmav<lanes>` ([`contract::fma_lanes`]).
-pub(crate) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -> String {
-    match (fma, lanes) {
-        (false, _) => format!("{acc} += {x} * {y};"),
-        (true, 1) => format!("{acc} = teil_fma({x}, {y}, {acc});"),
-        (true, n) => format!("{acc} = teil_fmav{n}({x}, {y}, {acc});"),
-    }
-}
-
-/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) to `acc`,
-/// given its factors (C expressions, one per operand): the product `x * y` as
-/// [`multiply_add`] prints it, or `x` itself for a sum of one operand (there is no product to
-/// fuse, in either mode).
-pub(crate) fn add_term(fma: bool, lanes: u64, acc: &str, factors: &[String]) -> String {
-    match factors {
-        [x, y] => multiply_add(fma, lanes, acc, x, y),
-        [x] => format!("{acc} += {x};"),
-        _ => format!("#error \"a contraction term of {} factors\"", factors.len()),
-    }
-}
-
 /// One translation unit defining every kernel in `kernels` (their names must differ).
 pub fn module(kernels: &[&Kernel]) -> String {
     let h = kernels
@@ -178,7 +158,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
         w.blank();
     }
     if h.select {
-        contract::select(&mut w);
+        target::select(&mut w);
         w.blank();
     }
     if tile::tiles(&mut w, kernels) {
@@ -192,7 +172,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
     }
     if h.lanes_fma {
         w.directive("#if teil_vector_bits != 0 && !defined(teil_fmav4)");
-        contract::fma_lanes(&mut w, LaneFold::WIDTH);
+        target::fma_lanes(&mut w, LaneFold::WIDTH);
         w.directive("#endif");
         w.blank();
     }
@@ -367,7 +347,7 @@ const FAST_FMA: &str = "\
 /// fused multiply-add, else rounded twice (spec/abi.md, "Fused multiply-add"). `__builtin_fma`
 /// is expanded inline by GCC and Clang even at `-O0`, so it needs no libm. Marked unused for
 /// GCC and Clang: a kernel whose only fused pairs are in register tiles may call it nowhere
-/// ([`contract::fma_lanes`]).
+/// ([`target::fma_lanes`]).
 fn fma_helper(w: &mut Writer) {
     w.blank();
     w.line("/* x * y + c, rounded once where the target has a fast fused multiply-add and twice elsewhere");
@@ -410,11 +390,6 @@ fn role(b: &Buffer) -> &'static str {
 
 /// The widest a column of the parameter table in a kernel's header comment is padded to.
 const MAX_COLUMN: usize = 64;
-
-/// Text safe inside a C block comment.
-fn comment_text(s: &str) -> String {
-    s.replace("*/", "* /").replace("/*", "/ *")
-}
 
 fn kernel(k: &Kernel, w: &mut Writer) {
     w.line(format!(
@@ -539,42 +514,4 @@ fn kernel(k: &Kernel, w: &mut Writer) {
             w.line("teil_release(teil_ws);");
         }
     });
-}
-
-/// A C double literal with exactly the value `x`.
-fn literal(x: f64) -> String {
-    if x.is_nan() {
-        "teil_nan()".to_string()
-    } else if x.is_infinite() {
-        if x > 0.0 {
-            "teil_inf()".to_string()
-        } else {
-            "(-teil_inf())".to_string()
-        }
-    } else {
-        // `{:?}` prints the shortest decimal that reads back to the same bits, always with a
-        // `.` or an exponent, so C reads it as a double.
-        let s = format!("{x:?}");
-        if s.starts_with('-') {
-            format!("({s})")
-        } else {
-            s
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::literal;
-
-    #[test]
-    fn literals_read_back_exactly() {
-        assert_eq!(literal(1.0), "1.0");
-        assert_eq!(literal(-3.0), "(-3.0)");
-        assert_eq!(literal(0.1), "0.1");
-        assert_eq!(literal(1e300), "1e300");
-        assert_eq!(literal(-0.0), "(-0.0)");
-        assert_eq!(literal(2.5e-3), "0.0025");
-        assert_eq!(literal(f64::INFINITY), "teil_inf()");
-    }
 }

@@ -884,6 +884,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 rows_of,
                 inner,
                 reads,
+                prefetch,
                 variants,
             } => {
                 if c.outer.is_some() {
@@ -896,6 +897,16 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                         "dot products reading {} operand(s) in {} way(s)",
                         c.operands().count(),
                         reads.len()
+                    )));
+                }
+                // The next block's rows are fetched only from operands whose terms are rows.
+                let stray = reads
+                    .iter()
+                    .zip(prefetch)
+                    .any(|(r, &p)| p && *r != Reads::Rows);
+                if prefetch.len() != reads.len() || stray {
+                    return Err(self.malformed(format!(
+                        "dot products reading {reads:?} that prefetch {prefetch:?}"
                     )));
                 }
                 for (x, r) in c.operands().zip(reads) {

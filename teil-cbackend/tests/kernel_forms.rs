@@ -315,6 +315,59 @@ fn a_dot_step_whose_operands_cannot_be_read_as_recorded_is_rejected() {
     );
 }
 
+/// The contraction pass records which operands' next rows the vector dot kernels fetch
+/// (`Strategy::Dot::prefetch`): `A`'s rows of 40 doubles, not `x`, which is the same for every
+/// cell; rows longer than `PREFETCH_MAX_ROW` are not fetched, and a record that fetches an
+/// operand whose terms are not rows is malformed.
+#[test]
+fn the_dot_kernels_fetch_the_next_rows_where_the_pass_recorded_it() {
+    // Without reassociation: a sum of 600 terms would be summed in lanes instead.
+    let opts = Options {
+        lift: false,
+        ..Options::default()
+    };
+    let prefetched = |src: &str| {
+        let (p, _) = teil::compile(src).expect("checks");
+        let k = teil_cbackend::lower(&p, &opts).expect("lowers");
+        let Some(Step::Contract { c, .. }) = k.steps.first() else {
+            panic!("a contraction step:\n{k}");
+        };
+        let Strategy::Dot { prefetch, .. } = &c.strategy else {
+            panic!("dot products: {k}");
+        };
+        (
+            prefetch.clone(),
+            teil_cbackend::emit_c(&p, &opts).expect("emits"),
+        )
+    };
+    let matvec = |n: u64| {
+        format!("input var A : [20 {n}]\ninput var x : [{n}]\noutput var y : [20]\ny = (A # x) .[2 3]\n")
+    };
+    // The vector kernels' prefetch (the scalar dot products fetch rows of any length).
+    let vector_prefetch = "teil_e++) __builtin_prefetch(&A[";
+    let (short, c) = prefetched(&matvec(40));
+    assert_eq!(short, [true, false]);
+    assert!(c.contains(vector_prefetch), "{c}");
+    let (long, c) = prefetched(&matvec(600));
+    assert_eq!(long, [false, false]);
+    assert!(!c.contains(vector_prefetch), "{c}");
+
+    let (_, p) = program("matvec");
+    let mut k = lower(&p, 1);
+    let Some(Step::Contract { c, .. }) = k.steps.first_mut() else {
+        panic!("a contraction step:\n{k}");
+    };
+    let Strategy::Dot { prefetch, .. } = &mut c.strategy else {
+        panic!("dot products: {k}");
+    };
+    prefetch[1] = true;
+    let e = validate::validate(&p, &k).expect_err("rejected");
+    assert!(
+        matches!(&e, ValidationError::Malformed { what, .. } if what.contains("prefetch")),
+        "{e}"
+    );
+}
+
 /// The dot step of `src` lowered without reassociation, with or without `openmp`: its lane's
 /// extent, the extents of the labels inside the lane's blocks (`Strategy::Dot::inner`), and
 /// the kernel.

@@ -51,6 +51,7 @@ pub const PACKED: [Panels; 4] = [
         mc: 128,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
     // 32 q registers: 24 accumulators (6 rows x 4 vectors), 4 column vectors, a row value.
     Panels {
@@ -61,6 +62,7 @@ pub const PACKED: [Panels; 4] = [
         mc: 72,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
     // 16 ymm: 12 accumulators (6 rows x 2 vectors), 2 column vectors, a row value, a product.
     Panels {
@@ -71,6 +73,7 @@ pub const PACKED: [Panels; 4] = [
         mc: 72,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
     // Plain C: the same tile and panels as the 4-double vectors (the compiler may vectorise).
     Panels {
@@ -81,6 +84,7 @@ pub const PACKED: [Panels; 4] = [
         mc: 72,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
 ];
 /// fma mode's AVX-512 tile and panels, in place of [`PACKED`]'s AVX-512 entry (every other
@@ -97,6 +101,7 @@ pub const PACKED_FMA_AVX512: Panels = Panels {
     mc: 132,
     nc: 4080,
     rows_outer: false,
+    edge: false,
 };
 
 /// The tile and panels of every target, in [`Target::ALL`] order, for a kernel in fma mode
@@ -147,6 +152,7 @@ pub const NESTED: [Panels; 4] = [
         mc: 132,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
     // 32 q registers: 24 accumulators (3 rows x 4 vectors, twice), 4 column vectors, a row
     // value.
@@ -158,6 +164,7 @@ pub const NESTED: [Panels; 4] = [
         mc: 72,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
     // 16 ymm: 12 accumulators (3 rows x 2 vectors, twice), 2 column vectors, a row value, a
     // product.
@@ -169,6 +176,7 @@ pub const NESTED: [Panels; 4] = [
         mc: 72,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
     // Plain C: the 4-double vectors' tile.
     Panels {
@@ -179,6 +187,7 @@ pub const NESTED: [Panels; 4] = [
         mc: 72,
         nc: 4080,
         rows_outer: false,
+        edge: false,
     },
 ];
 
@@ -187,7 +196,7 @@ pub const NESTED: [Panels; 4] = [
 pub const PACKED_MIN_WORK: u128 = 4096;
 /// Fewest multiplications the full register tile would spend on the zero rows that pad a
 /// packed product's last row sliver (its missing rows times the columns, terms and batch
-/// cells) for that sliver to get an edge tile of its own rows (`print::tile`, `Tile::of`):
+/// cells) for that sliver to get an edge tile of its own rows ([`Panels::edge`]):
 /// below it they take microseconds, and the edge tile's C (a function per target, compiled
 /// with every kernel) costs more than it saves, in the fuzzer's compilations 0.9 ms per
 /// program (PERFORMANCE.md).
@@ -254,8 +263,10 @@ pub const CHAIN_LANES: [Lanes; 4] = [
     LANES[3],
 ];
 /// Longest row (in doubles: the lane stride of an operand whose terms are its rows) for which
-/// the dot kernels fetch the next block's rows while a block runs; longer rows are streams the
-/// hardware prefetchers follow (`print::vector_dot`).
+/// the vector dot kernels fetch the next block's rows while a block runs
+/// (`Strategy::Dot::prefetch`); longer rows are streams the hardware prefetchers follow:
+/// fetching the next block of 4096-double rows as well slowed the 4096 x 4096 matrix-vector
+/// product from 5.9 to 10.7 ms on the Zen 4 machine, 128-double rows gained (2.4 to 2.0 ms).
 pub const PREFETCH_MAX_ROW: u64 = 512;
 /// A product that the packed kernel would compute (some target labels read by `a` only, some
 /// by `b` only) is computed by vector dot products instead when its columns (the side of the
@@ -445,6 +456,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
             rows_of: None,
             inner: Vec::new(),
             reads: Vec::new(),
+            prefetch: Vec::new(),
             variants: Vec::new(),
         },
     })
@@ -753,11 +765,17 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
         })
         .map(|f| f.var)
         .collect();
+    let prefetch = ss
+        .iter()
+        .zip(&kinds)
+        .map(|(s, r)| *r == Reads::Rows && s.get(lane.var) <= PREFETCH_MAX_ROW)
+        .collect();
     Strategy::Dot {
         lane: lane.var,
         rows_of,
         inner,
         reads: kinds,
+        prefetch,
         variants,
     }
 }
@@ -792,6 +810,10 @@ fn packed(
     cols.sort_by_key(|f| std::cmp::Reverse(st.get(f.var)));
     let m: u64 = rows.iter().map(|r| r.extent).product();
     let n: u64 = cols.iter().map(|r| r.extent).product();
+    // The multiplications of one row of the product: its columns, terms and batch cells.
+    let per_row = u128::from(n)
+        * u128::from(c.terms())
+        * batch.iter().map(|b| u128::from(b.extent)).product::<u128>();
     let tiles = if c.outer.is_some() {
         NESTED
     } else {
@@ -821,6 +843,8 @@ fn packed(
                 if !v.rows_outer {
                     v.kc = c.panel_terms(COLUMN_ORDER_KC).min(c.terms());
                 }
+                let padding = m.next_multiple_of(v.mr) - m;
+                v.edge = padding > 0 && u128::from(padding) * per_row >= EDGE_MIN_WORK;
                 v
             })
             .collect(),

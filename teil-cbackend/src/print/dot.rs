@@ -3,8 +3,8 @@
 //! last whole block of lanes, side by side, which the vector dot products share
 //! ([`Remainder`]).
 
-use super::add_term;
-use super::contract::{affine, name_inner, named_loops, offset, plus, within_loops, Fresh};
+use super::expr::{add_term, affine, offset, plus};
+use super::loops::{name_inner, named_loops, within_loops, Fresh};
 use super::writer::Writer;
 use crate::ir::{Affine, Contraction, Kernel, Label};
 

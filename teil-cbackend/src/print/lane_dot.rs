@@ -6,9 +6,9 @@
 //! terms each row's lanes combine as [`LaneFold::TREE`] (`lanes::lane_tree`, shared with sums
 //! in lanes) and its remaining terms are added in order.
 
-use super::add_term;
-use super::contract::{affine, offset, plus, within_loops, Fresh};
+use super::expr::{add_term, affine, offset, plus};
 use super::lanes::{lane_tree, lane_tree_array};
+use super::loops::{within_loops, Fresh};
 use super::writer::Writer;
 use crate::ir::{Affine, Contraction, Kernel, LaneFold, Lanes, Strategy};
 

@@ -5,10 +5,10 @@
 //! its meaning (spec/padding.md, "Sums in lanes"), and plain C computes the same lanes in an
 //! array.
 
+use super::expr::multiply_add;
 use super::nest::Printer;
 use super::writer::Writer;
 use crate::ir::{walk_val, LaneFold, Val, Visit};
-use crate::print::multiply_add;
 use teil::ast::RedOp;
 
 /// The vector helpers of lane folds, defined once per translation unit that has one (after

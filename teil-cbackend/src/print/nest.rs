@@ -1,8 +1,9 @@
 //! One step of a kernel in C: a copy, a plain loop nest (with its OpenMP pragmas), a tiled
 //! step, or a contraction step, which `contract` prints in its kernel form.
 
+use super::contract;
+use super::expr::{comment_text, literal, multiply_add};
 use super::writer::Writer;
-use super::{comment_text, contract, literal, multiply_add};
 use crate::ir::*;
 use std::collections::BTreeMap;
 use teil::ast::RedOp;

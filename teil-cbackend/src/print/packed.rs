@@ -2,7 +2,8 @@
 //! term and row panels that pack the operands into scratch panels and call the register tile
 //! of the target ([`tile`](super::tile)) on every pair of slivers.
 
-use super::contract::{affine, loops, offset, Fresh};
+use super::expr::{affine, offset};
+use super::loops::{loops, Fresh};
 use super::tile::{Tile, PREFETCH};
 use super::writer::Writer;
 use crate::ir::{Affine, Bound, Contraction, Kernel, Panels, Strategy};

@@ -2,11 +2,10 @@
 //! ([`packed`](super::packed)): one C function per tile shape, target and mode, defined once
 //! per translation unit ([`tiles`]).
 
-use super::contract::{branches, fma_lanes};
-use super::multiply_add;
+use super::expr::multiply_add;
+use super::target::{branches, fma_lanes};
 use super::writer::Writer;
 use crate::ir::{Contraction, Kernel, Panels, Step, Strategy, Target};
-use crate::opt::contract::EDGE_MIN_WORK;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A register tile: the `rows` x `nr` cells it computes, in slivers of `mr` rows and `nr`
@@ -27,10 +26,9 @@ impl Tile {
     /// full tile, and where the last row sliver is narrower (`m % mr` rows: the row panels hold
     /// whole slivers, [`Panels::mc`]) an edge tile of its rows, so that the last sliver does
     /// not compute the zero rows that pad it (a product of 64 rows in slivers of 12 computed
-    /// 72), where those rows' multiplications (times the columns, terms and batch cells) number
-    /// at least [`EDGE_MIN_WORK`]. Only rows: a column edge would be rounded up to whole
-    /// vectors, which differ between the targets that share a kernel's C, and it would save at
-    /// most half a sliver.
+    /// 72), where the contraction pass chose one ([`Panels::edge`]). Only rows: a column edge
+    /// would be rounded up to whole vectors, which differ between the targets that share a
+    /// kernel's C, and it would save at most half a sliver.
     pub fn of(c: &Contraction, v: &Panels, fma: bool) -> (Tile, Option<Tile>) {
         let full = Tile {
             rows: v.mr,
@@ -39,13 +37,11 @@ impl Tile {
             fma,
             two_level: c.outer.is_some(),
         };
-        let Strategy::Packed { m, n, batch, .. } = &c.strategy else {
+        let Strategy::Packed { m, .. } = &c.strategy else {
             return (full, None);
         };
-        let batch: u128 = batch.iter().map(|b| u128::from(b.extent)).product();
-        let per_row = u128::from(*n) * u128::from(c.terms()) * batch;
         let edge = Some(m % v.mr)
-            .filter(|&r| r > 0 && u128::from(v.mr - r) * per_row >= EDGE_MIN_WORK)
+            .filter(|&r| r > 0 && v.edge)
             .map(|rows| Tile { rows, ..full });
         (full, edge)
     }

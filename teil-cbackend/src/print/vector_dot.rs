@@ -2,14 +2,12 @@
 //! GCC/Clang vectors ([`Lanes::width`] above 1), and the helpers they use
 //! ([`dot_helpers`]).
 
-use super::add_term;
-use super::contract::{
-    affine, fma_lanes, name_inner, named_loops, offset, plus, within_loops, Fresh,
-};
 use super::dot::{Cell, Remainder};
+use super::expr::{add_term, affine, offset, plus};
+use super::loops::{name_inner, named_loops, within_loops, Fresh};
+use super::target::fma_lanes;
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
-use crate::opt::contract::PREFETCH_MAX_ROW;
 use std::collections::BTreeSet;
 
 /// The dot products of the variant `v` with sums in vectors of `v.width` doubles (the order of
@@ -29,6 +27,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
         rows_of,
         ref inner,
         ref reads,
+        ref prefetch,
         ..
     } = c.strategy
     else {
@@ -64,9 +63,9 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
             v,
             ops: c
                 .operands()
-                .zip(reads)
+                .zip(reads.iter().zip(prefetch))
                 .zip(["teil_a", "teil_b"])
-                .map(|((x, &reads), var)| {
+                .map(|((x, (&reads, &prefetch)), var)| {
                     let strides = affine(k, x);
                     Operand {
                         buf: name(x.buf),
@@ -74,6 +73,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
                         strides,
                         var,
                         reads,
+                        prefetch,
                     }
                 })
                 .collect(),
@@ -113,14 +113,15 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
 }
 
 /// An operand of a dot-product block: its buffer's C name, the C offset of the block's first
-/// cell and term, its strides, the prefix of its vector variables, and how it gives the
-/// cells' terms.
+/// cell and term, its strides, the prefix of its vector variables, how it gives the cells'
+/// terms, and whether the next block's rows are fetched ([`Strategy::Dot`]'s `prefetch`).
 struct Operand {
     buf: String,
     offset: String,
     strides: Affine,
     var: &'static str,
     reads: Reads,
+    prefetch: bool,
 }
 
 /// What every row block of one vector dot-product step shares.
@@ -403,20 +404,14 @@ impl Block<'_> {
         let (width, nv) = (self.v.width, lanes / self.v.width);
         let (ty, bytes, kn) = (self.ty(), 8 * width, self.c.k.extent);
         // As in the scalar dot products: the next block's rows, one cache line per `lanes`
-        // terms, while this block runs (where they follow this block's rows), for rows of at
-        // most a page (512 doubles). Longer rows are streams the hardware prefetchers follow,
-        // and fetching the next block as well slowed the 4096 x 4096 matrix-vector product
-        // from 5.9 to 10.7 ms on the Zen 4 machine; 128-double rows gained (2.4 to 2.0 ms).
+        // terms, while this block runs (where they follow this block's rows), for the operands
+        // whose rows are short enough (`prefetch`, chosen by the contraction pass: fetching the
+        // next block of 4096-double rows as well slowed the 4096 x 4096 matrix-vector product
+        // from 5.9 to 10.7 ms on the Zen 4 machine; 128-double rows gained, 2.4 to 2.0 ms).
         // Not where loops run inside the lane's blocks: the next block comes after them.
         for op in &self.ops {
             let sl = op.strides.get(self.lane);
-            if op.reads == Reads::Rows
-                && sl >= kn
-                && sl <= PREFETCH_MAX_ROW
-                && full > lanes
-                && nr == 1
-                && self.inner.is_empty()
-            {
+            if op.prefetch && sl >= kn && full > lanes && nr == 1 && self.inner.is_empty() {
                 w.line(format!(
                     "if ({lv} + {lanes} < {full}) for (int teil_e = 0; teil_e < {width}; teil_e++) \
                      __builtin_prefetch(&{}[{} + {kv} * {} + teil_e * {lanes}]);",

@@ -1,0 +1,103 @@
+//! C text every printer shares: offsets and literals, comment text, and the statements that
+//! add a product or a term to a sum in either mode.
+
+use crate::ir::{Access, Affine, Kernel};
+
+/// `name * stride` terms of an offset, `0` if there are none.
+pub(super) fn offset(terms: &[(String, u64)], constant: u64) -> String {
+    let mut parts: Vec<String> = terms
+        .iter()
+        .filter(|(_, s)| *s != 0)
+        .map(|(n, s)| {
+            if *s == 1 {
+                n.clone()
+            } else {
+                format!("{n} * {s}")
+            }
+        })
+        .collect();
+    if constant != 0 || parts.is_empty() {
+        parts.push(constant.to_string());
+    }
+    parts.join(" + ")
+}
+
+/// `o + extra` as C.
+pub(super) fn plus(o: &str, extra: u64) -> String {
+    if extra == 0 {
+        o.to_string()
+    } else {
+        format!("{o} + {extra}")
+    }
+}
+
+pub(super) fn affine(k: &Kernel, a: &Access) -> Affine {
+    Affine::of(k, a.buf, &a.index)
+}
+
+/// The C statement `acc = acc + x * y` (the C expressions `x` and `y`) as printed: fused in
+/// fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y` otherwise. With `lanes > 1`
+/// the operands are GCC/Clang vectors of that many doubles and the fused form is the
+/// lane-by-lane macro `teil_fmav<lanes>` ([`target::fma_lanes`](super::target::fma_lanes)).
+pub(super) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -> String {
+    match (fma, lanes) {
+        (false, _) => format!("{acc} += {x} * {y};"),
+        (true, 1) => format!("{acc} = teil_fma({x}, {y}, {acc});"),
+        (true, n) => format!("{acc} = teil_fmav{n}({x}, {y}, {acc});"),
+    }
+}
+
+/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) to `acc`,
+/// given its factors (C expressions, one per operand): the product `x * y` as
+/// [`multiply_add`] prints it, or `x` itself for a sum of one operand (there is no product to
+/// fuse, in either mode).
+pub(super) fn add_term(fma: bool, lanes: u64, acc: &str, factors: &[String]) -> String {
+    match factors {
+        [x, y] => multiply_add(fma, lanes, acc, x, y),
+        [x] => format!("{acc} += {x};"),
+        _ => format!("#error \"a contraction term of {} factors\"", factors.len()),
+    }
+}
+
+/// Text safe inside a C block comment.
+pub(super) fn comment_text(s: &str) -> String {
+    s.replace("*/", "* /").replace("/*", "/ *")
+}
+
+/// A C double literal with exactly the value `x`.
+pub(super) fn literal(x: f64) -> String {
+    if x.is_nan() {
+        "teil_nan()".to_string()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "teil_inf()".to_string()
+        } else {
+            "(-teil_inf())".to_string()
+        }
+    } else {
+        // `{:?}` prints the shortest decimal that reads back to the same bits, always with a
+        // `.` or an exponent, so C reads it as a double.
+        let s = format!("{x:?}");
+        if s.starts_with('-') {
+            format!("({s})")
+        } else {
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal;
+
+    #[test]
+    fn literals_read_back_exactly() {
+        assert_eq!(literal(1.0), "1.0");
+        assert_eq!(literal(-3.0), "(-3.0)");
+        assert_eq!(literal(0.1), "0.1");
+        assert_eq!(literal(1e300), "1e300");
+        assert_eq!(literal(-0.0), "(-0.0)");
+        assert_eq!(literal(2.5e-3), "0.0025");
+        assert_eq!(literal(f64::INFINITY), "teil_inf()");
+    }
+}
