@@ -2,9 +2,8 @@
 
 use crate::input::{fail, read_source, report};
 use crate::{Color, FmtSyntax, Format};
-use serde_json::{json, Value};
-use teil::ast::{BinOp, Decl, Expr, ExprKind, Program, Qualifier, RedOp};
-use teil::{fmt, Code};
+use serde_json::json;
+use teil::{ast_json, fmt, Code};
 
 /// Checks every file and reports its diagnostics. When every file passes, text mode ends with
 /// one line on stdout counting what was checked (`summary`); JSON mode prints only
@@ -45,11 +44,7 @@ pub fn check(files: &[String], format: Format, color: Color) -> u8 {
 /// without checking it: the input of `teil-check`, the checker extracted from the Coq proof
 /// (proofs/teil_check.ml, README "The proof"). A file with syntax errors has no AST to give:
 /// its errors are reported on standard error, its line is `{"syntax_errors":[codes]}`, and
-/// the exit status is 1.
-///
-/// The form: `{"decls":[{"qualifier":null|"input"|"output"|"inout","name":"A",
-/// "shape":[2,3]}],"stmts":[{"target":"A","value":E}]}`, where an expression `E` is an object
-/// whose `kind` names its node ([`expr_json`]).
+/// the exit status is 1. The form is [`teil::ast_json`]'s.
 pub fn ast_json(files: &[String], color: Color) -> u8 {
     let mut status = 0;
     for path in files {
@@ -66,7 +61,7 @@ pub fn ast_json(files: &[String], color: Color) -> u8 {
             .cloned()
             .collect();
         let line = if errors.is_empty() {
-            program_json(&parsed.program)
+            ast_json::program(&parsed.program)
         } else {
             report(&errors, &src, Format::Text, color);
             status = status.max(1);
@@ -75,53 +70,6 @@ pub fn ast_json(files: &[String], color: Color) -> u8 {
         crate::out::println(&line.to_string());
     }
     status
-}
-
-/// A program in the form of [`ast_json`].
-pub fn program_json(p: &Program) -> Value {
-    let decl = |d: &Decl| {
-        let qualifier = d.qualifier.map(Qualifier::keyword);
-        json!({ "qualifier": qualifier, "name": d.name.name, "shape": d.shape() })
-    };
-    let stmts = (p.stmts.iter())
-        .map(|s| json!({ "target": s.target.name, "value": expr_json(&s.value) }))
-        .collect::<Vec<_>>();
-    json!({ "decls": p.decls.iter().map(decl).collect::<Vec<_>>(), "stmts": stmts })
-}
-
-/// One expression node: `{"kind":"var","name":..}`, `{"kind":"lit","value":"2.5"}`,
-/// `{"kind":"paren","e":..}`, `{"kind":"binary","op":"add"|"sub"|"mul"|"div","l":..,"r":..}`,
-/// `{"kind":"prod","l":..,"r":..}`, `{"kind":"reduce","op":"red+"|..,"i":2,"e":..}`,
-/// `{"kind":"transp"|"diag"|"contr","i":..,"j":..,"e":..}`, `{"kind":"expa","i":..,"n":..,
-/// "e":..}`, `{"kind":"proj","i":..,"m":..,"e":..}`; `{"kind":"error"}` stands for what did
-/// not parse. Positions are 1-based, as written.
-fn expr_json(e: &Expr) -> Value {
-    let pair = |kind: &str, a: &str, x: u64, b: &str, y: u64, e: &Expr| json!({ "kind": kind, a: x, b: y, "e": expr_json(e) });
-    match &e.kind {
-        ExprKind::Var(v) => json!({ "kind": "var", "name": v.name }),
-        ExprKind::Lit(c) => json!({ "kind": "lit", "value": c.to_string() }),
-        ExprKind::Paren(a) => json!({ "kind": "paren", "e": expr_json(a) }),
-        ExprKind::Binary(op, a, b) => {
-            let op = match op {
-                BinOp::Add => "add",
-                BinOp::Sub => "sub",
-                BinOp::Mul => "mul",
-                BinOp::Div => "div",
-            };
-            json!({ "kind": "binary", "op": op, "l": expr_json(a), "r": expr_json(b) })
-        }
-        ExprKind::Prod(a, b) => json!({ "kind": "prod", "l": expr_json(a), "r": expr_json(b) }),
-        ExprKind::Reduce(op, i, a) => {
-            let op: &str = RedOp::keyword(*op);
-            json!({ "kind": "reduce", "op": op, "i": i.value, "e": expr_json(a) })
-        }
-        ExprKind::Transp(i, j, a) => pair("transp", "i", i.value, "j", j.value, a),
-        ExprKind::Diag(i, j, a) => pair("diag", "i", i.value, "j", j.value, a),
-        ExprKind::Contr(i, j, a) => pair("contr", "i", i.value, "j", j.value, a),
-        ExprKind::Expa(i, n, a) => pair("expa", "i", i.value, "n", n.value, a),
-        ExprKind::Proj(i, m, a) => pair("proj", "i", i.value, "m", m.value, a),
-        ExprKind::Error => json!({ "kind": "error" }),
-    }
 }
 
 /// What a successful `teil check` checked, over all its files.

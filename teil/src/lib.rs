@@ -53,6 +53,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod ast;
+pub mod ast_json;
 pub mod check;
 pub mod check_error;
 pub mod core;
