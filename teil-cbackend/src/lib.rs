@@ -144,6 +144,10 @@ impl teil::CodedError for Error {
 #[cfg(unix)]
 #[derive(Debug, thiserror::Error)]
 pub enum ProgramError {
+    /// The inputs do not fit the program ([`teil::interface::check_inputs`], as
+    /// [`shared::SharedKernel`] checks them): every problem, one per line, each with its code.
+    #[error("{}", teil::interface::Coded(.0))]
+    Inputs(Vec<teil::interface::InterfaceError>),
     /// The program could not be lowered (for example a padding multiple of 0).
     #[error(transparent)]
     Lower(#[from] Error),
@@ -156,12 +160,21 @@ pub enum ProgramError {
 }
 
 #[cfg(unix)]
+/// The code of the error's cause; [`ProgramError::Inputs`] lists several problems, each with
+/// its code in its line.
 impl teil::CodedError for ProgramError {
     fn code(&self) -> Option<teil::Code> {
         match self {
             ProgramError::Lower(e) => e.code(),
             ProgramError::Run(e) => e.code(),
-            ProgramError::NonzeroPadding(_) => None,
+            ProgramError::Inputs(_) | ProgramError::NonzeroPadding(_) => None,
+        }
+    }
+
+    fn codes(&self) -> Vec<teil::Code> {
+        match self {
+            ProgramError::Inputs(errors) => errors.iter().filter_map(|e| e.code()).collect(),
+            e => e.code().into_iter().collect(),
         }
     }
 }
@@ -169,7 +182,9 @@ impl teil::CodedError for ProgramError {
 /// The C backend as `teil run --backend c` runs a program: lowered with `opts` (with
 /// [`Options::openmp`], the toolchain's flags must include `-fopenmp`), compiled by `tc` and
 /// run once in a separate process, its padding checked zero afterwards. Returns every
-/// variable's final value. The one implementation behind the CLI and the Python package.
+/// variable's final value. The one implementation behind the CLI and the Python package. The
+/// inputs are checked first as every caller's are ([`teil::interface::check_inputs`]): each
+/// given one an input of `p` with its declared shape, every required input given.
 #[cfg(unix)]
 pub fn run_program(
     p: &CheckedProgram,
@@ -177,6 +192,11 @@ pub fn run_program(
     tc: &run::Toolchain,
     inputs: &std::collections::BTreeMap<String, ndarray::ArrayD<f64>>,
 ) -> Result<std::collections::BTreeMap<String, ndarray::ArrayD<f64>>, ProgramError> {
+    let given = inputs.iter().map(|(name, value)| {
+        let shape: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
+        (name.as_str(), Some(shape))
+    });
+    teil::interface::check_inputs(p, given).map_err(ProgramError::Inputs)?;
     let kernel = lower(p, opts)?;
     let outcome = run::run(tc, &kernel, inputs)?;
     if !outcome.nonzero_padding.is_empty() {

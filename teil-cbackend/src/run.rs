@@ -329,7 +329,11 @@ fn check_macro(word: &str, definition: &str) -> Result<(), (String, &'static str
     Ok(())
 }
 
-/// One call of one kernel of a batch.
+/// One call of one kernel of a batch. A batch runs kernels, not programs: it knows no required
+/// inputs, and a job may leave an input undefined on purpose (the fuzzer's and the tests'
+/// undefined values). A program's caller gets the caller boundary's check
+/// ([`teil::interface::check_inputs`]) from [`crate::run_program`] and
+/// [`crate::shared::SharedKernel`]; here only each given input's shape is checked (E0603).
 #[derive(Clone, Debug)]
 pub struct Job {
     /// Index into the batch's kernels.

@@ -310,3 +310,44 @@ fn cancelling_stops_a_running_compiler_and_refuses_new_runs() {
     ));
     assert!(run(&Toolchain::default(), &k, &inputs).is_ok());
 }
+
+/// `run_program` checks the inputs as every caller's are (`teil::interface::check_inputs`)
+/// before it lowers or compiles anything: a name that is no input, a shape other than the
+/// declared one and a missing required input are each reported, with their codes, in that order.
+#[test]
+fn run_program_refuses_inputs_that_do_not_fit_the_program() {
+    use teil::interface::InterfaceError;
+    use teil_cbackend::{run_program, ProgramError};
+    let (p, _) = teil::compile(
+        "input var A : [2 3]\ninput var x : [3]\noutput var y : [2]\ny = (A # x) .[2 3]\n",
+    )
+    .expect("checks");
+    let array = |shape: &[usize]| ndarray::ArrayD::<f64>::zeros(shape);
+    let inputs = BTreeMap::from([
+        ("y".to_string(), array(&[2])),
+        ("A".to_string(), array(&[3, 2])),
+    ]);
+    // A compiler that cannot run: nothing may reach it.
+    let tc = Toolchain {
+        cc: "/nonexistent/cc".into(),
+        ..Toolchain::default()
+    };
+    let e = run_program(&p, &Options::default(), &tc, &inputs).expect_err("refused");
+    let ProgramError::Inputs(errors) = &e else {
+        panic!("not an input error: {e:?}");
+    };
+    assert!(
+        matches!(
+            &errors[..],
+            [
+                InterfaceError::InputShape { name: a, .. },
+                InterfaceError::NotAnInput { name: y },
+                InterfaceError::MissingInput { name: x, .. },
+            ] if a == "A" && y == "y" && x == "x"
+        ),
+        "{errors:?}"
+    );
+    let codes: Vec<&str> = e.codes().iter().map(|c| c.as_str()).collect();
+    assert_eq!(codes, ["E0603", "E0602", "E0604"]);
+    assert_eq!(e.to_string().lines().count(), 3, "{e}");
+}

@@ -631,6 +631,12 @@ impl CBackend {
         teil_cbackend::run_program(p, &opts, &toolchain, inputs).map_err(|e| match e {
             ProgramError::Lower(teil_cbackend::Error::BadPad(_)) => Failure::Usage(e.to_string()),
             ProgramError::Lower(_) => Failure::Rejected(vec![e.coded()]),
+            ProgramError::Inputs(errors) => Failure::Rejected(
+                errors
+                    .iter()
+                    .map(|e| Coded(std::slice::from_ref(e)).to_string())
+                    .collect(),
+            ),
             ProgramError::Run(teil_cbackend::run::DriverError::Input(_)) => {
                 Failure::Rejected(vec![e.coded()])
             }
