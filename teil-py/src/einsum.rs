@@ -165,14 +165,7 @@ pub fn einsum<'py>(
         .into_iter()
         .zip(held.iter().map(|a| a.as_array()))
         .collect();
-    let c = COptions {
-        pad: 1,
-        cc: "cc".to_string(),
-        cflags: None,
-        openmp: false,
-        fma: false,
-        reassociate: true,
-    };
+    let c = COptions::default();
     let budget = program::budget(None, None);
     let small = program::small(&p, backend);
     let mut results = program::interruptible(py, &budget, small, || {

@@ -260,7 +260,8 @@ impl Failure {
     }
 }
 
-/// How `backend="c"` compiles.
+/// How `backend="c"` compiles: the keyword arguments `Program.run` and `Program.compile`
+/// share, with their Python defaults ([`Default`], which `teil.einsum` uses).
 pub(crate) struct COptions {
     pub pad: u64,
     pub cc: String,
@@ -269,6 +270,40 @@ pub(crate) struct COptions {
     pub fma: bool,
     /// Sums may be reassociated (`teil_cbackend::Options::lift`).
     pub reassociate: bool,
+}
+
+impl Default for COptions {
+    fn default() -> Self {
+        COptions {
+            pad: 1,
+            cc: "cc".to_string(),
+            cflags: None,
+            openmp: false,
+            fma: false,
+            reassociate: true,
+        }
+    }
+}
+
+impl COptions {
+    /// The options as the keyword arguments give them; `pad` must be at least 1.
+    fn of(
+        pad: Unsigned,
+        cc: String,
+        cflags: Option<String>,
+        openmp: bool,
+        fma: bool,
+        reassociate: bool,
+    ) -> PyResult<COptions> {
+        Ok(COptions {
+            pad: pad.get(PAD, 1)?,
+            cc,
+            cflags,
+            openmp,
+            fma,
+            reassociate,
+        })
+    }
 }
 
 /// The sizes kernels are emitted with: the machine `$TEIL_TARGET_CPU` names (`host`,
@@ -509,21 +544,13 @@ impl Program {
         named_inputs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let backend = self::backend(backend)?;
-        let pad = pad.get(PAD, 1)?;
+        let c = COptions::of(pad, cc, cflags, openmp, fma, reassociate)?;
         let budget = budget(
             arrays::optional(max_memory, "max_memory", 0)?,
             arrays::optional(max_work, "max_work", 0)?,
         );
         let held = self.take_inputs(py, inputs, named_inputs)?;
         let views = arrays::views(&held);
-        let c = COptions {
-            pad,
-            cc,
-            cflags,
-            openmp,
-            fma,
-            reassociate,
-        };
         let p = &self.checked;
         let results = interruptible(py, &budget, small(p, backend), || {
             evaluate(p, &arrays::owned(&views), backend, &c, &budget)
@@ -722,14 +749,7 @@ impl Program {
         reassociate: bool,
         cache_dir: Option<PathBuf>,
     ) -> PyResult<crate::kernel::Kernel> {
-        let c = COptions {
-            pad: pad.get(PAD, 1)?,
-            cc,
-            cflags,
-            openmp,
-            fma,
-            reassociate,
-        };
+        let c = COptions::of(pad, cc, cflags, openmp, fma, reassociate)?;
         let mut opts = crate::kernel::options(c, cache_dir);
         opts.sizes = target_sizes().map_err(|e| e.into_py(py))?;
         crate::kernel::compile(py, &self.checked, opts)
