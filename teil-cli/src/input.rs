@@ -97,8 +97,5 @@ pub fn fail(msg: &str) {
 /// operational error is printed (`error: [E0801] ...`, [`teil::CodedError::coded`];
 /// `teil explain E0801` describes it).
 pub fn fail_coded(code: Option<teil::Code>, msg: &str) {
-    match code {
-        Some(c) => fail(&format!("[{}] {msg}", c.as_str())),
-        None => fail(msg),
-    }
+    fail(&teil::diagnostic::with_code(code, &msg));
 }

@@ -331,16 +331,16 @@ pub fn load_inputs(
                 "cannot read input `{name}` from `{}`: {e}",
                 path.display()
             )),
-            Err(e) => errors.push(format!(
-                "{}cannot read input `{name}` (shape {}) from `{}`: {e}",
-                match e {
-                    npy::NpyError::OutOfMemory { .. } =>
-                        format!("[{}] ", teil::Code::OutOfMemory.as_str()),
-                    _ => String::new(),
-                },
-                ShapeDisplay(&d.shape()),
-                path.display()
-            )),
+            Err(e) => {
+                let code = matches!(e, npy::NpyError::OutOfMemory { .. })
+                    .then_some(teil::Code::OutOfMemory);
+                let message = format!(
+                    "cannot read input `{name}` (shape {}) from `{}`: {e}",
+                    ShapeDisplay(&d.shape()),
+                    path.display()
+                );
+                errors.push(teil::diagnostic::with_code(code, &message));
+            }
             Ok(t) => {
                 shapes.insert(name.clone(), Some(teil_interp::tensor_shape(&t)));
                 inputs.insert(name.clone(), t);

@@ -663,10 +663,17 @@ pub trait CodedError: std::fmt::Display {
 
     /// The message with its code in front.
     fn coded(&self) -> String {
-        match self.code() {
-            Some(c) => format!("[{}] {self}", c.as_str()),
-            None => self.to_string(),
-        }
+        with_code(self.code(), &self)
+    }
+}
+
+/// `[E0701] message`, or the message alone without a code: the one spelling of a coded
+/// operational message ([`CodedError::coded`], and the CLI's messages that are not errors of a
+/// type).
+pub fn with_code(code: Option<Code>, message: &dyn std::fmt::Display) -> String {
+    match code {
+        Some(c) => format!("[{}] {message}", c.as_str()),
+        None => message.to_string(),
     }
 }
 
