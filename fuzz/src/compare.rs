@@ -24,6 +24,9 @@ use crate::error::Difference;
 use std::collections::BTreeMap;
 use teil_interp::{ulps_apart, Tensor};
 
+/// A final store: every variable's value (the oracle's and the fast evaluator's results).
+pub type Store = BTreeMap<String, Tensor>;
+
 /// How closely two results must agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tolerance {
