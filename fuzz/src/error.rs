@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 use teil::ast::ShapeDisplay;
-use teil_interp::files::WriteError;
-use teil_interp::npy::NpyError;
+use teil_io::files::WriteError;
+use teil_io::npy::NpyError;
 
 /// A value as the reports show it: NaN for `•`, shortest round-trip decimal otherwise.
 pub fn show(x: f64) -> String {

@@ -8,7 +8,7 @@
 //! (the target's values) and `message.txt`.
 //!
 //! A directory is built in a staging directory beside the destination and renamed into place
-//! (`teil_interp::files::StagedDir`), so a directory that exists is complete.
+//! (`teil_io::files::StagedDir`), so a directory that exists is complete.
 
 use crate::campaign::Store;
 use crate::case::{Case, Generators, Profile};
@@ -16,7 +16,7 @@ use crate::error::FileError;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
 use teil::fmt::Style;
-use teil_interp::files::{write_new, StagedDir};
+use teil_io::files::{write_new, StagedDir};
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
     move |source| FileError::WriteIo {
@@ -29,7 +29,7 @@ fn write_tensors(dir: &Path, values: &Store) -> Result<(), FileError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     for (name, t) in values {
         let path = dir.join(format!("{name}.npy"));
-        write_new(&path, &teil_interp::npy::to_bytes(t))?;
+        write_new(&path, &teil_io::npy::to_bytes(t))?;
     }
     Ok(())
 }
@@ -205,7 +205,7 @@ pub fn read_inputs(dir: &Path) -> Result<Inputs, FileError> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let t = teil_interp::npy::read(f).map_err(|source| FileError::ReadTensor {
+        let t = teil_io::npy::read(f).map_err(|source| FileError::ReadTensor {
             path: f.clone(),
             source,
         })?;

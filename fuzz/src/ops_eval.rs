@@ -339,7 +339,7 @@ fn answer(req: &Value, bug: Option<Bug>) -> Result<Option<String>, OpsEvalError>
             .ok_or(OpsEvalError::MissingPath)
     }
     for (name, v) in vars("inputs")? {
-        let t = teil_interp::npy::read(path(v)?).map_err(|source| OpsEvalError::Input {
+        let t = teil_io::npy::read(path(v)?).map_err(|source| OpsEvalError::Input {
             name: name.clone(),
             source,
         })?;
@@ -351,7 +351,7 @@ fn answer(req: &Value, bug: Option<Bug>) -> Result<Option<String>, OpsEvalError>
             .get(name)
             .ok_or_else(|| OpsEvalError::NeverBound(name.clone()))?;
         let p = path(v)?;
-        teil_interp::files::write_atomically(p, &teil_interp::npy::to_bytes(t))?;
+        teil_io::files::write_atomically(p, &teil_io::npy::to_bytes(t))?;
     }
     Ok(None)
 }

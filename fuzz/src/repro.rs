@@ -8,7 +8,7 @@
 //! multiples to run the C backend at, `isa` the kernel target it was compiled for (a C check's;
 //! [`crate::isa`]), and `plant` the planted bug that was active (test campaigns only).
 //!
-//! The files are written all or nothing (`teil_interp::files::Staged`), the `.teil` file
+//! The files are written all or nothing (`teil_io::files::Staged`), the `.teil` file
 //! renamed into place last, so a reproducer that exists is complete.
 
 use crate::check::{Check, FailedCheck};
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use teil::ast::Program;
 use teil::fmt::Style;
 use teil_cbackend::plant::Bug;
-use teil_interp::files::Staged;
+use teil_io::files::Staged;
 
 /// The marker of the machine-readable header line.
 const MARKER: &str = "// fuzz-replay:";
@@ -81,7 +81,7 @@ pub fn write<'a>(
     let mut staged = Staged::new();
     for (name, t) in inputs {
         let path = data.join(format!("{name}.npy"));
-        staged.add(&path, &teil_interp::npy::to_bytes(t))?;
+        staged.add(&path, &teil_io::npy::to_bytes(t))?;
     }
 
     let pads: Vec<u64> = match failure.check {
@@ -195,7 +195,7 @@ pub fn read(path: &Path) -> Result<Reproducer, FileError> {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let t = teil_interp::npy::read(&f).map_err(|source| FileError::ReadTensor {
+                let t = teil_io::npy::read(&f).map_err(|source| FileError::ReadTensor {
                     path: f.clone(),
                     source,
                 })?;

@@ -138,5 +138,5 @@ pub fn of_target_campaign(report: &target_campaign::Report, seed: u64, skip: u64
 /// Writes `summary` to `path` atomically (a reader sees the old file or the whole new one).
 pub fn write(path: &Path, summary: &Value) -> Result<(), FileError> {
     let text = serde_json::to_string_pretty(summary)? + "\n";
-    Ok(teil_interp::files::write_atomically(path, text.as_bytes())?)
+    Ok(teil_io::files::write_atomically(path, text.as_bytes())?)
 }

@@ -3,7 +3,7 @@
 //! JSON line back on its standard output.
 //!
 //! The command is split on whitespace and started without a shell, in a process group of its
-//! own ([`teil_interp::process::Group`]), so that killing it also kills whatever it started (a Python interpreter's workers, a
+//! own ([`teil_io::process::Group`]), so that killing it also kills whatever it started (a Python interpreter's workers, a
 //! compiler). A target that exits, answers with something that is not a well-formed answer to
 //! the request, or does not answer within the timeout is a [`Fault`]: the process group is
 //! killed, and the next request starts the command again. Dropping a [`Target`] kills it; a
@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use teil_interp::process::{Cancel, Group};
+use teil_io::process::{Cancel, Group};
 
 /// How long a target may take for one case unless `--target-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -165,7 +165,7 @@ impl Target {
         }
         // A descendant the target detaches from its group (`setsid`) comes back to this
         // process when the target exits, and [`Target::stop`] ends it.
-        teil_interp::process::adopt_orphans();
+        teil_io::process::adopt_orphans();
         let mut child = Group::spawn(
             Command::new(&self.command.program)
                 .args(&self.command.args)
@@ -289,7 +289,7 @@ impl Target {
     pub fn stop(&mut self) {
         if let Some(mut r) = self.running.take() {
             r.child.kill();
-            teil_interp::process::reap_orphans();
+            teil_io::process::reap_orphans();
         }
     }
 }

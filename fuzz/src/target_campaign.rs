@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use teil::CheckedProgram;
-use teil_interp::files::{self, StagingDir, WriteError};
+use teil_io::files::{self, StagingDir, WriteError};
 
 /// Shrinking budgets (predicate calls): a fault may cost a whole timeout per call.
 const SHRINK_BUDGET: usize = 1000;
@@ -49,7 +49,7 @@ pub struct Config {
     pub out: Option<PathBuf>,
     /// Stops the campaign between cases and any wait for an answer once set (a signal
     /// handler sets it): the report then says so ([`Report::interrupted`]).
-    pub cancel: teil_interp::process::Cancel,
+    pub cancel: teil_io::process::Cancel,
 }
 
 /// How a target failed on a case; shrinking keeps the kind.
@@ -170,7 +170,7 @@ impl Report {
 }
 
 /// A scratch directory for case directories (a staging directory of
-/// [`teil_interp::files`]: mode 0700, an unpredictable name, locked while the campaign runs, so
+/// [`teil_io::files`]: mode 0700, an unpredictable name, locked while the campaign runs, so
 /// that a killed campaign's is removed by the next one), removed when dropped.
 struct WorkDir(StagingDir);
 
@@ -220,7 +220,7 @@ impl Runner {
     pub fn new(
         command: TargetCommand,
         timeout: Duration,
-        cancel: teil_interp::process::Cancel,
+        cancel: teil_io::process::Cancel,
     ) -> Result<Runner, TargetError> {
         let mut target = Target::new(command, timeout);
         target.cancel = cancel;
@@ -328,7 +328,7 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> 
     for (name, shape) in &case.ops.inputs {
         let path = ins.join(format!("{name}.npy"));
         if let Some(t) = case.inputs.get(name) {
-            write_new(&path, &teil_interp::npy::to_bytes(t))?;
+            write_new(&path, &teil_io::npy::to_bytes(t))?;
         }
         inputs.push(format!(
             "{}: {}",
@@ -373,10 +373,10 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
             .expected
             .get(name)
             .map(|t| t.shape().iter().map(|&n| n as u64).collect());
-        let got = match teil_interp::npy::read_as(&path, shape.as_deref()) {
+        let got = match teil_io::npy::read_as(&path, shape.as_deref()) {
             Ok(t) => t,
             Err(e) => {
-                if matches!(e, teil_interp::npy::NpyError::Shape { .. }) {
+                if matches!(e, teil_io::npy::NpyError::Shape { .. }) {
                     kind = Kind::Shape;
                 }
                 problems.push(format!("the output `{name}` cannot be read: {e}"));

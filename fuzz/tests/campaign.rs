@@ -264,7 +264,7 @@ fn a_hand_written_reproducer_replays_cleanly() {
     .unwrap();
     std::fs::create_dir(dir.path().join("mm")).unwrap();
     let a = ndarray::ArrayD::from_shape_vec(vec![2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
-    std::fs::write(dir.path().join("mm/A.npy"), teil_interp::npy::to_bytes(&a)).unwrap();
+    std::fs::write(dir.path().join("mm/A.npy"), teil_io::npy::to_bytes(&a)).unwrap();
     let r = repro::read(&file).unwrap();
     assert_eq!((r.seed, r.pads.clone(), r.plant), (5, vec![1, 3], None));
     assert_eq!(r.inputs.keys().collect::<Vec<_>>(), ["A"]);

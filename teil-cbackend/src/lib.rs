@@ -56,7 +56,7 @@ pub mod opt;
 pub mod plant;
 pub mod print;
 // Compiling and running C, and loading shared objects, need a Unix host: processes, private
-// scratch directories (`teil_interp::files`) and a dynamic loader (none in the browser build).
+// scratch directories (`teil_io::files`) and a dynamic loader (none in the browser build).
 #[cfg(unix)]
 pub mod run;
 #[cfg(unix)]

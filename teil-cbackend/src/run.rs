@@ -11,7 +11,7 @@
 //! temporary directory) and its path is part of the error, so the generated source can be
 //! inspected.
 //!
-//! Every child process is supervised ([`supervise`], through [`teil_interp::process`]): it runs
+//! Every child process is supervised ([`supervise`], through [`teil_io::process`]): it runs
 //! in a process group of its own (the compiler starts `cc1`, `as` and `ld` below it), is
 //! bounded by [`Toolchain::timeout`], and is stopped when [`Toolchain::cancel`] is set (a signal handler sets it); in both cases
 //! the whole group is killed, so no orphan survives, and the directory is removed, because
@@ -28,8 +28,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use teil_interp::files::StagingDir;
-use teil_interp::process::{Group, Stopped};
+use teil_io::files::StagingDir;
+use teil_io::process::{Group, Stopped};
 
 /// The value the runner writes into the logical cells of output-only parameters before a call.
 /// The ABI leaves them unspecified; a recognisable finite value makes a kernel that forgets to
@@ -66,7 +66,7 @@ impl Default for Toolchain {
 }
 
 /// The cancellation flag of every run (one definition for every supervised process).
-pub use teil_interp::process::Cancel;
+pub use teil_io::process::Cancel;
 
 /// The process that did not finish in time.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -32,8 +32,8 @@
 //! nobody else can write). The directories above the cache directory are trusted.
 //! Each compilation stages its temporaries (the compiler's scratch files, the source and the
 //! HMAC record before their renames) in a locked staging directory of
-//! [`teil_interp::files`] (`.teil-tmp-*`); those that killed compilations left are removed by
-//! the next compilation ([`teil_interp::files::remove_stale`], after [`STALE_AFTER`]).
+//! [`teil_io::files`] (`.teil-tmp-*`); those that killed compilations left are removed by
+//! the next compilation ([`teil_io::files::remove_stale`], after [`STALE_AFTER`]).
 //!
 //! **In-process limits.** Sanitizer flags (`-fsanitize=...`) are refused
 //! ([`KernelError::Sanitizer`]): a sanitizer's runtime must be the first thing loaded in a
@@ -78,8 +78,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 use teil::interface::{self, Coded, Interface, InterfaceError};
 use teil::CheckedProgram;
-use teil_interp::files::{self, StagingDir};
 use teil_interp::Tensor;
+use teil_io::files::{self, StagingDir};
 
 /// How [`SharedKernel::compile`] builds a kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -795,16 +795,13 @@ fn secret(dir: &Path) -> Result<[u8; 32], KernelError> {
         path: path.clone(),
         error: std::io::Error::other(e.to_string()),
     })?;
-    // `tempfile` creates the file with mode 0600; `persist` replaces a secret that failed the
-    // checks above (not this user's, readable by others, damaged): the objects it
+    // Staged with mode 0600 and placed only where no secret is; one that failed the checks
+    // above (not this user's, readable by others, damaged) is replaced: the objects it
     // authenticated are then rebuilt.
     let staging = staging(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(staging.path())
-        .map_err(io("cannot create a file in the cache directory", dir))?;
-    std::io::Write::write_all(&mut tmp, &fresh).map_err(io("cannot write", &path))?;
-    match tmp.persist_noclobber(&path) {
-        Ok(_) => Ok(fresh),
-        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+    match staging.place("secret", &fresh, &path, false) {
+        Ok(()) => Ok(fresh),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             // Another process created it first (or a bad one is in the way): use theirs if it
             // passes, replace it otherwise.
             match open_owned(&path, 0o077) {
@@ -812,20 +809,13 @@ fn secret(dir: &Path) -> Result<[u8; 32], KernelError> {
                     Ok(<[u8; 32]>::try_from(bytes.as_slice()).expect("32 bytes"))
                 }
                 _ => {
-                    e.file.persist(&path).map_err(|e| KernelError::Io {
-                        what: "cannot write",
-                        path: path.clone(),
-                        error: e.error,
-                    })?;
+                    (staging.place("secret", &fresh, &path, true))
+                        .map_err(io("cannot write", &path))?;
                     Ok(fresh)
                 }
             }
         }
-        Err(e) => Err(KernelError::Io {
-            what: "cannot write",
-            path,
-            error: e.error,
-        }),
+        Err(e) => Err(io("cannot write", &path)(e)),
     }
 }
 
@@ -944,17 +934,8 @@ fn build(
     // return; the source and the record are staged in it before their renames too.
     let scratch = staging(dir)?;
     let c_path = dir.join(format!("{key}.c"));
-    let mut c_tmp = tempfile::Builder::new()
-        .suffix(".c")
-        .tempfile_in(scratch.path())
-        .map_err(io("cannot create a file in the cache directory", dir))?;
-    std::io::Write::write_all(&mut c_tmp, source.as_bytes())
-        .map_err(io("cannot write the generated source", c_tmp.path()))?;
-    c_tmp.persist(&c_path).map_err(|e| KernelError::Io {
-        what: "cannot write the generated source",
-        path: c_path.clone(),
-        error: e.error,
-    })?;
+    (scratch.place("source.c", source.as_bytes(), &c_path, true))
+        .map_err(io("cannot write the generated source", &c_path))?;
     let so_tmp = scratch
         .path()
         .join(format!("kernel.{}", std::env::consts::DLL_EXTENSION));
@@ -977,15 +958,13 @@ fn build(
         .map_err(io("cannot read the compiled kernel", &so_tmp))?
         .ok_or_else(not_written)?;
     let mac = mac_path(dir, key);
-    let mut mac_tmp = tempfile::NamedTempFile::new_in(scratch.path())
-        .map_err(io("cannot create a file in the cache directory", dir))?;
-    std::io::Write::write_all(&mut mac_tmp, mac_text(secret, key, &bytes).as_bytes())
-        .map_err(io("cannot write", &mac))?;
-    mac_tmp.persist(&mac).map_err(|e| KernelError::Io {
-        what: "cannot write",
-        path: mac.clone(),
-        error: e.error,
-    })?;
+    (scratch.place(
+        "record.mac",
+        mac_text(secret, key, &bytes).as_bytes(),
+        &mac,
+        true,
+    ))
+    .map_err(io("cannot write", &mac))?;
     std::fs::rename(&so_tmp, path)
         .map_err(io("cannot move the compiled kernel into the cache", path))?;
     Ok(file)

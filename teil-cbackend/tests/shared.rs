@@ -841,7 +841,7 @@ fn stale_temporaries_of_killed_compilations_are_removed() {
             .set_modified(old)
             .expect("set the modification time");
     };
-    // A killed compilation leaves its staging directory (`.teil-tmp-*`, teil_interp::files),
+    // A killed compilation leaves its staging directory (`.teil-tmp-*`, teil_io::files),
     // unlocked; a young one may belong to a compilation that has not locked it yet.
     let dead_dir = cache.path().join(".teil-tmp-xyz123");
     let young = cache.path().join(".teil-tmp-new456");

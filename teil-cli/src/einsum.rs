@@ -76,11 +76,11 @@ pub(crate) fn style(syntax: FmtSyntax) -> fmt::Style {
 }
 
 /// Writes `text` to standard output, or to `path` atomically
-/// (`teil_interp::files::write_atomically`: a reader sees the old file or the new one, and a
+/// (`teil_io::files::write_atomically`: a reader sees the old file or the new one, and a
 /// failure leaves it as it was).
 pub(crate) fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
     match path {
-        Some(path) => teil_interp::files::write_atomically(Path::new(path), text.as_bytes())
+        Some(path) => teil_io::files::write_atomically(Path::new(path), text.as_bytes())
             .map_err(|e| e.to_string()),
         None => {
             // A closed pipe or a full disk is handled where all standard output is (`out`).

@@ -45,8 +45,8 @@ pub fn read_source(path: &str) -> Result<Source, ReadError> {
         ("<stdin>".to_string(), buf)
     } else {
         // A FIFO, directory or device is refused without blocking, as for every file `teil`
-        // reads (`teil_interp::files::read_regular`, also behind Python's `Program.from_file`).
-        let bytes = teil_interp::files::read_regular(std::path::Path::new(path))
+        // reads (`teil_io::files::read_regular`, also behind Python's `Program.from_file`).
+        let bytes = teil_io::files::read_regular(std::path::Path::new(path))
             .map_err(|e| ReadError::Io(format!("cannot read `{path}`: {e}")))?;
         (path.to_string(), bytes)
     };

@@ -3,7 +3,7 @@
 //! The steps are separate public functions so that other evaluators reuse them unchanged:
 //! [`load_inputs`] (reading, shape checks, random fill), [`Backend::evaluate`] (pluggable
 //! evaluators), [`undefined_warnings`] (which cells are undefined and where they came from),
-//! `teil_interp::files::write_outputs` (all or nothing) and [`print_results`].
+//! `teil_io::files::write_outputs` (all or nothing) and [`print_results`].
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program or an input was rejected
 //! (type errors, missing input, wrong shape or dtype, corrupt `.npy`), 2 usage or I/O problems
@@ -21,7 +21,8 @@ use teil::CodedError;
 use teil_cbackend::run::Toolchain;
 use teil_cbackend::{Options, ProgramError};
 use teil_interp::budget::{fast_bytes, oracle_bytes, oracle_work, Budget};
-use teil_interp::{npy, RunError, Tensor};
+use teil_interp::{RunError, Tensor};
+use teil_io::npy;
 
 /// The budget flags of `teil run` and `teil trace` (spec/limits.md, "Evaluation budgets").
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -245,7 +246,7 @@ pub fn run(args: &RunArgs) -> u8 {
         crate::out::eprint(&format!("warning: {w}\n"));
     }
     if let Some(dir) = &args.out {
-        if let Err(e) = teil_interp::files::write_outputs(dir, &outputs, &results) {
+        if let Err(e) = teil_io::files::write_outputs(dir, &outputs, &results) {
             return Failure::Usage(e.to_string()).report();
         }
     }
@@ -319,7 +320,7 @@ pub fn load_inputs(
         };
         // A file that cannot be read at all is an I/O problem (exit 2), as for the program
         // file; one that is read but holds no acceptable array is a rejected input (exit 1).
-        if let Err(e) = teil_interp::files::check_regular(path) {
+        if let Err(e) = teil_io::files::check_regular(path) {
             unreadable.push(format!(
                 "cannot read input `{name}` from `{}`: {e}",
                 path.display()

@@ -119,7 +119,7 @@ pub fn tune(a: &TuneArgs) -> u8 {
                     }
                 }
             }
-            if let Err(e) = teil_interp::files::write_atomically(&path, text.as_bytes()) {
+            if let Err(e) = teil_io::files::write_atomically(&path, text.as_bytes()) {
                 fail(&e.to_string());
                 return 2;
             }

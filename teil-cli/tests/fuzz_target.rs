@@ -267,7 +267,7 @@ fn targets_that_hang_exit_or_answer_garbage_are_findings_and_restarted() {
 }
 
 fn npy(p: &Path) -> teil_interp::Tensor {
-    teil_interp::npy::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    teil_io::npy::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 #[test]

@@ -125,22 +125,4 @@ impl std::fmt::Display for Count {
     }
 }
 
-/// A number of bytes for messages: `1.5 GiB`, `512 bytes`.
-pub struct Bytes(pub u64);
-
-impl std::fmt::Display for Bytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-        let n = self.0;
-        if n < 1024 {
-            return write!(f, "{n} bytes");
-        }
-        let mut v = n as f64 / 1024.0;
-        let mut u = 0;
-        while v >= 1024.0 && u + 1 < UNITS.len() {
-            v /= 1024.0;
-            u += 1;
-        }
-        write!(f, "{v:.1} {}", UNITS[u])
-    }
-}
+pub use teil::diagnostic::Bytes;

@@ -10,9 +10,9 @@
 //!   estimated from the shapes and checked before anything is allocated or evaluated
 //!   ([`run_fast_with`], [`run_oracle_with`]).
 //!
-//! [`files`] writes every output file all-or-nothing and reads input files without blocking;
-//! [`process`] starts, bounds, stops and reaps every child process the toolchain runs;
-//! [`random`] is the workspace's one small deterministic generator (SplitMix64).
+//! [`random`] is the workspace's one small deterministic generator (SplitMix64). Files,
+//! `.npy` arrays and child processes are `teil-io`'s: nothing here writes a file or starts a
+//! process.
 //!
 //! Both take a [`CheckedProgram`] and read the checker's shapes. At this crate's boundary a
 //! tensor is an [`ndarray::ArrayD<f64>`] in which NaN stands for the undefined value `•`
@@ -50,12 +50,7 @@ pub mod budget;
 pub mod domain;
 pub mod error;
 pub mod fast;
-// Files are a Unix matter here (`flock`, `O_NONBLOCK`, symlinks); the browser build has none.
-#[cfg(unix)]
-pub mod files;
-pub mod npy;
 pub mod oracle;
-pub mod process;
 pub mod random;
 pub mod rounding;
 pub mod store;

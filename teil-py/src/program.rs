@@ -372,8 +372,8 @@ fn lower_failure(e: teil_cbackend::Error) -> Failure {
 
 /// A file that could not be read: `OSError` (the subclass its errno names, such as
 /// `FileNotFoundError`, with the path as its `filename`), or `ValueError` for a special file.
-fn read_error(path: &std::path::Path, e: teil_interp::files::ReadError) -> PyErr {
-    use teil_interp::files::ReadError;
+fn read_error(path: &std::path::Path, e: teil_io::files::ReadError) -> PyErr {
+    use teil_io::files::ReadError;
     match e {
         ReadError::Io(io) => {
             let message = io.to_string();
@@ -421,7 +421,7 @@ impl Program {
     #[staticmethod]
     fn from_file(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let bytes = py
-            .detach(|| teil_interp::files::read_regular(&path))
+            .detach(|| teil_io::files::read_regular(&path))
             .map_err(|e| read_error(&path, e))?;
         let source = String::from_utf8_lossy(&bytes).into_owned();
         Program::load(py, source, path.display().to_string())

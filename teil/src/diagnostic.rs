@@ -667,6 +667,26 @@ pub trait CodedError: std::fmt::Display {
     }
 }
 
+/// A number of bytes for messages: `1.5 GiB`, `512 bytes` (the evaluators' budgets, files read).
+pub struct Bytes(pub u64);
+
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+        let n = self.0;
+        if n < 1024 {
+            return write!(f, "{n} bytes");
+        }
+        let mut v = n as f64 / 1024.0;
+        let mut u = 0;
+        while v >= 1024.0 && u + 1 < UNITS.len() {
+            v /= 1024.0;
+            u += 1;
+        }
+        write!(f, "{v:.1} {}", UNITS[u])
+    }
+}
+
 /// `[E0701] message`, or the message alone without a code: the one spelling of a coded
 /// operational message ([`CodedError::coded`], and the CLI's messages that are not errors of a
 /// type).

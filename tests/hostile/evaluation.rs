@@ -168,7 +168,7 @@ fn trace_values_of_a_small_tower_elide_the_expansion() {
         .run();
     // No a.npy yet: an input file that cannot be read, an I/O problem.
     o.exits(2);
-    let ones = teil_interp::npy::to_bytes(&vector(vec![1.0; 10]));
+    let ones = teil_io::npy::to_bytes(&vector(vec![1.0; 10]));
     std::fs::write(dir.path().join("a.npy"), ones).unwrap();
     let o = Case::new(["trace", &file, "s", "--in", "A=a.npy"])
         .cwd(dir.path())
@@ -236,12 +236,12 @@ fn the_oracle_refuses_nested_expansions_and_the_fast_evaluator_computes_them() {
     // No a.npy yet: an input file that cannot be read, an I/O problem.
     o.exits(2);
     let a = vector((1..=10).map(f64::from).collect());
-    std::fs::write(dir.path().join("a.npy"), teil_interp::npy::to_bytes(&a)).unwrap();
+    std::fs::write(dir.path().join("a.npy"), teil_io::npy::to_bytes(&a)).unwrap();
     let o = Case::new(["run", &file, "--in", "A=a.npy", "--out", "out"])
         .cwd(dir.path())
         .run();
     o.exits(0).within_cpu(Duration::from_secs(5));
-    let b = teil_interp::npy::read(&dir.path().join("out/B.npy")).unwrap();
+    let b = teil_io::npy::read(&dir.path().join("out/B.npy")).unwrap();
     assert_eq!(b, a * 1e12);
 }
 
@@ -258,11 +258,7 @@ fn fuzz_replay_of_nested_expansions_is_refused() {
     let file = write(dir.path(), "repro_7.teil", &text);
     std::fs::create_dir(dir.path().join("repro_7")).unwrap();
     let a = vector(vec![1.0; 10]);
-    std::fs::write(
-        dir.path().join("repro_7/A.npy"),
-        teil_interp::npy::to_bytes(&a),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("repro_7/A.npy"), teil_io::npy::to_bytes(&a)).unwrap();
     let o = Case::new(["fuzz", "--replay", &file]).run();
     o.reports("E0702").within_cpu(Duration::from_secs(5));
     assert!(o.status.code().is_some(), "{:?}", o.status);

@@ -16,7 +16,7 @@ const TWO_OUTPUTS: &str = "input alloc A : [2]\noutput alloc C : [2]\noutput all
 /// The `.npy` bytes of a float64 vector, as `teil` writes them.
 fn npy(values: &[f64]) -> Vec<u8> {
     let t = teil_interp::Tensor::from_shape_vec(vec![values.len()], values.to_vec()).unwrap();
-    teil_interp::npy::to_bytes(&t)
+    teil_io::npy::to_bytes(&t)
 }
 
 struct Setup {

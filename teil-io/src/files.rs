@@ -279,6 +279,35 @@ impl StagingDir {
         self.dir.path()
     }
 
+    /// Puts `bytes` at `dest` through this directory: written completely (and `fsync`ed) to a
+    /// new private file (mode 0600) named `name` here, where nobody else can reach it, then
+    /// renamed onto `dest`, replacing what is there in one step, or, without `replace`, linked
+    /// there only if nothing is (an entry already at `dest` is `AlreadyExists` and stays as it
+    /// was; a planted symbolic link is never followed). `dest` must be on this directory's file
+    /// system (a staging directory is made beside its destinations). Nothing is left here
+    /// afterwards, whatever the outcome. For a writer whose destinations are its own (the C
+    /// backend's kernel cache); a set of output files goes through [`Staged`].
+    pub fn place(&self, name: &str, bytes: &[u8], dest: &Path, replace: bool) -> io::Result<()> {
+        let staged = self.path().join(name);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&staged)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+        let placed = written.and_then(|()| {
+            if replace {
+                std::fs::rename(&staged, dest)
+            } else {
+                std::fs::hard_link(&staged, dest)
+            }
+        });
+        if !replace || placed.is_err() {
+            let _ = std::fs::remove_file(&staged);
+        }
+        placed
+    }
+
     /// Keeps the directory and what it holds, for a person to inspect (the source of a kernel
     /// that failed): it is renamed to a new name starting with `prefix` in the same parent,
     /// outside the names [`remove_stale`] removes, and that path is returned. If the rename
@@ -477,7 +506,7 @@ pub fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 pub fn write_outputs(
     dir: &Path,
     outputs: &[String],
-    results: &std::collections::BTreeMap<String, crate::Tensor>,
+    results: &std::collections::BTreeMap<String, crate::npy::Tensor>,
 ) -> Result<(), WriteError> {
     create_dir(dir)?;
     let mut staged = Staged::new();
@@ -829,6 +858,42 @@ mod tests {
         assert!(!d.path().join("never").exists());
         assert!(staging_dirs(d.path()).is_empty());
         assert!(staging_dirs(&d.path().join("sub")).is_empty());
+    }
+
+    /// `StagingDir::place`: a private file at the destination, an existing one kept without
+    /// `replace` and replaced with it, a planted symbolic link replaced and never followed, and
+    /// nothing left in the staging directory either way.
+    #[test]
+    fn a_placed_file_is_private_and_replaces_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("secret");
+        let staging = StagingDir::new_in(dir.path()).unwrap();
+        let left = |s: &StagingDir| std::fs::read_dir(s.path()).unwrap().count();
+        staging.place("s", b"one", &dest, false).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"one");
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let e = staging.place("s", b"two", &dest, false).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&dest).unwrap(), b"one");
+        assert_eq!(left(&staging), 0);
+        staging.place("s", b"two", &dest, true).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"two");
+        assert_eq!(left(&staging), 0);
+        // A symbolic link at the destination is replaced; its target is not written.
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"untouched").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(
+            staging.place("l", b"x", &link, false).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        staging.place("l", b"new", &link, true).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
+        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+        assert_eq!(left(&staging), 0);
     }
 
     #[test]
