@@ -70,7 +70,9 @@ fn shapes_too_large_to_validate_are_refused_without_output() {
     assert!(text(&o.stdout).is_empty());
     assert!(
         text(&o.stderr).starts_with(
-            "error: cannot validate: symbolic evaluation would take about 40080000 operations"
+            // 200 x 200 cells, each 801 oracle steps (`oracle_work`: 200 terms of a product
+            // in parentheses, 4 steps each, and the contraction), and the kernel's 8,080,000.
+            "error: cannot validate: symbolic evaluation would take about 40120000 operations"
         ),
         "{}",
         text(&o.stderr)

@@ -9,8 +9,9 @@ use teil_interp::RunError;
 /// Bounds on one validation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest estimated number of symbolic operations: the oracle's pointwise evaluation
-    /// (every cell of every statement, reductions unrolled) plus the kernel's static work
+    /// Largest estimated number of symbolic operations: the oracle's pointwise evaluation in
+    /// the steps its work budget counts (`teil_interp::budget::oracle_work`: every cell of every
+    /// statement, every node, reductions unrolled) plus the kernel's static work
     /// ([`Kernel::work`]).
     pub max_operations: u128,
     /// Largest number of cells the symbolic machine holds (padded parameters and workspace).
