@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ./test's prerequisite check fails early and clearly (README, "Set up"): with one tool taken
+# ./test's prerequisite check fails early and clearly (tests/README.md): with one tool taken
 # off PATH, `./test --check PART` stops within seconds, naming the tool, what needs it and the
 # command that installs it. ./test runs this after its own check passed.
 set -euo pipefail

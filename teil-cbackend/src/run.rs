@@ -544,7 +544,7 @@ pub fn run_batch_timed(
 /// The environment variable whose whitespace-separated flags are appended to the flags of every
 /// C compilation the backend runs (after [`Toolchain::cflags`]). For running a test suite
 /// against one target's kernels, for example `TEIL_EXTRA_CFLAGS="-mavx512f"` or
-/// `TEIL_EXTRA_CFLAGS=-Dteil_portable` (spec/padding.md, "Contraction kernels"; README, *Tests*).
+/// `TEIL_EXTRA_CFLAGS=-Dteil_portable` (spec/padding.md, "Contraction kernels"; tests/README.md).
 pub const EXTRA_CFLAGS_VAR: &str = "TEIL_EXTRA_CFLAGS";
 
 /// The flags of [`EXTRA_CFLAGS_VAR`] (none when it is unset).

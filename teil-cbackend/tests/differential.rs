@@ -18,7 +18,7 @@
 //! computed once for both. For a quicker local iteration, `TEIL_DIFFERENTIAL_QUICK=1` compiles
 //! each (program, M) kernel once, under the two flag sets in alternation
 //! ([`Schedule::Alternating`], half the compile time): every kernel is still checked, and every
-//! program and every M runs under both flag sets, but not every pair (README, *Tests*).
+//! program and every M runs under both flag sets, but not every pair (tests/README.md).
 //! Programs are batched: one translation unit and one driver process per flag set and test.
 //!
 //! Every test then runs its programs once more under the flags that make compilers contract

@@ -42,7 +42,7 @@ pub fn check(files: &[String], format: Format, color: Color) -> u8 {
 
 /// `teil check --ast-json`: prints the parsed AST of every file as one JSON line, in order,
 /// without checking it: the input of `teil-check`, the checker extracted from the Coq proof
-/// (proofs/teil_check.ml, README "The proof"). A file with syntax errors has no AST to give:
+/// (proofs/teil_check.ml, proofs/README.md). A file with syntax errors has no AST to give:
 /// its errors are reported on standard error, its line is `{"syntax_errors":[codes]}`, and
 /// the exit status is 1. The form is [`teil::ast_json`]'s.
 pub fn ast_json(files: &[String], color: Color) -> u8 {

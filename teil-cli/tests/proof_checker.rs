@@ -1,5 +1,5 @@
 //! The Rust checker (teil/src/check.rs) against the checker extracted from the Coq proof
-//! (proofs/Checker.v, `check_prog`; README "The proof"): on every program of the corpus and on
+//! (proofs/Checker.v, `check_prog`; proofs/README.md): on every program of the corpus and on
 //! fuzzer-generated programs, well-typed and ill-typed, both must agree on accept/reject, on
 //! each statement's type, and on the violated rule: the extracted checker's rule and code (the
 //! first premise it finds violated, named as in spec/typing.md) must be among the (rule, code)

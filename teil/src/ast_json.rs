@@ -1,5 +1,5 @@
 //! The parsed AST as JSON: the input of `teil-check`, the checker extracted from the Coq proof
-//! (proofs/teil_check.ml, README "The proof"), which `teil check --ast-json` prints one line
+//! (proofs/teil_check.ml, proofs/README.md), which `teil check --ast-json` prints one line
 //! per file of and `teil-cli/tests/proof_checker.rs` compares with the Rust checker.
 //!
 //! The form: `{"decls":[{"qualifier":null|"input"|"output"|"inout","name":"A",

@@ -75,7 +75,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """What ``%load_ext teil`` calls in IPython and Jupyter: registers the cell magic ``%%teil``
     (check a cell, run it on the notebook's variables, bind its outputs) and the line magic
     ``%teil_einsum`` (``teil.einsum`` on notebook variables). See ``teil._magics`` and the
-    README's "Notebooks". IPython is imported only here."""
+    teil-py/README.md, "Notebooks". IPython is imported only here."""
     from ._magics import register
 
     register(ipython)
