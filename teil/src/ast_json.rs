@@ -4,7 +4,7 @@
 //!
 //! The form: `{"decls":[{"qualifier":null|"input"|"output"|"inout","name":"A",
 //! "shape":[2,3]}],"stmts":[{"target":"A","value":E}]}`, where an expression `E` is an object
-//! whose `kind` names its node ([`expr`]).
+//! whose `kind` names its node (`expr`).
 
 use crate::ast::{BinOp, Decl, Expr, ExprKind, Program, Qualifier, RedOp};
 use serde_json::{json, Value};
