@@ -8,6 +8,7 @@ use super::report::{Mismatch, Stats, Stop};
 use crate::check::{Check, FailedCheck};
 use crate::compare::{self, Store, Tolerance};
 use crate::error::{CheckFailed, Codes, Difference};
+use crate::isa::Isa;
 use crate::laws::{self, Law};
 use crate::mutate::{self, Mutation};
 use crate::profile::Phase;
@@ -17,6 +18,7 @@ use std::time::Instant;
 use teil::ast::{BinOp, ExprKind};
 use teil::fmt::Style;
 use teil::CheckedProgram;
+use teil_cbackend::ir::Kernel;
 use teil_interp::random::mix;
 
 /// The interpreter-side checks of one program (steps 1 to 4 of the module documentation) and
@@ -123,64 +125,44 @@ pub(super) fn prepare(
     if cfg.c_backend {
         let mut reassociated_somewhere = false;
         for &pad in &lifted_pads {
-            let name = format!("p{slot}_m{pad}");
-            match lower(cfg, &checked, pad, true, false, &name, stats) {
-                Ok(k) => {
-                    reassociated_somewhere |= k.reassociates();
-                    let check = Check::C {
-                        pad,
-                        lift: true,
-                        fma: false,
-                        isa,
-                    };
-                    kernels.push((check, k));
-                }
-                Err(detail) => failures.push(FailedCheck {
-                    check: Check::Lower { pad },
-                    detail: detail.to_string(),
-                }),
+            let c = c_kernel(
+                cfg,
+                &checked,
+                slot,
+                (pad, true, false, isa),
+                stats,
+                &mut failures,
+            );
+            if let Some((check, k)) = c {
+                reassociated_somewhere |= k.reassociates();
+                kernels.push((check, k));
             }
         }
         // A lifted program (or one with a sum in lanes) also runs once without
         // reassociation, where it must agree bit for bit.
         if let (true, Some(pad)) = (reassociated_somewhere, unlifted_pad) {
-            let name = format!("p{slot}_m{pad}_exact");
-            match lower(cfg, &checked, pad, false, false, &name, stats) {
-                Ok(k) => {
-                    let check = Check::C {
-                        pad,
-                        lift: false,
-                        fma: false,
-                        isa,
-                    };
-                    kernels.push((check, k));
-                }
-                Err(detail) => failures.push(FailedCheck {
-                    check: Check::Lower { pad },
-                    detail: detail.to_string(),
-                }),
-            }
+            let c = c_kernel(
+                cfg,
+                &checked,
+                slot,
+                (pad, false, false, isa),
+                stats,
+                &mut failures,
+            );
+            kernels.extend(c);
         }
         // A program with a product-then-add also runs in fma mode, unlifted (so that it
         // evaluates the oracle's own term, whose bound the oracle computes), at the same `M`.
         if let Some(pad) = unlifted_pad {
-            let name = format!("p{slot}_m{pad}_fma");
-            match lower(cfg, &checked, pad, false, true, &name, stats) {
-                Ok(k) if k.has_fusable() => {
-                    let check = Check::C {
-                        pad,
-                        lift: false,
-                        fma: true,
-                        isa,
-                    };
-                    kernels.push((check, k));
-                }
-                Ok(_) => {}
-                Err(detail) => failures.push(FailedCheck {
-                    check: Check::Lower { pad },
-                    detail: detail.to_string(),
-                }),
-            }
+            let c = c_kernel(
+                cfg,
+                &checked,
+                slot,
+                (pad, false, true, isa),
+                stats,
+                &mut failures,
+            );
+            kernels.extend(c.filter(|(_, k)| k.has_fusable()));
         }
     }
     // One kernel per program also goes through the translation validator, when it is small
@@ -477,4 +459,42 @@ pub(super) fn has_division(p: &CheckedProgram) -> bool {
         });
     }
     found
+}
+
+/// The [`Check::C`] of multiple `pad`, lifting, fma mode and target `isa` for the program in
+/// chunk slot `slot`, with its kernel, named after the slot, the multiple and the mode (`p3_m8`,
+/// `p3_m8_exact` unlifted, `p3_m8_fma`); where it does not lower, the failed [`Check::Lower`]
+/// goes to `failures` instead.
+fn c_kernel(
+    cfg: &Config,
+    checked: &CheckedProgram,
+    slot: usize,
+    (pad, lift, fma, isa): (u64, bool, bool, Isa),
+    stats: &mut Stats,
+    failures: &mut Vec<FailedCheck>,
+) -> Option<(Check, Kernel)> {
+    let mode = match (lift, fma) {
+        (_, true) => "_fma",
+        (true, false) => "",
+        (false, false) => "_exact",
+    };
+    let name = format!("p{slot}_m{pad}{mode}");
+    match lower(cfg, checked, pad, lift, fma, &name, stats) {
+        Ok(k) => Some((
+            Check::C {
+                pad,
+                lift,
+                fma,
+                isa,
+            },
+            k,
+        )),
+        Err(detail) => {
+            failures.push(FailedCheck {
+                check: Check::Lower { pad },
+                detail: detail.to_string(),
+            });
+            None
+        }
+    }
 }
