@@ -117,7 +117,7 @@ fn leaf(shape: Vec<u64>, cfg: &GenConfig) -> BoxedStrategy<Expr> {
     if shape.is_empty() && cfg.literals && !cfg.einsum_only {
         prop_oneof![
             3 => var,
-            2 => (-3i32..=4).prop_map(|v| node(ExprKind::Lit(f64::from(v)))),
+            2 => (-3i32..=4).prop_map(|v| node(ExprKind::Lit(Literal::from_f64(f64::from(v))))),
         ]
         .boxed()
     } else {
@@ -598,6 +598,8 @@ pub fn finish(stmts: Vec<RawStmt>, qualifiers: bool) -> Program {
             Decl {
                 qualifier: qualifier.flatten(),
                 name: Ident::new(name, span()),
+                elem: ElemType::F64,
+                elem_span: None,
                 extents: shape.into_iter().map(nat).collect(),
                 span: span(),
             }

@@ -137,6 +137,43 @@ fn step(op: &Op, args: &[(&ArrayD<f64>, &Masks)], r: &ArrayD<f64>) -> Masks {
                 .for_each(|i, &ia, &ib, &e| *i = ia || ib || !e);
             Masks { hazard, inexact }
         }
+        // A function's result is as hazardous as its operand, and inexact but for `abs`; a cast
+        // is inexact where it changed the value.
+        Op::Func { func } => {
+            let m = args[0].1;
+            let inexact = match func {
+                teil::ast::Func::Abs => m.inexact.clone(),
+                _ => ArrayD::from_elem(shape, true),
+            };
+            Masks {
+                hazard: m.hazard.clone(),
+                inexact,
+            }
+        }
+        Op::Cast { .. } => {
+            let (a, m) = args[0];
+            let mut inexact = m.inexact.clone();
+            Zip::from(&mut inexact)
+                .and(a)
+                .and(r)
+                .for_each(|i, &x, &y| *i |= x.to_bits() != y.to_bits() && !x.is_nan());
+            Masks {
+                hazard: m.hazard.clone(),
+                inexact,
+            }
+        }
+        Op::Max | Op::Min => {
+            let ((_, ma), (_, mb)) = (args[0], args[1]);
+            let or = |x: &ArrayD<bool>, y: &ArrayD<bool>| {
+                let mut z = x.clone();
+                Zip::from(&mut z).and(y).for_each(|a, &b| *a |= b);
+                z
+            };
+            Masks {
+                hazard: or(&ma.hazard, &mb.hazard),
+                inexact: or(&ma.inexact, &mb.inexact),
+            }
+        }
         Op::Reduce { axis, .. } => {
             let m = args[0].1;
             let any = |t: &ArrayD<bool>| t.map_axis(Axis(*axis), |lane| lane.iter().any(|&x| x));

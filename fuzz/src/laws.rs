@@ -72,7 +72,7 @@ fn bx(e: Expr) -> Box<Expr> {
 /// A literal multiplier for which law (5) is exact.
 fn small_count(e: &Expr) -> Option<u64> {
     match e.strip_parens().kind {
-        ExprKind::Lit(c) if c == 1.0 || c == 2.0 || c == 3.0 => Some(c as u64),
+        ExprKind::Lit(ref c) if [1.0, 2.0, 3.0].contains(&c.value) => Some(c.value as u64),
         _ => None,
     }
 }
@@ -134,7 +134,7 @@ fn apply(checked: &CheckedProgram, e: &Expr, law: Law, pick: u64) -> Option<Expr
             ExprKind::Expa(i, n, b) if i.value == k.value && (1..=3).contains(&n.value) => {
                 Some(node(ExprKind::Binary(
                     BinOp::Mul,
-                    bx(node(ExprKind::Lit(n.value as f64))),
+                    bx(node(ExprKind::Lit(Literal::from_f64(n.value as f64)))),
                     b.clone(),
                 )))
             }

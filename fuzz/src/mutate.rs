@@ -119,6 +119,8 @@ pub fn ill_typed(checked: &CheckedProgram, m: Mutation, choice: usize) -> Option
                     out.decls.push(Decl {
                         qualifier: None,
                         name: Ident::new("mismatched_target", 0..0),
+                        elem: ElemType::F64,
+                        elem_span: None,
                         extents,
                         span: 0..0,
                     });

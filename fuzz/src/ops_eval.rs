@@ -61,6 +61,9 @@ pub fn run(
             .iter()
             .map(|a| env.get(a).ok_or_else(|| OpsEvalError::Unbound(a.clone())))
             .collect::<Result<Vec<_>, _>>()?;
+        if s.elem != teil::ast::ElemType::F64 {
+            return Err(OpsEvalError::Float32(s.out.clone()));
+        }
         let v = step(&s.op, &args, bug)?;
         if v.shape()
             .iter()
@@ -151,6 +154,38 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalEr
             Ok(a.index_axis(Axis(*axis), index as usize).to_owned())
         }
         Op::Einsum { equation } => einsum(equation, args, bug),
+        // Binary64 only (`run` refuses float32 steps): a cast to binary64 is one from binary32.
+        Op::Func { func } => {
+            let a = arg(args, 0)?;
+            let mut failed = None;
+            let v = a.mapv(|x| {
+                teil_interp::functions::apply(*func, teil::ast::ElemType::F64, x).unwrap_or_else(
+                    |u| {
+                        failed = Some(u);
+                        f64::NAN
+                    },
+                )
+            });
+            match failed {
+                Some(u) => Err(OpsEvalError::Unavailable(u)),
+                None => Ok(v),
+            }
+        }
+        Op::Max | Op::Min => {
+            let (a, b) = (arg(args, 0)?, arg(args, 1)?);
+            if a.shape() != b.shape() {
+                return Err(OpsEvalError::Shapes(a.shape().to_vec(), b.shape().to_vec()));
+            }
+            let f = if matches!(op, Op::Max) {
+                teil::ast::Func2::Max
+            } else {
+                teil::ast::Func2::Min
+            };
+            Ok(ndarray::Zip::from(a)
+                .and(b)
+                .map_collect(|&x, &y| teil_interp::functions::apply2(f, x, y)))
+        }
+        Op::Cast { .. } => Ok(arg(args, 0)?.clone()),
     }
 }
 

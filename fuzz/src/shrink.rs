@@ -144,6 +144,8 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
                 q.decls.push(Decl {
                     qualifier: p.uses_qualifiers().then_some(Qualifier::Output),
                     name: Ident::new(name.clone(), 0..0),
+                    elem: checked.elem(e),
+                    elem_span: None,
                     extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
                     span: 0..0,
                 });
@@ -161,7 +163,7 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
             }
             let compound = !matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_));
             if shape.is_empty() && !matches!(e.kind, ExprKind::Lit(_)) {
-                let one = Expr::new(ExprKind::Lit(1.0), 0..0);
+                let one = Expr::new(ExprKind::Lit(Literal::from_f64(1.0)), 0..0);
                 out.push((replace(p, k, e.id, one), inputs.clone()));
             }
             if compound {
@@ -171,6 +173,8 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
                 q.decls.push(Decl {
                     qualifier: p.uses_qualifiers().then_some(Qualifier::Input),
                     name: Ident::new(name.clone(), 0..0),
+                    elem: checked.elem(e),
+                    elem_span: None,
                     extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
                     span: 0..0,
                 });

@@ -65,7 +65,7 @@ fn expr(e: &Expr, names: &mut Names, out: &mut String) {
         ExprKind::Var(x) => return out.push_str(&names.rename(&x.name)),
         // As `teil fmt` prints literals: the shortest decimal that reads back to the same bits.
         ExprKind::Lit(v) => {
-            let _ = write!(out, "{v}");
+            let _ = write!(out, "{}", v.value);
             return;
         }
         ExprKind::Error => return out.push('?'),
@@ -78,6 +78,9 @@ fn expr(e: &Expr, names: &mut Names, out: &mut String) {
         ExprKind::Contr(..) => "contr",
         ExprKind::Expa(..) => "expa",
         ExprKind::Proj(..) => "proj",
+        ExprKind::Func(f, _) => f.keyword(),
+        ExprKind::Func2(f, ..) => f.keyword(),
+        ExprKind::Convert(t, _) => t.keyword(),
     };
     out.push_str(op);
     out.push('(');

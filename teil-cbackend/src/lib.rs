@@ -127,6 +127,13 @@ pub enum Error {
     TooLarge { what: String },
     #[error("the program needs too many temporaries")]
     TooComplex,
+    /// E0802: the program uses what the C kernels do not implement yet.
+    #[error(
+        "the C backend does not support {what} yet: it computes in binary64 with `+ - * /` \
+         and the tensor operations (element types and functions run on the oracle and the fast \
+         evaluator)"
+    )]
+    Unsupported { what: String },
     #[error("internal error in the C backend: {0}")]
     Internal(String),
 }
@@ -135,6 +142,7 @@ impl teil::CodedError for Error {
     fn code(&self) -> Option<teil::Code> {
         match self {
             Error::TooLarge { .. } => Some(teil::Code::CTooLarge),
+            Error::Unsupported { .. } => Some(teil::Code::CUnsupported),
             _ => None,
         }
     }

@@ -41,7 +41,7 @@ use crate::names::Names;
 use crate::{Error, Options};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use teil::ast::{BinOp, Expr, ExprKind, RedOp};
+use teil::ast::{BinOp, ElemType, Expr, ExprKind, RedOp};
 use teil::fmt::Style;
 use teil::CheckedProgram;
 
@@ -255,6 +255,7 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
     }
     crate::names::check_function_name(&opts.name)
         .map_err(|why| Error::BadName(opts.name.clone(), why))?;
+    unsupported(prog)?;
     let mut lw = Lowerer {
         prog,
         lift: opts.lift,
@@ -398,6 +399,36 @@ struct Lowerer<'p> {
     names: Names,
 }
 
+/// The C backend computes in binary64 with `+ - * /` (spec/abi.md): a program with an `f32`
+/// variable, a function or a conversion is refused with E0802 before anything is lowered,
+/// naming the first such construct, until the kernels implement them with the same bits.
+fn unsupported(prog: &CheckedProgram) -> Result<(), Error> {
+    let p = prog.program();
+    if let Some(d) = p.decls.iter().find(|d| d.elem != ElemType::F64) {
+        return Err(Error::Unsupported {
+            what: format!("`{}`, declared {}", d.name.name, d.elem),
+        });
+    }
+    for s in &p.stmts {
+        let mut found = None;
+        s.value.walk(&mut |e| {
+            let what = match &e.kind {
+                ExprKind::Func(f, _) => f.keyword(),
+                ExprKind::Func2(f, _, _) => f.keyword(),
+                ExprKind::Convert(t, _) => t.keyword(),
+                _ => return,
+            };
+            found.get_or_insert(what);
+        });
+        if let Some(what) = found {
+            return Err(Error::Unsupported {
+                what: format!("`{what}` in the assignment to `{}`", s.target.name),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Lowerer<'_> {
     /// The meaning of `e` at the multi-index `idx` (spec/semantics.md, one arm per equation).
     fn expr(&mut self, e: &Expr, mut idx: Vec<Ix>) -> Result<IExpr, Error> {
@@ -420,7 +451,7 @@ impl Lowerer<'_> {
                 IExpr::Load(b, idx)
             }
             // [S-Lit]
-            ExprKind::Lit(x) => IExpr::Lit(*x),
+            ExprKind::Lit(x) => IExpr::Lit(x.value),
             // [S-Paren]
             ExprKind::Paren(inner) => self.expr(inner, idx)?,
             // [S-Add], [S-Sub], [S-Mul], [S-Div], [S-SMul], [S-SDiv]
@@ -497,6 +528,11 @@ impl Lowerer<'_> {
                 }
                 idx.insert(p, Ix::Const(m.value - 1));
                 self.expr(a, idx)?
+            }
+            ExprKind::Func(..) | ExprKind::Func2(..) | ExprKind::Convert(..) => {
+                return Err(Error::Internal(
+                    "a function reached the lowering (refused by `unsupported`)".into(),
+                ))
             }
             ExprKind::Error => {
                 return Err(Error::Internal("an error node in a checked program".into()));

@@ -270,7 +270,12 @@ fn materialised(p: &CheckedProgram, e: &Expr) -> u64 {
         ExprKind::Binary(BinOp::Mul, a, b) | ExprKind::Prod(a, b) => {
             materialised(p, a).saturating_add(materialised(p, b))
         }
-        ExprKind::Binary(_, a, b) => own(e).saturating_add(value(a)).saturating_add(value(b)),
+        ExprKind::Binary(_, a, b) | ExprKind::Func2(_, a, b) => {
+            own(e).saturating_add(value(a)).saturating_add(value(b))
+        }
+        ExprKind::Func(_, inner) | ExprKind::Convert(_, inner) => {
+            own(e).saturating_add(value(inner))
+        }
         ExprKind::Reduce(teil::ast::RedOp::Sum, _, inner) => materialised(p, inner),
         ExprKind::Reduce(_, _, inner) => own(e).saturating_add(value(inner)),
         ExprKind::Paren(inner)
@@ -290,7 +295,9 @@ pub fn cell_work(p: &CheckedProgram, e: &Expr) -> u64 {
     let w = |e: &Expr| cell_work(p, e);
     let rest = match &e.kind {
         ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Error => 0,
-        ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) => w(a).saturating_add(w(b)),
+        ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) | ExprKind::Func2(_, a, b) => {
+            w(a).saturating_add(w(b))
+        }
         ExprKind::Reduce(_, i, inner) => {
             extent_at(p.shape(inner), i.value).saturating_mul(w(inner))
         }
@@ -301,7 +308,9 @@ pub fn cell_work(p: &CheckedProgram, e: &Expr) -> u64 {
         | ExprKind::Transp(_, _, inner)
         | ExprKind::Diag(_, _, inner)
         | ExprKind::Expa(_, _, inner)
-        | ExprKind::Proj(_, _, inner) => w(inner),
+        | ExprKind::Proj(_, _, inner)
+        | ExprKind::Func(_, inner)
+        | ExprKind::Convert(_, inner) => w(inner),
     };
     rest.saturating_add(1)
 }

@@ -7,7 +7,7 @@
 //! equations of spec/semantics.md use; everything else (indices, reductions as left folds, the
 //! store) is the oracle's business and identical for every domain.
 
-use teil::ast::{BinOp, RedOp};
+use teil::ast::{BinOp, ElemType, Func, Func2, RedOp};
 
 /// What the oracle needs from values.
 pub trait Domain: Clone + std::fmt::Debug {
@@ -23,6 +23,15 @@ pub trait Domain: Clone + std::fmt::Debug {
     fn max(&self, b: &Self) -> Self;
     /// The binary operation folded by `redmin`.
     fn min(&self, b: &Self) -> Self;
+    /// The value rounded to element type `t` (spec/values.md, "Binary32"): every operation of
+    /// a binary32 expression is the binary64 operation followed by this, and so is `f32 e`.
+    /// The identity for `f64`.
+    fn round(&self, t: ElemType) -> Self;
+    /// The function `f` in element type `t` ([`crate::functions`]); `Err` where this build
+    /// cannot compute it.
+    fn func(f: Func, t: ElemType, a: &Self) -> Result<Self, crate::functions::Unavailable>;
+    /// `max`/`min` ([`crate::functions::apply2`]).
+    fn func2(f: Func2, a: &Self, b: &Self) -> Self;
 
     /// The element-wise operator `op`.
     fn binary(op: BinOp, a: &Self, b: &Self) -> Self {
@@ -99,16 +108,33 @@ impl Val {
 /// binade's top. Those steps are taken at once (exactly: every partial sum is a multiple of `u`
 /// below `2^53·u`); the steps near the top are taken one by one.
 pub fn repeated_sum(v: f64, n: u64) -> f64 {
+    repeated_sum_in(ElemType::F64, v, n)
+}
+
+/// [`repeated_sum`] in element type `t`: the left fold of `n` copies of `v` (a value of `t`)
+/// with every addition rounded to `t`. The same argument holds for binary32's binades (24-bit
+/// significands, spacing down to 2^-149), and the jumps, multiples of `u` below `2^24·u`, are
+/// exact in binary64 and in binary32.
+pub fn repeated_sum_in(t: ElemType, v: f64, n: u64) -> f64 {
     if n <= 1 || !v.is_finite() || v == 0.0 {
         // ±0 ⊕ ±0 keeps the sign of equal zeros; ±∞ and NaN are fixed points of ⊕ itself.
         return v;
     }
     let a = v.abs();
-    // (binade top T, spacing u) of a positive finite number.
+    // (binade top T, spacing u) of a positive finite number of `t`.
     let grid = |s: f64| -> (f64, f64) {
-        let e = (s.to_bits() >> 52) as i32; // biased exponent; 0 for subnormals
-        let e = e.max(1) - 1023; // s < 2^(e+1); subnormals share the spacing of 2^-1022
-        let u = 2f64.powi((e - 52).max(-1074));
+        let (e, u) = match t {
+            ElemType::F64 => {
+                let e = (s.to_bits() >> 52) as i32; // biased exponent; 0 for subnormals
+                let e = e.max(1) - 1023; // s < 2^(e+1); subnormals share 2^-1022's spacing
+                (e, 2f64.powi((e - 52).max(-1074)))
+            }
+            ElemType::F32 => {
+                let e = ((s as f32).to_bits() >> 23) as i32;
+                let e = e.max(1) - 127;
+                (e, 2f64.powi((e - 23).max(-149)))
+            }
+        };
         (2f64.powi(e + 1), u)
     };
     let mut s = a;
@@ -116,7 +142,7 @@ pub fn repeated_sum(v: f64, n: u64) -> f64 {
     let mut steady = 0; // consecutive steps that started and ended in one binade
     let mut last = 0.0;
     while k < n {
-        let next = s + a;
+        let next = t.round(s + a);
         if next.is_infinite() {
             return next.copysign(v);
         }
@@ -197,6 +223,21 @@ impl Domain for Val {
     fn min(&self, b: &Self) -> Self {
         self.lift(*b, min_f64)
     }
+    fn round(&self, t: ElemType) -> Self {
+        match self {
+            Val::Num(x) => Val::Num(t.round(*x)),
+            Val::Undef => Val::Undef,
+        }
+    }
+    fn func(f: Func, t: ElemType, a: &Self) -> Result<Self, crate::functions::Unavailable> {
+        Ok(match a {
+            Val::Num(x) => Val::Num(crate::functions::apply(f, t, *x)?),
+            Val::Undef => Val::Undef,
+        })
+    }
+    fn func2(f: Func2, a: &Self, b: &Self) -> Self {
+        a.lift(*b, |x, y| crate::functions::apply2(f, x, y))
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +309,37 @@ mod tests {
         // Far beyond a loop: 2^40 copies of 1 are exact; of 0.1 the sum stalls nowhere here.
         assert_eq!(repeated_sum(1.0, 1 << 40), (1u64 << 40) as f64);
         assert_eq!(repeated_sum(-1.0, 1 << 54), -(2f64.powi(53)));
+    }
+
+    #[test]
+    fn binary32_repeated_sums_are_the_binary32_left_fold() {
+        let t = ElemType::F32;
+        let naive32 = |v: f64, n: u64| (1..n).fold(v, |acc, _| t.round(acc + v));
+        let u = f32::EPSILON as f64;
+        let values = [
+            0.1,
+            -0.1,
+            1.0 / 3.0,
+            0.5 * u,
+            1.5 * u,
+            1.0 + u,
+            1e-40,   // subnormal in binary32
+            1.4e-45, // the smallest binary32 subnormal
+            3e38,    // overflows at the second addition
+            -1.7e37,
+            123456.789,
+            -0.0,
+        ];
+        for &v in &values {
+            let v = t.round(v);
+            for n in [1, 2, 3, 7, 100, 1000, 40_000] {
+                let (fast, slow) = (repeated_sum_in(t, v, n), naive32(v, n));
+                assert_eq!(fast.to_bits(), slow.to_bits(), "{v:e} x {n}");
+            }
+        }
+        // 2^24 + 1 copies of 1 stall at 2^24 in binary32; 0.1 stalls at 2^21 (2097152).
+        assert_eq!(repeated_sum_in(t, 1.0, (1 << 24) + 5), 16777216.0);
+        assert_eq!(repeated_sum_in(t, t.round(0.1), 1 << 40), 2097152.0);
     }
 
     #[test]

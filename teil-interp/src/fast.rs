@@ -20,13 +20,19 @@
 //! Non-linear nodes (`+`, `-`, `/`, `red*`, `redmax`, `redmin`) materialise their operands and
 //! compute element-wise, the reductions as left folds from the first slice (spec/values.md).
 //!
+//! Element types: every node of a term has the term's element type (operands of `#`, `*` and
+//! the sums share it, T-Prod, T-Mul), and so do its contractions: in `f32` each product and each
+//! addition of [`Evaluator::contract`] is rounded to binary32 as it is computed, as the
+//! non-linear nodes round each result (spec/semantics.md, "Element types"). Functions and
+//! conversions are non-linear nodes ([`crate::functions`]).
+//!
 //! The evaluator agrees with the oracle exactly whenever no rounding happens (small integer
 //! inputs without division): contraction reorders sums and products, which over the reals
 //! changes nothing. With rounding, results may differ by reassociation (spec/interpreter.md).
 //! The undefined value `•` is NaN here; every operation propagates NaN, so it behaves as `•`.
 
 use crate::budget::{checked_len, try_vec, Budget};
-use crate::domain::{max_f64, min_f64, repeated_sum};
+use crate::domain::{max_f64, min_f64, repeated_sum_in};
 use crate::error::RunError;
 use crate::oracle::check_depth;
 use crate::store::filled;
@@ -34,7 +40,7 @@ use ndarray::{ArrayD, Axis, IxDyn, Zip};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use teil::ast::{BinOp, Expr, ExprKind, RedOp};
+use teil::ast::{BinOp, ElemType, Expr, ExprKind, Func2, RedOp};
 use teil::plan::{LabelSet, Objective, Plan, Problem};
 use teil::CheckedProgram;
 
@@ -265,7 +271,7 @@ impl<'s> Evaluator<'_, 's> {
     /// The value of `e` as a materialised array of `shape(e)`.
     fn value(&self, e: &Expr) -> Result<ArrayD<f64>, RunError> {
         let t = self.term(e)?;
-        let v = self.materialise(t)?;
+        let v = self.materialise(t, self.prog.elem(e))?;
         let want = self.prog.shape(e);
         if v.shape().iter().map(|&n| n as u64).ne(want.iter().copied()) {
             return Err(bad("a term evaluated to the wrong shape"));
@@ -297,7 +303,7 @@ impl<'s> Evaluator<'_, 's> {
             // [S-Lit]
             ExprKind::Lit(c) => {
                 let c = match self.mode {
-                    Mode::Values => *c,
+                    Mode::Values => c.in_type(self.prog.elem(e)),
                     Mode::Definedness => 1.0,
                 };
                 self.leaf(Data::Owned(ndarray::arr0(c).into_dyn()))
@@ -395,9 +401,56 @@ impl<'s> Evaluator<'_, 's> {
 
     /// `+`, `-`, `/` and the non-linear reductions: operands materialised, then element-wise.
     fn nonlinear(&self, e: &Expr) -> Result<ArrayD<f64>, RunError> {
+        let t = self.prog.elem(e);
+        let mut x = self.nonlinear_in(e)?;
+        if t != ElemType::F64 {
+            x.mapv_inplace(|v| t.round(v));
+        }
+        Ok(x)
+    }
+
+    /// [`Self::nonlinear`] before rounding to the node's element type; a reduction's fold
+    /// steps are rounded here, as they are taken.
+    fn nonlinear_in(&self, e: &Expr) -> Result<ArrayD<f64>, RunError> {
         let shape = |e: &Expr| self.prog.shape(e);
         let defin = self.mode == Mode::Definedness;
+        let t = self.prog.elem(e);
         match &e.kind {
+            // [S-Func]: the definedness of `f x` is that of `x` (functions never make `•`).
+            ExprKind::Func(f, a) => {
+                let mut x = self.value(a)?;
+                if !defin {
+                    let mut failed = None;
+                    x.mapv_inplace(|v| {
+                        crate::functions::apply(*f, t, v).unwrap_or_else(|u| {
+                            failed = Some(u);
+                            f64::NAN
+                        })
+                    });
+                    if let Some(u) = failed {
+                        return Err(u.into());
+                    }
+                }
+                Ok(x)
+            }
+            // [S-Func2]: NaN iff either operand is, as `+` in definedness mode.
+            ExprKind::Func2(f, a, b) => {
+                let (mut x, y) = (self.value(a)?, self.value(b)?);
+                if x.shape() != y.shape() {
+                    return Err(bad("element-wise function on different shapes"));
+                }
+                let f: Func2 = *f;
+                Zip::from(&mut x).and(&y).for_each(|a, &b| {
+                    *a = if defin {
+                        *a + b
+                    } else {
+                        crate::functions::apply2(f, *a, b)
+                    }
+                });
+                Ok(x)
+            }
+            // [S-Conv]: rounded by the caller to the node's element type.
+            ExprKind::Convert(_, a) => self.value(a),
             // [S-SDiv]
             ExprKind::Binary(BinOp::Div, a, b) if shape(b).is_empty() => {
                 let x = self.value(a)?;
@@ -448,7 +501,7 @@ impl<'s> Evaluator<'_, 's> {
                 for m in 1..x.len_of(ax) {
                     Zip::from(&mut acc)
                         .and(&x.index_axis(ax, m))
-                        .for_each(|a, &b| *a = f(*a, b));
+                        .for_each(|a, &b| *a = t.round(f(*a, b)));
                 }
                 Ok(acc)
             }
@@ -457,7 +510,8 @@ impl<'s> Evaluator<'_, 's> {
     }
 
     /// Evaluates a term to an array over its output labels.
-    fn materialise(&self, t: Term<'s>) -> Result<ArrayD<f64>, RunError> {
+    /// Evaluates a term of element type `elem` to an array over its output labels.
+    fn materialise(&self, t: Term<'s>, elem: ElemType) -> Result<ArrayD<f64>, RunError> {
         let Term {
             factors,
             out,
@@ -489,16 +543,16 @@ impl<'s> Evaluator<'_, 's> {
         let result = match problem.plan(Objective::Memory) {
             Some(plan) => {
                 let mut slots: Vec<Option<Factor<'s>>> = fs.into_iter().map(Some).collect();
-                let f = self.run_plan(&plan, &mut slots, &number)?;
+                let f = self.run_plan(&plan, &mut slots, &number, elem)?;
                 if f.is_plain(&out) {
                     f
                 } else {
                     // Broadcast to the output labels in order (labels no factor carries come
                     // from `expa`).
-                    self.contract(&[&f], &out)?
+                    self.contract(&[&f], &out, elem)?
                 }
             }
-            None => self.contract(&[&Factor::scalar(1.0)], &out)?,
+            None => self.contract(&[&Factor::scalar(1.0)], &out, elem)?,
         };
         let mut arr = match result.data {
             Data::Owned(a) => a,
@@ -507,7 +561,7 @@ impl<'s> Evaluator<'_, 's> {
         // A sum over a label no factor carries adds `n` copies of one value: the left fold
         // itself, not `n · value`, which is another term (spec/values.md, "Reassociation").
         for n in scale {
-            arr.mapv_inplace(|v| repeated_sum(v, n));
+            arr.mapv_inplace(|v| repeated_sum_in(elem, v, n));
         }
         Ok(arr)
     }
@@ -520,6 +574,7 @@ impl<'s> Evaluator<'_, 's> {
         plan: &Plan,
         slots: &mut [Option<Factor<'s>>],
         number: &BTreeMap<Label, usize>,
+        elem: ElemType,
     ) -> Result<Factor<'s>, RunError> {
         let kept = |labels: Vec<Label>, keep: &LabelSet| -> Vec<Label> {
             labels
@@ -539,22 +594,28 @@ impl<'s> Evaluator<'_, 's> {
                     return Ok(f);
                 }
                 // Sum the labels this factor alone carries and nothing else needs.
-                self.contract(&[&f], &keep)
+                self.contract(&[&f], &keep, elem)
             }
             Plan::Merge { left, right, keep } => {
-                let a = self.run_plan(left, slots, number)?;
-                let b = self.run_plan(right, slots, number)?;
+                let a = self.run_plan(left, slots, number, elem)?;
+                let b = self.run_plan(right, slots, number, elem)?;
                 let mut union = a.labels();
                 union.extend(b.labels().into_iter().filter(|l| !a.has(*l)));
                 self.note_contraction();
-                self.contract(&[&a, &b], &kept(union, keep))
+                self.contract(&[&a, &b], &kept(union, keep), elem)
             }
         }
     }
 
     /// `Σ over the labels of `ops` not in `keep` of the product of `ops``, as a new factor whose
     /// axes are `keep` in order (labels no operand carries are broadcast).
-    fn contract(&self, ops: &[&Factor<'s>], keep: &[Label]) -> Result<Factor<'s>, RunError> {
+    /// In `f32` (`elem`) every product and addition is rounded to binary32.
+    fn contract(
+        &self,
+        ops: &[&Factor<'s>],
+        keep: &[Label],
+        elem: ElemType,
+    ) -> Result<Factor<'s>, RunError> {
         let extents: Vec<u64> = keep.iter().map(|&l| self.extent(l)).collect();
         let mut z = self.zeros("an intermediate result", &extents)?;
         // Sums start from -0, the identity of IEEE addition (+0 + -0 would be +0), so a sum
@@ -611,7 +672,10 @@ impl<'s> Evaluator<'_, 's> {
                     .array()
                     .as_slice()
                     .ok_or_else(|| bad("operand not contiguous"))?;
-                nest1(&loops, xs, x.base, zs, 0, accumulate, cancel);
+                match elem {
+                    ElemType::F64 => nest1::<false>(&loops, xs, x.base, zs, 0, accumulate, cancel),
+                    ElemType::F32 => nest1::<true>(&loops, xs, x.base, zs, 0, accumulate, cancel),
+                }
             }
             [x, y] => {
                 let xs = x
@@ -624,7 +688,15 @@ impl<'s> Evaluator<'_, 's> {
                     .array()
                     .as_slice()
                     .ok_or_else(|| bad("operand not contiguous"))?;
-                nest2(&loops, xs, x.base, ys, y.base, zs, 0, accumulate, cancel);
+                let (x0, y0) = (x.base, y.base);
+                match elem {
+                    ElemType::F64 => {
+                        nest2::<false>(&loops, xs, x0, ys, y0, zs, 0, accumulate, cancel)
+                    }
+                    ElemType::F32 => {
+                        nest2::<true>(&loops, xs, x0, ys, y0, zs, 0, accumulate, cancel)
+                    }
+                }
             }
             _ => return Err(bad("contraction of more than two factors")),
         }
@@ -742,8 +814,18 @@ struct Loop {
 
 /// `cancel`, polled per iteration of the outermost loop only, stops the nest early (the caller
 /// then reports the interruption).
+/// `x` rounded to binary32 when `F32` (the nests' products and sums in `f32`).
+#[inline(always)]
+fn r<const F32: bool>(x: f64) -> f64 {
+    if F32 {
+        x as f32 as f64
+    } else {
+        x
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-fn nest1(
+fn nest1<const F32: bool>(
     loops: &[Loop],
     x: &[f64],
     ox: usize,
@@ -755,7 +837,7 @@ fn nest1(
     match loops {
         [] => {
             if acc {
-                z[oz] += x[ox];
+                z[oz] = r::<F32>(z[oz] + x[ox]);
             } else {
                 z[oz] = x[ox];
             }
@@ -764,7 +846,7 @@ fn nest1(
             let (mut ox, mut oz) = (ox, oz);
             for _ in 0..l.n {
                 if acc {
-                    z[oz] += x[ox];
+                    z[oz] = r::<F32>(z[oz] + x[ox]);
                 } else {
                     z[oz] = x[ox];
                 }
@@ -777,14 +859,14 @@ fn nest1(
                 if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                     return;
                 }
-                nest1(rest, x, ox + i * l.s[0], z, oz + i * l.sz, acc, None);
+                nest1::<F32>(rest, x, ox + i * l.s[0], z, oz + i * l.sz, acc, None);
             }
         }
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn nest2(
+fn nest2<const F32: bool>(
     loops: &[Loop],
     x: &[f64],
     ox: usize,
@@ -797,9 +879,9 @@ fn nest2(
 ) {
     match loops {
         [] => {
-            let v = x[ox] * y[oy];
+            let v = r::<F32>(x[ox] * y[oy]);
             if acc {
-                z[oz] += v;
+                z[oz] = r::<F32>(z[oz] + v);
             } else {
                 z[oz] = v;
             }
@@ -808,14 +890,14 @@ fn nest2(
             let (mut ox, mut oy, mut oz) = (ox, oy, oz);
             if acc {
                 for _ in 0..l.n {
-                    z[oz] += x[ox] * y[oy];
+                    z[oz] = r::<F32>(z[oz] + r::<F32>(x[ox] * y[oy]));
                     ox += l.s[0];
                     oy += l.s[1];
                     oz += l.sz;
                 }
             } else {
                 for _ in 0..l.n {
-                    z[oz] = x[ox] * y[oy];
+                    z[oz] = r::<F32>(x[ox] * y[oy]);
                     ox += l.s[0];
                     oy += l.s[1];
                     oz += l.sz;
@@ -827,7 +909,7 @@ fn nest2(
                 if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                     return;
                 }
-                nest2(
+                nest2::<F32>(
                     rest,
                     x,
                     ox + i * l.s[0],

@@ -50,6 +50,7 @@ pub mod budget;
 pub mod domain;
 pub mod error;
 pub mod fast;
+pub mod functions;
 pub mod oracle;
 pub mod random;
 pub mod rounding;
@@ -96,8 +97,14 @@ pub fn initial_store(
 
 /// Checks that `name` is declared with the shape of `t` ([`teil::interface::initial_shape`]);
 /// returns the declared shape.
+/// A variable declared `f32` must hold binary32 values exactly
+/// ([`teil::interface::check_binary32`], E0605).
 pub fn check_input(p: &CheckedProgram, name: &str, t: &Tensor) -> Result<Vec<u64>, RunError> {
-    Ok(teil::interface::initial_shape(p, name, &tensor_shape(t))?.to_vec())
+    let shape = teil::interface::initial_shape(p, name, &tensor_shape(t))?.to_vec();
+    if p.var_elem(name) == Some(teil::ast::ElemType::F32) {
+        teil::interface::check_binary32(name, t.iter().copied())?;
+    }
+    Ok(shape)
 }
 
 /// Converts one allocation of the oracle's store to a boundary tensor (`•` becomes NaN).
@@ -211,8 +218,10 @@ pub fn uniform_inputs(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor>
         .map(|d| {
             let mut rng = random::SplitMix64(seed ^ fnv1a(&d.name.name));
             let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
+            // In binary32, the value rounded (the multiples of 2^-52 are not binary32).
             let t = Tensor::from_shape_simple_fn(shape, || {
-                (rng.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+                d.elem
+                    .round((rng.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
             });
             (d.name.name.clone(), t)
         })

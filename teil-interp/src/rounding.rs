@@ -14,6 +14,7 @@ use crate::oracle::Oracle;
 use crate::store::Store;
 use crate::{RunError, Tensor};
 use std::collections::BTreeMap;
+use teil::ast::{ElemType, Func, Func2};
 use teil::CheckedProgram;
 
 /// Unit roundoff of binary64, round to nearest.
@@ -121,6 +122,26 @@ impl Domain for Rounding {
 
     fn min(&self, b: &Self) -> Self {
         self.max(b)
+    }
+
+    /// The bound is binary64's (`u = 2^-53`): a binary32 rounding, like a function, leaves
+    /// the term without one (depth `None`, as below a division).
+    fn round(&self, t: ElemType) -> Self {
+        match t {
+            ElemType::F64 => *self,
+            ElemType::F32 => Rounding {
+                depth: None,
+                ..*self
+            },
+        }
+    }
+
+    fn func(_: Func, _: ElemType, a: &Self) -> Result<Self, crate::functions::Unavailable> {
+        Ok(Rounding::node(f64::INFINITY, None, a, a))
+    }
+
+    fn func2(_: Func2, a: &Self, b: &Self) -> Self {
+        a.max(b)
     }
 }
 

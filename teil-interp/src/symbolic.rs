@@ -35,6 +35,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
+use teil::ast::{ElemType, Func, Func2};
 
 /// Where a leaf's value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -502,6 +503,22 @@ impl Domain for Sym {
     }
     fn min(&self, b: &Self) -> Self {
         self.combine(b, |p, q| operation(Op::Min, p, q))
+    }
+    /// Terms are binary64's: a binary32 rounding, a function and `max`/`min` (whose zeros are
+    /// ordered otherwise than `redmax`'s) are not modelled, and a term containing one is
+    /// [`Sym::TooLarge`], equal to nothing. The C backend, the only user of symbolic
+    /// evaluation, refuses programs with such operations before validating them.
+    fn round(&self, t: ElemType) -> Self {
+        match t {
+            ElemType::F64 => self.clone(),
+            ElemType::F32 => Sym::TooLarge,
+        }
+    }
+    fn func(_: Func, _: ElemType, _: &Self) -> Result<Self, crate::functions::Unavailable> {
+        Ok(Sym::TooLarge)
+    }
+    fn func2(_: Func2, _: &Self, _: &Self) -> Self {
+        Sym::TooLarge
     }
 }
 

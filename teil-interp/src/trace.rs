@@ -77,6 +77,8 @@ enum F<'e> {
     Bin(&'static str, Box<F<'e>>, Box<F<'e>>),
     /// A fold over the bound variable `var` from 1 to `n`.
     Fold(RedOp, usize, u64, Box<F<'e>>),
+    /// A function applied to its operands: `exp(..)`, `max(.., ..)`, `f32(..)`.
+    Call(&'static str, Vec<F<'e>>),
 }
 
 /// Expanded formulas: no symbols left, folds as n-ary lists (possibly abbreviated).
@@ -86,6 +88,7 @@ enum G {
     Bin(&'static str, Box<G>, Box<G>),
     /// `op` over `shown` terms; `hidden` terms are elided between the last two shown ones.
     Fold(RedOp, Vec<G>, u64),
+    Call(&'static str, Vec<G>),
 }
 
 /// [`render`], with `hint` (how this surface gives input values) added to the no-values line
@@ -305,6 +308,9 @@ fn expanded_terms(f: &F) -> u64 {
     match f {
         F::Eval(..) | F::Read(..) | F::Lit(_) => 1,
         F::Bin(_, a, b) => expanded_terms(a).saturating_add(expanded_terms(b)),
+        F::Call(_, args) => args
+            .iter()
+            .fold(0u64, |n, a| n.saturating_add(expanded_terms(a))),
         F::Fold(_, _, n, body) => {
             let shown = if *n <= SHOWN_TERMS { *n } else { 3 };
             shown.saturating_mul(expanded_terms(body))
@@ -374,6 +380,14 @@ impl<'p> Tracer<'p> {
                 None => self.step(b),
             },
             F::Fold(_, _, _, body) => self.step(body),
+            F::Call(_, args) => {
+                for a in args {
+                    if let Some(r) = self.step(a)? {
+                        return Ok(Some(r));
+                    }
+                }
+                Ok(None)
+            }
         }
     }
 
@@ -387,7 +401,22 @@ impl<'p> Tracer<'p> {
         Ok(match &e.kind {
             ExprKind::Var(x) => (F::Read(&x.name, ix.to_vec()), "S-Var"),
             ExprKind::Paren(inner) => (F::Eval(inner, ix.to_vec()), "S-Paren"),
-            ExprKind::Lit(c) => (F::Lit(*c), "S-Lit"),
+            ExprKind::Lit(c) => (F::Lit(c.in_type(self.prog.elem(e))), "S-Lit"),
+            ExprKind::Func(f, a) => (
+                F::Call(f.keyword(), vec![F::Eval(a, ix.to_vec())]),
+                "S-Func",
+            ),
+            ExprKind::Func2(f, a, b) => (
+                F::Call(
+                    f.keyword(),
+                    vec![F::Eval(a, ix.to_vec()), F::Eval(b, ix.to_vec())],
+                ),
+                "S-Func2",
+            ),
+            ExprKind::Convert(t, a) => (
+                F::Call(t.keyword(), vec![F::Eval(a, ix.to_vec())]),
+                "S-Conv",
+            ),
             ExprKind::Binary(BinOp::Mul, a, b) if shape(a).is_empty() => {
                 (F::Bin("·", ev(a, vec![]), ev(b, ix.to_vec())), "S-SMul")
             }
@@ -504,6 +533,16 @@ impl<'p> Tracer<'p> {
                     out.push(')');
                 }
             }
+            F::Call(name, args) => {
+                let _ = write!(out, "{name}(");
+                for (k, a) in args.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    self.write(a, 0, out);
+                }
+                out.push(')');
+            }
             F::Fold(op, v, n, body) => {
                 let paren = min > 0;
                 if paren {
@@ -573,6 +612,12 @@ fn expand(f: &F, env: &mut Vec<u64>, store: &Store<Val>) -> Result<G, TraceError
             Box::new(expand(a, env, store)?),
             Box::new(expand(b, env, store)?),
         ),
+        F::Call(name, args) => G::Call(
+            name,
+            args.iter()
+                .map(|a| expand(a, env, store))
+                .collect::<Result<_, _>>()?,
+        ),
         F::Fold(op, v, n, body) => {
             let shown: Vec<u64> = if *n <= SHOWN_TERMS {
                 (1..=*n).collect()
@@ -620,6 +665,10 @@ fn show_g(g: &G, values: bool, min: u8) -> String {
             } else {
                 s
             }
+        }
+        G::Call(name, args) => {
+            let args: Vec<String> = args.iter().map(|a| show_g(a, values, 0)).collect();
+            format!("{name}({})", args.join(", "))
         }
         G::Fold(op, terms, hidden) => {
             let shown: Vec<String> = match op {

@@ -80,11 +80,72 @@ impl Qualifier {
     }
 }
 
-/// `alloc x : [2, 3]` or `var x : [2 3]`, optionally qualified.
+/// The element type of a tensor (spec/typing.md, "Element types"): IEEE 754 binary64 (`f64`,
+/// the default, written or not) or binary32 (`f32`). Every operation computes in its operands'
+/// element type and rounds its result to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElemType {
+    #[default]
+    F64,
+    F32,
+}
+
+impl ElemType {
+    pub const ALL: [ElemType; 2] = [ElemType::F64, ElemType::F32];
+
+    /// The keyword, which names the type in declarations (`f32[3, 4]`) and the conversion to
+    /// it (`f32 e`).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ElemType::F64 => "f64",
+            ElemType::F32 => "f32",
+        }
+    }
+
+    /// The other element type: the one a conversion to `self` converts from.
+    pub fn other(self) -> ElemType {
+        match self {
+            ElemType::F64 => ElemType::F32,
+            ElemType::F32 => ElemType::F64,
+        }
+    }
+
+    /// Rounds a binary64 value to this type (round to nearest, ties to even; beyond binary32's
+    /// range to ±∞), returned as the binary64 value that holds it exactly. For `F64` the value
+    /// itself. Every binary32 operation of TeIL is the exact binary64 operation rounded by this
+    /// (exact for `+ - * /` and `sqrt`, whose binary64 results round to binary32 correctly:
+    /// 53 ≥ 2·24 + 2, spec/values.md, "Binary32").
+    pub fn round(self, v: f64) -> f64 {
+        match self {
+            ElemType::F64 => v,
+            ElemType::F32 => v as f32 as f64,
+        }
+    }
+
+    /// The size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::F64 => 8,
+            ElemType::F32 => 4,
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+/// `alloc x : [2, 3]`, `alloc x : f32[2, 3]` or `var x : [2 3]`, optionally qualified.
 #[derive(Clone, Debug)]
 pub struct Decl {
     pub qualifier: Option<Qualifier>,
     pub name: Ident,
+    /// The element type; `f64` unless written.
+    pub elem: ElemType,
+    /// Where the element type was written (`f32`, `f64`), `None` for a bare `[...]`.
+    pub elem_span: Option<Span>,
     pub extents: Vec<Nat>,
     pub span: Span,
 }
@@ -153,6 +214,107 @@ impl BinOp {
     }
 }
 
+/// The element-wise functions of one operand (spec/semantics.md, "Functions"): each value is
+/// the exact mathematical value rounded to nearest in the operand's element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Func {
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Erf,
+    Abs,
+}
+
+impl Func {
+    pub const ALL: [Func; 6] = [
+        Func::Exp,
+        Func::Log,
+        Func::Sqrt,
+        Func::Tanh,
+        Func::Erf,
+        Func::Abs,
+    ];
+
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Func::Exp => "exp",
+            Func::Log => "log",
+            Func::Sqrt => "sqrt",
+            Func::Tanh => "tanh",
+            Func::Erf => "erf",
+            Func::Abs => "abs",
+        }
+    }
+}
+
+/// The element-wise functions of two operands: `max e0 e1`, `min e0 e1` (typed like `+`).
+/// A NaN operand gives NaN (NumPy's `maximum`/`minimum`); zeros are ordered `-0 < +0` (IEEE
+/// 754-2019's `maximum`/`minimum`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Func2 {
+    Max,
+    Min,
+}
+
+impl Func2 {
+    pub const ALL: [Func2; 2] = [Func2::Max, Func2::Min];
+
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Func2::Max => "max",
+            Func2::Min => "min",
+        }
+    }
+}
+
+/// A numeric literal (spec/extensions.md, "Literals"): its text as written and its decimal
+/// value rounded once to each element type (never binary32 through binary64). Which of the two
+/// a program uses is the element type its context gives it (T-Lit).
+#[derive(Clone, Debug)]
+pub struct Literal {
+    /// The decimal as written, with its sign (`-2.5`, `1e-3`).
+    pub text: String,
+    /// The decimal rounded to binary64.
+    pub value: f64,
+    /// The decimal rounded to binary32 (±∞ beyond its range: E0313 where it is used).
+    pub single: f32,
+}
+
+impl Literal {
+    /// The literal written `text` (an optional `-`, then a decimal as the lexer reads it), or
+    /// `None` when it is not finite in binary64 (E0004).
+    pub fn parse(text: &str) -> Option<Literal> {
+        let value: f64 = text.parse().ok()?;
+        let single: f32 = text.parse().ok()?;
+        value.is_finite().then(|| Literal {
+            text: text.to_string(),
+            value,
+            single,
+        })
+    }
+
+    /// A literal for a binary64 value that was not written as a decimal (front ends, the
+    /// fuzzer): its shortest decimal, which rounds back to `value`.
+    pub fn from_f64(value: f64) -> Literal {
+        let text = format!("{value:?}");
+        let single = text.parse().unwrap_or(value as f32);
+        Literal {
+            text,
+            value,
+            single,
+        }
+    }
+
+    /// The literal's value in element type `t`, as the binary64 value that holds it.
+    pub fn in_type(&self, t: ElemType) -> f64 {
+        match t {
+            ElemType::F64 => self.value,
+            ElemType::F32 => self.single as f64,
+        }
+    }
+}
+
 /// The reduction operators: `red+`, `red*`, `redmax`, `redmin`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RedOp {
@@ -181,8 +343,9 @@ impl RedOp {
 pub enum ExprKind {
     /// `x` — T-Var.
     Var(Ident),
-    /// A numeric literal, a scalar of type `[]` (an extension of both papers; spec/extensions.md).
-    Lit(f64),
+    /// A numeric literal, a scalar of type `[]` whose element type its context gives it (an
+    /// extension of both papers; spec/extensions.md) — T-Lit.
+    Lit(Literal),
     /// `(e)` — T-Paren.
     Paren(Box<Expr>),
     /// `add e e`, `e + e`, ... — T-Add, T-Mul, T-Elem, T-SMul, T-SDiv.
@@ -201,6 +364,12 @@ pub enum ExprKind {
     Expa(Nat, Nat, Box<Expr>),
     /// `proj i m e` — T-Proj.
     Proj(Nat, Nat, Box<Expr>),
+    /// `exp e`, `log e`, `sqrt e`, `tanh e`, `erf e`, `abs e` — T-Func.
+    Func(Func, Box<Expr>),
+    /// `max e0 e1`, `min e0 e1` — T-Func2.
+    Func2(Func2, Box<Expr>, Box<Expr>),
+    /// `f32 e`, `f64 e`: conversion to the other element type — T-Conv.
+    Convert(ElemType, Box<Expr>),
     /// Stands in for an expression that did not parse; its error was already reported.
     Error,
 }
@@ -224,8 +393,12 @@ impl Expr {
             | ExprKind::Diag(_, _, e)
             | ExprKind::Contr(_, _, e)
             | ExprKind::Expa(_, _, e)
-            | ExprKind::Proj(_, _, e) => vec![e],
-            ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) => vec![a, b],
+            | ExprKind::Proj(_, _, e)
+            | ExprKind::Func(_, e)
+            | ExprKind::Convert(_, e) => vec![e],
+            ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) | ExprKind::Func2(_, a, b) => {
+                vec![a, b]
+            }
         }
     }
 
@@ -238,8 +411,12 @@ impl Expr {
             | ExprKind::Diag(_, _, e)
             | ExprKind::Contr(_, _, e)
             | ExprKind::Expa(_, _, e)
-            | ExprKind::Proj(_, _, e) => vec![e],
-            ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) => vec![a, b],
+            | ExprKind::Proj(_, _, e)
+            | ExprKind::Func(_, e)
+            | ExprKind::Convert(_, e) => vec![e],
+            ExprKind::Binary(_, a, b) | ExprKind::Prod(a, b) | ExprKind::Func2(_, a, b) => {
+                vec![a, b]
+            }
         }
     }
 
@@ -259,12 +436,19 @@ impl Expr {
         let nat = |x: &Nat, y: &Nat| x.value == y.value;
         match (&a.kind, &b.kind) {
             (ExprKind::Var(x), ExprKind::Var(y)) => x.name == y.name,
-            (ExprKind::Lit(x), ExprKind::Lit(y)) => x.to_bits() == y.to_bits(),
+            (ExprKind::Lit(x), ExprKind::Lit(y)) => {
+                x.value.to_bits() == y.value.to_bits() && x.single.to_bits() == y.single.to_bits()
+            }
             (ExprKind::Error, ExprKind::Error) => true,
             (ExprKind::Binary(o1, a1, b1), ExprKind::Binary(o2, a2, b2)) => {
                 o1 == o2 && a1.same_as(a2) && b1.same_as(b2)
             }
             (ExprKind::Prod(a1, b1), ExprKind::Prod(a2, b2)) => a1.same_as(a2) && b1.same_as(b2),
+            (ExprKind::Func(f1, e1), ExprKind::Func(f2, e2)) => f1 == f2 && e1.same_as(e2),
+            (ExprKind::Func2(f1, a1, b1), ExprKind::Func2(f2, a2, b2)) => {
+                f1 == f2 && a1.same_as(a2) && b1.same_as(b2)
+            }
+            (ExprKind::Convert(t1, e1), ExprKind::Convert(t2, e2)) => t1 == t2 && e1.same_as(e2),
             (ExprKind::Reduce(o1, i1, e1), ExprKind::Reduce(o2, i2, e2)) => {
                 o1 == o2 && nat(i1, i2) && e1.same_as(e2)
             }
@@ -313,7 +497,10 @@ impl Program {
         self.decls.len() == other.decls.len()
             && self.stmts.len() == other.stmts.len()
             && self.decls.iter().zip(&other.decls).all(|(a, b)| {
-                a.qualifier == b.qualifier && a.name.name == b.name.name && a.shape() == b.shape()
+                a.qualifier == b.qualifier
+                    && a.name.name == b.name.name
+                    && a.elem == b.elem
+                    && a.shape() == b.shape()
             })
             && self
                 .stmts

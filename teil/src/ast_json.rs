@@ -3,8 +3,8 @@
 //! per file of and `teil-cli/tests/proof_checker.rs` compares with the Rust checker.
 //!
 //! The form: `{"decls":[{"qualifier":null|"input"|"output"|"inout","name":"A",
-//! "shape":[2,3]}],"stmts":[{"target":"A","value":E}]}`, where an expression `E` is an object
-//! whose `kind` names its node (`expr`).
+//! "shape":[2,3],"elem":"f64"|"f32"}],"stmts":[{"target":"A","value":E}]}`, where an
+//! expression `E` is an object whose `kind` names its node (`expr`).
 
 use crate::ast::{BinOp, Decl, Expr, ExprKind, Program, Qualifier, RedOp};
 use serde_json::{json, Value};
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 pub fn program(p: &Program) -> Value {
     let decl = |d: &Decl| {
         let qualifier = d.qualifier.map(Qualifier::keyword);
-        json!({ "qualifier": qualifier, "name": d.name.name, "shape": d.shape() })
+        json!({ "qualifier": qualifier, "name": d.name.name, "shape": d.shape(), "elem": d.elem.keyword() })
     };
     let stmts = (p.stmts.iter())
         .map(|s| json!({ "target": s.target.name, "value": expr(&s.value) }))
@@ -21,17 +21,30 @@ pub fn program(p: &Program) -> Value {
     json!({ "decls": p.decls.iter().map(decl).collect::<Vec<_>>(), "stmts": stmts })
 }
 
-/// One expression node: `{"kind":"var","name":..}`, `{"kind":"lit","value":"2.5"}`,
+/// One expression node: `{"kind":"var","name":..}`, `{"kind":"lit","value":"2.5",
+/// "f32_finite":true}` (whether the decimal rounds to a finite binary32 value, T-Lit's premise
+/// in an `f32` context; its binary64 value is finite, E0004),
 /// `{"kind":"paren","e":..}`, `{"kind":"binary","op":"add"|"sub"|"mul"|"div","l":..,"r":..}`,
 /// `{"kind":"prod","l":..,"r":..}`, `{"kind":"reduce","op":"red+"|..,"i":2,"e":..}`,
 /// `{"kind":"transp"|"diag"|"contr","i":..,"j":..,"e":..}`, `{"kind":"expa","i":..,"n":..,
-/// "e":..}`, `{"kind":"proj","i":..,"m":..,"e":..}`; `{"kind":"error"}` stands for what did
-/// not parse. Positions are 1-based, as written.
+/// "e":..}`, `{"kind":"proj","i":..,"m":..,"e":..}`, `{"kind":"func","name":"exp"|"log"|
+/// "sqrt"|"tanh"|"erf"|"abs","e":..}`, `{"kind":"func2","name":"max"|"min","l":..,"r":..}`,
+/// `{"kind":"convert","to":"f32"|"f64","e":..}`; `{"kind":"error"}` stands for what did not
+/// parse. Positions are 1-based, as written.
 fn expr(e: &Expr) -> Value {
     let pair = |kind: &str, a: &str, x: u64, b: &str, y: u64, e: &Expr| json!({ "kind": kind, a: x, b: y, "e": expr(e) });
     match &e.kind {
         ExprKind::Var(v) => json!({ "kind": "var", "name": v.name }),
-        ExprKind::Lit(c) => json!({ "kind": "lit", "value": c.to_string() }),
+        ExprKind::Lit(c) => json!({
+            "kind": "lit",
+            "value": c.value.to_string(),
+            "f32_finite": c.single.is_finite(),
+        }),
+        ExprKind::Func(f, a) => json!({ "kind": "func", "name": f.keyword(), "e": expr(a) }),
+        ExprKind::Func2(f, a, b) => {
+            json!({ "kind": "func2", "name": f.keyword(), "l": expr(a), "r": expr(b) })
+        }
+        ExprKind::Convert(t, a) => json!({ "kind": "convert", "to": t.keyword(), "e": expr(a) }),
         ExprKind::Paren(a) => json!({ "kind": "paren", "e": expr(a) }),
         ExprKind::Binary(op, a, b) => {
             let op = match op {
@@ -66,7 +79,7 @@ mod tests {
         assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
         assert_eq!(
             super::program(&parsed.program).to_string(),
-            r#"{"decls":[{"name":"a","qualifier":"input","shape":[2,3]},{"name":"b","qualifier":null,"shape":[3]}],"stmts":[{"target":"b","value":{"e":{"e":{"e":{"e":{"kind":"binary","l":{"kind":"var","name":"a"},"op":"mul","r":{"kind":"lit","value":"2.5"}},"kind":"paren"},"i":1,"j":2,"kind":"transp"},"kind":"paren"},"i":1,"kind":"reduce","op":"red+"}}]}"#
+            r#"{"decls":[{"elem":"f64","name":"a","qualifier":"input","shape":[2,3]},{"elem":"f64","name":"b","qualifier":null,"shape":[3]}],"stmts":[{"target":"b","value":{"e":{"e":{"e":{"e":{"kind":"binary","l":{"kind":"var","name":"a"},"op":"mul","r":{"f32_finite":true,"kind":"lit","value":"2.5"}},"kind":"paren"},"i":1,"j":2,"kind":"transp"},"kind":"paren"},"i":1,"kind":"reduce","op":"red+"}}]}"#
         );
     }
 }

@@ -14,7 +14,7 @@
 //! [`crate::check_error`], when the pass ends.
 
 use crate::ast::*;
-use crate::check_error::{CheckError, Operation, PairHelp, Transpose};
+use crate::check_error::{CheckError, Elementwise, Operation, PairHelp, Transpose};
 use crate::diagnostic::{edit_distance, is_similar, Diagnostic};
 use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_DEPTH, MAX_EXPR_ELEMENTS, MAX_RANK};
 use std::collections::{HashMap, HashSet};
@@ -28,6 +28,8 @@ pub struct CheckedProgram {
     program: Program,
     /// Indexed by [`ExprId`].
     shapes: Vec<Shape>,
+    /// The element type of every node, indexed by [`ExprId`].
+    elems: Vec<ElemType>,
     /// Parallel to `program.decls`.
     decl_shapes: Vec<Shape>,
     init: Initialization,
@@ -124,6 +126,17 @@ impl CheckedProgram {
         &self.shapes[e.id.0 as usize]
     }
 
+    /// The element type the checker derived for `e`, which must be a node of this program (a
+    /// literal's is the one its context gives it, T-Lit).
+    pub fn elem(&self, e: &Expr) -> ElemType {
+        self.elems[e.id.0 as usize]
+    }
+
+    /// The declared element type of a variable.
+    pub fn var_elem(&self, name: &str) -> Option<ElemType> {
+        self.decl(name).map(|d| d.elem)
+    }
+
     /// The initialisation analysis: where each variable is first read and first assigned.
     pub fn initialization(&self) -> &Initialization {
         &self.init
@@ -197,6 +210,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
     let Partial {
         program,
         shapes,
+        elems,
         diagnostics: diags,
         init,
     } = check_partial(program);
@@ -216,6 +230,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
             // Every node of a program without errors has a shape, except `Error` nodes, which
             // only a program with syntax errors has (and which nobody evaluates).
             shapes: shapes.into_iter().map(Option::unwrap_or_default).collect(),
+            elems: elems.into_iter().map(Option::unwrap_or_default).collect(),
             decl_shapes,
             init,
         },
@@ -231,6 +246,7 @@ pub fn check(program: Program) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<
 pub struct Partial {
     pub program: Program,
     shapes: Vec<Option<Shape>>,
+    elems: Vec<Option<ElemType>>,
     pub diagnostics: Vec<Diagnostic>,
     init: Initialization,
 }
@@ -239,6 +255,12 @@ impl Partial {
     /// The shape of `e`, a node of this program, if it type-checks.
     pub fn shape(&self, e: &Expr) -> Option<&[u64]> {
         self.shapes.get(e.id.0 as usize)?.as_deref()
+    }
+
+    /// The element type of `e`, a node of this program, if it has one: a node whose operands'
+    /// element types conflict has none.
+    pub fn elem(&self, e: &Expr) -> Option<ElemType> {
+        *self.elems.get(e.id.0 as usize)?
     }
 
     /// The initialisation analysis ([`CheckedProgram::initialization`]).
@@ -281,7 +303,9 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
     }
     let mut cx = Checker {
         env: HashMap::new(),
+        env_elems: HashMap::new(),
         shapes: vec![None; next as usize],
+        elems: vec![None; next as usize],
         diags: Vec::new(),
         pairs: Vec::new(),
     };
@@ -303,12 +327,18 @@ pub(crate) fn check_with(mut program: Program, initialisation: bool) -> Partial 
     if initialisation {
         initialization(&program, &init, &mut cx.diags);
     }
-    let Checker { shapes, diags, .. } = cx;
+    let Checker {
+        shapes,
+        elems,
+        diags,
+        ..
+    } = cx;
     let mut diags: Vec<Diagnostic> = diags.into_iter().map(Diagnostic::from).collect();
     diags.sort_by_key(|d| (d.primary.span.start, d.primary.span.end, d.code));
     Partial {
         program,
         shapes,
+        elems,
         diagnostics: diags,
         init,
     }
@@ -359,11 +389,24 @@ struct Checker {
     /// Declared variables; `None` when the declaration itself was rejected, so that uses of it
     /// do not produce further errors.
     env: HashMap<String, Option<Shape>>,
+    /// The declared element type of every declared variable.
+    env_elems: HashMap<String, ElemType>,
     shapes: Vec<Option<Shape>>,
+    elems: Vec<Option<ElemType>>,
     diags: Vec<CheckError>,
     /// The E0305 reports of the statement being checked, whose help waits for the statement's
     /// target ([`Checker::pair_help`]).
     pairs: Vec<UnequalPair>,
+}
+
+/// An expression's element type while the checker derives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Elem {
+    Known(ElemType),
+    /// Literals and operations over literals alone: the context decides (T-Lit).
+    Flexible,
+    /// Ill-typed (already reported) or undeclared: the rules above stay silent.
+    Unknown,
 }
 
 /// A diagonal or contraction rejected with E0305, remembered until its statement's target is
@@ -396,6 +439,7 @@ impl Checker {
                 continue;
             }
             first.insert(&d.name.name, d);
+            self.env_elems.insert(d.name.name.clone(), d.elem);
             let ok = self.declaration_shape_ok(d);
             self.env.insert(d.name.name.clone(), ok.then(|| d.shape()));
         }
@@ -441,6 +485,7 @@ impl Checker {
     fn statement(&mut self, stmt: &Stmt) {
         let first_diag = self.diags.len();
         let rhs = self.expr(&stmt.value);
+        self.statement_elem(stmt);
         let target_shape = self.env.get(&stmt.target.name).cloned().flatten();
         self.pair_help(stmt, target_shape.as_deref(), first_diag);
         let Some(target) = self.env.get(&stmt.target.name) else {
@@ -622,7 +667,156 @@ impl Checker {
                 t.remove(i.value as usize - 1);
                 Some(t)
             }
+            // T-Func: element-wise, the operand's shape.
+            ExprKind::Func(_, a) => self.expr(a),
+            // T-Func2: typed like `+`.
+            ExprKind::Func2(f, a, b) => {
+                let (ta, tb) = (self.expr(a), self.expr(b));
+                let (ta, tb) = (ta?, tb?);
+                if ta == tb {
+                    return Some(ta);
+                }
+                self.diags.push(CheckError::ElementwiseMismatch {
+                    span: e.span.clone(),
+                    op: Elementwise::Func(*f),
+                    rule: "T-Func2",
+                    left: a.span.clone(),
+                    transpose: transpose_to(b, &tb, &ta),
+                    left_shape: ta,
+                    right: b.span.clone(),
+                    right_shape: tb,
+                });
+                None
+            }
+            // T-Conv: the operand's shape.
+            ExprKind::Convert(_, a) => self.expr(a),
             ExprKind::Error => None,
+        }
+    }
+
+    /// OK-Stmt's element-type premise: the right-hand side has the target's element type; a
+    /// right-hand side of literals alone takes it (T-Lit).
+    fn statement_elem(&mut self, stmt: &Stmt) {
+        let rhs = self.elem(&stmt.value);
+        let Some(&target) = self.env_elems.get(&stmt.target.name) else {
+            return;
+        };
+        match rhs {
+            Elem::Known(t) if t != target => self.diags.push(CheckError::AssignElemMismatch {
+                span: stmt.value.span.clone(),
+                rhs: t,
+                target: stmt.target.name.clone(),
+                target_span: stmt.target.span.clone(),
+                target_elem: target,
+            }),
+            Elem::Flexible => self.settle(&stmt.value, target),
+            _ => {}
+        }
+    }
+
+    /// The element-type rules (spec/typing.md, "Element types"), bottom-up: the element type
+    /// of `e`, recorded for every node whose type its operands decide; literals, and nodes
+    /// built of literals alone, are [`Elem::Flexible`] until [`Checker::settle`] gives them the
+    /// type their context needs. Independent of the shape rules: a node may be wrong in both.
+    fn elem(&mut self, e: &Expr) -> Elem {
+        let t = match &e.kind {
+            ExprKind::Var(v) => match self.env_elems.get(&v.name) {
+                Some(&t) => Elem::Known(t),
+                None => Elem::Unknown,
+            },
+            ExprKind::Lit(_) => Elem::Flexible,
+            ExprKind::Paren(a)
+            | ExprKind::Reduce(_, _, a)
+            | ExprKind::Transp(_, _, a)
+            | ExprKind::Diag(_, _, a)
+            | ExprKind::Contr(_, _, a)
+            | ExprKind::Expa(_, _, a)
+            | ExprKind::Proj(_, _, a)
+            | ExprKind::Func(_, a) => self.elem(a),
+            ExprKind::Binary(op, a, b) => {
+                let rule = match op {
+                    BinOp::Add => "T-Add",
+                    BinOp::Mul => "T-Mul",
+                    BinOp::Sub | BinOp::Div => "T-Elem",
+                };
+                self.same_elem(e, Elementwise::Op(*op), rule, a, b)
+            }
+            ExprKind::Prod(a, b) => self.same_elem(e, Elementwise::Prod, "T-Prod", a, b),
+            ExprKind::Func2(f, a, b) => self.same_elem(e, Elementwise::Func(*f), "T-Func2", a, b),
+            // T-Conv: the operand has the other element type.
+            ExprKind::Convert(to, a) => {
+                match self.elem(a) {
+                    Elem::Known(t) if t == *to => self.diags.push(CheckError::ConvertSame {
+                        span: e.span.clone(),
+                        to: *to,
+                        operand: a.span.clone(),
+                    }),
+                    Elem::Flexible => self.settle(a, to.other()),
+                    _ => {}
+                }
+                Elem::Known(*to)
+            }
+            ExprKind::Error => Elem::Unknown,
+        };
+        if let Elem::Known(t) = t {
+            self.elems[e.id.0 as usize] = Some(t);
+        }
+        t
+    }
+
+    /// Two operands of one element type; a flexible one takes the other's.
+    fn same_elem(
+        &mut self,
+        e: &Expr,
+        op: Elementwise,
+        rule: &'static str,
+        a: &Expr,
+        b: &Expr,
+    ) -> Elem {
+        match (self.elem(a), self.elem(b)) {
+            (Elem::Known(x), Elem::Known(y)) if x != y => {
+                self.diags.push(CheckError::ElemMismatch {
+                    span: e.span.clone(),
+                    op,
+                    rule,
+                    left: a.span.clone(),
+                    left_elem: x,
+                    right: b.span.clone(),
+                    right_elem: y,
+                });
+                Elem::Unknown
+            }
+            (Elem::Known(x), Elem::Flexible) => {
+                self.settle(b, x);
+                Elem::Known(x)
+            }
+            (Elem::Flexible, Elem::Known(y)) => {
+                self.settle(a, y);
+                Elem::Known(y)
+            }
+            (Elem::Known(x), Elem::Known(_)) => Elem::Known(x),
+            (Elem::Flexible, Elem::Flexible) => Elem::Flexible,
+            _ => Elem::Unknown,
+        }
+    }
+
+    /// Gives a flexible expression (literals and the operations over them) the element type
+    /// `t` its context needs, checking each literal's range in it (T-Lit, E0313).
+    fn settle(&mut self, e: &Expr, t: ElemType) {
+        if self.elems[e.id.0 as usize].is_some() {
+            return;
+        }
+        self.elems[e.id.0 as usize] = Some(t);
+        if let ExprKind::Lit(lit) = &e.kind {
+            if t == ElemType::F32 && lit.single.is_infinite() {
+                self.diags.push(CheckError::LiteralF32Range {
+                    span: e.span.clone(),
+                    written: lit.text.clone(),
+                });
+            }
+        }
+        for c in e.children() {
+            self.settle(c, t);
         }
     }
 
@@ -649,7 +843,7 @@ impl Checker {
         };
         self.diags.push(CheckError::ElementwiseMismatch {
             span: e.span.clone(),
-            op,
+            op: Elementwise::Op(op),
             rule,
             left: a.span.clone(),
             transpose: transpose_to(b, &tb, &ta),
@@ -786,7 +980,9 @@ impl Checker {
         number(&mut e, &mut next);
         let mut scratch = Checker {
             env: std::mem::take(&mut self.env),
+            env_elems: HashMap::new(),
             shapes: vec![None; next as usize],
+            elems: Vec::new(),
             diags: Vec::new(),
             pairs: Vec::new(),
         };
@@ -832,6 +1028,9 @@ pub fn rule_name(e: &Expr, operands: &[&[u64]]) -> &'static str {
         ExprKind::Contr(..) => "T-Contr",
         ExprKind::Expa(..) => "T-Expa",
         ExprKind::Proj(..) => "T-Proj",
+        ExprKind::Func(..) => "T-Func",
+        ExprKind::Func2(..) => "T-Func2",
+        ExprKind::Convert(..) => "T-Conv",
         ExprKind::Error => "none",
     }
 }

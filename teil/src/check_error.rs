@@ -7,7 +7,7 @@
 //! programs built without the parser, E0101 to E0310, W0001 to W0003) lives in the `#[error]`
 //! attributes and in `From<CheckError> for Diagnostic` below.
 
-use crate::ast::{BinOp, RedOp, ShapeDisplay, Span};
+use crate::ast::{BinOp, ElemType, Func2, RedOp, ShapeDisplay, Span};
 use crate::diagnostic::{Code, Diagnostic, Edit, Fix, Severity};
 use crate::limits::{MAX_DECL_ELEMENTS, MAX_EXPR_DEPTH, MAX_RANK};
 use std::fmt;
@@ -116,6 +116,40 @@ pub enum CheckError {
         operand: Span,
         shape: Shape,
     },
+    /// OK-Stmt: a right-hand side (at `span`) of element type `rhs` assigned to `target` (at
+    /// `target_span`), declared of element type `target_elem`.
+    #[error("assigned expression has element type {rhs} but `{target}` is declared {target_elem}")]
+    AssignElemMismatch {
+        span: Span,
+        rhs: ElemType,
+        target: String,
+        target_span: Span,
+        target_elem: ElemType,
+    },
+    /// T-Add, T-Mul, T-Elem, T-Prod, T-Func2 (`rule`): operands of `op` (the whole operation at
+    /// `span`) of different element types.
+    #[error("operands of `{}` have different element types {left_elem} and {right_elem}", op.symbol())]
+    ElemMismatch {
+        span: Span,
+        op: Elementwise,
+        rule: &'static str,
+        left: Span,
+        left_elem: ElemType,
+        right: Span,
+        right_elem: ElemType,
+    },
+    /// T-Conv: `to e` (at `span`) where the operand (at `operand`) already has element type
+    /// `to`.
+    #[error("conversion to {to} of an operand that is already {to}")]
+    ConvertSame {
+        span: Span,
+        to: ElemType,
+        operand: Span,
+    },
+    /// T-Lit: a literal (at `span`, written `written`) used as binary32 whose value rounds
+    /// beyond binary32's range.
+    #[error("literal `{written}` is out of range for f32")]
+    LiteralF32Range { span: Span, written: String },
     /// T-Add, T-Mul, T-Elem (`rule`): operands of `op` (the whole operation at `span`) of
     /// different shapes; `transpose` turns the right operand into the left one's shape.
     #[error(
@@ -126,7 +160,7 @@ pub enum CheckError {
     )]
     ElementwiseMismatch {
         span: Span,
-        op: BinOp,
+        op: Elementwise,
         rule: &'static str,
         left: Span,
         left_shape: Shape,
@@ -187,6 +221,27 @@ pub enum Operation {
     Diag,
     Contr,
     Proj,
+}
+
+/// An element-wise operation of two operands, as errors name it: an arithmetic operator or
+/// `max`/`min`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elementwise {
+    Op(BinOp),
+    Func(Func2),
+    /// `prod`/`#` (element types only: its shapes never differ in a way it rejects).
+    Prod,
+}
+
+impl Elementwise {
+    /// How the operation is written: `+`, `max`, `#`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Elementwise::Op(op) => op.symbol(),
+            Elementwise::Func(f) => f.keyword(),
+            Elementwise::Prod => "#",
+        }
+    }
 }
 
 impl Operation {
@@ -298,6 +353,10 @@ impl CheckError {
             | CheckError::DeclTooLarge { span, .. }
             | CheckError::AssignUndeclared { span, .. }
             | CheckError::AssignMismatch { span, .. }
+            | CheckError::AssignElemMismatch { span, .. }
+            | CheckError::ElemMismatch { span, .. }
+            | CheckError::ConvertSame { span, .. }
+            | CheckError::LiteralF32Range { span, .. }
             | CheckError::ExprRankTooLarge { span, .. }
             | CheckError::ExprTooLarge { span, .. }
             | CheckError::UndeclaredVar { span, .. }
@@ -323,6 +382,10 @@ impl CheckError {
             CheckError::DeclTooLarge { .. } => Code::DeclTooLarge,
             CheckError::AssignUndeclared { .. } => Code::AssignUndeclared,
             CheckError::AssignMismatch { .. } => Code::AssignMismatch,
+            CheckError::AssignElemMismatch { .. } => Code::AssignElemMismatch,
+            CheckError::ElemMismatch { .. } => Code::ElemMismatch,
+            CheckError::ConvertSame { .. } => Code::ConvertSame,
+            CheckError::LiteralF32Range { .. } => Code::LiteralF32Range,
             CheckError::ExprRankTooLarge { .. } => Code::ExprRankTooLarge,
             CheckError::ExprTooLarge { .. } => Code::ExprTooLarge,
             CheckError::UndeclaredVar { .. } => Code::UndeclaredVar,
@@ -402,6 +465,52 @@ impl From<CheckError> for Diagnostic {
                     }
                     (None, None) => d,
                 }
+            }
+            CheckError::AssignElemMismatch {
+                rhs,
+                target_span,
+                target_elem,
+                ..
+            } => Diagnostic::new(code, message, span, format!("this has element type {rhs}"))
+                .with_rule("OK-Stmt")
+                .with_label(target_span, format!("declared {target_elem}"))
+                .with_help(format!(
+                    "convert the right-hand side explicitly: `{} (...)`",
+                    target_elem.keyword()
+                )),
+            CheckError::ElemMismatch {
+                rule,
+                left,
+                left_elem,
+                right,
+                right_elem,
+                ..
+            } => Diagnostic::new(code, message, span, "operands of different element types")
+                .with_rule(rule)
+                .with_label(left, format!("element type {left_elem}"))
+                .with_label(right, format!("element type {right_elem}"))
+                .with_help(format!(
+                    "TeIL never converts implicitly: convert one operand, `{} e` or `{} e`",
+                    left_elem.keyword(),
+                    right_elem.keyword()
+                )),
+            CheckError::ConvertSame { to, operand, .. } => {
+                Diagnostic::new(code, message, span, "nothing to convert")
+                    .with_rule("T-Conv")
+                    .with_label(operand, format!("already {to}"))
+                    .with_help(format!(
+                        "`{} e` converts from {}; remove the conversion",
+                        to.keyword(),
+                        to.other()
+                    ))
+            }
+            CheckError::LiteralF32Range { .. } => {
+                Diagnostic::new(code, message, span, "rounds to infinity in binary32")
+                    .with_rule("T-Lit")
+                    .with_note("the largest finite f32 is 3.4028235e38")
+                    .with_help(
+                        "write a smaller literal, or compute in f64 and convert with `f32 e`",
+                    )
             }
             CheckError::AssignMismatch {
                 rhs,
@@ -530,10 +639,10 @@ impl From<CheckError> for Diagnostic {
                 .with_label(left, has_shape(&ta))
                 .with_label(right, has_shape(&tb));
                 match op {
-                    BinOp::Mul if tb.is_empty() => d.with_help(
+                    Elementwise::Op(BinOp::Mul) if tb.is_empty() => d.with_help(
                         "scalar multiplication takes the scalar on the left (T-SMul): swap the operands",
                     ),
-                    BinOp::Div if ta.is_empty() => d.with_help(format!(
+                    Elementwise::Op(BinOp::Div) if ta.is_empty() => d.with_help(format!(
                         "only the divisor may be a scalar (T-SDiv); broadcast the numerator to {} with `expa` first",
                         ShapeDisplay(&tb)
                     )),
@@ -808,7 +917,7 @@ mod tests {
             (
                 CheckError::ElementwiseMismatch {
                     span: 4..9,
-                    op: BinOp::Add,
+                    op: Elementwise::Op(BinOp::Add),
                     rule: "T-Add",
                     left: 4..5,
                     left_shape: vec![2, 3],

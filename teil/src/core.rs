@@ -145,6 +145,15 @@ fn rewrite(e: &Expr) -> Option<Built> {
             let kind = ExprKind::Binary(*op, Box::new(a.expr), Box::new(b.expr));
             Built::node(&span, depth, kind)
         }
+        // Element-wise functions and conversions are Core-TeIL forms of their own.
+        ExprKind::Func(f, a) => unary(rewrite(a)?, &|a| ExprKind::Func(*f, a)),
+        ExprKind::Convert(t, a) => unary(rewrite(a)?, &|a| ExprKind::Convert(*t, a)),
+        ExprKind::Func2(f, a, b) => {
+            let (a, b) = (rewrite(a)?, rewrite(b)?);
+            let depth = a.depth.max(b.depth);
+            let kind = ExprKind::Func2(*f, Box::new(a.expr), Box::new(b.expr));
+            Built::node(&span, depth, kind)
+        }
         ExprKind::Prod(a, b) => {
             let (a, b) = (rewrite(a)?, rewrite(b)?);
             let depth = a.depth.max(b.depth);

@@ -324,6 +324,17 @@ contraction to change the shape.
     alloc B : [3, 2]
     A = B   // error: [3, 2] is not [2, 3]; perhaps `A = B ^[1 2]`";
 
+    AssignElemMismatch = "E0203", Error, "assigned expression has the wrong element type",
+"OK-Stmt requires the right-hand side of `x = e` to have exactly the element type declared for
+`x` (spec/typing.md, \"Element types\"): `f64` (the default) or `f32`. TeIL never converts
+implicitly; write the conversion:
+
+    input alloc A : f32[3]
+    output alloc B : [3]
+    B = f64 (exp A)       // not `B = exp A`
+
+A literal alone takes the target's element type, so `B = 2.5` needs no conversion.";
+
     UndeclaredVar = "E0301", Error, "use of an undeclared variable",
 "Rule T-Var: a variable can only be read if it is declared.
 
@@ -397,6 +408,43 @@ earlier, before forming the product.";
 
     ExprRankTooLarge = "E0310", Error, "expression rank too large",
 "An intermediate expression has more than 32 dimensions (spec/limits.md).";
+
+    ElemMismatch = "E0311", Error, "operands have different element types",
+"The two operands of an element-wise operation (`+ - * /`, `max`, `min`) or of a tensor product
+must have the same element type (T-Add, T-Mul, T-Elem, T-Prod, T-Func2; spec/typing.md, \"Element
+types\"). TeIL never converts implicitly, because where a conversion happens decides every
+rounding after it. Convert one operand explicitly:
+
+    input alloc A : f32[3]
+    input alloc B : [3]
+    output alloc C : f32[3]
+    C = A + f32 B          // not `A + B`
+
+`f32 e` rounds each element to nearest, ties to even (±∞ beyond binary32's range); `f64 e` is
+exact. A literal takes the element type of the other operand, so `A * 2` is fine.";
+
+    ConvertSame = "E0312", Error, "conversion to the operand's own element type",
+"`f32 e` converts an `f64` operand to binary32 and `f64 e` an `f32` operand to binary64
+(T-Conv); a conversion whose operand already has the target element type converts nothing and
+is rejected, so that every conversion in a program is one that rounds or widens:
+
+    input alloc A : f32[3]
+    output alloc B : f32[3]
+    B = f32 A              // E0312: remove the conversion
+
+A literal under a conversion takes the other element type: `f32 0.1` rounds the binary64 value
+of 0.1 to binary32 (write `0.1` alone where an f32 is wanted to round the decimal once).";
+
+    LiteralF32Range = "E0313", Error, "literal out of range for f32",
+"A literal used where the context needs an `f32` is its decimal value rounded once to binary32
+(T-Lit). A value of magnitude at least 3.40282357e38 (the largest finite binary32,
+3.4028235e38, plus half an ulp) rounds to infinity, which a literal may not denote (as E0004
+for binary64):
+
+    output alloc x : f32[]
+    x = 1e39               // E0313
+
+Literals too small for binary32 round to zero or a subnormal, as in IEEE 754.";
 
     UninitializedRead = "W0001", Warning, "read of a variable that may be uninitialized",
 "In a program that uses qualifiers (report §5), a variable that is neither `input` nor `inout`
@@ -563,6 +611,17 @@ program without qualifiers every variable read before it is assigned. Give it (`
 NAME=FILE.npy`, a keyword argument in Python), or let `teil run --random-inputs SEED` draw every
 input.";
 
+    InputElemType = "E0605", Error, "input element type differs from the declaration",
+"A variable declared `f32` takes binary32 data: a float32 `.npy` file (`--in A=a.npy`), a
+float32 NumPy array in Python, or, through the Rust API's binary64 arrays, numbers that are
+binary32 values exactly. A float64 file or array, or a number that binary32 cannot hold, is
+refused rather than rounded silently: convert it where you can see it, e.g.
+
+    np.save(\"a.npy\", a.astype(np.float32))
+
+or declare the variable `f64` and convert inside the program with `f32 A`. A variable
+declared `f64` (or bare `[...]`) takes float64 data, as always.";
+
     // Evaluation (spec/limits.md, "Evaluation budgets"): E07xx, reported by `teil run`,
     // `teil trace` and `teil fuzz --replay` for a program that checks.
 
@@ -610,6 +669,13 @@ checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emi
 `teil run --backend c` refuse larger buffers with this error. (`teil run` refuses a program
 whose memory estimate is over the budget first, with E0701.)";
 
+    FunctionUnavailable = "E0707", Error, "function not available in this build",
+"`exp`, `log`, `tanh` and `erf` are computed by CORE-MATH's correctly rounded implementations
+(spec/values.md, \"Functions\"), compiled from C. A build without them (the browser
+playground's WebAssembly module, which has no C library) refuses to evaluate these functions
+rather than compute other bits than every other surface. Run the program with the `teil` command
+or the Python package; checking, formatting and the C code are available everywhere.";
+
     ProcessTimedOut = "E0801", Error, "the C compiler or the compiled kernel timed out",
 "`teil run --backend c` and `teil fuzz` run the C compiler and then the compiled kernel's driver
 as separate processes, each bounded by `--cc-timeout SECONDS` (default 300). One of them did not
@@ -622,6 +688,15 @@ is far slower than expected; in `teil fuzz` that is a finding, reported as a mis
 backend (spec/fuzzing.md). Raise the bound for very large kernels or slow sanitizer builds:
 
     teil run big.teil --random-inputs 1 --backend c --cc-timeout 1200";
+
+    CUnsupported = "E0802", Error, "not supported by the C backend yet",
+"The program uses a construct the C backend's kernels do not implement yet: a variable declared
+`f32`, an element-wise function (`exp`, `log`, `sqrt`, `tanh`, `erf`, `abs`, `max`, `min`) or
+a conversion (`f32 e`, `f64 e`). The C kernels promise the oracle's bits exactly
+(spec/values.md), and these need correctly rounded functions and binary32 arithmetic in the
+generated C; until they have them, `teil emit-c` and `teil run --backend c` refuse such a
+program rather than compute other values. Run it with the fast evaluator (the default of `teil
+run`) or the oracle (`--backend oracle`), which implement every construct.";
 }
 
 impl Code {

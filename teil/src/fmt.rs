@@ -178,7 +178,12 @@ pub fn decl(d: &Decl, style: Style) -> String {
         Style::Infix => ("var", " "),
     };
     let extents: Vec<String> = d.extents.iter().map(|n| n.value.to_string()).collect();
-    let _ = write!(out, "{kw} {} : [{}]", d.name.name, extents.join(sep));
+    // A written element type is kept (`f64[..]` too); a bare `[..]` is `f64` and stays bare.
+    let elem = match (d.elem, &d.elem_span) {
+        (ElemType::F64, None) => "",
+        (t, _) => t.keyword(),
+    };
+    let _ = write!(out, "{kw} {} : {elem}[{}]", d.name.name, extents.join(sep));
     out
 }
 
@@ -192,9 +197,15 @@ pub fn expr(e: &Expr, style: Style) -> String {
     out
 }
 
-fn literal(v: f64, out: &mut String) {
-    // `{}` on f64 prints the shortest decimal that reads back to the same bits.
-    let _ = write!(out, "{v}");
+/// The shortest decimal that reads back to the same binary64 bits (`{}` on f64), when it also
+/// reads back to the same binary32 value; otherwise the decimal as written, which rounds to
+/// both (a decimal near a binary32 tie can round differently once than through binary64).
+fn literal(lit: &Literal, out: &mut String) {
+    let short = format!("{}", lit.value);
+    match short.parse::<f32>() {
+        Ok(single) if single.to_bits() == lit.single.to_bits() => out.push_str(&short),
+        _ => out.push_str(&lit.text),
+    }
 }
 
 fn is_atom(e: &Expr) -> bool {
@@ -223,7 +234,7 @@ fn prefix(e: &Expr, out: &mut String, atom: bool) {
     };
     match &e.kind {
         ExprKind::Var(v) => out.push_str(&v.name),
-        ExprKind::Lit(v) => literal(*v, out),
+        ExprKind::Lit(v) => literal(v, out),
         ExprKind::Error => out.push_str("<error>"),
         ExprKind::Paren(_) => unreachable!("parentheses were stripped"),
         ExprKind::Binary(o, a, b) => op(out, o.prefix_keyword().into(), &[a, b]),
@@ -234,6 +245,9 @@ fn prefix(e: &Expr, out: &mut String, atom: bool) {
         ExprKind::Contr(i, j, a) => op(out, format!("contr {} {}", i.value, j.value), &[a]),
         ExprKind::Expa(i, n, a) => op(out, format!("expa {} {}", i.value, n.value), &[a]),
         ExprKind::Proj(i, m, a) => op(out, format!("proj {} {}", i.value, m.value), &[a]),
+        ExprKind::Func(f, a) => op(out, f.keyword().into(), &[a]),
+        ExprKind::Func2(f, a, b) => op(out, f.keyword().into(), &[a, b]),
+        ExprKind::Convert(t, a) => op(out, t.keyword().into(), &[a]),
     }
 }
 
@@ -269,7 +283,7 @@ fn infix(e: &Expr, out: &mut String, min: u8) {
     };
     match &e.kind {
         ExprKind::Var(v) => out.push_str(&v.name),
-        ExprKind::Lit(v) => literal(*v, out),
+        ExprKind::Lit(v) => literal(v, out),
         ExprKind::Error => out.push_str("<error>"),
         ExprKind::Paren(_) => unreachable!("parentheses were stripped"),
         ExprKind::Binary(o, a, b) => {
@@ -303,6 +317,19 @@ fn infix(e: &Expr, out: &mut String, min: u8) {
                 _ => "proj",
             };
             let _ = write!(out, "{kw} {} {}", i.value, j.value);
+            atom(a, out);
+        }
+        ExprKind::Func(f, a) => {
+            out.push_str(f.keyword());
+            atom(a, out);
+        }
+        ExprKind::Func2(f, a, b) => {
+            out.push_str(f.keyword());
+            atom(a, out);
+            atom(b, out);
+        }
+        ExprKind::Convert(t, a) => {
+            out.push_str(t.keyword());
             atom(a, out);
         }
     }

@@ -6,7 +6,7 @@
 //! `SharedKernel::call`, the Python package, the playground) asks these functions and only
 //! translates their answer (spec/interpreter.md, "Inputs").
 
-use crate::ast::ShapeDisplay;
+use crate::ast::{ElemType, ShapeDisplay};
 use crate::check::CheckedProgram;
 use crate::diagnostic::{Code, CodedError};
 use crate::fmt::Style;
@@ -62,6 +62,48 @@ pub enum InterfaceError {
     /// E0604: a required input ([`required_inputs`]) is not given.
     #[error("missing input `{name}` of shape {}", ShapeDisplay(shape))]
     MissingInput { name: String, shape: Vec<u64> },
+    /// E0605: the value given for an `f32` variable holds data of another element type: a
+    /// file of `found` (`float64`, ...), or a number that is not a binary32 value (`found` is
+    /// `"float64"` and `value` the first such number, at the flat row-major position `at`).
+    #[error("{}", elem_message(name, *declared, found, value))]
+    InputElemType {
+        name: String,
+        declared: ElemType,
+        found: String,
+        /// The flat position of the first value that does not fit, and its bits.
+        value: Option<(u64, u64)>,
+    },
+}
+
+fn elem_message(name: &str, declared: ElemType, found: &str, value: &Option<(u64, u64)>) -> String {
+    match value {
+        Some((at, v)) => format!(
+            "input `{name}` is declared {declared} but element {at} ({:?}) is not a {declared} value",
+            f64::from_bits(*v)
+        ),
+        None => format!("input `{name}` is declared {declared} but holds {found} data"),
+    }
+}
+
+/// E0605 for the first element of `values` (an `f32` variable's, row-major) that is not a
+/// binary32 value; NaN of any payload is one. Values given for `f32` variables as binary64
+/// numbers (the Rust API, ndarray's `f64`) must be exactly binary32: nothing at the boundary
+/// rounds a caller's number silently.
+pub fn check_binary32(
+    name: &str,
+    values: impl IntoIterator<Item = f64>,
+) -> Result<(), InterfaceError> {
+    for (at, v) in values.into_iter().enumerate() {
+        if !v.is_nan() && ElemType::F32.round(v).to_bits() != v.to_bits() {
+            return Err(InterfaceError::InputElemType {
+                name: name.to_string(),
+                declared: ElemType::F32,
+                found: "float64".to_string(),
+                value: Some((at as u64, v.to_bits())),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl CodedError for InterfaceError {
@@ -71,6 +113,7 @@ impl CodedError for InterfaceError {
             InterfaceError::NotAnInput { .. } => Code::NotAnInput,
             InterfaceError::InputShape { .. } => Code::InputShape,
             InterfaceError::MissingInput { .. } => Code::MissingInput,
+            InterfaceError::InputElemType { .. } => Code::InputElemType,
         })
     }
 }
@@ -82,7 +125,8 @@ impl InterfaceError {
             InterfaceError::UnknownVariable { name }
             | InterfaceError::NotAnInput { name }
             | InterfaceError::InputShape { name, .. }
-            | InterfaceError::MissingInput { name, .. } => name,
+            | InterfaceError::MissingInput { name, .. }
+            | InterfaceError::InputElemType { name, .. } => name,
         }
     }
 }

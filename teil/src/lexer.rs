@@ -11,7 +11,7 @@
 //! The encoding rules of spec/grammar.md ("Encoding") live here too: [`decode`] turns a file's
 //! bytes into text, and [`lex`] skips a leading byte-order mark.
 
-use crate::ast::{RedOp, Span};
+use crate::ast::{ElemType, Func, Func2, RedOp, Span};
 use crate::diagnostic::Diagnostic;
 pub use crate::parse_error::LexError;
 use crate::parse_error::ParseError;
@@ -76,6 +76,12 @@ pub enum Token<'src> {
     Contr,
     Expa,
     Proj,
+    /// `exp`, `log`, `sqrt`, `tanh`, `erf`, `abs`.
+    Func(Func),
+    /// `max`, `min`.
+    Func2(Func2),
+    /// `f32`, `f64`: an element type in a declaration, a conversion in an expression.
+    Elem(ElemType),
     Plus,
     Minus,
     Star,
@@ -103,6 +109,9 @@ impl fmt::Display for Token<'_> {
             Token::Number(s) => write!(f, "number `{s}`"),
             Token::BinKw(op) => write!(f, "`{}`", op.prefix_keyword()),
             Token::Red(op) => write!(f, "`{}`", op.keyword()),
+            Token::Func(g) => write!(f, "`{}`", g.keyword()),
+            Token::Func2(g) => write!(f, "`{}`", g.keyword()),
+            Token::Elem(t) => write!(f, "`{}`", t.keyword()),
             other => write!(f, "`{}`", other.text()),
         }
     }
@@ -137,7 +146,13 @@ impl Token<'_> {
             Token::Comma => ",",
             Token::Eq => "=",
             Token::Arrow => "<-",
-            Token::Ident(_) | Token::Number(_) | Token::BinKw(_) | Token::Red(_) => "",
+            Token::Ident(_)
+            | Token::Number(_)
+            | Token::BinKw(_)
+            | Token::Red(_)
+            | Token::Func(_)
+            | Token::Func2(_)
+            | Token::Elem(_) => "",
         }
     }
 
@@ -154,6 +169,9 @@ impl Token<'_> {
         match self {
             Token::BinKw(op) => Some(op.prefix_keyword()),
             Token::Red(op) => Some(op.keyword()),
+            Token::Func(g) => Some(g.keyword()),
+            Token::Func2(g) => Some(g.keyword()),
+            Token::Elem(t) => Some(t.keyword()),
             Token::Alloc
             | Token::Var
             | Token::Input
@@ -181,7 +199,8 @@ impl Token<'_> {
 /// Every reserved word. They cannot be used as variable names.
 pub const KEYWORDS: &[&str] = &[
     "alloc", "var", "input", "output", "inout", "add", "sub", "mul", "div", "prod", "redmax",
-    "redmin", "transp", "diag", "contr", "expa", "proj",
+    "redmin", "transp", "diag", "contr", "expa", "proj", "exp", "log", "sqrt", "tanh", "erf",
+    "abs", "max", "min", "f32", "f64",
 ];
 
 /// The token of a reserved word (`red+` and `red*` included), `None` for any other word.
@@ -206,6 +225,16 @@ pub fn keyword_token(word: &str) -> Option<Token<'static>> {
         "contr" => Token::Contr,
         "expa" => Token::Expa,
         "proj" => Token::Proj,
+        "exp" => Token::Func(Func::Exp),
+        "log" => Token::Func(Func::Log),
+        "sqrt" => Token::Func(Func::Sqrt),
+        "tanh" => Token::Func(Func::Tanh),
+        "erf" => Token::Func(Func::Erf),
+        "abs" => Token::Func(Func::Abs),
+        "max" => Token::Func2(Func2::Max),
+        "min" => Token::Func2(Func2::Min),
+        "f32" => Token::Elem(ElemType::F32),
+        "f64" => Token::Elem(ElemType::F64),
         _ => return None,
     })
 }
@@ -225,8 +254,13 @@ const LONG_FORMS: &[(&str, &str)] = &[
     ("product", "prod"),
     ("reduce", "red+"),
     ("sum", "red+"),
-    ("max", "redmax"),
-    ("min", "redmin"),
+    ("maximum", "max"),
+    ("minimum", "min"),
+    ("absolute", "abs"),
+    ("float", "f32"),
+    ("float32", "f32"),
+    ("float64", "f64"),
+    ("double", "f64"),
     ("transpose", "transp"),
     ("permute", "transp"),
     ("diagonal", "diag"),

@@ -16,9 +16,14 @@
 //!   `Σ Σ x·y` with infinities; so is one that would exceed NumPy's 52 labels);
 //! - `+ - * /` become `add sub mul div` (a scalar first operand of `*`, second of `/`,
 //!   scales); `red* redmax redmin`, and `red+` over anything else, become `reduce`; `expa`
-//!   becomes `expand`, `proj` `take`, a literal `const`.
+//!   becomes `expand`, `proj` `take`, a literal `const` (its value in its element type);
+//! - `exp log sqrt tanh erf abs` become `func` (its `name`), `max`/`min` `max`/`min`, `f32 e`
+//!   and `f64 e` `cast` (its `to`);
+//! - a step whose value is binary32 carries `"dtype": "float32"`, and the interface variables
+//!   declared `f32` are listed in `float32` (both absent in an all-`f64` program, so such a
+//!   program's document is what it always was).
 
-use crate::ast::{BinOp, Expr, ExprKind, RedOp, Stmt};
+use crate::ast::{BinOp, ElemType, Expr, ExprKind, Func, Func2, RedOp, Stmt};
 use crate::CheckedProgram;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -98,6 +103,17 @@ pub enum Op {
     Const {
         value: f64,
     },
+    /// An element-wise function, correctly rounded in the step's element type.
+    Func {
+        func: Func,
+    },
+    /// Element-wise on equal shapes; NaN if either is NaN, `-0 < +0`.
+    Max,
+    Min,
+    /// Conversion to `to` (round to nearest even to binary32; exact to binary64).
+    Cast {
+        to: ElemType,
+    },
 }
 
 impl Op {
@@ -113,6 +129,10 @@ impl Op {
             Op::Expand { .. } => "expand",
             Op::Take { .. } => "take",
             Op::Const { .. } => "const",
+            Op::Func { .. } => "func",
+            Op::Max => "max",
+            Op::Min => "min",
+            Op::Cast { .. } => "cast",
         }
     }
 }
@@ -125,6 +145,8 @@ pub struct Step {
     pub op: Op,
     pub args: Vec<String>,
     pub shape: Vec<u64>,
+    /// The result's element type.
+    pub elem: ElemType,
 }
 
 /// A whole program in ops/1 form.
@@ -134,6 +156,8 @@ pub struct Ops {
     pub inputs: Vec<(String, Vec<u64>)>,
     /// The variables the caller receives, in declaration order, with their shapes.
     pub outputs: Vec<(String, Vec<u64>)>,
+    /// The interface variables (inputs and outputs) declared `f32`, in declaration order.
+    pub float32: Vec<String>,
     /// Variables read (or returned) before any step binds them that the caller does not supply:
     /// their value is `•` (NaN) everywhere ([Eval-Prog]). Empty for every program a fuzzing
     /// campaign sends to a target.
@@ -152,6 +176,10 @@ pub enum OpsError {
     UnknownOp(String),
     #[error("`{0}` is not a reduction kind (sum, prod, max, min)")]
     UnknownKind(String),
+    #[error("`{0}` is not an ops/1 function (exp, log, sqrt, tanh, erf, abs)")]
+    UnknownFunc(String),
+    #[error("`{0}` is not an element type (float32, float64)")]
+    UnknownDtype(String),
 }
 
 /// Lowers a checked program to its ops/1 form.
@@ -176,6 +204,10 @@ pub fn lower(c: &CheckedProgram) -> Ops {
         .filter(|d| c.is_output(d))
         .map(|d| (d.name.name.clone(), shape(&d.name.name)))
         .collect();
+    let float32 = (decls.iter())
+        .filter(|d| (c.is_input(d) || c.is_output(d)) && d.elem == ElemType::F32)
+        .map(|d| d.name.name.clone())
+        .collect();
     let mut undefined = Vec::new();
     let mut bound: BTreeSet<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
     for s in &l.steps {
@@ -194,6 +226,7 @@ pub fn lower(c: &CheckedProgram) -> Ops {
     Ops {
         inputs,
         outputs,
+        float32,
         undefined,
         steps: l.steps,
     }
@@ -284,13 +317,16 @@ impl Lowering<'_> {
         self.value(&s.value, Some(s.target.name.clone()));
     }
 
-    fn push(&mut self, out: Option<String>, op: Op, args: Vec<String>, shape: Vec<u64>) -> String {
+    /// Appends a step computing `e`'s value (its shape and element type are `e`'s).
+    fn push(&mut self, out: Option<String>, op: Op, args: Vec<String>, e: &Expr) -> String {
         let out = out.unwrap_or_else(|| self.temp());
+        let e = e.strip_parens();
         self.steps.push(Step {
             out: out.clone(),
             op,
             args,
-            shape,
+            shape: self.c.shape(e).to_vec(),
+            elem: self.c.elem(e),
         });
         out
     }
@@ -299,15 +335,15 @@ impl Lowering<'_> {
     /// statement), a variable's own name for a variable, a fresh temporary otherwise.
     fn value(&mut self, e: &Expr, out: Option<String>) -> String {
         let e = e.strip_parens();
-        let shape = self.c.shape(e).to_vec();
+        let rank = self.c.shape(e).len();
         let axis = |p: u64| p as usize - 1;
         let (op, args) = match &e.kind {
             ExprKind::Var(x) => match out {
                 None => return x.name.clone(),
                 Some(_) => {
                     let ein = Ein {
-                        operands: vec![(x.name.clone(), (0..shape.len()).collect())],
-                        out: (0..shape.len()).collect(),
+                        operands: vec![(x.name.clone(), (0..rank).collect())],
+                        out: (0..rank).collect(),
                     };
                     (
                         Op::Einsum {
@@ -317,7 +353,29 @@ impl Lowering<'_> {
                     )
                 }
             },
-            ExprKind::Lit(v) => (Op::Const { value: *v }, Vec::new()),
+            ExprKind::Lit(v) => (
+                Op::Const {
+                    value: v.in_type(self.c.elem(e)),
+                },
+                Vec::new(),
+            ),
+            ExprKind::Func(func, a) => {
+                let a = self.value(a, None);
+                (Op::Func { func: *func }, vec![a])
+            }
+            ExprKind::Func2(f, a, b) => {
+                let a = self.value(a, None);
+                let b = self.value(b, None);
+                let op = match f {
+                    Func2::Max => Op::Max,
+                    Func2::Min => Op::Min,
+                };
+                (op, vec![a, b])
+            }
+            ExprKind::Convert(to, a) => {
+                let a = self.value(a, None);
+                (Op::Cast { to: *to }, vec![a])
+            }
             ExprKind::Binary(op, a, b) => {
                 let a = self.value(a, None);
                 let b = self.value(b, None);
@@ -373,7 +431,7 @@ impl Lowering<'_> {
                 )
             }
         };
-        self.push(out, op, args, shape)
+        self.push(out, op, args, e)
     }
 
     /// An operand of an index tree: the tree below it, or its value under fresh labels.
@@ -408,7 +466,7 @@ impl Lowering<'_> {
         let op = Op::Einsum {
             equation: ein.equation(),
         };
-        let name = self.push(None, op, args, self.c.shape(e.strip_parens()).to_vec());
+        let name = self.push(None, op, args, e);
         {
             let r = self.rank(e);
             leaf(name, r, fresh)
@@ -499,10 +557,16 @@ impl Step {
                 ", \"value\": {}",
                 serde_json::to_string(value).unwrap_or_else(|_| "null".into())
             ),
-            Op::Add | Op::Sub | Op::Mul | Op::Div => String::new(),
+            Op::Func { func } => format!(", \"name\": \"{}\"", func.keyword()),
+            Op::Cast { to } => format!(", \"to\": \"{}\"", dtype(*to)),
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Max | Op::Min => String::new(),
+        };
+        let elem = match self.elem {
+            ElemType::F64 => String::new(),
+            t => format!(", \"dtype\": \"{}\"", dtype(t)),
         };
         format!(
-            "{{\"out\": {}, \"op\": \"{}\", \"args\": [{}]{own}, \"shape\": {}}}",
+            "{{\"out\": {}, \"op\": \"{}\", \"args\": [{}]{own}, \"shape\": {}{elem}}}",
             crate::json::string(&self.out),
             self.op.name(),
             args.join(", "),
@@ -567,15 +631,47 @@ impl Step {
                     .and_then(Value::as_f64)
                     .ok_or(OpsError::Field("value"))?,
             },
+            "func" => {
+                let name = string("name")?;
+                let func = Func::ALL
+                    .into_iter()
+                    .find(|f| f.keyword() == name)
+                    .ok_or(OpsError::UnknownFunc(name))?;
+                Op::Func { func }
+            }
+            "max" => Op::Max,
+            "min" => Op::Min,
+            "cast" => Op::Cast {
+                to: elem_of(&string("to")?)?,
+            },
             _ => return Err(OpsError::UnknownOp(op_name)),
+        };
+        let elem = match o.get("dtype") {
+            None => ElemType::F64,
+            Some(v) => elem_of(v.as_str().ok_or(OpsError::Field("dtype"))?)?,
         };
         Ok(Step {
             out: string("out")?,
             op,
             args,
             shape,
+            elem,
         })
     }
+}
+
+/// An element type as ops/1 names it (NumPy's dtype names).
+pub fn dtype(t: ElemType) -> &'static str {
+    match t {
+        ElemType::F64 => "float64",
+        ElemType::F32 => "float32",
+    }
+}
+
+fn elem_of(name: &str) -> Result<ElemType, OpsError> {
+    (ElemType::ALL.into_iter())
+        .find(|&t| dtype(t) == name)
+        .ok_or_else(|| OpsError::UnknownDtype(name.to_string()))
 }
 
 /// The steps as one line of JSON (the `ops` field of a `teil-target/1` request).
@@ -615,8 +711,18 @@ impl Ops {
         } else {
             format!("{}\n  ", steps.join(","))
         };
+        let float32 = if self.float32.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = self
+                .float32
+                .iter()
+                .map(|n| crate::json::string(n))
+                .collect();
+            format!("\n  \"float32\": [{}],", names.join(", "))
+        };
         format!(
-            "{{\n  \"format\": \"{FORMAT}\",\n  \"inputs\": {},\n  \"outputs\": {},\n  \
+            "{{\n  \"format\": \"{FORMAT}\",\n  \"inputs\": {},\n  \"outputs\": {},{float32}\n  \
              \"undefined\": [{}],\n  \"steps\": [{steps}]\n}}\n",
             vars(&self.inputs),
             vars(&self.outputs),

@@ -261,7 +261,10 @@ fn nesting_bound<S>(tokens: &[(Token<'_>, S)]) -> usize {
             | Token::Diag
             | Token::Contr
             | Token::Expa
-            | Token::Proj => {
+            | Token::Proj
+            | Token::Func(_)
+            | Token::Func2(_)
+            | Token::Elem(_) => {
                 if let Some(top) = stack.last_mut() {
                     top.0 += 1;
                 }
@@ -532,6 +535,9 @@ where
         .allow_trailing()
         .collect::<Vec<_>>()
         .delimited_by(just(Token::LBracket), just(Token::RBracket));
+    let elem = select! { Token::Elem(t) = e => (t, e.span()) }
+        .map(|(t, span): (ElemType, SimpleSpan)| (t, span.into_range()))
+        .labelled("element type");
 
     qualifier
         .or_not()
@@ -539,9 +545,10 @@ where
         .then(qualifier.or_not())
         .then(ident)
         .then_ignore(just(Token::Colon))
+        .then(elem.or_not())
         .then(extents)
         .then_ignore(end())
-        .map_with(|(((q1, q2), name), extents), e| {
+        .map_with(|((((q1, q2), name), elem), extents), e| {
             let span: SimpleSpan = e.span();
             let span = span.into_range();
             let qualifier = match (q1, q2) {
@@ -556,9 +563,15 @@ where
             };
             let extents = extents.into_iter().collect::<Result<Vec<_>, _>>();
             let extents = extents?;
+            let (elem, elem_span) = match elem {
+                Some((t, span)) => (t, Some(span)),
+                None => (ElemType::F64, None),
+            };
             Ok(Decl {
                 qualifier,
                 name,
+                elem,
+                elem_span,
                 extents,
                 span,
             })
@@ -617,17 +630,20 @@ where
                 let span: SimpleSpan = e.span();
                 (minus.is_some(), s, span.into_range())
             })
-            .map(
-                |(minus, s, span): (bool, &str, Span)| match s.parse::<f64>() {
-                    Ok(v) if v.is_finite() => {
-                        Ok(Expr::new(ExprKind::Lit(if minus { -v } else { v }), span))
-                    }
-                    _ => Err(ParseError::LiteralNotFinite {
+            .map(|(minus, s, span): (bool, &str, Span)| {
+                let text = if minus {
+                    format!("-{s}")
+                } else {
+                    s.to_string()
+                };
+                match Literal::parse(&text) {
+                    Some(lit) => Ok(Expr::new(ExprKind::Lit(lit), span)),
+                    None => Err(ParseError::LiteralNotFinite {
                         span,
                         written: s.to_string(),
                     }),
-                },
-            );
+                }
+            });
         let var = select! { Token::Ident(s) = e => (s, e.span()) }
             .map(|(s, span): (&str, SimpleSpan)| Ident::new(s, span.into_range()))
             .map(|id| {
@@ -652,10 +668,12 @@ where
                 let (a, b) = boxed2(a, b)?;
                 Ok(Expr::new(ExprKind::Binary(op, a, b), span_of(e.span())))
             });
-        let prefix_prod = just(Token::Prod).ignore_then(two).map_with(|(a, b), e| {
-            let (a, b) = boxed2(a, b)?;
-            Ok(Expr::new(ExprKind::Prod(a, b), span_of(e.span())))
-        });
+        let prefix_prod = just(Token::Prod)
+            .ignore_then(two.clone())
+            .map_with(|(a, b), e| {
+                let (a, b) = boxed2(a, b)?;
+                Ok(Expr::new(ExprKind::Prod(a, b), span_of(e.span())))
+            });
         let prefix_red = select! { Token::Red(op) => op }
             .then(nat())
             .then(atom.clone())
@@ -688,7 +706,35 @@ where
                     };
                     Ok(Expr::new(kind, span_of(e.span())))
                 });
+        let prefix_func =
+            select! { Token::Func(f) => f }
+                .then(atom.clone())
+                .map_with(|(f, a), e| {
+                    Ok(Expr::new(
+                        ExprKind::Func(f, Box::new(a?)),
+                        span_of(e.span()),
+                    ))
+                });
+        let prefix_func2 =
+            select! { Token::Func2(f) => f }
+                .then(two.clone())
+                .map_with(|(f, (a, b)), e| {
+                    let (a, b) = boxed2(a, b)?;
+                    Ok(Expr::new(ExprKind::Func2(f, a, b), span_of(e.span())))
+                });
+        let prefix_convert =
+            select! { Token::Elem(t) => t }
+                .then(atom.clone())
+                .map_with(|(t, a), e| {
+                    Ok(Expr::new(
+                        ExprKind::Convert(t, Box::new(a?)),
+                        span_of(e.span()),
+                    ))
+                });
         let primary = prefix_bin
+            .or(prefix_func)
+            .or(prefix_func2)
+            .or(prefix_convert)
             .or(prefix_prod)
             .or(prefix_red)
             .or(prefix_pair)
@@ -765,7 +811,7 @@ mod tests {
     fn sexp(e: &Expr) -> String {
         match &e.kind {
             ExprKind::Var(v) => v.name.clone(),
-            ExprKind::Lit(v) => format!("{v}"),
+            ExprKind::Lit(v) => v.text.clone(),
             ExprKind::Paren(e) => sexp(e),
             ExprKind::Binary(op, a, b) => {
                 format!("({} {} {})", op.symbol(), sexp(a), sexp(b))
@@ -777,6 +823,9 @@ mod tests {
             ExprKind::Diag(i, j, a) => format!("(diag {} {} {})", i.value, j.value, sexp(a)),
             ExprKind::Expa(i, j, a) => format!("(expa {} {} {})", i.value, j.value, sexp(a)),
             ExprKind::Proj(i, j, a) => format!("(proj {} {} {})", i.value, j.value, sexp(a)),
+            ExprKind::Func(f, a) => format!("({} {})", f.keyword(), sexp(a)),
+            ExprKind::Func2(f, a, b) => format!("({} {} {})", f.keyword(), sexp(a), sexp(b)),
+            ExprKind::Convert(t, a) => format!("({} {})", t.keyword(), sexp(a)),
             ExprKind::Error => "<error>".into(),
         }
     }
@@ -791,6 +840,14 @@ mod tests {
             ("A # B # C", "(# (# A B) C)"),
             ("A ^[1 2] .[1 2]", "(. 1 2 (^ 1 2 A))"),
             ("(A # B) .[2 3]", "(. 2 3 (# A B))"),
+            // Functions and conversions are prefix forms over atoms.
+            ("exp A + B", "(+ (exp A) B)"),
+            ("max A (B * 2) .[1 2]", "(. 1 2 (max A (* B 2)))"),
+            ("f32 (log A) * -1.5", "(* (f32 (log A)) -1.5)"),
+            (
+                "min (sqrt A) (abs (tanh (erf B)))",
+                "(min (sqrt A) (abs (tanh (erf B))))",
+            ),
             ("transp 1 2 A + B", "(+ (^ 1 2 A) B)"),
             (
                 "red+ 2 (diag 2 3 (prod A B))",

@@ -365,6 +365,8 @@ fn the_checker_enforces_the_depth_limit_on_built_programs() {
         decls: vec![Decl {
             qualifier: None,
             name: Ident::new("A", 0..1),
+            elem: teil::ast::ElemType::F64,
+            elem_span: None,
             extents: vec![Nat::new(2, 0..1)],
             span: 0..1,
         }],

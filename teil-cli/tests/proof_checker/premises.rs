@@ -190,13 +190,13 @@ fn apply(e: &mut Expr, p: Premise, checked: &CheckedProgram) -> bool {
             if shape(a).is_empty() {
                 widen(a, 2);
             }
-            **b = node(ExprKind::Lit(2.0));
+            **b = node(ExprKind::Lit(Literal::from_f64(2.0)));
         }
         (ExprKind::Binary(BinOp::Div, a, b), DivScalarLeft) => {
             if shape(b).is_empty() {
                 widen(b, 2);
             }
-            **a = node(ExprKind::Lit(1.0));
+            **a = node(ExprKind::Lit(Literal::from_f64(1.0)));
         }
         _ => return false,
     }

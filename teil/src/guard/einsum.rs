@@ -546,6 +546,8 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError
         decls.push(Decl {
             qualifier: Some(Qualifier::Input),
             name: Ident::new(name.clone(), t.span.clone()),
+            elem: ElemType::F64,
+            elem_span: None,
             extents: s.iter().map(|&n| Nat::new(n, t.span.clone())).collect(),
             span: t.span.clone(),
         });
@@ -582,6 +584,8 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError
     decls.push(Decl {
         qualifier: Some(Qualifier::Output),
         name: Ident::new("out", out_span.clone()),
+        elem: ElemType::F64,
+        elem_span: None,
         extents: out_shape
             .iter()
             .map(|&n| Nat::new(n, out_span.clone()))

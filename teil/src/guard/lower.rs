@@ -86,7 +86,7 @@ impl Builder {
     }
 
     pub fn lit(&self, value: f64) -> Expr {
-        self.node(ExprKind::Lit(value))
+        self.node(ExprKind::Lit(Literal::from_f64(value)))
     }
 
     pub fn binary(&self, op: BinOp, a: Expr, b: Expr) -> Expr {
@@ -233,6 +233,8 @@ impl Builder {
         self.temps.push(Decl {
             qualifier: None,
             name: Ident::new(name.clone(), self.span.clone()),
+            elem: ElemType::F64,
+            elem_span: None,
             extents,
             span: self.span.clone(),
         });

@@ -145,7 +145,10 @@ fn tokens(src: &str) -> (Vec<(Tok<'_>, Span)>, Vec<Diagnostic>) {
             | Token::Diag
             | Token::Contr
             | Token::Expa
-            | Token::Proj => Tok::Ident(text),
+            | Token::Proj
+            | Token::Func(_)
+            | Token::Func2(_)
+            | Token::Elem(_) => Tok::Ident(text),
             Token::Plus => Tok::Plus,
             Token::Minus => Tok::Minus,
             Token::Star => Tok::Star,
