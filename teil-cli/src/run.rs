@@ -14,7 +14,7 @@ use crate::{Color, Format};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
-use teil::ast::ShapeDisplay;
+use teil::ast::{ElemType, ShapeDisplay};
 use teil::interface::{self, Coded, InterfaceError};
 use teil::CheckedProgram;
 use teil::CodedError;
@@ -245,13 +245,16 @@ pub fn run(args: &RunArgs) -> u8 {
     for w in undefined_warnings(&p, &inputs, &results, &outputs) {
         crate::out::eprint(&format!("warning: {w}\n"));
     }
+    let typed: Vec<(String, ElemType)> = (outputs.iter())
+        .map(|n| (n.clone(), p.var_elem(n).unwrap_or_default()))
+        .collect();
     if let Some(dir) = &args.out {
-        if let Err(e) = teil_io::files::write_outputs(dir, &outputs, &results) {
+        if let Err(e) = teil_io::files::write_outputs(dir, &typed, &results) {
             return Failure::Usage(e.to_string()).report();
         }
     }
     if args.print || args.out.is_none() {
-        crate::out::print(&print_results(&outputs, &results));
+        crate::out::print(&print_results(&typed, &results));
     }
     0
 }
@@ -327,7 +330,7 @@ pub fn load_inputs(
             ));
             continue;
         }
-        match npy::read(path) {
+        match npy::read_typed(path, None) {
             Err(npy::NpyError::Io(e)) => unreadable.push(format!(
                 "cannot read input `{name}` from `{}`: {e}",
                 path.display()
@@ -342,7 +345,19 @@ pub fn load_inputs(
                 );
                 errors.push(teil::diagnostic::with_code(code, &message));
             }
-            Ok(t) => {
+            // A variable declared f32 takes float32 data only (E0605); an f64 one either
+            // (float32 widens exactly).
+            Ok((_, ElemType::F64)) if d.elem == ElemType::F32 => {
+                let e = InterfaceError::InputElemType {
+                    name: name.clone(),
+                    declared: ElemType::F32,
+                    found: "float64".to_string(),
+                    value: None,
+                };
+                let coded = Coded(std::slice::from_ref(&e));
+                errors.push(format!("{coded} (in `{}`)", path.display()));
+            }
+            Ok((t, _)) => {
                 shapes.insert(name.clone(), Some(teil_interp::tensor_shape(&t)));
                 inputs.insert(name.clone(), t);
             }
@@ -392,15 +407,21 @@ pub fn undefined_warnings(
 }
 
 /// The results as readable nested arrays, one block per output variable.
-pub fn print_results(outputs: &[String], results: &BTreeMap<String, Tensor>) -> String {
+/// An `f32` output's type reads `f32[2, 3]` and its values are binary32's shortest round-trip
+/// decimals; an `f64` one's reads `[2, 3]`, as it always has.
+pub fn print_results(outputs: &[(String, ElemType)], results: &BTreeMap<String, Tensor>) -> String {
     let mut out = String::new();
-    for name in outputs {
+    for (name, elem) in outputs {
         if let Some(t) = results.get(name) {
             let shape = teil_interp::tensor_shape(t);
+            let ty = match elem {
+                ElemType::F64 => "",
+                t => t.keyword(),
+            };
             out.push_str(&format!(
-                "{name} : {} =\n{}\n",
+                "{name} : {ty}{} =\n{}\n",
                 ShapeDisplay(&shape),
-                nested(t)
+                nested(t, *elem)
             ));
         }
     }
@@ -413,7 +434,7 @@ const SUMMARY_ELEMENTS: usize = 1000;
 const EDGE: usize = 3;
 
 /// `[[1, 2], [3, 4]]` over several lines, columns right-aligned.
-pub fn nested(t: &Tensor) -> String {
+pub fn nested(t: &Tensor, elem: ElemType) -> String {
     let summarise = t.len() > SUMMARY_ELEMENTS;
     let shown = |n: usize| -> Vec<Option<usize>> {
         if summarise && n > 2 * EDGE {
@@ -428,12 +449,17 @@ pub fn nested(t: &Tensor) -> String {
     };
     // Shortest round-trip decimals; exponent notation for very large or very small magnitudes.
     let num = |x: f64| {
-        if x.is_nan() {
-            "NaN".to_string()
-        } else if x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) {
-            format!("{x:e}")
-        } else {
-            format!("{x}")
+        let single = x as f32;
+        match elem {
+            _ if x.is_nan() => "NaN".to_string(),
+            ElemType::F64 if x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) => {
+                format!("{x:e}")
+            }
+            ElemType::F64 => format!("{x}"),
+            ElemType::F32 if x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) => {
+                format!("{single:e}")
+            }
+            ElemType::F32 => format!("{single}"),
         }
     };
     let width = t.iter().map(|&x| num(x).len()).max().unwrap_or(1);

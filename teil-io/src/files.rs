@@ -501,20 +501,24 @@ pub fn write_atomically(dest: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     staged.commit()
 }
 
-/// `teil run --out DIR`: `DIR/NAME.npy` for each name in `outputs`, all or nothing. `DIR` is
-/// created if needed, even when there are no outputs.
+/// `teil run --out DIR`: `DIR/NAME.npy` for each output, given with its element type (float32
+/// for a variable declared `f32`), all or nothing. `DIR` is created if needed, even when there
+/// are no outputs.
 pub fn write_outputs(
     dir: &Path,
-    outputs: &[String],
+    outputs: &[(String, teil::ast::ElemType)],
     results: &std::collections::BTreeMap<String, crate::npy::Tensor>,
 ) -> Result<(), WriteError> {
     create_dir(dir)?;
     let mut staged = Staged::new();
-    for name in outputs {
+    for (name, elem) in outputs {
         let t = results
             .get(name)
             .ok_or_else(|| WriteError::NoResult(name.clone()))?;
-        staged.add(&dir.join(format!("{name}.npy")), &crate::npy::to_bytes(t))?;
+        staged.add(
+            &dir.join(format!("{name}.npy")),
+            &crate::npy::to_bytes_as(t, *elem),
+        )?;
     }
     staged.commit()
 }

@@ -6,11 +6,14 @@
 //! Python dict literal and the raw data, which takes less code than adapting another crate's
 //! error type.
 //!
-//! Read: `float64` and `float32`, little- or big-endian, C order, any shape including `()`.
-//! Written: `float64` little-endian, C order, format 1.0 (3.0 only if the header needs it).
+//! Read: `float64` and `float32`, little- or big-endian, C order, any shape including `()`;
+//! [`read_typed`] also says which (a variable declared `f32` takes only float32 data, E0605).
+//! Written: `float64`, or `float32` for a variable declared `f32` ([`to_bytes_as`]),
+//! little-endian, C order, format 1.0 (3.0 only if the header needs it).
 
 use ndarray::{ArrayD, IxDyn};
 use std::collections::TryReserveError;
+use teil::ast::ElemType;
 use teil::diagnostic::Bytes;
 
 /// An array as this toolchain holds it: NaN stands for the undefined value.
@@ -224,6 +227,16 @@ pub fn read(path: &std::path::Path) -> Result<Tensor, NpyError> {
 /// whose header says 10 cells is refused at once).
 #[cfg(unix)]
 pub fn read_as(path: &std::path::Path, shape: Option<&[u64]>) -> Result<Tensor, NpyError> {
+    read_typed(path, shape).map(|(t, _)| t)
+}
+
+/// [`read_as`], with the element type the file stores (`float32` data is returned widened,
+/// exactly, as binary64 numbers).
+#[cfg(unix)]
+pub fn read_typed(
+    path: &std::path::Path,
+    shape: Option<&[u64]>,
+) -> Result<(Tensor, ElemType), NpyError> {
     use std::io::Read;
     let io = |e: std::io::Error| NpyError::Io(e.to_string());
     let (f, file_len) =
@@ -270,11 +283,21 @@ pub fn read_as(path: &std::path::Path, shape: Option<&[u64]>) -> Result<Tensor, 
             "the file changed size while it was read".into(),
         ));
     }
-    decode(&l, &data)
+    let elem = match l.dtype {
+        Dtype::F64 { .. } => ElemType::F64,
+        Dtype::F32 { .. } => ElemType::F32,
+    };
+    Ok((decode(&l, &data)?, elem))
 }
 
 /// The bytes of a `.npy` file holding `t` as little-endian float64 in C order.
 pub fn to_bytes(t: &Tensor) -> Vec<u8> {
+    to_bytes_as(t, ElemType::F64)
+}
+
+/// The bytes of a `.npy` file holding `t` as little-endian values of `elem` in C order: for
+/// `f32`, each value rounded to binary32 (exact for the values of a variable declared `f32`).
+pub fn to_bytes_as(t: &Tensor, elem: ElemType) -> Vec<u8> {
     let shape = match t.shape() {
         [] => "()".to_string(),
         [n] => format!("({n},)"),
@@ -286,7 +309,12 @@ pub fn to_bytes(t: &Tensor) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+    let descr = match elem {
+        ElemType::F64 => "<f8",
+        ElemType::F32 => "<f4",
+    };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     // Magic, version, length field, header and newline: padded to a multiple of 64 bytes.
     let fixed = MAGIC.len() + 2 + 2;
     let total = (fixed + header.len() + 1).div_ceil(64) * 64;
@@ -295,7 +323,7 @@ pub fn to_bytes(t: &Tensor) -> Vec<u8> {
     let total = (fixed + header.len() + 1).div_ceil(64) * 64;
     header.push_str(&" ".repeat(total - fixed - header.len() - 1));
     header.push('\n');
-    let mut out = Vec::with_capacity(total + 8 * t.len());
+    let mut out = Vec::with_capacity(total + elem.size() * t.len());
     out.extend_from_slice(MAGIC);
     if v1 {
         out.extend_from_slice(&[1, 0]);
@@ -306,7 +334,10 @@ pub fn to_bytes(t: &Tensor) -> Vec<u8> {
     }
     out.extend_from_slice(header.as_bytes());
     for &x in t.iter() {
-        out.extend_from_slice(&x.to_le_bytes());
+        match elem {
+            ElemType::F64 => out.extend_from_slice(&x.to_le_bytes()),
+            ElemType::F32 => out.extend_from_slice(&(x as f32).to_le_bytes()),
+        }
     }
     out
 }

@@ -421,7 +421,7 @@ rounding after it. Convert one operand explicitly:
     C = A + f32 B          // not `A + B`
 
 `f32 e` rounds each element to nearest, ties to even (±∞ beyond binary32's range); `f64 e` is
-exact. A literal takes the element type of the other operand, so `A * 2` is fine.";
+exact. A literal takes the element type of the other operand, so `2 * A` is fine.";
 
     ConvertSame = "E0312", Error, "conversion to the operand's own element type",
 "`f32 e` converts an `f64` operand to binary32 and `f64 e` an `f32` operand to binary64
