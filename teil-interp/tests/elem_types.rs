@@ -25,7 +25,11 @@ fn both(src: &str, inputs: &Inputs, out: &str) -> ArrayD<f64> {
     let o = teil_interp::run_oracle(&p, inputs).unwrap()[out].clone();
     let f = teil_interp::run_fast(&p, inputs).unwrap()[out].clone();
     let bits = |t: &ArrayD<f64>| t.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&o), bits(&f), "oracle {o} and fast {f} differ for\n{src}");
+    assert_eq!(
+        bits(&o),
+        bits(&f),
+        "oracle {o} and fast {f} differ for\n{src}"
+    );
     o
 }
 
@@ -60,7 +64,8 @@ fn binary32_folds_round_every_step_in_both_evaluators() {
         ("w".to_string(), arr1(&[1.0; 4]).into_dyn()),
     ]
     .into();
-    let dot = "input var v : f32[4]\ninput var w : f32[4]\noutput var s : f32[]\ns = (v # w) .[1 2]";
+    let dot =
+        "input var v : f32[4]\ninput var w : f32[4]\noutput var s : f32[]\ns = (v # w) .[1 2]";
     assert_eq!(both(dot, &ones, "s")[[]], 1.0);
     // A product of two binary32 numbers whose exact product needs more than 24 bits.
     let (x, y) = (1.0 + 2.0 * U32, 1.0 + 2.0 * U32); // (1 + 2^-23)^2 = 1 + 2^-22 + 2^-46
@@ -175,8 +180,8 @@ fn max_and_min_order_zeros_and_keep_nan_unlike_the_fold_of_redmax() {
     }
     // redmax's fold keeps its first operand on a tie of zeros: max(-0, +0) = -0 there.
     let fold = compile("input var a : [2]\noutput var s : []\ns = redmax 1 a");
-    let s = teil_interp::run_oracle(&fold, &[("a".to_string(), v(&[-0.0, 0.0]))].into())
-        .unwrap()["s"][[]];
+    let s = teil_interp::run_oracle(&fold, &[("a".to_string(), v(&[-0.0, 0.0]))].into()).unwrap()
+        ["s"][[]];
     assert_eq!(s.to_bits(), (-0.0f64).to_bits());
 }
 

@@ -313,8 +313,7 @@ pub fn to_bytes_as(t: &Tensor, elem: ElemType) -> Vec<u8> {
         ElemType::F64 => "<f8",
         ElemType::F32 => "<f4",
     };
-    let mut header =
-        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     // Magic, version, length field, header and newline: padded to a multiple of 64 bytes.
     let fixed = MAGIC.len() + 2 + 2;
     let total = (fixed + header.len() + 1).div_ceil(64) * 64;
