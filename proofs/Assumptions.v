@@ -5,6 +5,8 @@
 From TeIL Require Import Lists Syntax Semantics Checker Reads Core CoreSem.
 
 Print Assumptions has_type_det.
+Print Assumptions has_type_lits_fit.
+Print Assumptions flexible_retype.
 Print Assumptions sem_safe.
 Print Assumptions reads_in_bounds.
 Print Assumptions stmt_reads_in_bounds.
@@ -15,7 +17,9 @@ Print Assumptions prog_no_undef.
 Print Assumptions infer_sound.
 Print Assumptions infer_complete.
 Print Assumptions infer_err.
+Print Assumptions infer_correct.
 Print Assumptions check_stmt_correct.
+Print Assumptions check_stmt_ok.
 Print Assumptions check_decls_correct.
 Print Assumptions check_decls_err.
 Print Assumptions accepts_correct.

@@ -1,7 +1,8 @@
 (** * Core-TeIL (spec/core.md): the desugaring preserves typing and meaning.
 
     Core-TeIL forms are written in full-TeIL syntax ([is_core]): [transp i (i+1)],
-    [red⊙ 1], [diag 1 2], [expa 1 n], [proj 1 m], and no [contr]. [desugar] rewrites every
+    [red⊙ 1], [diag 1 2], [expa 1 n], [proj 1 m], and no [contr]; the functions, [max]/[min]
+    and the conversions are Core-TeIL forms, kept as they are. [desugar] rewrites every
     other form with chains of adjacent transpositions, as in the table of spec/core.md:
     [front_i] ([down 1 (i-1)]) moves dimension [i] to position 1 and [back_i] ([up 1 (i-1)])
     moves dimension 1 to position [i]. *)
@@ -24,8 +25,11 @@ Definition back (i : nat) (e : expr) : expr := up 1 (i - 1) e.
 
 Fixpoint desugar (e : expr) : expr :=
   match e with
-  | EVar _ | ELit _ => e
+  | EVar _ | ELit _ _ => e
   | EParen e => EParen (desugar e)
+  | EFunc f e => EFunc f (desugar e)
+  | EFunc2 g e0 e1 => EFunc2 g (desugar e0) (desugar e1)
+  | EConv τ e => EConv τ (desugar e)
   | EBin o e0 e1 => EBin o (desugar e0) (desugar e1)
   | EProd e0 e1 => EProd (desugar e0) (desugar e1)
   | ERed o i e => ERed o 1 (front i (desugar e))
@@ -42,9 +46,9 @@ Fixpoint desugar (e : expr) : expr :=
 (** The Core-TeIL forms ([teil::core::is_core]). *)
 Fixpoint is_core (e : expr) : bool :=
   match e with
-  | EVar _ | ELit _ => true
-  | EParen e => is_core e
-  | EBin _ e0 e1 | EProd e0 e1 => is_core e0 && is_core e1
+  | EVar _ | ELit _ _ => true
+  | EParen e | EFunc _ e | EConv _ e => is_core e
+  | EBin _ e0 e1 | EProd e0 e1 | EFunc2 _ e0 e1 => is_core e0 && is_core e1
   | ERed _ i e => (i =? 1) && is_core e
   | EProj i _ e => (i =? 1) && is_core e
   | EExpa i _ e => (i =? 1) && is_core e
@@ -191,31 +195,31 @@ Qed.
 
 (** ** Typing is preserved *)
 
-Lemma type_transp_adj G e t k :
-  G ⊢ e ∈ t -> k + 1 < length t ->
-  G ⊢ ETransp (S k) (S k + 1) e ∈ swap k (k + 1) t.
+Lemma type_transp_adj G e t τ k :
+  G ⊢ e ∈ t of τ -> k + 1 < length t ->
+  G ⊢ ETransp (S k) (S k + 1) e ∈ swap k (k + 1) t of τ.
 Proof.
   intros He Hk. replace (swap k (k + 1) t) with (swap (S k - 1) (S k + 1 - 1) t)
     by (f_equal; lia).
   apply T_Transp; auto; lia.
 Qed.
 
-Lemma type_down G e t k d :
-  G ⊢ e ∈ t -> k + d < length t -> G ⊢ down (S k) d e ∈ mv k d t.
+Lemma type_down G e t τ k d :
+  G ⊢ e ∈ t of τ -> k + d < length t -> G ⊢ down (S k) d e ∈ mv k d t of τ.
 Proof.
   revert e t; induction d as [|d IH]; intros e t He Hl; simpl.
   - rewrite mv_0 by lia. exact He.
   - rewrite <- mv_step by lia. apply IH; [|len].
     replace (S (k + d)) with (S (k + d)) by reflexivity.
-    apply (type_transp_adj G e t (k + d)); auto; lia.
+    apply (type_transp_adj G e t τ (k + d)); auto; lia.
 Qed.
 
-Lemma type_up G e t k d :
-  G ⊢ e ∈ t -> k + d < length t -> G ⊢ up (S k) d e ∈ unmv k d t.
+Lemma type_up G e t τ k d :
+  G ⊢ e ∈ t of τ -> k + d < length t -> G ⊢ up (S k) d e ∈ unmv k d t of τ.
 Proof.
   revert e t; induction d as [|d IH]; intros e t He Hl; simpl.
   - rewrite unmv_0 by lia. exact He.
-  - rewrite <- unmv_step by lia. apply (type_transp_adj G _ _ (k + d)).
+  - rewrite <- unmv_step by lia. apply (type_transp_adj G _ _ τ (k + d)).
     + apply IH; auto; lia.
     + rewrite length_unmv; lia.
 Qed.
@@ -225,9 +229,9 @@ Proof.
   intros H. pose proof (mv_0 k s H) as E. unfold mv in E. rewrite Nat.add_0_r in E. exact E.
 Qed.
 
-Lemma type_front G e t i :
-  G ⊢ e ∈ t -> 1 <= i <= length t -> G ⊢ front i e ∈ nth (i - 1) t 0 :: del (i - 1) t.
-Proof. intros He Hi. exact (type_down G e t 0 (i - 1) He ltac:(lia)). Qed.
+Lemma type_front G e t τ i :
+  G ⊢ e ∈ t of τ -> 1 <= i <= length t -> G ⊢ front i e ∈ nth (i - 1) t 0 :: del (i - 1) t of τ.
+Proof. intros He Hi. exact (type_down G e t τ 0 (i - 1) He ltac:(lia)). Qed.
 
 (** The two dimensions of [diag] and [contr], [l < h], brought to the front. *)
 Lemma front2_shape t l h :
@@ -240,9 +244,10 @@ Proof.
   rewrite nth_del_lt by lia. reflexivity.
 Qed.
 
-Lemma type_front2 G e t l h :
-  G ⊢ e ∈ t -> 1 <= l -> l < h -> h <= length t ->
-  G ⊢ front (l + 1) (front h e) ∈ nth (l - 1) t 0 :: nth (h - 1) t 0 :: del (l - 1) (del (h - 1) t).
+Lemma type_front2 G e t τ l h :
+  G ⊢ e ∈ t of τ -> 1 <= l -> l < h -> h <= length t ->
+  G ⊢ front (l + 1) (front h e)
+    ∈ nth (l - 1) t 0 :: nth (h - 1) t 0 :: del (l - 1) (del (h - 1) t) of τ.
 Proof.
   intros He Hl Hlh Hh. rewrite <- front2_shape by lia.
   apply type_front; [apply type_front; auto; lia|]. simpl. rewrite length_del; lia.
@@ -252,13 +257,14 @@ Lemma lo_hi_cases i j : i <> j ->
   (lo i j = i /\ hi i j = j /\ i < j) \/ (lo i j = j /\ hi i j = i /\ j < i).
 Proof. unfold lo, hi; lia. Qed.
 
-(** The desugaring preserves types (spec/core.md: "its statements have the same types"). *)
-Theorem desugar_typing G e t : G ⊢ e ∈ t -> G ⊢ desugar e ∈ t.
+(** The desugaring preserves types, shapes and element types (spec/core.md: "its statements
+    have the same types"). *)
+Theorem desugar_typing G e t τ : G ⊢ e ∈ t of τ -> G ⊢ desugar e ∈ t of τ.
 Proof.
   induction 1; simpl.
   - apply T_Var; auto.
   - apply T_Paren; auto.
-  - apply T_Lit.
+  - apply T_Lit; auto.
   - apply T_Add; auto.
   - apply T_Mul; auto.
   - apply T_Elem; auto.
@@ -274,7 +280,7 @@ Proof.
       rewrite swap_same by lia. auto.
     + assert (Hs : forall p q, p < q -> q < length t ->
                 G ⊢ up (S p + 1) (S q - S p - 1) (down (S p) (S q - S p) (desugar e))
-                  ∈ swap p q t).
+                  ∈ swap p q t of τ).
       { intros p q Hpq Hq. rewrite <- transp_shape by lia.
         replace (S p + 1) with (S (S p)) by lia.
         replace (S q - S p - 1) with (q - p - 1) by lia.
@@ -320,4 +326,7 @@ Proof.
   - (* T_Proj *)
     change (del (i - 1) t) with (del (1 - 1) (nth (i - 1) t 0 :: del (i - 1) t)).
     apply T_Proj; [apply type_front; auto|simpl; lia|simpl; lia].
+  - apply T_Func; auto.
+  - apply T_Func2; auto.
+  - apply T_Conv; auto.
 Qed.

@@ -30,23 +30,23 @@ Ltac pointwise :=
 Section Meaning.
 Context {F : Type} (A : arith F).
 
-Lemma sem_transp_adj μ e t f p :
-  sem A μ e = Some (t, f) ->
-  sem A μ (ETransp (S p) (S p + 1) e) = Some (swap p (p + 1) t, fun j => f (swap p (p + 1) j)).
+Lemma sem_transp_adj μ τ e t f p :
+  sem A μ τ e = Some (t, f) ->
+  sem A μ τ (ETransp (S p) (S p + 1) e) = Some (swap p (p + 1) t, fun j => f (swap p (p + 1) j)).
 Proof.
   intros He. simpl. rewrite He. rewrite Nat.sub_0_r. replace (p + 1 - 0) with (p + 1) by lia.
   reflexivity.
 Qed.
 
-Lemma sem_down μ e t f k d :
-  sem A μ e = Some (t, f) -> k + d < length t ->
-  exists g, sem A μ (down (S k) d e) = Some (mv k d t, g) /\
+Lemma sem_down μ τ e t f k d :
+  sem A μ τ e = Some (t, f) -> k + d < length t ->
+  exists g, sem A μ τ (down (S k) d e) = Some (mv k d t, g) /\
     forall j, length j = length t -> g j = f (unmv k d j).
 Proof.
   revert e t f; induction d as [|d IH]; intros e t f He Hl.
   - exists f. simpl. rewrite mv_0 by lia. split; auto. intros j Hj. rewrite unmv_0 by lia.
     reflexivity.
-  - pose proof (sem_transp_adj μ e t f (k + d) He) as Ht.
+  - pose proof (sem_transp_adj μ τ e t f (k + d) He) as Ht.
     destruct (IH _ _ _ Ht) as [g [Hg Hgj]]; [rewrite length_swap; lia|].
     exists g. change (down (S k) (S d) e) with (down (S k) d (ETransp (S k + d) (S k + d + 1) e)).
     rewrite <- mv_step by lia. split; [exact Hg|].
@@ -54,16 +54,16 @@ Proof.
     reflexivity.
 Qed.
 
-Lemma sem_up μ e t f k d :
-  sem A μ e = Some (t, f) -> k + d < length t ->
-  exists g, sem A μ (up (S k) d e) = Some (unmv k d t, g) /\
+Lemma sem_up μ τ e t f k d :
+  sem A μ τ e = Some (t, f) -> k + d < length t ->
+  exists g, sem A μ τ (up (S k) d e) = Some (unmv k d t, g) /\
     forall j, length j = length t -> g j = f (mv k d j).
 Proof.
   revert e t f; induction d as [|d IH]; intros e t f He Hl.
   - exists f. simpl. rewrite unmv_0 by lia. split; auto. intros j Hj. rewrite mv_0 by lia.
     reflexivity.
   - destruct (IH e t f He ltac:(lia)) as [g0 [Hg0 Hg0j]].
-    pose proof (sem_transp_adj μ _ _ _ (k + d) Hg0) as Ht.
+    pose proof (sem_transp_adj μ τ _ _ _ (k + d) Hg0) as Ht.
     exists (fun j => g0 (swap (k + d) (k + d + 1) j)).
     change (up (S k) (S d) e) with (ETransp (S k + d) (S k + d + 1) (up (S k) d e)).
     rewrite <- unmv_step by lia. split; [exact Ht|].
@@ -76,15 +76,16 @@ Qed.
     in a store that matches the context, a well-typed expression and its Core-TeIL form have
     the same type and the same value at every multi-index of it, including the order of every
     fold. *)
-Theorem desugar_sem G μ e t :
-  ctx_positive G -> store_ok (fun _ => True) G μ -> G ⊢ e ∈ t ->
-  exists f g, sem A μ e = Some (t, f) /\ sem A μ (desugar e) = Some (t, g) /\
+Theorem desugar_sem G μ e t τ :
+  ctx_positive G -> store_ok (fun _ => True) G μ -> G ⊢ e ∈ t of τ ->
+  exists f g, sem A μ τ e = Some (t, f) /\ sem A μ τ (desugar e) = Some (t, g) /\
     forall j, inb j t -> g j = f j.
 Proof.
   intros HG Hμ Ht.
   induction Ht; try (simpl desugar).
   - (* T_Var *)
-    destruct (sem_safe A _ G μ (EVar x) t (closed_true A) HG Hμ (T_Var G x t H)) as [f [Hf _]].
+    destruct (sem_safe A _ G μ (EVar x) t τ (closed_true A) HG Hμ (T_Var G x t τ H))
+      as [f [Hf _]].
     exists f, f. auto.
   - (* T_Paren *)
     destruct IHHt as [f [g [Hf [Hg Hfg]]]]. exists f, g. simpl. auto.
@@ -129,7 +130,7 @@ Proof.
     intros j Hj. apply inb_app in Hj as [Hj0 Hj1]. pointwise. reflexivity.
   - (* T_Red *)
     destruct IHHt as [f [g [Hf [Hg Hfg]]]].
-    destruct (sem_down μ _ _ _ 0 (i - 1) Hg ltac:(lia)) as [g' [Hg' Hg'j]].
+    destruct (sem_down μ τ _ _ _ 0 (i - 1) Hg ltac:(lia)) as [g' [Hg' Hg'j]].
     unfold front. simpl. rewrite Hf, Hg'.
     eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
     intros j Hj. simpl. f_equal. apply map_ext_in. intros v Hv. apply in_seq in Hv.
@@ -146,13 +147,13 @@ Proof.
       intros k Hk. rewrite swap_same by (rewrite (inb_length _ _ Hk); lia). auto.
     + assert (Hs : forall p q, p < q -> q < length t -> swap p q t = swap (i - 1) (j - 1) t ->
                 (forall k, length k = length t -> swap p q k = swap (i - 1) (j - 1) k) ->
-                exists g', sem A μ (up (S p + 1) (S q - S p - 1) (down (S p) (S q - S p) (desugar e)))
+                exists g', sem A μ τ (up (S p + 1) (S q - S p - 1) (down (S p) (S q - S p) (desugar e)))
                            = Some (swap (i - 1) (j - 1) t, g') /\
                            forall k, inb k (swap (i - 1) (j - 1) t) -> g' k = f (swap (i - 1) (j - 1) k)).
       { intros p q Hpq Hq Hst Hsk.
         replace (S q - S p) with (q - p) by lia. replace (S q - S p - 1) with (q - p - 1) by lia.
-        destruct (sem_down μ _ _ _ p (q - p) Hg ltac:(lia)) as [g1 [Hg1 Hg1j]].
-        destruct (sem_up μ _ _ _ (S p) (q - p - 1) Hg1 ltac:(rewrite length_mv; lia))
+        destruct (sem_down μ τ _ _ _ p (q - p) Hg ltac:(lia)) as [g1 [Hg1 Hg1j]].
+        destruct (sem_up μ τ _ _ _ (S p) (q - p - 1) Hg1 ltac:(rewrite length_mv; lia))
           as [g2 [Hg2 Hg2j]].
         replace (S p + 1) with (S (S p)) by lia.
         rewrite Hg2, transp_shape, Hst by lia. eexists; split; [reflexivity|].
@@ -176,14 +177,14 @@ Proof.
     assert (Hb : hi i j <= length t /\ 1 <= lo i j) by (destruct Hij as [[-> ->]|[-> ->]]; lia).
     simpl. rewrite Hf.
     remember (lo i j) as l. remember (hi i j) as h.
-    destruct (sem_down μ _ _ _ 0 (h - 1) Hg ltac:(lia)) as [g1 [Hg1 Hg1j]].
-    destruct (sem_down μ _ _ _ 0 l Hg1 ltac:(rewrite length_mv; lia)) as [g2 [Hg2 Hg2j]].
+    destruct (sem_down μ τ _ _ _ 0 (h - 1) Hg ltac:(lia)) as [g1 [Hg1 Hg1j]].
+    destruct (sem_down μ τ _ _ _ 0 l Hg1 ltac:(rewrite length_mv; lia)) as [g2 [Hg2 Hg2j]].
     rewrite front2 in Hg2 by lia.
-    assert (Hd : sem A μ (EDiag 1 2 (front (l + 1) (front h (desugar e))))
+    assert (Hd : sem A μ τ (EDiag 1 2 (front (l + 1) (front h (desugar e))))
                  = Some (nth (l - 1) t 0 :: del (l - 1) (del (h - 1) t),
                          fun k => g2 (ins 1 (nth 0 k 0) k))).
     { unfold front. replace (l + 1 - 1) with l by lia. simpl. rewrite Hg2. reflexivity. }
-    destruct (sem_up μ _ _ _ 0 (l - 1) Hd ltac:(simpl; len2)) as [g3 [Hg3 Hg3j]].
+    destruct (sem_up μ τ _ _ _ 0 (l - 1) Hd ltac:(simpl; len2)) as [g3 [Hg3 Hg3j]].
     unfold back. rewrite Hg3.
     assert (Hs : unmv 0 (l - 1) (nth (l - 1) t 0 :: del (l - 1) (del (h - 1) t))
                  = del (h - 1) t).
@@ -210,14 +211,14 @@ Proof.
     assert (Hb : hi i j <= length t /\ 1 <= lo i j) by (destruct Hij as [[-> ->]|[-> ->]]; lia).
     simpl. rewrite Hf.
     remember (lo i j) as l. remember (hi i j) as h.
-    destruct (sem_down μ _ _ _ 0 (h - 1) Hg ltac:(lia)) as [g1 [Hg1 Hg1j]].
-    destruct (sem_down μ _ _ _ 0 l Hg1 ltac:(rewrite length_mv; lia)) as [g2 [Hg2 Hg2j]].
+    destruct (sem_down μ τ _ _ _ 0 (h - 1) Hg ltac:(lia)) as [g1 [Hg1 Hg1j]].
+    destruct (sem_down μ τ _ _ _ 0 l Hg1 ltac:(rewrite length_mv; lia)) as [g2 [Hg2 Hg2j]].
     rewrite front2 in Hg2 by lia.
     unfold front. replace (l + 1 - 1) with l by lia. simpl. rewrite Hg2.
     eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
     intros k Hk.
     assert (Hlk : length k = length t - 2) by (rewrite (inb_length _ _ Hk); len2).
-    change (redop_den A RSum) with (binop_den A Add). simpl.
+    change (redop_den A RSum τ) with (binop_den A Add τ). simpl.
     f_equal. apply map_ext_in. intros v Hv. apply in_seq in Hv.
     rewrite Hg2j by (rewrite length_mv by lia; simpl; len2).
     rewrite Hg1j by (rewrite length_unmv by len2; len2).
@@ -229,9 +230,9 @@ Proof.
     * rewrite nth_del_lt by lia. lia.
   - (* T_Expa *)
     destruct IHHt as [f [g [Hf [Hg Hfg]]]].
-    assert (He : sem A μ (EExpa 1 n (desugar e)) = Some (n :: t, fun j => g (del 0 j)))
+    assert (He : sem A μ τ (EExpa 1 n (desugar e)) = Some (n :: t, fun j => g (del 0 j)))
       by (simpl; rewrite Hg; reflexivity).
-    destruct (sem_up μ _ _ _ 0 (i - 1) He ltac:(simpl; lia)) as [g' [Hg' Hg'j]].
+    destruct (sem_up μ τ _ _ _ 0 (i - 1) He ltac:(simpl; lia)) as [g' [Hg' Hg'j]].
     unfold back. simpl. rewrite Hf, Hg'.
     eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
     intros j Hj. assert (length j = S (length t))
@@ -240,13 +241,28 @@ Proof.
     apply Hfg. eapply inb_del; eauto; lia.
   - (* T_Proj *)
     destruct IHHt as [f [g [Hf [Hg Hfg]]]].
-    destruct (sem_down μ _ _ _ 0 (i - 1) Hg ltac:(lia)) as [g' [Hg' Hg'j]].
+    destruct (sem_down μ τ _ _ _ 0 (i - 1) Hg ltac:(lia)) as [g' [Hg' Hg'j]].
     unfold front. simpl. rewrite Hf, Hg'.
     eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
     intros j Hj.
     assert (length j = length t - 1) by (rewrite (inb_length _ _ Hj), length_del; lia).
     simpl. rewrite Hg'j by (simpl; lia). simpl.
     apply Hfg. apply inb_ins; auto; lia.
+  - (* T_Func *)
+    destruct IHHt as [f0 [g0 [Hf [Hg Hfg]]]].
+    simpl. rewrite Hf, Hg.
+    eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
+    intros j Hj. cbv beta. now rewrite Hfg.
+  - (* T_Func2 *)
+    destruct IHHt1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHt2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    simpl. rewrite Hf0, Hf1, Hg0, Hg1.
+    eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
+    intros j Hj. pointwise. reflexivity.
+  - (* T_Conv *)
+    destruct IHHt as [f [g [Hf [Hg Hfg]]]].
+    simpl. rewrite etype_eqb_refl, Hf, Hg.
+    eexists; eexists; split; [reflexivity|]. split; [reflexivity|].
+    intros j Hj. cbv beta. now rewrite Hfg.
 Qed.
 
 End Meaning.
@@ -282,25 +298,26 @@ Qed.
 Section Run.
 Context {F : Type} (A : arith F).
 
-(** Two stores that hold tensors of the declared types with the same elements. *)
+(** Two stores that hold tensors of the declared shapes and element types with the same
+    elements. *)
 Definition store_agree (G : ctx) (μ1 μ2 : @store F) : Prop :=
-  forall x t, lookup G x = Some t ->
+  forall x t τ, lookup G x = Some (t, τ) ->
   exists T1 T2, μ1 x = Some T1 /\ μ2 x = Some T2 /\ tshape T1 = t /\ tshape T2 = t /\
-    forall j, inb j t -> tget T1 j = tget T2 j.
+    telem T1 = τ /\ telem T2 = τ /\ forall j, inb j t -> tget T1 j = tget T2 j.
 
 Ltac same_pointwise :=
   eexists; eexists; split; [reflexivity|]; split; [reflexivity|].
 
 (** The value of a well-typed expression depends only on the elements of the store at the
     multi-indices of the declared types. *)
-Lemma sem_agree G μ1 μ2 e t :
-  store_agree G μ1 μ2 -> G ⊢ e ∈ t ->
-  exists f1 f2, sem A μ1 e = Some (t, f1) /\ sem A μ2 e = Some (t, f2) /\
+Lemma sem_agree G μ1 μ2 e t τ :
+  store_agree G μ1 μ2 -> G ⊢ e ∈ t of τ ->
+  exists f1 f2, sem A μ1 τ e = Some (t, f1) /\ sem A μ2 τ e = Some (t, f2) /\
     forall j, inb j t -> f1 j = f2 j.
 Proof.
   intros Hag He. induction He; simpl.
-  - destruct (Hag x t H) as [T1 [T2 [E1 [E2 [S1 [S2 Hj]]]]]].
-    rewrite E1, E2, S1, S2. same_pointwise.
+  - destruct (Hag x t τ H) as [T1 [T2 [E1 [E2 [S1 [S2 [L1 [L2 Hj]]]]]]]].
+    rewrite E1, E2, L1, L2, etype_eqb_refl, S1, S2. same_pointwise.
     intros j Hjt. unfold read. rewrite S1, S2. apply inbb_inb in Hjt as Hb. rewrite Hb.
     f_equal. auto.
   - exact IHHe.
@@ -354,16 +371,28 @@ Proof.
     intros k Hk. apply Hfg. eapply inb_del; eauto; lia.
   - destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
     intros k Hk. apply Hfg. apply inb_ins; auto; lia.
+  - destruct IHHe as [f0 [g0 [Hf [Hg Hfg]]]]. rewrite Hf, Hg. same_pointwise.
+    intros j Hj. cbv beta. now rewrite Hfg.
+  - destruct IHHe1 as [f0 [g0 [Hf0 [Hg0 H0]]]], IHHe2 as [f1 [g1 [Hf1 [Hg1 H1]]]].
+    rewrite Hf0, Hf1, Hg0, Hg1. same_pointwise. intros j Hj. pointwise. reflexivity.
+  - rewrite etype_eqb_refl. destruct IHHe as [f [g [Hf [Hg Hfg]]]]. rewrite Hf, Hg.
+    same_pointwise. intros j Hj. cbv beta. now rewrite Hfg.
 Qed.
 
 Lemma store_agree_refl G μ : store_ok (fun _ => True) G μ -> store_agree G μ μ.
-Proof. intros H x t Hx. destruct (H x t Hx) as [T [E [S _]]]. exists T, T. auto. Qed.
+Proof.
+  intros H x t τ Hx. destruct (H x t τ Hx) as [T [E [S [L _]]]]. exists T, T. auto 10.
+Qed.
 
 Lemma store_agree_ok1 G μ1 μ2 : store_agree G μ1 μ2 -> store_ok (fun _ => True) G μ1.
-Proof. intros H x t Hx. destruct (H x t Hx) as [T1 [T2 [H1 [_ [Hs _]]]]]. eauto. Qed.
+Proof.
+  intros H x t τ Hx. destruct (H x t τ Hx) as [T1 [T2 [H1 [_ [Hs [_ [Hl _]]]]]]]. eauto.
+Qed.
 
 Lemma store_agree_ok2 G μ1 μ2 : store_agree G μ1 μ2 -> store_ok (fun _ => True) G μ2.
-Proof. intros H x t Hx. destruct (H x t Hx) as [T1 [T2 [_ [H2 [_ [Hs _]]]]]]. eauto. Qed.
+Proof.
+  intros H x t τ Hx. destruct (H x t τ Hx) as [T1 [T2 [_ [H2 [_ [Hs [_ [Hl _]]]]]]]]. eauto.
+Qed.
 
 Lemma desugar_stmts_agree G ss μ1 μ2 :
   ctx_positive G -> stmts_ok G ss -> store_agree G μ1 μ2 ->
@@ -373,20 +402,20 @@ Proof.
   intros HG Hss. revert μ1 μ2. induction Hss as [|s ss Hs Hss IH]; intros μ1 μ2 Hag.
   - exists μ1, μ2. auto.
   - pose proof (store_agree_ok1 _ _ _ Hag) as Hμ1. pose proof (store_agree_ok2 _ _ _ Hag) as Hμ2.
-    destruct Hs as [x e t Hx He].
+    destruct Hs as [x e t τ Hx He].
     assert (Hs' : stmt_ok G (desugar_stmt (Stmt x e)))
       by (econstructor; eauto; apply desugar_typing; auto).
-    destruct (stmt_safe A _ G μ1 (Stmt x e) (closed_true A) HG Hμ1 (OK_Stmt G x e t Hx He))
-      as [μ1' [t1 [f1 [T1 [E1 [S1 [L1 [X1 [Sh1 [V1 [O1 _]]]]]]]]]]].
+    destruct (stmt_safe A _ G μ1 (Stmt x e) (closed_true A) HG Hμ1 (OK_Stmt G x e t τ Hx He))
+      as [μ1' [t1 [τ1 [f1 [T1 [E1 [S1 [L1 [X1 [Sh1 [El1 [V1 [O1 _]]]]]]]]]]]]].
     destruct (stmt_safe A _ G μ2 _ (closed_true A) HG Hμ2 Hs')
-      as [μ2' [t2 [f2 [T2 [E2 [S2 [L2 [X2 [Sh2 [V2 [O2 _]]]]]]]]]]].
-    simpl in *. rewrite Hx in L1, L2. injection L1 as <-. injection L2 as <-.
+      as [μ2' [t2 [τ2 [f2 [T2 [E2 [S2 [L2 [X2 [Sh2 [El2 [V2 [O2 _]]]]]]]]]]]]].
+    simpl in *. rewrite Hx in L1, L2. injection L1 as <- <-. injection L2 as <- <-.
     assert (Hag' : store_agree G μ1' μ2').
-    { intros y u Hy. destruct (String.eqb_spec y x) as [->|Hne].
-      - rewrite Hx in Hy. injection Hy as <-. exists T1, T2. repeat split; auto.
+    { intros y u υ Hy. destruct (String.eqb_spec y x) as [->|Hne].
+      - rewrite Hx in Hy. injection Hy as <- <-. exists T1, T2. repeat split; auto.
         intros j Hj.
-        destruct (sem_agree G μ1 μ2 e t Hag He) as [g1 [g2 [G1 [G2 H12]]]].
-        destruct (desugar_sem A G μ2 e t HG Hμ2 He) as [h1 [h2 [K1 [K2 H2]]]].
+        destruct (sem_agree G μ1 μ2 e t τ Hag He) as [g1 [g2 [G1 [G2 H12]]]].
+        destruct (desugar_sem A G μ2 e t τ HG Hμ2 He) as [h1 [h2 [K1 [K2 H2]]]].
         rewrite S1 in G1. injection G1 as <-. rewrite G2 in K1. injection K1 as <-.
         rewrite S2 in K2. injection K2 as <-.
         pose proof (V1 j Hj) as W1. pose proof (V2 j Hj) as W2.
@@ -405,7 +434,7 @@ Theorem desugar_run p G arg :
 Proof.
   intros Hp. inversion Hp as [ds ss G' Hds Hss]; subst. unfold run; simpl.
   apply desugar_stmts_agree; auto.
-  - eapply decls_ok_positive; eauto. intros x t H; discriminate.
+  - eapply decls_ok_positive; eauto. intros x t τ H; discriminate.
   - apply store_agree_refl. apply init_store_ok; auto.
 Qed.
 

@@ -13,12 +13,12 @@ From TeIL Require Import Lists Syntax Checker.
 Import ListNotations.
 
 Definition shape_of (G : ctx) (e : expr) : shape :=
-  match infer G e with Ok t => t | Err _ _ => [] end.
+  match infer G e with Ok (t, _) => t | Err _ _ => [] end.
 
 Fixpoint reads (G : ctx) (e : expr) (j : list nat) : list (name * list nat) :=
   match e with
   | EVar x => [(x, j)]
-  | ELit _ => []
+  | ELit _ _ => []
   | EParen e => reads G e j
   | EBin o e0 e1 =>
       match o with
@@ -39,16 +39,20 @@ Fixpoint reads (G : ctx) (e : expr) (j : list nat) : list (name * list nat) :=
                (seq 1 (nth (lo p q - 1) (shape_of G e) 0))
   | EExpa p _ e => reads G e (del (p - 1) j)
   | EProj p m e => reads G e (ins (p - 1) m j)
+  | EFunc _ e | EConv _ e => reads G e j
+  | EFunc2 _ e0 e1 => reads G e0 j ++ reads G e1 j
   end.
 
-Lemma shape_of_typed G e t : G ⊢ e ∈ t -> shape_of G e = t.
-Proof. intros H. unfold shape_of. now rewrite (infer_complete _ _ _ H). Qed.
+Lemma shape_of_typed G e t τ : G ⊢ e ∈ t of τ -> shape_of G e = t.
+Proof.
+  intros H. unfold shape_of. destruct (infer_complete _ _ _ _ H) as [k [-> _]]. reflexivity.
+Qed.
 
 (** Every element a well-typed expression reads, at a multi-index of its type, is inside the
     declared type of the variable it reads. *)
-Theorem reads_in_bounds G e t j x k :
-  G ⊢ e ∈ t -> inb j t -> In (x, k) (reads G e j) ->
-  exists u, lookup G x = Some u /\ inb k u.
+Theorem reads_in_bounds G e t τ j x k :
+  G ⊢ e ∈ t of τ -> inb j t -> In (x, k) (reads G e j) ->
+  exists u υ, lookup G x = Some (u, υ) /\ inb k u.
 Proof.
   intros He. revert j.
   assert (Hnil : inb [] []) by constructor.
@@ -58,25 +62,25 @@ Proof.
   - (* T_Lit *) destruct Hin.
   - (* T_Add *) apply in_app_or in Hin as [Hin|Hin]; eauto.
   - (* T_Mul *)
-    rewrite (shape_of_typed _ _ _ He1) in Hin.
+    rewrite (shape_of_typed _ _ _ _ He1) in Hin.
     destruct (is_scalar t) eqn:Es; [destruct t; [|discriminate]; apply inb_nil in Hj; subst|];
       apply in_app_or in Hin as [Hin|Hin]; eauto.
   - (* T_Elem *)
     destruct H as [-> | ->]; simpl in Hin; [apply in_app_or in Hin as [Hin|Hin]; eauto|].
-    rewrite (shape_of_typed _ _ _ He2) in Hin.
+    rewrite (shape_of_typed _ _ _ _ He2) in Hin.
     destruct (is_scalar t) eqn:Es; [destruct t; [|discriminate]; apply inb_nil in Hj; subst|];
       apply in_app_or in Hin as [Hin|Hin]; eauto.
   - (* T_SMul *)
-    rewrite (shape_of_typed _ _ _ He1) in Hin. simpl in Hin.
+    rewrite (shape_of_typed _ _ _ _ He1) in Hin. simpl in Hin.
     apply in_app_or in Hin as [Hin|Hin]; eauto.
   - (* T_SDiv *)
-    rewrite (shape_of_typed _ _ _ He2) in Hin. simpl in Hin.
+    rewrite (shape_of_typed _ _ _ _ He2) in Hin. simpl in Hin.
     apply in_app_or in Hin as [Hin|Hin]; eauto.
   - (* T_Prod *)
-    rewrite (shape_of_typed _ _ _ He1) in Hin. apply inb_app in Hj as [Hj0 Hj1].
+    rewrite (shape_of_typed _ _ _ _ He1) in Hin. apply inb_app in Hj as [Hj0 Hj1].
     apply in_app_or in Hin as [Hin|Hin]; eauto.
   - (* T_Red *)
-    rewrite (shape_of_typed _ _ _ He) in Hin.
+    rewrite (shape_of_typed _ _ _ _ He) in Hin.
     apply in_flat_map in Hin as [v [Hv Hin]]. apply in_seq in Hv.
     eapply IHHe; [|exact Hin]. apply inb_ins; auto; lia.
   - (* T_Transp *)
@@ -91,7 +95,7 @@ Proof.
     rewrite length_del, nth_del_lt in Hl by lia.
     apply inb_ins; auto; [lia|]. rewrite <- Hn. apply Hl. lia.
   - (* T_Contr *)
-    rewrite (shape_of_typed _ _ _ He) in Hin.
+    rewrite (shape_of_typed _ _ _ _ He) in Hin.
     apply in_flat_map in Hin as [v [Hv Hin]]. apply in_seq in Hv.
     eapply IHHe; [|exact Hin].
     destruct (lo_hi i j H1) as [Hlh Hij].
@@ -106,15 +110,18 @@ Proof.
     eapply IHHe; [|exact Hin]. eapply inb_del; eauto; lia.
   - (* T_Proj *)
     eapply IHHe; [|exact Hin]. apply inb_ins; auto; lia.
+  - (* T_Func *) eauto.
+  - (* T_Func2 *) apply in_app_or in Hin as [Hin|Hin]; eauto.
+  - (* T_Conv *) eauto.
 Qed.
 
 (** For a statement [x = e] of a well-formed program: computing any element of [x] reads only
     elements inside the declared types (and [x] is written exactly on [I(Γ(x))], by
     [exec_stmt]). *)
-Corollary stmt_reads_in_bounds G x e t j y k :
-  stmt_ok G (Stmt x e) -> lookup G x = Some t -> inb j t -> In (y, k) (reads G e j) ->
-  exists u, lookup G y = Some u /\ inb k u.
+Corollary stmt_reads_in_bounds G x e t τ j y k :
+  stmt_ok G (Stmt x e) -> lookup G x = Some (t, τ) -> inb j t -> In (y, k) (reads G e j) ->
+  exists u υ, lookup G y = Some (u, υ) /\ inb k u.
 Proof.
-  intros Hs Hx Hj Hin. inversion Hs as [? ? u Hx' He]; subst.
-  rewrite Hx in Hx'. injection Hx' as <-. eapply reads_in_bounds; eauto.
+  intros Hs Hx Hj Hin. inversion Hs as [? ? u υ Hx' He]; subst.
+  rewrite Hx in Hx'. injection Hx' as <- <-. eapply reads_in_bounds; eauto.
 Qed.

@@ -2,7 +2,8 @@
 """A teil-target/1 adapter for ONNX Runtime:
 `teil fuzz --target "python3 onnxruntime_ops.py [--level all|extended|basic|disable]"`.
 
-Each program's ops/1 form (spec/fuzzing.md) becomes one ONNX model (float64, opset 18) through
+Each program's ops/1 form (spec/fuzzing.md) becomes one ONNX model (float64 and float32 tensors
+as the steps' types say, opset 18) through
 TeIL's exporter, `teil.onnx.from_ops`, which is loaded from the installed `teil` package or,
 without it, from this checkout's teil-py/python/teil/onnx.py (plain Python on `onnx`). The
 model runs in an `onnxruntime.InferenceSession` on the CPU execution provider with the graph
@@ -12,8 +13,9 @@ layout transforms) and `--threads` intra-op threads (default 1).
 Answers: a model ONNX Runtime rejects or fails to run is an `error` (a finding of the class
 "error on a valid model": every exported model passes `onnx.checker.check_model(full_check=True)`
 and ONNX's reference evaluator computes the oracle's values, fuzz/targets/tests); except that
-an operator ONNX Runtime documents no float64 kernel for (its NOT_IMPLEMENTED status, "Could
-not find an implementation for ...", docs/OperatorKernels.md) is `unsupported`. Without
+an operator ONNX Runtime documents no kernel for in the type (its NOT_IMPLEMENTED status, "Could
+not find an implementation for ...", docs/OperatorKernels.md: `Erf` on float64, for one) is
+`unsupported`. Without
 onnxruntime or onnx installed every program is `unsupported`. Every adapter in fuzz/targets/
 stands alone on purpose, protocol loop included: a tester copies one file.
 """
@@ -57,15 +59,46 @@ LEVELS = {
 }
 
 
+def operand_dtype(step):
+    """The type of a step's arguments: its own, except that a cast converts from the other."""
+    if step["op"] == "cast":
+        return "float64" if step["to"] == "float32" else "float32"
+    return step.get("dtype", "float64")
+
+
+def float32_interface(request):
+    """The interface variables of type f32 (the document's "float32", which a request does not
+    carry), read off the steps: an input by the first step that reads it before any rebinds
+    it, an output by the last step that binds it (else as the input). An input no step reads
+    counts as f64: its values are exact in binary64 too."""
+    first, last, bound = {}, {}, set()
+    for step in request["ops"]:
+        for a in step["args"]:
+            if a in request["inputs"] and a not in bound:
+                first.setdefault(a, operand_dtype(step))
+        bound.add(step["out"])
+        last[step["out"]] = step.get("dtype", "float64")
+    return sorted({n for n in request["inputs"] if first.get(n) == "float32"}
+                  | {n for n in request["outputs"] if last.get(n, first.get(n)) == "float32"})
+
+
 def document(request):
     """The ops/1 document of a request (the protocol sends its steps and the interface)."""
     return {
         "format": "ops/1",
         "inputs": {n: v["shape"] for n, v in request["inputs"].items()},
         "outputs": {n: v["shape"] for n, v in request["outputs"].items()},
+        "float32": float32_interface(request),
         "undefined": [],
         "steps": request["ops"],
     }
+
+
+def feed(path, name, model):
+    """An input file as the model takes it: float32 for a FLOAT input, an f32 variable (exactly:
+    its values are binary32), float64 otherwise."""
+    [elem] = [i.type.tensor_type.elem_type for i in model.graph.input if i.name == name]
+    return np.load(path).astype(np.float32 if elem == 1 else np.float64)  # 1: TensorProto.FLOAT
 
 
 class Unsupported(Exception):
@@ -90,7 +123,7 @@ def run_case(request, exporter, options, workarounds):
         raise
     if not request["outputs"]:
         return  # the model loaded; ONNX Runtime refuses a run that asks for no output
-    feeds = {name: np.load(v["path"]) for name, v in request["inputs"].items()}
+    feeds = {name: feed(v["path"], name, model) for name, v in request["inputs"].items()}
     values = session.run(None, feeds)  # graph outputs in the order of request["outputs"]
     for (name, v), value in zip(request["outputs"].items(), values):
         np.save(v["path"], np.array(value, dtype=np.float64, order="C"))

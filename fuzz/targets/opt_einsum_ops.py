@@ -7,6 +7,12 @@ meant for `--profile einsum`, where every program's ops/1 form is a list of eins
 (spec/fuzzing.md). The protocol: one JSON request per line on standard input, the outputs
 written as float64 .npy at the paths given, one JSON answer per line on standard output.
 
+A step with "dtype": "float32" contracts float32 arrays (opt_einsum keeps NumPy's dtype). The
+inputs come as float64 files; an input the program declares f32 is converted to float32
+(exactly), its type read off the first step that reads it (`input_dtypes`). The element-wise
+functions, max, min and casts of ops/1 are not einsum steps: "unsupported", like every other
+non-einsum op.
+
 Every adapter in fuzz/targets/ stands alone on purpose, protocol loop included: a tester copies
 one file, and a little repetition between adapters is the price of that.
 """
@@ -15,6 +21,27 @@ import sys
 
 import numpy as np
 import opt_einsum
+
+DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def input_dtypes(request):
+    """Each input's type: the dtype of the first step that reads it (einsum steps only, so
+    the operands' type is the step's); float64 for an input no step reads."""
+    types = {}
+    for step in request["ops"]:
+        for a in step["args"]:
+            types.setdefault(a, step.get("dtype", "float64"))
+    return {name: types.get(name, "float64") for name in request["inputs"]}
+
+
+def load(path, dtype):
+    """An input file as `dtype`; a float32 input must hold binary32 values."""
+    x = np.load(path)
+    y = x.astype(DTYPES[dtype])
+    if not np.array_equal(y, x, equal_nan=True):
+        raise ValueError(f"{path}: an f32 input holds values that are not binary32")
+    return y
 
 
 def run_step(step, env):
@@ -29,9 +56,13 @@ def run_case(request):
     unsupported = sorted({s["op"] for s in request["ops"]} - {"einsum"})
     if unsupported:
         raise NotImplementedError(f"ops {unsupported} (this adapter tests einsum only)")
-    env = {name: np.load(v["path"]) for name, v in request["inputs"].items()}
+    dtypes = input_dtypes(request)
+    env = {name: load(v["path"], dtypes[name]) for name, v in request["inputs"].items()}
     for step in request["ops"]:
-        env[step["out"]] = run_step(step, env)
+        env[step["out"]] = np.asarray(run_step(step, env))
+        want = DTYPES[step.get("dtype", "float64")]
+        if env[step["out"]].dtype != want:  # this adapter's bug, not opt_einsum's
+            raise TypeError(f"step {step['out']} computed {env[step['out']].dtype}, not {want.__name__}")
     for name, v in request["outputs"].items():
         # teil-target/1 wants float64 in C order (np.save would keep a transposed array in
         # Fortran order).

@@ -3,8 +3,12 @@
 `teil fuzz --target "python3 torch_ops.py --device cpu"` (or `--device cuda`), and for its
 compiler: `teil fuzz --target "python3 torch_ops.py --compile" --target-timeout 120`.
 
-It runs TeIL's fuzz programs in their ops/1 form (spec/fuzzing.md) with float64 torch tensors
-on the chosen device, and writes every output as float64 .npy in C order. With `--compile` the
+It runs TeIL's fuzz programs in their ops/1 form (spec/fuzzing.md) with torch tensors on the
+chosen device, float32 for a step with "dtype": "float32" and float64 otherwise, and writes
+every output as float64 .npy in C order. The inputs come as float64 files; an input the program
+declares f32 is converted to float32 (exactly), its type read off the first step that reads it
+(`input_dtypes`). Functions are torch's (`torch.exp`, ..., `torch.erf`), `max`/`min`
+`torch.maximum`/`torch.minimum` (NaN propagating), casts `Tensor.to(dtype)`. With `--compile` the
 whole program is one function compiled by `torch.compile` (TorchInductor, its default backend,
 which generates C++ for the CPU and Triton for CUDA), so that Inductor fuses across steps; the
 inputs are its arguments and the outputs its results; a program Inductor fails to compile or
@@ -25,8 +29,43 @@ except ImportError:  # reported per case as "unsupported"
     torch = None
 
 
+def dtype(name):
+    """The torch dtype of an ops/1 element type."""
+    return {"float32": torch.float32, "float64": torch.float64}[name]
+
+
+def operand_dtype(step):
+    """The type of a step's arguments: its own, except that a cast converts from the other."""
+    if step["op"] == "cast":
+        return "float64" if step["to"] == "float32" else "float32"
+    return step.get("dtype", "float64")
+
+
+def input_dtypes(request):
+    """Each input's type: what the first step that reads it (before any rebinds it) takes;
+    float64 for an input no step reads."""
+    types, bound = {}, set()
+    for step in request["ops"]:
+        for a in step["args"]:
+            if a in request["inputs"] and a not in bound:
+                types.setdefault(a, operand_dtype(step))
+        bound.add(step["out"])
+    return {name: types.get(name, "float64") for name in request["inputs"]}
+
+
+def load(path, dtype_name):
+    """An input file as a NumPy array of `dtype_name`; a float32 input must hold binary32 values."""
+    x = np.load(path)
+    y = x.astype(dtype_name)
+    if not np.array_equal(y, x, equal_nan=True):
+        raise ValueError(f"{path}: an f32 input holds values that are not binary32")
+    return y
+
+
 def run_step(step, env, device):
     op, args = step["op"], [env[a] for a in step["args"]]
+    funcs = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "tanh": torch.tanh,
+             "erf": torch.erf, "abs": torch.abs}
     if op == "einsum":
         return torch.einsum(step["equation"], *args)
     if op == "add":
@@ -46,7 +85,15 @@ def run_step(step, env, device):
     if op == "take":
         return args[0].select(step["axis"], step["index"])
     if op == "const":
-        return torch.tensor(step["value"], dtype=torch.float64, device=device)
+        return torch.tensor(step["value"], dtype=dtype(step.get("dtype", "float64")), device=device)
+    if op == "func":
+        return funcs[step["name"]](args[0])
+    if op == "max":  # torch.maximum and torch.minimum propagate NaN
+        return torch.maximum(args[0], args[1])
+    if op == "min":
+        return torch.minimum(args[0], args[1])
+    if op == "cast":
+        return args[0].to(dtype(step["to"]))
     raise NotImplementedError(f"op `{op}`")
 
 
@@ -69,7 +116,8 @@ def run_case(request, device, compile):
         raise NotImplementedError("torch is not installed")
     if request["ops"] is None:
         raise NotImplementedError("this adapter runs the ops/1 form only")
-    args = [torch.from_numpy(np.load(v["path"])).to(device) for v in request["inputs"].values()]
+    dtypes = input_dtypes(request)
+    args = [torch.from_numpy(load(v["path"], dtypes[n])).to(device) for n, v in request["inputs"].items()]
     f = program(request, device)
     if compile:
         torch._dynamo.reset()  # each program is compiled afresh, not from an earlier one's guards

@@ -2,7 +2,8 @@
 """A teil-target/1 adapter for Apache TVM: `teil fuzz --target "python3 tvm_ops.py"`
 (`--target-timeout 60` or so: TVM compiles every program).
 
-Each program's ops/1 form (spec/fuzzing.md) becomes one ONNX model (float64, opset 18) through
+Each program's ops/1 form (spec/fuzzing.md) becomes one ONNX model (float64 and float32 tensors
+as the steps' types say, opset 18) through
 TeIL's exporter, `teil.onnx.from_ops` (from the installed `teil` package or, without it, this
 checkout's teil-py/python/teil/onnx.py), which TVM imports with its Relax ONNX front end
 (`tvm.relax.frontend.onnx.from_onnx`), lowers with `relax.transform.LegalizeOps`, compiles with
@@ -50,15 +51,46 @@ def load_exporter():
     return module
 
 
+def operand_dtype(step):
+    """The type of a step's arguments: its own, except that a cast converts from the other."""
+    if step["op"] == "cast":
+        return "float64" if step["to"] == "float32" else "float32"
+    return step.get("dtype", "float64")
+
+
+def float32_interface(request):
+    """The interface variables of type f32 (the document's "float32", which a request does not
+    carry), read off the steps: an input by the first step that reads it before any rebinds
+    it, an output by the last step that binds it (else as the input). An input no step reads
+    counts as f64: its values are exact in binary64 too."""
+    first, last, bound = {}, {}, set()
+    for step in request["ops"]:
+        for a in step["args"]:
+            if a in request["inputs"] and a not in bound:
+                first.setdefault(a, operand_dtype(step))
+        bound.add(step["out"])
+        last[step["out"]] = step.get("dtype", "float64")
+    return sorted({n for n in request["inputs"] if first.get(n) == "float32"}
+                  | {n for n in request["outputs"] if last.get(n, first.get(n)) == "float32"})
+
+
 def document(request):
     """The ops/1 document of a request (the protocol sends its steps and the interface)."""
     return {
         "format": "ops/1",
         "inputs": {n: v["shape"] for n, v in request["inputs"].items()},
         "outputs": {n: v["shape"] for n, v in request["outputs"].items()},
+        "float32": float32_interface(request),
         "undefined": [],
         "steps": request["ops"],
     }
+
+
+def feed(path, name, model):
+    """An input file as the model takes it: float32 for a FLOAT input, an f32 variable (exactly:
+    its values are binary32), float64 otherwise."""
+    [elem] = [i.type.tensor_type.elem_type for i in model.graph.input if i.name == name]
+    return np.load(path).astype(np.float32 if elem == 1 else np.float64)  # 1: TensorProto.FLOAT
 
 
 class Unsupported(Exception):
@@ -68,7 +100,7 @@ class Unsupported(Exception):
 def tensor(array):
     # TVM 0.2x renamed tvm.nd.array to tvm.runtime.tensor; either takes a NumPy array.
     make = getattr(tvm.runtime, "tensor", None) or tvm.nd.array
-    return make(np.array(array, dtype=np.float64, order="C"), tvm.cpu())  # keeps shape ()
+    return make(np.array(array, order="C"), tvm.cpu())  # keeps shape () and the dtype
 
 
 def run_case(request, exporter, opt_level, workarounds):
@@ -91,7 +123,7 @@ def run_case(request, exporter, opt_level, workarounds):
             mod = relax.transform.LegalizeOps()(mod)
             executable = tvm.compile(mod, target="llvm")
     vm = relax.VirtualMachine(executable, tvm.cpu())
-    args = [tensor(np.load(v["path"])) for v in request["inputs"].values()]
+    args = [tensor(feed(v["path"], name, model)) for name, v in request["inputs"].items()]
     result = vm["main"](*args)
     # One output is returned as a tensor, several as a tuple, in the graph's output order.
     values = [result] if len(request["outputs"]) == 1 else list(result)

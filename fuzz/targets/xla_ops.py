@@ -3,9 +3,12 @@
 
 Unlike jax_ops.py, which runs the ops/1 steps (spec/fuzzing.md) one by one, this adapter traces
 the whole program into one function and compiles it with `jax.jit`, so that XLA sees every step
-at once and fuses, reorders and simplifies across them, on the CPU, in float64 (x64 mode). The
-inputs are the function's arguments (not constants, which XLA would fold away) and the outputs
-its results. Each program is compiled once (jit's cache never hits: shapes and steps differ).
+at once and fuses, reorders and simplifies across them, on the CPU, in x64 mode: float32 where a
+step says "dtype": "float32", float64 otherwise. The inputs are the function's arguments (not
+constants, which XLA would fold away; an input the program declares f32 is converted to float32,
+exactly, its type read off the first step that reads it) and the outputs its results. Functions
+are jax.numpy's and `jax.scipy.special.erf`, `max`/`min` `jnp.maximum`/`jnp.minimum`, casts
+`astype`. Each program is compiled once (jit's cache never hits: shapes and steps differ).
 
 Answers: a program XLA fails to compile or run is an `error` (a finding of the class "error on a
 valid model"); without jax installed every program is `unsupported`. Every adapter in
@@ -19,17 +22,48 @@ import numpy as np
 try:
     import jax
 
-    jax.config.update("jax_enable_x64", True)  # TeIL computes in binary64
+    jax.config.update("jax_enable_x64", True)  # TeIL's f64 is binary64
     jax.config.update("jax_platforms", "cpu")
     import jax.numpy as jnp
+    import jax.scipy.special
 except ImportError:  # reported per case as "unsupported"
     jax = None
 
 FOLDS = {"sum": "sum", "prod": "prod", "max": "max", "min": "min"}  # jnp.max propagates NaN
 
 
+def operand_dtype(step):
+    """The type of a step's arguments: its own, except that a cast converts from the other."""
+    if step["op"] == "cast":
+        return "float64" if step["to"] == "float32" else "float32"
+    return step.get("dtype", "float64")
+
+
+def input_dtypes(request):
+    """Each input's type: what the first step that reads it (before any rebinds it) takes;
+    float64 for an input no step reads."""
+    types, bound = {}, set()
+    for step in request["ops"]:
+        for a in step["args"]:
+            if a in request["inputs"] and a not in bound:
+                types.setdefault(a, operand_dtype(step))
+        bound.add(step["out"])
+    return {name: types.get(name, "float64") for name in request["inputs"]}
+
+
+def load(path, dtype):
+    """An input file as a NumPy array of `dtype`; a float32 input must hold binary32 values."""
+    x = np.load(path)
+    y = x.astype(dtype)
+    if not np.array_equal(y, x, equal_nan=True):
+        raise ValueError(f"{path}: an f32 input holds values that are not binary32")
+    return y
+
+
 def run_step(step, env):
     op, args = step["op"], [env[a] for a in step["args"]]
+    funcs = {"exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "tanh": jnp.tanh,
+             "erf": jax.scipy.special.erf, "abs": jnp.abs}
     if op == "einsum":
         return jnp.einsum(step["equation"], *args)
     if op == "add":
@@ -47,7 +81,15 @@ def run_step(step, env):
     if op == "take":
         return jnp.take(args[0], step["index"], axis=step["axis"])
     if op == "const":
-        return jnp.float64(step["value"])
+        return jnp.asarray(step["value"], dtype=step.get("dtype", "float64"))
+    if op == "func":
+        return funcs[step["name"]](args[0])
+    if op == "max":  # jnp.maximum and jnp.minimum propagate NaN
+        return jnp.maximum(args[0], args[1])
+    if op == "min":
+        return jnp.minimum(args[0], args[1])
+    if op == "cast":
+        return args[0].astype(step["to"])
     raise NotImplementedError(f"op `{op}`")
 
 
@@ -70,7 +112,8 @@ def run_case(request):
         raise NotImplementedError("jax is not installed")
     if request["ops"] is None:
         raise NotImplementedError("this adapter runs the ops/1 form only")
-    args = [np.load(v["path"]) for v in request["inputs"].values()]
+    dtypes = input_dtypes(request)
+    args = [load(v["path"], dtypes[name]) for name, v in request["inputs"].items()]
     results = jax.jit(program(request))(*args)
     for (name, v), value in zip(request["outputs"].items(), results):
         np.save(v["path"], np.array(value, dtype=np.float64, order="C"))

@@ -1,9 +1,21 @@
 //! The Rust checker (teil/src/check.rs) against the checker extracted from the Coq proof
 //! (proofs/Checker.v, `check_prog`; proofs/README.md): on every program of the corpus and on
 //! fuzzer-generated programs, well-typed and ill-typed, both must agree on accept/reject, on
-//! each statement's type, and on the violated rule: the extracted checker's rule and code (the
-//! first premise it finds violated, named as in spec/typing.md) must be among the (rule, code)
-//! pairs the Rust checker reports for that statement (or for the declarations).
+//! each statement's type (its right-hand side's shape and element type), and on the violated
+//! rule: the extracted checker's rule and code (the first premise it finds violated, named as
+//! in spec/typing.md) must be among the (rule, code) pairs the Rust checker reports for that
+//! statement (or for the declarations).
+//!
+//! Shape errors and element-type errors: the Rust checker runs the shape rules and the
+//! element-type rules (E0203, E0311, E0312, E0313) as two independent passes over a statement
+//! and reports every error of both, an ill-typed node silencing the rules of its kind above it.
+//! The extracted checker stops at the first violated premise: operands first, left to right,
+//! then the node's shape premises, then its element-type premise (and, for the statement, E0201,
+//! E0202, then E0203 or E0313). So no precedence between the two kinds needs defining here: the
+//! premise it reports is violated at a node whose operands satisfy every rule, where the Rust
+//! checker's pass of that kind reports it too, and the comparison stays "among the Rust
+//! checker's pairs for that statement". Accepting a statement, it must find no error of either
+//! kind, and its element type must be the one the Rust checker gives the right-hand side.
 //!
 //! The pipeline is the one a user can replay: `teil check --ast-json FILES` prints the parsed
 //! programs, `proofs/_build/teil-check` (built here by `make -C proofs checker`) answers for
@@ -37,6 +49,7 @@ use std::sync::OnceLock;
 
 use premises::Premise;
 use serde_json::Value;
+use teil::ast::ElemType;
 use teil::check::check_partial;
 use teil::fmt::{self, Style};
 use teil_fuzz::campaign::flavour;
@@ -137,6 +150,10 @@ impl Case {
     }
 }
 
+/// One statement as the Rust checker sees it: its span, its right-hand side's shape and
+/// element type (a right-hand side of literals alone has the target's, T-Lit).
+type StmtView = (Range<usize>, Option<Vec<u64>>, Option<ElemType>);
+
 /// What the Rust checker says about one program: everything the comparison needs, computed
 /// once however many extracted checkers are compared with it.
 enum RustView {
@@ -147,8 +164,9 @@ enum RustView {
     Checked {
         /// Every error: (code, rule, span).
         errors: Vec<(String, String, Range<usize>)>,
-        /// Every statement: its span and its right-hand side's type, if it has one.
-        stmts: Vec<(Range<usize>, Option<Vec<u64>>)>,
+        /// Every statement: its span and its right-hand side's shape and element type, if it
+        /// has them.
+        stmts: Vec<StmtView>,
     },
 }
 
@@ -169,7 +187,10 @@ fn rust_view(text: &str) -> RustView {
         return RustView::Limit;
     }
     let stmts = (partial.program.stmts.iter())
-        .map(|s| (s.span.clone(), partial.shape(&s.value).map(<[u64]>::to_vec)))
+        .map(|s| {
+            let shape = partial.shape(&s.value).map(<[u64]>::to_vec);
+            (s.span.clone(), shape, partial.elem(&s.value))
+        })
         .collect();
     RustView::Checked { errors, stmts }
 }
@@ -353,7 +374,7 @@ fn judge(prepared: &Prepared, answers: &[Value]) -> Figures {
 /// Whether one answer of the extracted checker agrees with the Rust checker's view; counts it.
 fn agree(
     errors: &[(String, String, Range<usize>)],
-    stmts: &[(Range<usize>, Option<Vec<u64>>)],
+    stmts: &[StmtView],
     answer: &Value,
     f: &mut Figures,
 ) -> Result<(), String> {
@@ -389,7 +410,7 @@ fn agree(
     let mut attributed = 0;
     let mut all_ok = true;
     let mut codes = Vec::new();
-    for ((span, shape), r) in stmts.iter().zip(results) {
+    for ((span, shape, elem), r) in stmts.iter().zip(results) {
         f.statements += 1;
         let here = pairs(&|sp, _| sp.start >= span.start && sp.end <= span.end);
         attributed += here.len();
@@ -400,6 +421,9 @@ fn agree(
             }
             if shape.as_ref() != Some(&t) {
                 return Err("the statement's type differs".into());
+            }
+            if elem.map(ElemType::keyword) != r["elem"].as_str() {
+                return Err("the statement's element type differs".into());
             }
         } else {
             all_ok = false;
@@ -571,7 +595,7 @@ fn the_extracted_checker_reads_numbers_above_2_62_exactly() {
     };
     const DECLS: &str = "alloc A : [4611686018427387904]\nalloc B : [4611686018427387905]\n\
                          alloc C : [9223372036854775807]\nalloc s : []\n";
-    let ok = |t: &str| format!(r#"{{"ok":[{t}]}}"#);
+    let ok = |t: &str| format!(r#"{{"ok":[{t}],"elem":"f64"}}"#);
     let err = |rule: &str, code: &str| format!(r#"{{"err":"{code}","rule":"{rule}"}}"#);
     // (statement, the extracted checker's answer for it)
     let cases = [
@@ -611,6 +635,82 @@ fn the_extracted_checker_reads_numbers_above_2_62_exactly() {
     }
     let f = judge(&prepared, &answers);
     f.assert_agreement("numbers above 2^62");
+    assert_eq!(f.compared, prepared.cases.len(), "{}", f.summary());
+}
+
+/// Element types, case by case: literals settled by an operand, a conversion or the target
+/// (T-Lit's range checked only in `f32`, at binary32's edge too), mixed operands, conversions
+/// to the same type, assignments of another element type, and statements breaking a shape
+/// premise and an element-type one at once (the extracted checker reports the first it meets;
+/// the Rust checker both). Each answer of the extracted checker is fixed here, and the Rust
+/// checker must agree with it as everywhere else.
+#[test]
+fn the_extracted_checker_settles_literals_as_the_rust_checker_does() {
+    let Some(checker) = extracted_checker() else {
+        return;
+    };
+    const DECLS: &str = "alloc A : f32[3]\nalloc B : [3]\nalloc s : f32[]\nalloc d : []\n";
+    let ok = |t: &str, elem: &str| format!(r#"{{"ok":[{t}],"elem":"{elem}"}}"#);
+    let err = |rule: &str, code: &str| format!(r#"{{"err":"{code}","rule":"{rule}"}}"#);
+    // (statement, the extracted checker's answer for it)
+    let cases = [
+        // Settled by the target.
+        ("s = 1e39 + 1", err("T-Lit", "E0313")),
+        ("d = 1e39 + 1", ok("", "f64")),
+        ("d = -1e39 * 1e39", ok("", "f64")),
+        ("s = 3 * 4", ok("", "f32")),
+        ("d = red+ 1 (expa 1 3 2.5)", ok("", "f64")),
+        ("s = 3.4028235e38", ok("", "f32")),
+        ("s = 3.4028236e38", err("T-Lit", "E0313")),
+        ("s = 3.40282357e38", err("T-Lit", "E0313")),
+        // Settled by a conversion: to the other type than the conversion's.
+        ("d = f64 (1e39 * 2)", err("T-Lit", "E0313")),
+        ("d = f64 (2 + 1e39)", err("T-Lit", "E0313")),
+        ("s = f32 1e39", ok("", "f32")),
+        // Settled by the other operand, through functions and shape operations.
+        ("A = max A (expa 1 3 1e39)", err("T-Lit", "E0313")),
+        (
+            "A = min (expa 1 3 1e39) (expa 1 3 1)",
+            err("T-Lit", "E0313"),
+        ),
+        ("A = exp (abs (expa 1 3 1e39))", err("T-Lit", "E0313")),
+        ("B = exp (abs (expa 1 3 1e39))", ok("3", "f64")),
+        ("d = red+ 1 (red+ 1 (expa 1 3 1e39 # f64 A))", ok("", "f64")),
+        ("s = f32 (f64 s) + 1e-50", ok("", "f32")),
+        // Mixed operands: an operation of unknown element type settles nothing.
+        (
+            "s = red+ 1 ((A + B) + expa 1 3 1e39)",
+            err("T-Add", "E0311"),
+        ),
+        ("A = 1e39 * (A + B)", err("T-Add", "E0311")),
+        ("d = red+ 1 (red+ 1 (A # B))", err("T-Prod", "E0311")),
+        ("A = max A B", err("T-Func2", "E0311")),
+        // Conversions and assignments.
+        ("B = f64 (f32 B)", ok("3", "f64")),
+        ("B = f64 (f64 (f32 B))", err("T-Conv", "E0312")),
+        ("s = f64 2", err("OK-Stmt", "E0203")),
+        ("B = A", err("OK-Stmt", "E0203")),
+        // A shape premise and an element-type premise broken: the operands' first, then the
+        // node's shape premise.
+        ("A = A + (1e39 - 1e39)", err("T-Add", "E0302")),
+        ("A = f32 (B + 1e39) * 1e39", err("T-Add", "E0302")),
+        ("s = red+ 1 (A # B)", err("T-Prod", "E0311")),
+        ("s = A", err("OK-Stmt", "E0202")),
+        ("A = max (A + B) d", err("T-Add", "E0311")),
+    ];
+    let programs: Vec<Case> = (cases.iter())
+        .map(|(stmt, _)| Case::new(*stmt, format!("{DECLS}{stmt}\n")))
+        .collect();
+    let expected: Vec<Value> = (cases.iter())
+        .map(|(_, a)| serde_json::from_str(&format!(r#"{{"stmts":[{a}]}}"#)).unwrap())
+        .collect();
+    let prepared = prepare(programs);
+    let answers = extracted(&checker, &[], &prepared.asts);
+    for ((case, answer), want) in prepared.cases.iter().zip(&answers).zip(&expected) {
+        assert_eq!(answer, want, "{}", case.text);
+    }
+    let f = judge(&prepared, &answers);
+    f.assert_agreement("element types");
     assert_eq!(f.compared, prepared.cases.len(), "{}", f.summary());
 }
 
@@ -702,9 +802,11 @@ fn the_extracted_checker_agrees_with_the_rust_checker_on_generated_programs() {
     }
 }
 
-/// A bug planted in a copy of the extracted checker: in `infer`'s arm for `arm`, `old` (found
-/// once, any run of white space matching any other) becomes `new`, which is the bug when
-/// `planted "NAME"` holds: one build carries every bug and TEIL_CHECK_PLANT chooses.
+/// A bug planted in a copy of the extracted checker: in `infer`'s arm for `arm` (or, when `arm`
+/// starts with `let `, in the whole function it defines: `join`, `conv_elem`, `lit_fits`,
+/// `check_stmt`, the element-type premises), `old` (found once, any run of white space
+/// matching any other) becomes `new`, which is the bug when `planted "NAME"` holds: one build
+/// carries every bug and TEIL_CHECK_PLANT chooses.
 struct Plant {
     name: &'static str,
     arm: &'static str,
@@ -713,8 +815,10 @@ struct Plant {
 }
 
 /// Position 0 accepted somewhere, each position-taking rule's premises skipped, the scalar of
-/// T-SMul and T-SDiv accepted on the wrong side, T-Mul's shape premise skipped.
-const PLANTS: [Plant; 12] = [
+/// T-SMul and T-SDiv accepted on the wrong side, T-Mul's shape premise skipped; each
+/// element-type premise skipped (mixed operands, a conversion to the same type, an assignment
+/// of another element type, a literal beyond binary32's range).
+const PLANTS: [Plant; 16] = [
     Plant {
         name: "red_position_0",
         arm: "ERed",
@@ -776,7 +880,7 @@ const PLANTS: [Plant; 12] = [
         name: "mul_skips_E0302",
         arm: "EBin",
         old: r#"Err ("T-Mul", E0302)"#,
-        new: r#"(if planted "mul_skips_E0302" then Ok t0 else Err ("T-Mul", E0302))"#,
+        new: r#"(if planted "mul_skips_E0302" then Ok (t0, k0) else Err ("T-Mul", E0302))"#,
     },
     Plant {
         name: "mul_scalar_on_the_right",
@@ -789,6 +893,30 @@ const PLANTS: [Plant; 12] = [
         arm: "EBin",
         old: "if is_scalar t1",
         new: r#"if is_scalar t1 || planted "div_scalar_on_the_left" && is_scalar t0"#,
+    },
+    Plant {
+        name: "mixed_elem_accepted",
+        arm: "let join ",
+        old: "if etype_eqb a b",
+        new: r#"if etype_eqb a b || planted "mixed_elem_accepted""#,
+    },
+    Plant {
+        name: "conv_same_accepted",
+        arm: "let conv_elem ",
+        old: "if etype_eqb b _UU03c4_",
+        new: r#"if etype_eqb b _UU03c4_ && not (planted "conv_same_accepted")"#,
+    },
+    Plant {
+        name: "assign_elem_skipped",
+        arm: "let check_stmt ",
+        old: "if etype_eqb a0 _UU03c4_",
+        new: r#"if etype_eqb a0 _UU03c4_ || planted "assign_elem_skipped""#,
+    },
+    Plant {
+        name: "f32_range_skipped",
+        arm: "let lit_fits ",
+        old: "| F32 -> f32_finite",
+        new: r#"| F32 -> f32_finite || planted "f32_range_skipped""#,
     },
 ];
 
@@ -837,17 +965,26 @@ fn planted_checker(dir: &Path) -> PathBuf {
         .expect("infer in the extracted checker");
     for plant in &PLANTS {
         assert!(plant.new.contains(&format!("planted \"{}\"", plant.name)));
-        // The arm: from `| ARM (` at the start of a line to the next arm or blank line.
-        let start = infer
-            + (src[infer..].find(&format!("\n| {} (", plant.arm)))
-                .unwrap_or_else(|| panic!("no arm {} in infer", plant.arm));
-        let end = start
-            + 1
-            + [src[start + 1..].find("\n| "), src[start + 1..].find("\n\n")]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap();
+        let (start, end) = if plant.arm.starts_with("let ") {
+            // A function: from `let NAME ` at the start of a line to the next blank line.
+            let start = (src.find(&format!("\n{}", plant.arm)))
+                .unwrap_or_else(|| panic!("no {} in the extracted checker", plant.arm));
+            let end = start + 1 + src[start + 1..].find("\n\n").unwrap();
+            (start, end)
+        } else {
+            // The arm: from `| ARM (` at the start of a line to the next arm or blank line.
+            let start = infer
+                + (src[infer..].find(&format!("\n| {} (", plant.arm)))
+                    .unwrap_or_else(|| panic!("no arm {} in infer", plant.arm));
+            let end = start
+                + 1
+                + [src[start + 1..].find("\n| "), src[start + 1..].find("\n\n")]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap();
+            (start, end)
+        };
         let at = find_loosely(&src[start..end], plant.old);
         assert_eq!(
             at.len(),

@@ -604,3 +604,100 @@ fn value_changing_flags_and_compiler_environments_are_refused() {
         assert!(!m.out.exists() || entries(&m.out).is_empty());
     }
 }
+
+/// `f32` variables: a float32 file in, a float32 file out (NumPy's header, binary32 bytes),
+/// binary32's digits on the terminal, and a float64 file for an `f32` input refused with E0605
+/// and nothing written.
+#[test]
+fn float32_variables_read_and_write_float32_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let prog = write(
+        dir,
+        "p.teil",
+        b"input alloc X : f32[2]\noutput alloc Y : f32[2]\noutput alloc Z : [2]\n\
+          Y = 0.1 * exp X\nZ = f64 Y\n",
+    );
+    let x32: Vec<u8> = [0.0f32, 1.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let x = write(dir, "x.npy", &npy("<f4", &[2], &x32));
+    let out = dir.join("out");
+    let o = teil(&[
+        "run",
+        &prog,
+        "--in",
+        &format!("X={x}"),
+        "--out",
+        &out.to_string_lossy(),
+        "--print",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // exp in binary32 (correctly rounded: e rounds to 2.7182817f32), then one binary32 product
+    // with the literal 0.1 rounded to binary32.
+    let y = [0.1f32, std::f32::consts::E * 0.1f32];
+    let y_bytes: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(
+        std::fs::read(out.join("Y.npy")).unwrap(),
+        npy("<f4", &[2], &y_bytes)
+    );
+    assert_eq!(
+        read_f64s(&out.join("Z.npy"), &[2]),
+        vec![y[0] as f64, y[1] as f64]
+    );
+    // Binary32's shortest digits for the f32 output, binary64's for the same values widened.
+    assert_eq!(
+        stdout(&o),
+        "Y : f32[2] =\n[       0.1, 0.27182817]\n\
+         Z : [2] =\n[0.10000000149011612, 0.27182817459106445]\n"
+    );
+
+    let x64 = write(dir, "x64.npy", &f64s(&[2], &[0.0, 1.0]));
+    let out2 = dir.join("out2");
+    let o = teil(&[
+        "run",
+        &prog,
+        "--in",
+        &format!("X={x64}"),
+        "--out",
+        &out2.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("error: [E0605] input `X` is declared f32 but holds float64 data (in `{x64}`)\n")
+    );
+    assert!(!out2.exists(), "nothing written");
+}
+
+/// The C backend refuses the new vocabulary with E0802 (spec/diagnostics.md) instead of
+/// computing other values; the fast evaluator runs the same program.
+#[test]
+fn the_c_backend_refuses_element_types_and_functions_with_a_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "input alloc X : f32[2]\noutput alloc Y : f32[2]\nY = X\n",
+            "`X`, declared f32",
+        ),
+        (
+            "input alloc X : [2]\noutput alloc Y : [2]\nY = X + tanh X\n",
+            "`tanh` in the assignment to `Y`",
+        ),
+    ];
+    for (k, (src, what)) in cases.iter().enumerate() {
+        let prog = write(tmp.path(), &format!("p{k}.teil"), src.as_bytes());
+        let o = teil(&["emit-c", &prog]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!(
+                "[E0802] the C backend does not support {what} yet"
+            )),
+            "{}",
+            stderr(&o)
+        );
+        let o = teil(&["run", &prog, "--random-inputs", "1", "--backend", "c"]);
+        assert_ne!(o.status.code(), Some(0));
+        assert!(stderr(&o).contains("[E0802]"), "{}", stderr(&o));
+        let o = teil(&["run", &prog, "--random-inputs", "1"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+}

@@ -198,7 +198,7 @@ fn an_f32_input_must_hold_binary32_values() {
         assert_eq!(e.code(), Some(teil::Code::InputElemType));
         assert_eq!(
             e.coded(),
-            "[E0605] input `x` is declared f32 but element 1 (0.1) is not a f32 value"
+            "[E0605] input `x` is declared f32 but element 1 (0.1) is not an f32 value"
         );
     }
     // NaN of any payload is a binary32 value.

@@ -423,6 +423,30 @@ mod tests {
     use super::*;
     use ndarray::arr2;
 
+    /// A float32 file is written with NumPy's `<f4` header and binary32 bytes, and read back
+    /// with its element type; float64 files say theirs.
+    #[cfg(unix)]
+    #[test]
+    fn float32_files_round_trip_with_their_element_type() {
+        let t = arr2(&[[0.1f32 as f64, -0.0], [f64::INFINITY, 3.5]]).into_dyn();
+        let bytes = to_bytes_as(&t, ElemType::F32);
+        // Magic, version and a header padded to 128 bytes, then four binary32 values.
+        assert!(std::str::from_utf8(&bytes[10..128])
+            .unwrap()
+            .starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"));
+        assert_eq!(bytes.len(), 128 + 4 * 4);
+        assert_eq!(&bytes[128..132], &0.1f32.to_le_bytes());
+        let dir = tempfile::tempdir().unwrap();
+        for (elem, b) in [(ElemType::F32, bytes), (ElemType::F64, to_bytes(&t))] {
+            let path = dir.path().join("a.npy");
+            std::fs::write(&path, &b).unwrap();
+            let (back, found) = read_typed(&path, Some(&[2, 2])).unwrap();
+            assert_eq!(found, elem);
+            let bits = |t: &Tensor| t.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&back), bits(&t));
+        }
+    }
+
     #[test]
     fn round_trip_and_alignment() {
         for t in [

@@ -7,14 +7,22 @@
 //! numeric (booleans, integers and floats, as NumPy's dtype kinds `b`, `i`, `u`,
 //! `f`). [`conversion_copies`] counts those conversions so that the tests can assert the
 //! zero-copy path is taken.
+//!
+//! Element types: the evaluators carry `f32` values as binary64 numbers, so every input
+//! crosses as float64. A float32 array widens exactly; whatever is given for an `f32` variable
+//! must then hold binary32 values only, which the evaluators check
+//! (`teil::interface::check_binary32`, E0605): nothing here rounds a caller's number. An `f32`
+//! output comes back as a float32 array ([`to_numpy`]), exactly (its values are binary32).
 
 use ndarray::ArrayViewD;
 use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use teil::ast::ElemType;
+use teil::CheckedProgram;
 use teil_interp::Tensor;
 
 static CONVERSIONS: AtomicU64 = AtomicU64::new(0);
@@ -40,10 +48,24 @@ pub fn to_f64<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
     }
     let py = obj.py();
     let np = py.import("numpy")?;
+    let arr = numeric(what, obj)?;
+    // Not `ascontiguousarray`, which returns at least one dimension: a scalar must stay 0-d.
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", np.getattr("float64")?)?;
+    kwargs.set_item("order", "C")?;
+    let converted = np.call_method("asarray", (arr,), Some(&kwargs))?;
+    CONVERSIONS.fetch_add(1, Ordering::Relaxed);
+    converted.extract::<Held<'py>>()
+}
+
+/// `obj` as a NumPy array (`numpy.asarray(obj)`: itself when it is one) of booleans, integers
+/// or floats; `TypeError` naming `what` otherwise.
+pub fn numeric<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let np = obj.py().import("numpy")?;
     let not_numeric = |why: String| {
         PyTypeError::new_err(format!(
-            "{what} is not numeric ({why}); TeIL computes on float64, so pass booleans, \
-             integers or floats"
+            "{what} is not numeric ({why}); TeIL computes on float64 and float32, so pass \
+             booleans, integers or floats"
         ))
     };
     let arr = np
@@ -54,13 +76,38 @@ pub fn to_f64<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
     if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
         return Err(not_numeric(format!("dtype {}", dtype.str()?)));
     }
-    // Not `ascontiguousarray`, which returns at least one dimension: a scalar must stay 0-d.
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", np.getattr("float64")?)?;
-    kwargs.set_item("order", "C")?;
-    let converted = np.call_method("asarray", (arr,), Some(&kwargs))?;
-    CONVERSIONS.fetch_add(1, Ordering::Relaxed);
-    converted.extract::<Held<'py>>()
+    Ok(arr)
+}
+
+/// The element type NumPy computes an operation on `arrays` in (NumPy arrays, as [`numeric`]
+/// gives them): `f32` when the promotion of their dtypes (`numpy.result_type`) is float32,
+/// as for float32 arrays, alone or with float16, int8, int16, uint8, uint16 or bool ones, whose
+/// values are all binary32 numbers; `f64` otherwise (float64 with any of them, int32, int64, a
+/// Python float or int, float16 alone, and no arrays at all).
+pub fn promoted_elem(py: Python<'_>, arrays: &[Bound<'_, PyAny>]) -> PyResult<ElemType> {
+    if arrays.is_empty() {
+        return Ok(ElemType::F64);
+    }
+    let np = py.import("numpy")?;
+    let dtypes = arrays
+        .iter()
+        .map(|a| a.getattr("dtype"))
+        .collect::<PyResult<Vec<_>>>()?;
+    let promoted = np.call_method1("result_type", PyTuple::new(py, dtypes)?)?;
+    Ok(if promoted.eq(np.getattr("float32")?)? {
+        ElemType::F32
+    } else {
+        ElemType::F64
+    })
+}
+
+/// A result of element type `elem` as a NumPy array (moved, not copied, for `f64`): float64,
+/// or float32 for `f32`, whose values the evaluators keep binary32, so the narrowing is exact.
+pub fn to_numpy<'py>(py: Python<'py>, t: Tensor, elem: ElemType) -> Bound<'py, PyAny> {
+    match elem {
+        ElemType::F64 => t.into_pyarray(py).into_any(),
+        ElemType::F32 => t.mapv(|v| v as f32).into_pyarray(py).into_any(),
+    }
 }
 
 /// An integer argument that must fit in 64 unsigned bits (`pad`, `max_memory`, `max_work`).
@@ -216,16 +263,18 @@ pub fn out_arrays<'py>(
     Ok(arrays)
 }
 
-/// `{name: numpy.ndarray}` for each of `names` found in `results` (moved, not copied).
+/// `{name: numpy.ndarray}` for each output of `p` found in `results` (float64 arrays moved,
+/// not copied; float32 ones for `f32` variables, [`to_numpy`]).
 pub fn results_dict<'py>(
     py: Python<'py>,
-    names: &[String],
+    p: &CheckedProgram,
     mut results: BTreeMap<String, Tensor>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    for name in names {
-        if let Some(t) = results.remove(name) {
-            dict.set_item(name, t.into_pyarray(py))?;
+    for name in p.output_names() {
+        if let Some(t) = results.remove(&name) {
+            let elem = p.var_elem(&name).unwrap_or(ElemType::F64);
+            dict.set_item(&name, to_numpy(py, t, elem))?;
         }
     }
     Ok(dict)

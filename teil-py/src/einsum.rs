@@ -6,11 +6,12 @@ use crate::arrays::{self, Held};
 use crate::diag;
 use crate::program::{self, COptions};
 use ndarray::ArrayViewD;
-use numpy::{IntoPyArray, PyArrayDyn, PyUntypedArrayMethods};
+use numpy::PyUntypedArrayMethods;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PyTuple};
 use std::collections::BTreeMap;
+use teil::ast::ElemType;
 use teil::guard::EinsumOutcome;
 use teil::{interface, CheckedProgram};
 
@@ -61,18 +62,38 @@ fn shapes_of(shapes: &Bound<'_, PyTuple>) -> PyResult<Vec<Vec<u64>>> {
         .collect()
 }
 
-/// Lowers and checks `equation` for `shapes`.
-fn lower(py: Python<'_>, equation: &str, shapes: &[Vec<u64>]) -> PyResult<CheckedProgram> {
-    teil::guard::einsum(equation, shapes)
-        .map(|(checked, _warnings)| checked)
+/// Lowers and checks `equation` for `shapes`, accepting operands with an extent of 0: those
+/// give the result's shape and no program (spec/frontends.md, "Extents of 0"). The program's
+/// variables are of element type `elem`.
+fn outcome(
+    py: Python<'_>,
+    equation: &str,
+    shapes: &[Vec<u64>],
+    elem: ElemType,
+) -> PyResult<EinsumOutcome> {
+    teil::guard::einsum_outcome_elem(equation, shapes, elem)
         .map_err(|diags| diag::rejected(py, &diags, EQUATION, equation))
 }
 
-/// Lowers and checks `equation` for `shapes`, accepting operands with an extent of 0: those
-/// give the result's shape and no program (spec/frontends.md, "Extents of 0").
-fn outcome(py: Python<'_>, equation: &str, shapes: &[Vec<u64>]) -> PyResult<EinsumOutcome> {
-    teil::guard::einsum_outcome(equation, shapes)
-        .map_err(|diags| diag::rejected(py, &diags, EQUATION, equation))
+/// The element type a `dtype` argument names: anything `numpy.dtype` reads as float64 (the
+/// default, `None`) or float32 (`numpy.float32`, `"float32"`, `"f4"`); `ValueError` otherwise.
+fn elem_of_dtype(py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<ElemType> {
+    let Some(dtype) = dtype.filter(|d| !d.is_none()) else {
+        return Ok(ElemType::F64);
+    };
+    let np = py.import("numpy")?;
+    let name: Option<String> = np
+        .call_method1("dtype", (dtype,))
+        .and_then(|d| d.getattr("name")?.extract())
+        .ok();
+    match name.as_deref() {
+        Some("float64") => Ok(ElemType::F64),
+        Some("float32") => Ok(ElemType::F32),
+        _ => Err(PyValueError::new_err(format!(
+            "dtype must be numpy.float64 or numpy.float32 (TeIL's f64 and f32), not {}",
+            dtype.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))),
+    }
 }
 
 /// The one output of a lowered equation.
@@ -101,7 +122,7 @@ pub fn einsum_shape<'py>(
     shapes: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let shapes = shapes_of(shapes)?;
-    match outcome(py, equation, &shapes)? {
+    match outcome(py, equation, &shapes, ElemType::F64)? {
         EinsumOutcome::Program(p, _) => {
             let out = output(&p)?;
             PyTuple::new(py, p.var_shape(&out).unwrap_or(&[]))
@@ -110,15 +131,24 @@ pub fn einsum_shape<'py>(
     }
 }
 
-/// ``numpy.einsum(equation, *operands)`` computed by TeIL on float64, after checking the
-/// shapes. ``backend`` is ``"fast"``, ``"oracle"`` or ``"c"`` (as for ``Program.run``). An
-/// operand with an extent of 0 has no TeIL program: the result is ``numpy.zeros`` of NumPy's
-/// result shape, as NumPy gives it.
+/// ``numpy.einsum(equation, *operands)`` computed by TeIL, after checking the shapes, in the
+/// dtype NumPy computes it in: float32 when the operands' dtypes promote to float32
+/// (``numpy.result_type``: float32 arrays, alone or with float16, int8, int16, uint8, uint16
+/// or bool ones), float64 otherwise (float64 with anything, other integers, Python numbers,
+/// lists of them, float16 alone); the result has that dtype. In float32, every operation
+/// rounds to binary32 as TeIL's ``f32`` does (the program is ``einsum_program(...,
+/// dtype=numpy.float32)``'s); NumPy may sum in another order, or in pairs, so its float32
+/// result can differ in the last bits. ``backend`` is ``"fast"``, ``"oracle"`` or ``"c"`` (as
+/// for ``Program.run``; ``"c"`` refuses float32, ``RunError`` E0802, for now). An operand with
+/// an extent of 0 has no TeIL program: the result is ``numpy.zeros`` of NumPy's result shape
+/// and dtype, as NumPy gives it.
 ///
 /// >>> import numpy as np
 /// >>> teil.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 2)))
 /// array([[3., 3.],
 ///        [3., 3.]])
+/// >>> teil.einsum("i,i->", np.full(3, 0.1, np.float32), np.ones(3, np.float32))
+/// array(0.3, dtype=float32)
 #[pyfunction]
 #[pyo3(signature = (equation, *operands, backend = "fast"))]
 pub fn einsum<'py>(
@@ -126,18 +156,24 @@ pub fn einsum<'py>(
     equation: &str,
     operands: &Bound<'py, PyTuple>,
     backend: &str,
-) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let backend = program::backend(backend)?;
-    let held: Vec<Held<'py>> = operands
+    let arrays: Vec<Bound<'py, PyAny>> = operands
         .iter()
         .enumerate()
-        .map(|(k, o)| arrays::to_f64(&format!("operand {k}"), &o))
+        .map(|(k, o)| arrays::numeric(&format!("operand {k}"), &o))
+        .collect::<PyResult<_>>()?;
+    let elem = arrays::promoted_elem(py, &arrays)?;
+    let held: Vec<Held<'py>> = arrays
+        .iter()
+        .enumerate()
+        .map(|(k, o)| arrays::to_f64(&format!("operand {k}"), o))
         .collect::<PyResult<_>>()?;
     let shapes: Vec<Vec<u64>> = held
         .iter()
         .map(|a| a.shape().iter().map(|&n| n as u64).collect())
         .collect();
-    let p = match outcome(py, equation, &shapes)? {
+    let p = match outcome(py, equation, &shapes, elem)? {
         EinsumOutcome::Program(p, _) => p,
         // No program: NumPy's result is all zeros (empty, or sums over an empty index).
         EinsumOutcome::Empty { shape, .. } => {
@@ -157,7 +193,11 @@ pub fn einsum<'py>(
                         teil::ast::ShapeDisplay(&shape)
                     ))
                 })?;
-            return Ok(ndarray::ArrayD::<f64>::zeros(dims).into_pyarray(py));
+            return Ok(arrays::to_numpy(
+                py,
+                ndarray::ArrayD::<f64>::zeros(dims),
+                elem,
+            ));
         }
     };
     let out = output(&p)?;
@@ -175,27 +215,38 @@ pub fn einsum<'py>(
     let t = results
         .remove(&out)
         .ok_or_else(|| PyValueError::new_err("internal error: the evaluator returned no output"))?;
-    Ok(t.into_pyarray(py))
+    Ok(arrays::to_numpy(py, t, elem))
 }
 
 /// The TeIL program an einsum equation lowers to (inputs ``in0``, ``in1``, ..., output
 /// ``out``), in ``"prefix"`` or ``"infix"`` syntax, as ``teil einsum`` prints it. Operands
-/// with an extent of 0 have none: ``ShapeError`` (E0102).
+/// with an extent of 0 have none: ``ShapeError`` (E0102). ``dtype`` is the element type of
+/// every variable: float64 (the default) or float32 (``numpy.float32``, ``"float32"``), the
+/// program ``teil.einsum`` runs on float32 operands; ``ValueError`` for any other.
 ///
 /// >>> print(teil.einsum_program("ij->ji", (2, 3)), end="")
 /// input alloc in0 : [2, 3]
 /// output alloc out : [3, 2]
 /// out = transp 1 2 in0
+/// >>> print(teil.einsum_program("i,i->", (3,), (3,), dtype="float32"), end="")
+/// input alloc in0 : f32[3]
+/// input alloc in1 : f32[3]
+/// output alloc out : f32[]
+/// out = red+ 1 (mul in0 in1)
 #[pyfunction]
-#[pyo3(signature = (equation, *shapes, syntax = "prefix"))]
+#[pyo3(signature = (equation, *shapes, syntax = "prefix", dtype = None))]
 pub fn einsum_program(
     py: Python<'_>,
     equation: &str,
     shapes: &Bound<'_, PyTuple>,
     syntax: &str,
+    dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let style = program::style(syntax)?;
+    let elem = elem_of_dtype(py, dtype)?;
     let shapes = shapes_of(shapes)?;
-    let p = lower(py, equation, &shapes)?;
+    let p = teil::guard::einsum_elem(equation, &shapes, elem)
+        .map(|(checked, _warnings)| checked)
+        .map_err(|diags| diag::rejected(py, &diags, EQUATION, equation))?;
     Ok(teil::fmt::program(p.program(), style))
 }

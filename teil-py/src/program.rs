@@ -434,13 +434,29 @@ impl Program {
     }
 
     /// Every declared variable: ``name -> (shape, qualifier)``, qualifier one of ``"input"``,
-    /// ``"output"``, ``"inout"`` or ``None``, in declaration order.
+    /// ``"output"``, ``"inout"`` or ``None``, in declaration order. Element types: ``dtypes``.
     #[getter]
     fn variables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         for d in &self.checked.program().decls {
             let shape = PyTuple::new(py, d.shape())?;
             dict.set_item(&d.name.name, (shape, d.qualifier.map(|q| q.keyword())))?;
+        }
+        Ok(dict)
+    }
+
+    /// Every declared variable's element type as the name of its NumPy dtype: ``name ->
+    /// "float64"`` for ``f64`` (and a bare ``[...]``), ``"float32"`` for ``f32``, in
+    /// declaration order. ``run`` returns outputs of that dtype; ``numpy.zeros(shape,
+    /// p.dtypes[name])`` makes an input of the right type.
+    ///
+    /// >>> teil.Program("input alloc x : f32[3]\noutput alloc s : f32[]\ns = red+ 1 x").dtypes
+    /// {'x': 'float32', 's': 'float32'}
+    #[getter]
+    fn dtypes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for d in &self.checked.program().decls {
+            dict.set_item(&d.name.name, teil::ops::dtype(d.elem))?;
         }
         Ok(dict)
     }
@@ -498,19 +514,26 @@ impl Program {
         crate::display(slf.as_any(), "program_markdown")
     }
 
-    /// Runs the program and returns ``{name: numpy.ndarray}`` for every output.
+    /// Runs the program and returns ``{name: numpy.ndarray}`` for every output: float64 for an
+    /// ``f64`` variable, float32 for an ``f32`` one (``dtypes``). Undefined cells are NaN.
     ///
     /// Inputs come from the ``inputs`` mapping and from keyword arguments (a variable named
     /// like a keyword of this method must go through the mapping). Any array-like of booleans,
-    /// integers or floats is accepted and converted to float64; C-contiguous float64 arrays
-    /// are read without a copy. Undefined cells are NaN.
+    /// integers or floats is accepted and converted to float64, exactly for float32 and
+    /// narrower arrays; C-contiguous float64 arrays are read without a copy. Nothing rounds a
+    /// number given for an ``f32`` input: a float32 array is read as it is, and any other
+    /// array-like (float64, integers, a list) is accepted when each of its values is a binary32
+    /// number (``1.5`` or ``3`` is, ``0.1`` is not), otherwise ``RunError`` with code E0605 names
+    /// the input and the first value that is not (round it yourself with
+    /// ``x.astype(numpy.float32)``). A float32 array given for an ``f64`` input widens exactly.
     ///
     /// ``backend`` is ``"fast"`` (the whole-tensor evaluator), ``"oracle"`` (the reference
     /// interpreter) or ``"c"`` (the C backend compiled with ``cc`` and ``cflags``, default
     /// ``-O2``, padded to a multiple of ``pad``, run in a separate process; ``fma=True`` lets it
     /// round each product-then-add once and ``reassociate=False`` keeps every sum in the spec's
-    /// order, see ``Program.compile``). The evaluation
-    /// runs with the GIL released. ``max_memory`` and ``max_work`` are the
+    /// order, see ``Program.compile``; it refuses programs with ``f32`` variables or functions
+    /// such as ``exp``, ``RunError`` E0802, for now). The evaluation runs with the GIL
+    /// released. ``max_memory`` and ``max_work`` are the
     /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
     /// memory), ``max_work`` in oracle steps (default 10**8, a few seconds), integers from 0 to
     /// 2**64 - 1 (``pad`` from 1; ``ValueError`` outside); a run over either raises
@@ -522,6 +545,10 @@ impl Program {
     /// array(6.)
     /// >>> p.run(x=[1, 2, 3], backend="oracle")["y"].item()
     /// 6.0
+    /// >>> import numpy as np
+    /// >>> half = teil.Program("input alloc x : f32[2]\noutput alloc y : f32[2]\ny = x / 3")
+    /// >>> half.run(x=np.array([1, 2], np.float32))["y"]
+    /// array([0.33333334, 0.6666667 ], dtype=float32)
     #[pyo3(signature = (
         inputs = None, *, backend = "fast", pad = Unsigned::of(1), cc = "cc".to_string(),
         cflags = None, openmp = false, fma = false, reassociate = true, max_memory = None,
@@ -556,7 +583,7 @@ impl Program {
             evaluate(p, &arrays::owned(&views), backend, &c, &budget)
         })?
         .map_err(|f| f.into_py(py))?;
-        arrays::results_dict(py, &p.output_names(), results)
+        arrays::results_dict(py, p, results)
     }
 
     /// The program printed canonically, in ``"prefix"`` (TeIL paper) or ``"infix"`` (report)

@@ -24,6 +24,7 @@ OBJECTS = [
     teil.Program.emit_c,
     teil.Program.from_file,
     teil.Program.statements,
+    teil.Program.dtypes,
     teil.einsum_shape,
     teil.einsum,
     teil.einsum_program,

@@ -56,8 +56,9 @@ def test_a_program_displays_declarations_and_statement_shapes():
         "<td><code>C = red+ 2 (diag 2 3 (prod A B))</code></td><td><code>[3, 5]</code></td>",
     ]:
         assert row in html
+    assert "<th>element</th>" in html and "<td>output</td><td><code>f64</code></td>" in html
     md = p._repr_markdown_()
-    assert "| `B` | `[4, 5]` | input |" in md
+    assert "| `B` | `[4, 5]` | input | `f64` |" in md
     assert "| `C = red+ 2 (diag 2 3 (prod A B))` | `[3, 5]` |" in md
 
 
@@ -153,6 +154,27 @@ def test_random_inputs_are_drawn_from_the_seed_and_bound(ip):
     assert np.array_equal(ip.user_ns["A"], ns["A"])
     ip.run_cell_magic("teil", "--random-inputs 6", MATMUL)
     assert not np.array_equal(ip.user_ns["A"], ns["A"])
+
+
+def test_f32_cells_draw_and_bind_float32_arrays(ip):
+    src = "input alloc x : f32[2, 3]\noutput alloc y : f32[3]\ny = red+ 1 x\n"
+    result = ip.run_cell_magic("teil", "--random-inputs 3", src)
+    x, y = ip.user_ns["x"], ip.user_ns["y"]
+    assert x.dtype == y.dtype == np.float32
+    assert np.all((-1 <= x) & (x < 1))
+    np.testing.assert_array_equal(y, x[0] + x[1])  # one binary32 addition per cell
+    html = result._repr_html_()
+    assert "<td><code>x</code></td><td><code>[2, 3]</code></td><td>random input</td>" \
+           "<td><code>float32</code></td>" in html
+    assert "| `y` | `[3]` | output | `float32` |" in result._repr_markdown_()
+    # Notebook variables given to an f32 input: float64 values must be binary32 (E0605).
+    ip.user_ns.update(x=np.full((2, 3), 0.1))
+    with pytest.raises(teil.RunError, match=r"^\[E0605\] input `x` is declared f32"):
+        ip.run_cell_magic("teil", "", src)
+    ip.user_ns.update(x=np.full((2, 3), 0.1, np.float32))
+    ip.run_cell_magic("teil", "", src)
+    assert ip.user_ns["y"].dtype == np.float32
+    assert ip.run_line_magic("teil_einsum", "ij->j x").dtype == np.float32
 
 
 def test_a_rejected_cell_raises_with_its_diagnostics(ip, capsys):

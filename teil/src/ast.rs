@@ -249,7 +249,7 @@ impl Func {
 }
 
 /// The element-wise functions of two operands: `max e0 e1`, `min e0 e1` (typed like `+`).
-/// A NaN operand gives NaN (NumPy's `maximum`/`minimum`); zeros are ordered `-0 < +0` (IEEE
+/// A NaN operand gives NaN (as NumPy's `maximum`/`minimum`); zeros are ordered `-0 < +0` (IEEE
 /// 754-2019's `maximum`/`minimum`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Func2 {

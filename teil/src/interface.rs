@@ -78,7 +78,7 @@ pub enum InterfaceError {
 fn elem_message(name: &str, declared: ElemType, found: &str, value: &Option<(u64, u64)>) -> String {
     match value {
         Some((at, v)) => format!(
-            "input `{name}` is declared {declared} but element {at} ({:?}) is not a {declared} value",
+            "input `{name}` is declared {declared} but element {at} ({:?}) is not an {declared} value",
             f64::from_bits(*v)
         ),
         None => format!("input `{name}` is declared {declared} but holds {found} data"),

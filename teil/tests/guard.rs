@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use teil::ast::{Expr, ExprKind};
+use teil::ast::{ElemType, Expr, ExprKind};
 use teil::fmt::{self, Style};
 use teil::guard;
 use teil::render::{render_json, render_text};
@@ -427,6 +427,109 @@ fn einsum_misuse_gives_clear_errors() {
     misuse("too_many_operands", &many, &shapes, &["E0409"]);
 }
 
+/// The einsum front end in another element type (`einsum_elem`): every variable, the
+/// temporaries included, is declared `f32`; the statements are those of the `f64` program.
+#[test]
+fn einsum_in_f32_declares_every_variable_f32() {
+    let (p, w) = guard::einsum_elem("ij,jk->ik", &[[2u64, 3], [3, 4]], ElemType::F32)
+        .unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(
+        fmt::program(p.program(), Style::Prefix),
+        "input alloc in0 : f32[2, 3]\ninput alloc in1 : f32[3, 4]\noutput alloc out : f32[2, 4]\n\
+         out = contr 2 3 (prod in0 in1)\n"
+    );
+    assert_eq!(p.var_elem("out"), Some(ElemType::F32));
+    // Seven operands: six statements through temporaries, all of them f32.
+    let shapes: [&[u64]; 7] = [
+        &[8, 9],
+        &[9, 10],
+        &[10, 11],
+        &[11, 12],
+        &[12, 13],
+        &[13, 8],
+        &[8],
+    ];
+    let eq = "ab,bc,cd,de,ef,fa,a->b";
+    let (p, _) = guard::einsum_elem(eq, &shapes, ElemType::F32).unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(
+        p.program()
+            .decls
+            .iter()
+            .filter(|d| d.qualifier.is_none())
+            .count()
+            >= 5
+    );
+    assert!(p.program().decls.iter().all(|d| d.elem == ElemType::F32));
+    assert_round_trips(&p, eq);
+    let f64 = einsum_ok(eq, &shapes);
+    assert_eq!(statements_of(&p), statements_of(&f64));
+    // The default is f64, as the explicit element type gives it.
+    let (explicit, _) = guard::einsum_elem(eq, &shapes, ElemType::F64).expect("accepted");
+    assert!(explicit.program().same_as(f64.program()));
+    assert!(f64.program().decls.iter().all(|d| d.elem == ElemType::F64));
+}
+
+/// The element type changes the declarations and nothing else: the same equations are
+/// accepted with the same shapes and statements, the same ones rejected with the same
+/// diagnostics, and operands with an extent of 0 give the same outcome.
+#[test]
+fn einsum_element_type_changes_only_the_declarations() {
+    let accepted: [(&str, Vec<Vec<u64>>); 9] = [
+        ("ij,jk", vec![vec![2, 3], vec![3, 4]]),
+        ("iij->ji", vec![vec![3, 3, 2]]),
+        (",ij", vec![vec![], vec![2, 3]]),
+        ("i,i", vec![vec![4], vec![4]]),
+        ("...ij,...jk->...ik", vec![vec![5, 1, 2, 3], vec![4, 3, 4]]),
+        ("i->...i", vec![vec![2]]),
+        ("ij,ij->ij", vec![vec![1, 3], vec![2, 1]]),
+        ("i,j,ij->", vec![vec![100], vec![100], vec![100, 100]]),
+        ("ij,ji->ij", vec![vec![2, 3], vec![3, 2]]),
+    ];
+    for (eq, shapes) in accepted {
+        let shapes: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+        let a = einsum_ok(eq, &shapes);
+        let (b, w) = guard::einsum_elem(eq, &shapes, ElemType::F32)
+            .unwrap_or_else(|d| panic!("{eq}: {d:?}"));
+        assert!(w.is_empty(), "{eq}: {w:?}");
+        assert_round_trips(&b, eq);
+        let (da, db) = (&a.program().decls, &b.program().decls);
+        assert_eq!(da.len(), db.len(), "{eq}");
+        for (x, y) in da.iter().zip(db) {
+            assert_eq!(
+                (&x.name.name, x.qualifier, x.shape()),
+                (&y.name.name, y.qualifier, y.shape()),
+                "{eq}"
+            );
+            assert_eq!((x.elem, y.elem), (ElemType::F64, ElemType::F32), "{eq}");
+        }
+        assert_eq!(statements_of(&a), statements_of(&b), "{eq}");
+    }
+    let rejected: [(&str, Vec<Vec<u64>>); 8] = [
+        ("ij,j$->i", vec![vec![2, 3], vec![3]]),
+        ("ij,jk->ik", vec![vec![2, 3]]),
+        ("ij,jk->ik", vec![vec![2, 3], vec![4, 5]]),
+        ("ij->iz", vec![vec![2, 3]]),
+        ("...i,...i->...i", vec![vec![2, 3], vec![4, 3]]),
+        ("ij->j", vec![vec![2, 0]]),
+        ("ij->ij", vec![vec![1 << 32, 1 << 31]]),
+        ("ii->i", vec![vec![2, 3]]),
+    ];
+    for (eq, shapes) in rejected {
+        let a = guard::einsum(eq, &shapes).unwrap_err();
+        let b = guard::einsum_elem(eq, &shapes, ElemType::F32).unwrap_err();
+        assert_eq!(a, b, "{eq}");
+    }
+    for (eq, shapes) in [
+        ("ij,jk", vec![vec![2, 0], vec![0, 3]]),
+        ("i,i->i", vec![vec![0], vec![3]]),
+    ] {
+        let a = guard::einsum_outcome(eq, &shapes);
+        let b = guard::einsum_outcome_elem(eq, &shapes, ElemType::F32);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "{eq}");
+    }
+}
+
 /// Shape limits are the checker's: the lowered program is rejected with TeIL's own codes,
 /// pointing into the equation.
 #[test]
@@ -571,13 +674,21 @@ proptest! {
 
     #[test]
     fn einsum_never_panics(eq in "[a-dA-B ,.>-]{0,14}", shapes in proptest::collection::vec(proptest::collection::vec(1u64..4, 0..4), 0..4)) {
+        let f32 = guard::einsum_elem(&eq, &shapes, ElemType::F32);
         match guard::einsum(&eq, &shapes) {
-            Ok((p, _)) => prop_assert!(p.var_shape("out").is_some()),
+            Ok((p, _)) => {
+                prop_assert!(p.var_shape("out").is_some());
+                // The f32 program: the same verdict, shapes and statements.
+                let (q, _) = f32.expect("accepted in f64, so in f32");
+                prop_assert_eq!(p.var_shape("out"), q.var_shape("out"));
+                prop_assert_eq!(statements_of(&p), statements_of(&q));
+            }
             Err(d) => {
                 prop_assert!(!d.is_empty());
                 for x in &d {
                     prop_assert!(x.primary.span.end <= eq.len());
                 }
+                prop_assert_eq!(Err(d), f32.map(|_| ()));
             }
         }
     }
@@ -624,4 +735,20 @@ fn deep_statements_at_the_limit_are_lowered() {
     );
     let (p, _) = guard::index_notation(&parens).unwrap_or_else(|d| panic!("{:?}", d[0]));
     assert_eq!(statements_of(&p), ["A = A"]);
+}
+
+/// An index-notation statement over `f32` tensors that needs a temporary: the temporary is
+/// declared in the statement's element type, so the program checks and computes in binary32.
+#[test]
+fn tin_temporaries_take_the_statement_element_type() {
+    let src = "input var A : f32[2, 3]\ninput var B : f32[3, 4]\ninput var C : f32[4, 2]\n\
+               output var D : f32[2, 2]\nD(i, l) = A(i, j) * B(j, k) * C(k, l)\n";
+    let (checked, _) = teil::guard::index_notation(src).unwrap_or_else(|d| panic!("{d:?}"));
+    let temps: Vec<_> = (checked.program().decls.iter())
+        .filter(|d| d.name.name.starts_with("_t"))
+        .collect();
+    assert!(!temps.is_empty(), "the product of three needs a temporary");
+    assert!(temps
+        .iter()
+        .all(|d| d.elem == teil::ast::ElemType::F32));
 }

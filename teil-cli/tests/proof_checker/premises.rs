@@ -1,6 +1,10 @@
 //! Ill-typed mutants for the differential test, one per premise of the typing rules that take
 //! positions (T-Red, T-Transp, T-Diag, T-Contr, T-Expa, T-Proj) and of the element-wise rules
-//! (T-Add, T-Elem, T-Mul, with the scalar on the wrong side of T-SMul and T-SDiv).
+//! (T-Add, T-Elem, T-Mul, with the scalar on the wrong side of T-SMul and T-SDiv), and one per
+//! element-type premise: operands of two element types (T-Add, T-Elem, T-Mul, T-Prod,
+//! T-Func2: E0311), a conversion to its operand's own type (T-Conv: E0312), a right-hand side
+//! of another element type than its target (OK-Stmt: E0203), a literal beyond binary32's range
+//! in an `f32` context (T-Lit: E0313).
 //!
 //! `teil_fuzz::mutate` breaks each rule once (a position one past the rank, the same position
 //! twice, ...); a checker can still be wrong about every premise it does not try: position 0,
@@ -56,10 +60,26 @@ pub enum Premise {
     MulScalarRight,
     /// T-SDiv's scalar on the left, `1 / e`: T-Elem's premise, E0302.
     DivScalarLeft,
+    /// T-Add, T-Elem (`-`), T-Mul, T-Elem (`/`), T-Prod: operands of two element types, E0311
+    /// (one operand converted to the other type).
+    AddElem,
+    SubElem,
+    MulElem,
+    DivElem,
+    ProdElem,
+    /// T-Func2: `max e (f32 e)` for an `e` of type f64 (or the other way round), E0311.
+    Func2Elem,
+    /// T-Conv: `f64 e` for an `e` of type f64 (or `f32` of an f32 one), E0312.
+    ConvSame,
+    /// OK-Stmt: `x = f32 e` for an f64 `x` (or the other way round), E0203.
+    AssignElem,
+    /// T-Lit: a literal beyond binary32's range (1e39) where an f32 one is needed (`f64 1e39`,
+    /// where the literal was of type f64), E0313.
+    LitF32Range,
 }
 
 impl Premise {
-    pub const ALL: [Premise; 31] = [
+    pub const ALL: [Premise; 40] = [
         Premise::RedPosZero,
         Premise::RedPosPast,
         Premise::TranspIZero,
@@ -91,6 +111,15 @@ impl Premise {
         Premise::DivShapes,
         Premise::MulScalarRight,
         Premise::DivScalarLeft,
+        Premise::AddElem,
+        Premise::SubElem,
+        Premise::MulElem,
+        Premise::DivElem,
+        Premise::ProdElem,
+        Premise::Func2Elem,
+        Premise::ConvSame,
+        Premise::AssignElem,
+        Premise::LitF32Range,
     ];
 
     /// The rule (as spec/typing.md names it) and code the broken premise is reported as.
@@ -112,6 +141,14 @@ impl Premise {
             AddShapes => ("T-Add", "E0302"),
             SubShapes | DivShapes | DivScalarLeft => ("T-Elem", "E0302"),
             MulShapes | MulScalarRight => ("T-Mul", "E0302"),
+            AddElem => ("T-Add", "E0311"),
+            SubElem | DivElem => ("T-Elem", "E0311"),
+            MulElem => ("T-Mul", "E0311"),
+            ProdElem => ("T-Prod", "E0311"),
+            Func2Elem => ("T-Func2", "E0311"),
+            ConvSame => ("T-Conv", "E0312"),
+            AssignElem => ("OK-Stmt", "E0203"),
+            LitF32Range => ("T-Lit", "E0313"),
         }
     }
 }
@@ -130,16 +167,87 @@ fn widen(e: &mut Expr, n: u64) {
     *e = node(ExprKind::Expa(nat(1), nat(n), Box::new(inner)));
 }
 
+/// `to e`: `e` converted to `to`.
+fn convert(e: &mut Expr, to: ElemType) {
+    let inner = std::mem::replace(e, node(ExprKind::Error));
+    *e = node(ExprKind::Convert(to, Box::new(inner)));
+}
+
+/// Whether `e` is made of literals alone, so that its element type is its context's
+/// (proofs/Syntax.v, `flexible`; `Elem::Flexible` in teil/src/check.rs).
+fn flexible(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Var(_) | ExprKind::Convert(..) | ExprKind::Error => false,
+        ExprKind::Lit(_) => true,
+        _ => e.children().into_iter().all(flexible),
+    }
+}
+
+/// Breaks the element-type premise of a node with operands `a` and `b` of one element type:
+/// converts one of them to the other type, one whose sibling is not flexible (so that the
+/// sibling keeps its type; a flexible operand converted keeps its literals' type, which is
+/// the node's). `false` when both are flexible.
+fn mix(a: &mut Expr, b: &mut Expr, checked: &CheckedProgram) -> bool {
+    let target = if !flexible(b) {
+        a
+    } else if !flexible(a) {
+        b
+    } else {
+        return false;
+    };
+    let t = checked.elem(target);
+    convert(target, t.other());
+    true
+}
+
 /// An extent other than the first of `t` (2 when `t` is a scalar).
 fn other_extent(t: &[u64]) -> u64 {
     t.first().map_or(2, |n| n + 1)
 }
 
-/// Breaks `p` in `e` (a node of `checked`'s program or a copy of it: node ids are kept), or
-/// returns false, leaving `e` as it was, when `p` does not apply to `e`.
-fn apply(e: &mut Expr, p: Premise, checked: &CheckedProgram) -> bool {
+/// Breaks `p` in `e` (a node of `checked`'s program or a copy of it: node ids are kept; `root`
+/// when it is a statement's right-hand side), or returns false, leaving `e` as it was, when `p`
+/// does not apply to `e`.
+fn apply(e: &mut Expr, p: Premise, checked: &CheckedProgram, root: bool) -> bool {
     use Premise::*;
     let shape = |a: &Expr| checked.shape(a).to_vec();
+    // The element-type premises of the whole node.
+    match p {
+        // The right-hand side in the other element type than its target's (which it has, a
+        // flexible one as its context gave it).
+        AssignElem if root => {
+            let t = checked.elem(e);
+            convert(e, t.other());
+            return true;
+        }
+        // A conversion to the type `e` already has; `e` must not be flexible (a flexible one
+        // would take the other type).
+        ConvSame if !flexible(e) && !matches!(e.kind, ExprKind::Error) => {
+            let t = checked.elem(e);
+            convert(e, t);
+            return true;
+        }
+        // `max e (f32 e)`.
+        Func2Elem if !flexible(e) && !matches!(e.kind, ExprKind::Error) => {
+            let t = checked.elem(e);
+            let mut other = e.clone();
+            convert(&mut other, t.other());
+            let a = std::mem::replace(e, node(ExprKind::Error));
+            *e = node(ExprKind::Func2(Func2::Max, Box::new(a), Box::new(other)));
+            return true;
+        }
+        // 1e39 where the literal had type f32, `f64 1e39` where it had f64.
+        LitF32Range if matches!(e.kind, ExprKind::Lit(_)) => {
+            let t = checked.elem(e);
+            *e = node(ExprKind::Lit(Literal::from_f64(1e39)));
+            if t == ElemType::F64 {
+                convert(e, ElemType::F64);
+            }
+            return true;
+        }
+        AssignElem | ConvSame | Func2Elem | LitF32Range => return false,
+        _ => {}
+    }
     match (&mut e.kind, p) {
         (ExprKind::Reduce(_, i, _), RedPosZero)
         | (ExprKind::Transp(i, _, _), TranspIZero)
@@ -198,6 +306,11 @@ fn apply(e: &mut Expr, p: Premise, checked: &CheckedProgram) -> bool {
             }
             **a = node(ExprKind::Lit(Literal::from_f64(1.0)));
         }
+        (ExprKind::Binary(BinOp::Add, a, b), AddElem)
+        | (ExprKind::Binary(BinOp::Sub, a, b), SubElem)
+        | (ExprKind::Binary(BinOp::Mul, a, b), MulElem)
+        | (ExprKind::Binary(BinOp::Div, a, b), DivElem)
+        | (ExprKind::Prod(a, b), ProdElem) => return mix(a, b, checked),
         _ => return false,
     }
     true
@@ -208,8 +321,9 @@ fn apply(e: &mut Expr, p: Premise, checked: &CheckedProgram) -> bool {
 pub fn mutant(checked: &CheckedProgram, p: Premise, choice: usize) -> Option<Program> {
     let mut sites = Vec::new();
     for s in &checked.program().stmts {
+        let root = s.value.id;
         s.value.walk(&mut |e| {
-            if apply(&mut e.clone(), p, checked) {
+            if apply(&mut e.clone(), p, checked, e.id == root) {
                 sites.push(e.id);
             }
         });
@@ -223,6 +337,7 @@ pub fn mutant(checked: &CheckedProgram, p: Premise, choice: usize) -> Option<Pro
         e.children_mut().into_iter().find_map(|c| find(c, id))
     }
     let e = (out.stmts.iter_mut()).find_map(|s| find(&mut s.value, site))?;
-    assert!(apply(e, p, checked), "{p:?} applies where it applied");
+    let root = (checked.program().stmts.iter()).any(|s| s.value.id == site);
+    assert!(apply(e, p, checked, root), "{p:?} applies where it applied");
     Some(out)
 }

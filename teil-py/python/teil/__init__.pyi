@@ -10,6 +10,8 @@ import numpy.typing
 
 _Syntax = Literal["prefix", "infix"]
 _Backend = Literal["fast", "oracle", "c"]
+#: A variable's element type as a NumPy dtype name: TeIL's `f64` (and bare `[...]`) and `f32`.
+_DType = Literal["float64", "float32"]
 _ArrayLike = numpy.typing.ArrayLike
 _F = TypeVar("_F", bound=Callable[..., Any])
 _M = TypeVar("_M")
@@ -128,6 +130,9 @@ class Program:
     @property
     def variables(self) -> dict[str, tuple[tuple[int, ...], Literal["input", "output", "inout"] | None]]: ...
     @property
+    def dtypes(self) -> dict[str, _DType]:
+        """Every variable's element type as a NumPy dtype name, in declaration order."""
+    @property
     def inputs(self) -> list[str]: ...
     @property
     def required_inputs(self) -> list[str]: ...
@@ -149,7 +154,12 @@ class Program:
         max_memory: int | None = None,
         max_work: int | None = None,
         **named_inputs: _ArrayLike,
-    ) -> dict[str, numpy.ndarray]: ...
+    ) -> dict[str, numpy.ndarray]:
+        """Runs the program; each output is a float64 array, or float32 for an `f32` variable.
+
+        Inputs are converted to float64 (float32 arrays widen exactly). Nothing rounds a number
+        given for an `f32` input: a float32 array is read as it is, any other array-like is
+        accepted when each of its values is a binary32 number, otherwise `RunError` E0605."""
     def ops(self) -> dict[str, Any]: ...
     def fmt(self, syntax: _Syntax = "prefix") -> str: ...
     def core(self, syntax: _Syntax = "prefix") -> str: ...
@@ -205,10 +215,17 @@ def einsum_shape(equation: str, *shapes: tuple[int, ...] | list[int]) -> tuple[i
     """The output shape of `numpy.einsum(equation, ...)`, or `ShapeError`."""
 
 def einsum(equation: str, *operands: _ArrayLike, backend: _Backend = "fast") -> numpy.ndarray:
-    """`numpy.einsum(equation, *operands)` on float64, computed by TeIL."""
+    """`numpy.einsum(equation, *operands)` computed by TeIL: in float32 (returning float32) when
+    the operands' dtypes promote to float32 (`numpy.result_type`), else in float64."""
 
-def einsum_program(equation: str, *shapes: tuple[int, ...] | list[int], syntax: _Syntax = "prefix") -> str:
-    """The TeIL program an einsum equation lowers to."""
+def einsum_program(
+    equation: str,
+    *shapes: tuple[int, ...] | list[int],
+    syntax: _Syntax = "prefix",
+    dtype: numpy.typing.DTypeLike = None,
+) -> str:
+    """The TeIL program an einsum equation lowers to; `dtype` float64 (default) or float32 is
+    the element type of every variable."""
 
 def guarded(fn: _F) -> _F:
     """`fn` with every call's shapes checked by TeIL first.

@@ -92,25 +92,34 @@ def diagnostic_markdown(d: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rows(p: Any) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+# TeIL's names of the element types, by the NumPy dtype `Program.dtypes` gives.
+_ELEM = {"float64": "f64", "float32": "f32"}
+
+
+def _rows(p: Any) -> tuple[list[tuple[str, str, str, str]], list[tuple[str, str]]]:
+    dtypes = p.dtypes
     declarations = [
-        (name, _shape(shape), qualifier or "") for name, (shape, qualifier) in p.variables.items()
+        (name, _shape(shape), qualifier or "", _ELEM.get(dtypes[name], dtypes[name]))
+        for name, (shape, qualifier) in p.variables.items()
     ]
     statements = [(text, _shape(shape)) for text, shape in p.statements]
     return declarations, statements
 
 
 def program_html(p: Any) -> str:
-    """A program: its declarations (name, shape, qualifier) and its statements with the shape
-    of each right-hand side, as the playground's statements table shows them."""
+    """A program: its declarations (name, shape, qualifier, element type ``f64`` or ``f32``)
+    and its statements with the shape of each right-hand side, as the playground's statements
+    table shows them."""
     declarations, statements = _rows(p)
     parts = [f'<div class="teil teil-program">{_STYLE}']
     parts.append(f"<div><b>TeIL program</b> <code>{_e(p.filename)}</code></div>")
-    parts.append("<table><tr><th>variable</th><th>shape</th><th>qualifier</th></tr>")
-    for name, shape, qualifier in declarations:
+    parts.append(
+        "<table><tr><th>variable</th><th>shape</th><th>qualifier</th><th>element</th></tr>"
+    )
+    for name, shape, qualifier, elem in declarations:
         parts.append(
             f"<tr><td><code>{_e(name)}</code></td><td><code>{_e(shape)}</code></td>"
-            f"<td>{_e(qualifier)}</td></tr>"
+            f"<td>{_e(qualifier)}</td><td><code>{_e(elem)}</code></td></tr>"
         )
     parts.append("</table>")
     if statements:
@@ -128,9 +137,10 @@ def program_html(p: Any) -> str:
 
 def program_markdown(p: Any) -> str:
     declarations, statements = _rows(p)
-    lines = [f"**TeIL program** {_code(p.filename)}", "", "| variable | shape | qualifier |",
-             "|---|---|---|"]
-    lines += [f"| {_code(n)} | {_code(s)} | {_md(q)} |" for n, s, q in declarations]
+    lines = [f"**TeIL program** {_code(p.filename)}", "",
+             "| variable | shape | qualifier | element |", "|---|---|---|---|"]
+    lines += [f"| {_code(n)} | {_code(s)} | {_md(q)} | {_code(t)} |"
+              for n, s, q, t in declarations]
     if statements:
         lines += ["", "| statement | shape |", "|---|---|"]
         lines += [f"| {_code(t)} | {_code(s)} |" for t, s in statements]
@@ -157,16 +167,17 @@ def kernel_markdown(k: Any) -> str:
 
 
 def bound_html(b: Any) -> str:
-    """What a ``%%teil`` cell bound (``teil._magics.Bound``): each name, its shape, and whether
-    it is an output or a drawn input; then the trace it was asked for."""
+    """What a ``%%teil`` cell bound (``teil._magics.Bound``): each name, its shape, whether it
+    is an output or a drawn input, and its dtype; then the trace it was asked for."""
     rows = "".join(
         f"<tr><td><code>{_e(n)}</code></td><td><code>{_e(_shape(v.shape))}</code></td>"
-        f"<td>{'random input' if n in b.drawn else 'output'}</td></tr>"
+        f"<td>{'random input' if n in b.drawn else 'output'}</td>"
+        f"<td><code>{_e(v.dtype)}</code></td></tr>"
         for n, v in b.bound.items()
     )
     out = (
         f'<div class="teil">{_STYLE}<b>bound</b><table>'
-        f"<tr><th>name</th><th>shape</th><th></th></tr>{rows}</table></div>"
+        f"<tr><th>name</th><th>shape</th><th></th><th>dtype</th></tr>{rows}</table></div>"
     )
     if b.trace is not None:
         out += b.trace._repr_html_()
@@ -174,10 +185,10 @@ def bound_html(b: Any) -> str:
 
 
 def bound_markdown(b: Any) -> str:
-    lines = ["| name | shape | |", "|---|---|---|"]
+    lines = ["| name | shape | | dtype |", "|---|---|---|---|"]
     lines += [
         f"| {_code(n)} | {_code(_shape(v.shape))} | "
-        f"{'random input' if n in b.drawn else 'output'} |"
+        f"{'random input' if n in b.drawn else 'output'} | {_code(v.dtype)} |"
         for n, v in b.bound.items()
     ]
     out = "\n".join(lines) + "\n"

@@ -4,9 +4,10 @@
 checks the cell as a TeIL program. A rejected program shows its diagnostics and raises (so
 that "Run all" stops there). A program that checks runs with its inputs taken from the
 notebook's variables of the same names (or drawn uniformly from [-1, 1) with
-``--random-inputs``, and bound to those names too), and every output is bound back as a NumPy
-array; ``--trace CELL`` also shows the unfolding of the semantics at that cell (TeIL paper,
-Fig. 7). The cell's result is a summary of what was bound (and the program, for a display).
+``--random-inputs``, as float32 arrays for ``f32`` inputs, and bound to those names too), and
+every output is bound back as a NumPy array (float32 for ``f32`` variables); ``--trace CELL``
+also shows the unfolding of the semantics at that cell (TeIL paper, Fig. 7). The cell's result
+is a summary of what was bound (and the program, for a display).
 
 ``%teil_einsum [--backend B] EQUATION NAME ...`` is ``teil.einsum(EQUATION, *arrays)`` on the
 notebook's variables ``NAME ...``; its value is the result (``C = %teil_einsum ij,jk->ik A B``).
@@ -107,7 +108,8 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Bound:
         rng = np.random.default_rng(args.random_inputs)
         for name in program.required_inputs:
             shape = program.variables[name][0]
-            inputs[name] = rng.uniform(-1.0, 1.0, size=shape)
+            # Drawn in float64, then rounded for an `f32` input (which refuses float64 values).
+            inputs[name] = rng.uniform(-1.0, 1.0, size=shape).astype(program.dtypes[name])
             drawn.append(name)
     else:
         missing = [n for n in program.required_inputs if n not in namespace]

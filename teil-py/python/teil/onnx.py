@@ -1,8 +1,11 @@
 """TeIL programs as ONNX models: :func:`export` and ``python -m teil.onnx``.
 
 A program's ops/1 form (:meth:`teil.Program.ops`, spec/fuzzing.md "The ops/1 form") becomes
-an ONNX graph of float64 tensors at opset :data:`OPSET` (spec/fuzzing.md "ONNX export"), one
-or a few nodes per step:
+an ONNX graph at opset :data:`OPSET` (spec/fuzzing.md "ONNX export"), one or a few nodes per
+step. A value of element type ``f64`` is a ``DOUBLE`` tensor and one of ``f32`` a ``FLOAT``
+tensor: the interface variables the document lists in ``float32``, and every step with
+``"dtype": "float32"`` (inputs, outputs, constants and the ``value_info`` of every
+intermediate value), so that a runtime computes each step in the step's own type:
 
 =========== ===================================================================
 ops/1 step  ONNX nodes
@@ -13,8 +16,33 @@ ops/1 step  ONNX nodes
             the axis as an ``int64`` input
 ``expand``  ``Unsqueeze`` then ``Expand`` to the step's shape
 ``take``    ``Gather`` with a scalar ``int64`` index (the axis is removed)
-``const``   ``Constant``
+``const``   ``Constant`` (``FLOAT`` or ``DOUBLE``: the value, which ops/1 gives in the
+            step's type, must be exact in it)
+``func``    ``Exp``, ``Log``, ``Sqrt``, ``Tanh``, ``Erf``, ``Abs``
+``max``     ``Max``, ``Min`` (two inputs of the same shape)
+``min``
+``cast``    ``Cast`` with ``to`` ``FLOAT`` or ``DOUBLE``
 =========== ===================================================================
+
+Every one of these operators has ``tensor(float)`` and ``tensor(double)`` among its types at
+opset 18 (``onnx.defs.get_schema(op, 18).type_constraints``), so no step is refused for its
+type. What the models mean is ONNX's semantics, which differ from TeIL's in places that
+ONNX's operator documentation leaves open (measured with onnx 1.23.2 and onnxruntime 1.32.0;
+teil-py/tests/test_onnx.py pins each):
+
+- ``Max``/``Min`` say nothing of NaN or of the sign of zero ("Element-wise max of each of the
+  input tensors (with Numpy-style broadcasting support)"). The reference evaluator is
+  ``np.maximum``/``np.minimum``: NaN propagates, as in TeIL, but of ``-0`` and ``+0`` it returns
+  the *second* operand, so ``max(+0, -0)`` is ``-0`` and ``min(-0, +0)`` is ``+0``, where TeIL
+  (IEEE 754-2019 maximum/minimum) gives ``+0`` and ``-0``; ONNX Runtime's CPU kernels give the
+  same values as the reference evaluator.
+- ``Erf`` on ``DOUBLE``: the reference evaluator computes ``math.erf`` through
+  ``np.vectorize(erf, otypes=["f"])``, which rounds every result to binary32 before casting it
+  back to float64; ONNX Runtime has no ``DOUBLE`` kernel for ``Erf`` (NOT_IMPLEMENTED).
+- The functions are not correctly rounded in either runtime (TeIL's are): the reference
+  evaluator's (NumPy's ``exp``, ``log``, ``tanh``) are within 2 ulps of TeIL's here, ONNX
+  Runtime's within 2 but for ``Tanh``: 7 ulps in float64, about 100 in float32
+  (fuzz/targets/tests/test_adapter_elem_types.py).
 
 The graph's inputs are the program's input variables, by name, in declaration order, with
 their static shapes; its outputs are the output variables in declaration order, each named as
@@ -50,13 +78,17 @@ OPSET = 18
 IR_VERSION = 8
 
 _REDUCE = {"sum": "ReduceSum", "prod": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin"}
-_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min"}
+_FUNCS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh", "erf": "Erf", "abs": "Abs"}
+#: The element types of ops/1 (its ``dtype`` and ``to`` fields, NumPy's names).
+DTYPES = ("float64", "float32")
 
 __all__ = [
     "ExportError",
     "IR_VERSION",
     "OPSET",
     "export",
+    "float32_interface",
     "from_ops",
     "nan_propagating_reductions",
     "output_names",
@@ -79,6 +111,52 @@ def output_names(document: Mapping[str, Any]) -> list[str]:
     ``NAME``, or ``NAME:out`` for a variable that is also an input."""
     inputs = document["inputs"]
     return [f"{n}:out" if n in inputs else n for n in document["outputs"]]
+
+
+def _dtype(step: Mapping[str, Any], field: str = "dtype", k: Optional[int] = None) -> str:
+    """A step's ``dtype`` (absent: ``float64``) or a cast's ``to``, checked."""
+    d = step.get(field, "float64" if field == "dtype" else None)
+    if d not in DTYPES:
+        raise ExportError(f"{field} {d!r} is not an ops/1 element type (float32, float64)", k)
+    return d
+
+
+def _operand_dtype(step: Mapping[str, Any], k: Optional[int] = None) -> str:
+    """The element type of a step's arguments: the step's own, except that a ``cast``
+    converts from the other type (TeIL refuses a conversion to its operand's own type,
+    E0312)."""
+    if step.get("op") == "cast":
+        return "float64" if _dtype(step, "to", k) == "float32" else "float32"
+    return _dtype(step, "dtype", k)
+
+
+def float32_interface(
+    steps: Sequence[Mapping[str, Any]], inputs: Sequence[str], outputs: Sequence[str]
+) -> list[str]:
+    """The interface variables of type ``f32``, inferred from the steps alone, for callers
+    that have a program's steps and interface but not its document's ``float32`` list (a
+    ``teil-target/1`` request): an input is ``f32`` when the first step that reads it (before
+    any step rebinds it) takes ``f32`` operands; an output when the last step that binds it is
+    ``f32``, or, when no step does, when it is an ``f32`` input. An input that no step reads
+    counts as ``f64`` (no step depends on its type; its values, binary32 or not, are exact in
+    binary64). Inputs first, then outputs, each in the order given."""
+    found: list[str] = []
+    bound: set[str] = set()
+    first: dict[str, str] = {}
+    last: dict[str, str] = {}
+    for k, step in enumerate(steps):
+        for a in step["args"]:
+            if a in inputs and a not in bound and a not in first:
+                first[a] = _operand_dtype(step, k)
+        bound.add(step["out"])
+        last[step["out"]] = _dtype(step, "dtype", k)
+    for n in inputs:
+        if first.get(n) == "float32":
+            found.append(n)
+    for n in outputs:
+        if n not in found and last.get(n, first.get(n)) == "float32":
+            found.append(n)
+    return found
 
 
 def export(program: Any, *, name: Optional[str] = None) -> Any:
@@ -112,7 +190,8 @@ def from_ops(
     :meth:`teil.Program.ops` returns it). ``shapes`` gives the shape of each variable in
     ``document["undefined"]`` that is not an output (the document does not carry it); with
     ``check`` (the default) the model is checked with ``full_check=True`` before it is
-    returned. Raises :class:`ExportError` for a document it cannot read."""
+    returned. Raises :class:`ExportError` for a document it cannot read, or one whose steps
+    read a value of another element type than they compute in."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -122,8 +201,14 @@ def from_ops(
     inputs = dict(document["inputs"])
     outputs = dict(document["outputs"])
     steps = list(document["steps"])
+    float32 = set(document.get("float32", []))
+    elem = {"float64": TensorProto.DOUBLE, "float32": TensorProto.FLOAT}
+    numpy_dtype = {"float64": np.float64, "float32": np.float32}
     nodes: list[Any] = []
+    value_info: list[Any] = []
     env: dict[str, str] = {n: n for n in inputs}
+    # The element type of every value `env` names, by variable.
+    types: dict[str, str] = {n: "float32" if n in float32 else "float64" for n in inputs}
 
     def const(value_name: str, array: Any) -> str:
         nodes.append(helper.make_node("Constant", [], [value_name], value=numpy_helper.from_array(array, value_name)))
@@ -136,10 +221,15 @@ def from_ops(
         shape = outputs.get(var, (shapes or {}).get(var))
         if shape is None:
             raise ExportError(f"`{var}` is read before it is assigned and its shape is not known (pass shapes=)")
+        if var in outputs:
+            dtype = "float32" if var in float32 else "float64"
+        else:  # an internal variable: the type the first step that reads it expects
+            dtype = next((_operand_dtype(s, k) for k, s in enumerate(steps) if var in s["args"]), "float64")
         dims = int64s(f"{var}:undefined_shape", shape)
-        nan = numpy_helper.from_array(np.array([np.nan], dtype=np.float64), "nan")
+        nan = numpy_helper.from_array(np.array([np.nan], dtype=numpy_dtype[dtype]), "nan")
         nodes.append(helper.make_node("ConstantOfShape", [dims], [f"{var}:undefined"], value=nan))
         env[var] = f"{var}:undefined"
+        types[var] = dtype
 
     # The step that gives each output its final value produces the graph output directly.
     final: dict[str, int] = {}
@@ -154,11 +244,24 @@ def from_ops(
             args = [env[a] for a in step["args"]]
         except KeyError as e:
             raise ExportError(f"reads {e} before any step binds it", k) from None
+        dtype = _dtype(step, "dtype", k)
+        if op != "cast":  # a cast converts from either type; every other op stays in its own
+            for a in step["args"]:
+                if types[a] != dtype:
+                    raise ExportError(f"`{op}` computes in {dtype} but `{a}` is {types[a]}", k)
         value = named_by_step.get(k, f"{out}:{k}")
         if op == "einsum":
             nodes.append(helper.make_node("Einsum", args, [value], equation=step["equation"]))
         elif op in _BINARY:
             nodes.append(helper.make_node(_BINARY[op], args, [value]))
+        elif op == "func":
+            if step.get("name") not in _FUNCS:
+                raise ExportError(f"`{step.get('name')}` is not an ops/1 function", k)
+            nodes.append(helper.make_node(_FUNCS[step["name"]], args, [value]))
+        elif op == "cast":
+            if _dtype(step, "to", k) != dtype:
+                raise ExportError(f"a cast to {step['to']} whose dtype is {dtype}", k)
+            nodes.append(helper.make_node("Cast", args, [value], to=elem[dtype]))
         elif op == "reduce":
             axes = int64s(f"{out}:{k}:axes", [step["axis"]])
             nodes.append(helper.make_node(_REDUCE[step["kind"]], [args[0], axes], [value], keepdims=0))
@@ -172,23 +275,34 @@ def from_ops(
             index = const(f"{out}:{k}:index", np.array(step["index"], dtype=np.int64))
             nodes.append(helper.make_node("Gather", [args[0], index], [value], axis=step["axis"]))
         elif op == "const":
-            const(value, np.array(step["value"], dtype=np.float64))
+            number = step["value"]
+            array = np.array(number, dtype=numpy_dtype[dtype])
+            if float(array) != number:  # ops/1 gives a literal's value in its step's type
+                raise ExportError(f"the constant {number!r} is not a {dtype} value", k)
+            const(value, array)
         else:
             raise ExportError(f"`{op}` is not an ops/1 op", k)
         env[out] = value
+        types[out] = dtype
+        if value not in graph_out.values():
+            value_info.append(helper.make_tensor_value_info(value, elem[dtype], list(step["shape"])))
 
     for var, out_name in graph_out.items():
         if var not in final:  # an input returned unchanged, or an undefined variable
             nodes.append(helper.make_node("Identity", [env[var]], [out_name]))
+        if types[var] != ("float32" if var in float32 else "float64"):
+            raise ExportError(f"output `{var}` is declared {'float32' if var in float32 else 'float64'} "
+                              f"but its value is {types[var]}")
 
-    def info(n: str, shape: Sequence[int]) -> Any:
-        return helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(shape))
+    def info(n: str, shape: Sequence[int], var: str) -> Any:
+        return helper.make_tensor_value_info(n, elem["float32" if var in float32 else "float64"], list(shape))
 
     graph = helper.make_graph(
         nodes,
         name,
-        [info(n, s) for n, s in inputs.items()],
-        [info(graph_out[n], s) for n, s in outputs.items()],
+        [info(n, s, n) for n, s in inputs.items()],
+        [info(graph_out[n], s, n) for n, s in outputs.items()],
+        value_info=value_info,
     )
     model = helper.make_model(
         graph,
@@ -207,10 +321,13 @@ def nan_propagating_reductions(model: Any) -> Any:
     does with it: ``Where(ReduceMax(Cast(IsNaN(x))) > 0.5, NaN, Reduce(x))``. The same values
     under ONNX's semantics (NumPy's ``max`` propagates NaN); a workaround for runtimes whose
     reductions drop a NaN (fuzz/FINDINGS.md), so that a campaign can look past that known bug.
-    Changes ``model`` in place and returns it."""
+    The NaN is of ``x``'s element type (``FLOAT`` or ``DOUBLE``, as the graph's inputs and
+    ``value_info`` declare it). Changes ``model`` in place and returns it."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
+    g = model.graph
+    declared = {v.name: v.type.tensor_type.elem_type for v in [*g.input, *g.value_info, *g.output]}
     nodes: list[Any] = []
     for k, node in enumerate(model.graph.node):
         if node.op_type not in ("ReduceMax", "ReduceMin"):
@@ -219,9 +336,11 @@ def nan_propagating_reductions(model: Any) -> Any:
         x, axes = node.input
         p = f"{node.output[0]}:nan{k}:"
 
-        def constant(name: str, value: float) -> Any:
-            array = numpy_helper.from_array(np.array(value, dtype=np.float64), name)
+        def constant(name: str, value: float, dtype: Any = np.float64) -> Any:
+            array = numpy_helper.from_array(np.array(value, dtype=dtype), name)
             return helper.make_node("Constant", [], [name], value=array)
+
+        x_type = np.float32 if declared.get(x) == TensorProto.FLOAT else np.float64
 
         nodes += [
             helper.make_node(node.op_type, [x, axes], [p + "reduced"], keepdims=0),
@@ -230,7 +349,7 @@ def nan_propagating_reductions(model: Any) -> Any:
             helper.make_node("ReduceMax", [p + "flags", axes], [p + "any"], keepdims=0),
             constant(p + "half", 0.5),
             helper.make_node("Greater", [p + "any", p + "half"], [p + "has_nan"]),
-            constant(p + "nan", float("nan")),
+            constant(p + "nan", float("nan"), x_type),
             helper.make_node("Where", [p + "has_nan", p + "nan", p + "reduced"], list(node.output)),
         ]
     del model.graph.node[:]
@@ -270,7 +389,7 @@ def _vectors(directory: str) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m teil.onnx",
-        description="Export a TeIL program (.teil or .tin) as an ONNX model (float64, opset "
+        description="Export a TeIL program (.teil or .tin) as an ONNX model (float64 and float32, opset "
         f"{OPSET}), or add model.onnx to every case of a `teil fuzz --export` directory.",
     )
     group = parser.add_mutually_exclusive_group(required=True)

@@ -248,14 +248,27 @@ impl ShapeParser<'_> {
 }
 
 /// Lowers `equation` over operands of the given shapes to a checked TeIL program (module
-/// docs). `Err` carries diagnostics whose spans point into `equation`. An operand with an
-/// extent of 0 has no TeIL program (E0102, at its term): [`einsum_outcome`] gives its result.
+/// docs), every variable `f64`. `Err` carries diagnostics whose spans point into `equation`.
+/// An operand with an extent of 0 has no TeIL program (E0102, at its term): [`einsum_outcome`]
+/// gives its result.
 pub fn einsum<S: AsRef<[u64]>>(
     equation: &str,
     shapes: &[S],
 ) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
+    einsum_elem(equation, shapes, ElemType::F64)
+}
+
+/// [`einsum`] with every variable (the operands `in0`, `in1`, ..., the temporaries and `out`)
+/// declared of the element type `elem`: the program computes in `elem`, as NumPy computes an
+/// einsum of operands of one dtype in that dtype. The equation and the shapes are checked
+/// exactly as by [`einsum`], with the same diagnostics; only the declarations differ.
+pub fn einsum_elem<S: AsRef<[u64]>>(
+    equation: &str,
+    shapes: &[S],
+    elem: ElemType,
+) -> Result<(CheckedProgram, Vec<Diagnostic>), Vec<Diagnostic>> {
     let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
-    match lower(equation, &shapes) {
+    match lower(equation, &shapes, elem) {
         Ok(Lowered::Program(program)) => crate::check(program),
         Ok(Lowered::Empty {
             operand,
@@ -290,8 +303,18 @@ pub fn einsum_outcome<S: AsRef<[u64]>>(
     equation: &str,
     shapes: &[S],
 ) -> Result<EinsumOutcome, Vec<Diagnostic>> {
+    einsum_outcome_elem(equation, shapes, ElemType::F64)
+}
+
+/// [`einsum_outcome`] with every variable of the program declared of the element type `elem`
+/// ([`einsum_elem`]); the outcome is otherwise the same.
+pub fn einsum_outcome_elem<S: AsRef<[u64]>>(
+    equation: &str,
+    shapes: &[S],
+    elem: ElemType,
+) -> Result<EinsumOutcome, Vec<Diagnostic>> {
     let shapes: Vec<&[u64]> = shapes.iter().map(AsRef::as_ref).collect();
-    match lower(equation, &shapes) {
+    match lower(equation, &shapes, elem) {
         Ok(Lowered::Program(program)) => {
             crate::check(program).map(|(p, w)| EinsumOutcome::Program(p, w))
         }
@@ -311,8 +334,9 @@ enum Lowered {
     },
 }
 
-/// The TeIL program of `equation` over operands of the given shapes, not yet checked.
-fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError>> {
+/// The TeIL program of `equation` over operands of the given shapes, every variable of
+/// element type `elem`, not yet checked.
+fn lower(equation: &str, shapes: &[&[u64]], elem: ElemType) -> Result<Lowered, Vec<FrontEndError>> {
     let eq = parse_equation(equation)?;
     let whole = 0..equation.len();
     let inputs_span = match (eq.inputs.first(), eq.inputs.last()) {
@@ -539,6 +563,7 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError
         .collect();
     let mut b = Builder::new(taken, "t");
     b.span = whole.clone();
+    b.elem = elem;
     let mut decls = Vec::new();
     let mut factors = Vec::new();
     for (k, (t, s)) in eq.inputs.iter().zip(shapes).enumerate() {
@@ -546,7 +571,7 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError
         decls.push(Decl {
             qualifier: Some(Qualifier::Input),
             name: Ident::new(name.clone(), t.span.clone()),
-            elem: ElemType::F64,
+            elem,
             elem_span: None,
             extents: s.iter().map(|&n| Nat::new(n, t.span.clone())).collect(),
             span: t.span.clone(),
@@ -584,7 +609,7 @@ fn lower(equation: &str, shapes: &[&[u64]]) -> Result<Lowered, Vec<FrontEndError
     decls.push(Decl {
         qualifier: Some(Qualifier::Output),
         name: Ident::new("out", out_span.clone()),
-        elem: ElemType::F64,
+        elem,
         elem_span: None,
         extents: out_shape
             .iter()

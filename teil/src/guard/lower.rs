@@ -57,6 +57,9 @@ pub(crate) struct Builder {
     pub temps: Vec<Decl>,
     pub stmts: Vec<Stmt>,
     pub span: Span,
+    /// The element type of the temporaries [`Builder::spill`] declares (`f64` unless the front
+    /// end sets another: the einsum front end's operands' type).
+    pub elem: ElemType,
 }
 
 impl Builder {
@@ -70,6 +73,7 @@ impl Builder {
             temps: Vec::new(),
             stmts: Vec::new(),
             span: 0..0,
+            elem: ElemType::F64,
         }
     }
 
@@ -233,7 +237,7 @@ impl Builder {
         self.temps.push(Decl {
             qualifier: None,
             name: Ident::new(name.clone(), self.span.clone()),
-            elem: ElemType::F64,
+            elem: self.elem,
             elem_span: None,
             extents,
             span: self.span.clone(),

@@ -3,6 +3,8 @@
 //!
 //! - [`einsum()`]: a NumPy-style einsum equation with the operands' shapes; [`einsum_outcome()`]
 //!   also gives the result's shape where an operand has an extent of 0 and no program exists;
+//!   [`einsum_elem()`] and [`einsum_outcome_elem()`] declare the program's variables of another
+//!   element type (`f32`) than `f64`;
 //! - [`index_notation()`]: TACO / Tensor Comprehensions style index notation (`.tin` files:
 //!   TeIL declarations, then statements such as `A(i, j) = B(i, j, k) * C(k)`);
 //! - [`load()`]: what `teil check`, `teil run` and `teil emit-c` call on a file, dispatching on
@@ -25,7 +27,8 @@ mod lower;
 mod tin;
 
 pub use einsum::{
-    einsum, einsum_outcome, normalize as normalize_equation, parse_shapes, EinsumOutcome,
+    einsum, einsum_elem, einsum_outcome, einsum_outcome_elem, normalize as normalize_equation,
+    parse_shapes, EinsumOutcome,
 };
 pub use error::FrontEndError;
 pub use tin::index_notation;

@@ -365,6 +365,11 @@ fn lower_statement(
     partial_sum_warnings(stmt, &ix, &summed, &ext, diags);
 
     b.span = stmt.span.clone();
+    // The statement's temporaries compute in its target's element type: an expression of one
+    // element type throughout (mixed types are the checker's E0311 on the operands).
+    b.elem = table
+        .get(stmt.target.name.name.as_str())
+        .map_or(ElemType::F64, |d| d.elem);
     let mut lw = Lowerer {
         b,
         keep_all: vec![true; ext.len()],
