@@ -308,6 +308,12 @@ pub fn capabilities() -> lsp::ServerCapabilities {
             },
         )),
         inlay_hint_provider: Some(lsp::OneOf::Left(true)),
+        // Items are complete as sent (no `completionItem/resolve`); `(` opens an expression.
+        completion_provider: Some(lsp::CompletionOptions {
+            resolve_provider: Some(false),
+            trigger_characters: Some(vec!["(".to_string()]),
+            ..Default::default()
+        }),
         position_encoding: Some(lsp::PositionEncodingKind::UTF16),
         ..Default::default()
     }
@@ -370,6 +376,7 @@ fn serve_counted(conn: &Connection, budget: Option<&ReadAhead>) -> Result<Exit, 
         }
     };
     let mut server = Server {
+        completion_client: CompletionClient::of(&params),
         docs: HashMap::new(),
         unpublished: Vec::new(),
         replaced: Vec::new(),
@@ -516,6 +523,40 @@ struct Server {
     /// Where the explanations of diagnostic codes live (`initializationOptions.diagnosticsUrl`,
     /// e.g. spec/diagnostics.md of the repository); each code links to `URL#e0302`.
     diagnostics_url: Option<lsp::Url>,
+    /// What the client's completion items may carry.
+    completion_client: CompletionClient,
+}
+
+/// What the client said in `initialize` that its completion items may carry
+/// (`textDocument.completion.completionItem`).
+#[derive(Clone, Copy, Default)]
+struct CompletionClient {
+    /// Markdown documentation (`documentationFormat` lists it); plain text otherwise, which
+    /// every client shows (LSP 3.17 leaves the format of a client that says nothing open).
+    markdown: bool,
+    /// An `InsertReplaceEdit` (`insertReplaceSupport`); a `TextEdit` otherwise.
+    insert_replace: bool,
+}
+
+impl CompletionClient {
+    fn of(p: &lsp::InitializeParams) -> CompletionClient {
+        let Some(item) = p
+            .capabilities
+            .text_document
+            .as_ref()
+            .and_then(|t| t.completion.as_ref())
+            .and_then(|c| c.completion_item.as_ref())
+        else {
+            return CompletionClient::default();
+        };
+        CompletionClient {
+            markdown: item
+                .documentation_format
+                .as_ref()
+                .is_some_and(|f| f.contains(&lsp::MarkupKind::Markdown)),
+            insert_replace: item.insert_replace_support == Some(true),
+        }
+    }
 }
 
 /// The analysed document `uri`, or the failure of a request about a document that is not open.
@@ -591,6 +632,10 @@ impl Server {
             InlayHintRequest::METHOD => {
                 let p: lsp::InlayHintParams = params(req)?;
                 json(serde_json::to_value(self.inlay_hints(p)?))
+            }
+            Completion::METHOD => {
+                let p: lsp::CompletionParams = params(req)?;
+                json(serde_json::to_value(self.completion(p)?))
             }
             other => Err((
                 ErrorCode::MethodNotFound,
@@ -750,6 +795,68 @@ impl Server {
                 data: None,
             })
             .collect())
+    }
+
+    /// What may be written at the position ([`Analysis::completions`]), in the order the
+    /// analysis gives (`sortText`). Each item's `textEdit` is on the position's line: for a
+    /// client with `insertReplaceSupport`, an `InsertReplaceEdit` that inserts over the word
+    /// typed before the position or replaces the whole word it is in; for another, a `TextEdit`
+    /// that replaces the whole word (the word completed is the word chosen). The kinds are among those every client knows (LSP 3.17: `Text`
+    /// to `Reference` without a `completionItemKind.valueSet`): `Variable`, `Function` for the
+    /// functions and the conversions, `Keyword` for the other operations and the element types.
+    /// `null` where nothing is offered.
+    fn completion(
+        &mut self,
+        p: lsp::CompletionParams,
+    ) -> Result<Option<lsp::CompletionResponse>, Failure> {
+        let at = p.text_document_position;
+        let client = self.completion_client;
+        let doc = snapshot(&mut self.docs, &at.text_document.uri)?;
+        let Some(c) = doc.analysis.completions(doc.offset(at.position)) else {
+            return Ok(None);
+        };
+        let (insert, replace) = (doc.range(&c.range), doc.range(&c.replace));
+        let items = c
+            .items
+            .into_iter()
+            .enumerate()
+            .map(|(k, item)| {
+                use teil::ide::CompletionKind as K;
+                let documentation = if client.markdown {
+                    lsp::Documentation::MarkupContent(lsp::MarkupContent {
+                        kind: lsp::MarkupKind::Markdown,
+                        value: item.documentation,
+                    })
+                } else {
+                    lsp::Documentation::String(item.documentation.replace('`', ""))
+                };
+                lsp::CompletionItem {
+                    kind: Some(match item.kind {
+                        K::Variable => lsp::CompletionItemKind::VARIABLE,
+                        K::Function | K::Conversion => lsp::CompletionItemKind::FUNCTION,
+                        K::Operation | K::ElemType => lsp::CompletionItemKind::KEYWORD,
+                    }),
+                    detail: Some(item.detail),
+                    documentation: Some(documentation),
+                    sort_text: Some(format!("{k:04}")),
+                    text_edit: Some(if client.insert_replace {
+                        lsp::CompletionTextEdit::InsertAndReplace(lsp::InsertReplaceEdit {
+                            new_text: item.label.clone(),
+                            insert,
+                            replace,
+                        })
+                    } else {
+                        lsp::CompletionTextEdit::Edit(lsp::TextEdit {
+                            range: replace,
+                            new_text: item.label.clone(),
+                        })
+                    }),
+                    label: item.label,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        Ok(Some(lsp::CompletionResponse::Array(items)))
     }
 
     /// Applies a notification to the documents; only closing answers at once (with empty

@@ -1,10 +1,12 @@
 //! The language server driven in process through `lsp_server::Connection::memory()`.
 //!
 //! File-driven: each `tests/lsp/*.teil` (or `.tin`) file is opened in a fresh server; `$0`
-//! marks cursor positions (removed before the text is sent). The snapshot records what a
-//! client receives: the published diagnostics, the symbols, the inlay hints, the formatting
-//! edit, and at each cursor the hover, the definition, the references and the quick fixes
-//! (with the text after applying each). Ranges are shown with the text they cover.
+//! marks cursor positions and `$c` completion points (both removed before the text is sent).
+//! The snapshot records what a client receives: the published diagnostics, the symbols, the
+//! inlay hints, the formatting edit, at each cursor the hover, the definition, the references
+//! and the quick fixes (with the text after applying each), and at each completion point the
+//! completion list (each item's documentation the first time the file shows it). Ranges are
+//! shown with the text they cover.
 
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
 use serde_json::{json, Value};
@@ -21,8 +23,21 @@ struct Client {
     next: i32,
 }
 
+/// What the test client tells the server its completion items may carry, as VS Code does:
+/// Markdown documentation first, insert-or-replace edits.
+fn markdown_client() -> Value {
+    json!({ "textDocument": { "completion": { "completionItem": {
+        "documentationFormat": ["markdown", "plaintext"],
+        "insertReplaceSupport": true
+    } } } })
+}
+
 impl Client {
     fn start() -> Client {
+        Client::start_with(markdown_client())
+    }
+
+    fn start_with(capabilities: Value) -> Client {
         let (server, conn) = Connection::memory();
         let handle =
             std::thread::spawn(move || teil_lsp::serve(&server).map_err(|e| e.to_string()));
@@ -36,7 +51,7 @@ impl Client {
             json!({
                 "processId": null,
                 "rootUri": null,
-                "capabilities": {},
+                "capabilities": capabilities,
                 "initializationOptions": {
                     "diagnosticsUrl": "https://example.org/spec/diagnostics.md"
                 }
@@ -51,9 +66,14 @@ impl Client {
             "documentFormattingProvider",
             "codeActionProvider",
             "inlayHintProvider",
+            "completionProvider",
         ] {
             assert!(!caps[cap].is_null(), "{cap} missing from {caps}");
         }
+        assert_eq!(
+            caps["completionProvider"],
+            json!({ "resolveProvider": false, "triggerCharacters": ["("] })
+        );
         assert_eq!(caps["textDocumentSync"], json!(1), "full sync");
         c.notify("initialized", json!({}));
         c
@@ -124,18 +144,23 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A text with `$0` markers removed, and the byte offsets where they were.
-fn cursors(marked: &str) -> (String, Vec<usize>) {
+/// A text with its `$0` and `$c` markers removed, and the byte offsets where each kind was.
+fn cursors(marked: &str) -> (String, Vec<usize>, Vec<usize>) {
     let mut text = String::new();
-    let mut at = Vec::new();
+    let (mut at, mut complete) = (Vec::new(), Vec::new());
     let mut rest = marked;
-    while let Some(i) = rest.find("$0") {
+    while let Some(i) = rest.find('$') {
+        let list = match rest.as_bytes().get(i + 1) {
+            Some(b'0') => &mut at,
+            Some(b'c') => &mut complete,
+            _ => panic!("`$` is followed by `0` or `c` in a test file"),
+        };
         text.push_str(&rest[..i]);
-        at.push(text.len());
+        list.push(text.len());
         rest = &rest[i + 2..];
     }
     text.push_str(rest);
-    (text, at)
+    (text, at, complete)
 }
 
 struct Doc {
@@ -211,7 +236,7 @@ fn indent(s: &str) -> String {
 
 /// Drives one file through the server and renders what came back.
 fn transcript(name: &str, marked: &str) -> String {
-    let (text, marks) = cursors(marked);
+    let (text, marks, completions) = cursors(marked);
     let doc = Doc {
         lines: LineIndex::new(&text),
         uri: format!("file:///work/{name}"),
@@ -335,6 +360,22 @@ fn transcript(name: &str, marked: &str) -> String {
             assert!(!still, "{name}: fix `{}` leaves {code}", a["title"]);
         }
     }
+    let mut documented = std::collections::HashSet::new();
+    for (k, &m) in completions.iter().enumerate() {
+        let p = doc.pos(m);
+        out.push_str(&format!(
+            "== completion {} at {}:{}\n",
+            k + 1,
+            p["line"].as_u64().unwrap_or(0) + 1,
+            p["character"].as_u64().unwrap_or(0) + 1
+        ));
+        out.push_str(&completion_list(
+            &doc,
+            &c.result("textDocument/completion", doc.at(m)),
+            m,
+            &mut documented,
+        ));
+    }
     out.push_str("== formatting\n");
     let edits = c.result(
         "textDocument/formatting",
@@ -347,6 +388,65 @@ fn transcript(name: &str, marked: &str) -> String {
         Some(e) => out.push_str(&doc.apply(e)),
     }
     c.shutdown();
+    out
+}
+
+/// A completion answer at `offset` as text: the ranges every item inserts at and replaces
+/// (the same for all, on the line of the offset; the first ends there and starts the second),
+/// then one line per item in the order of its
+/// `sortText` (which is the order sent): label, kind, detail; then its Markdown documentation,
+/// unless an item of the same label and documentation was shown before.
+fn completion_list(
+    doc: &Doc,
+    answer: &Value,
+    offset: usize,
+    documented: &mut std::collections::HashSet<(String, String)>,
+) -> String {
+    let Some(items) = answer.as_array() else {
+        assert!(answer.is_null(), "{answer}");
+        return "none\n".to_string();
+    };
+    assert!(!items.is_empty(), "an empty list is sent as null");
+    let edit = &items[0]["textEdit"];
+    let (insert, replace) = (&edit["insert"], &edit["replace"]);
+    let mut out = format!(
+        "inserts at {}, replaces {}\n",
+        doc.range(insert),
+        doc.range(replace)
+    );
+    assert_eq!(doc.offset(&insert["end"]), offset);
+    assert_eq!(insert["start"], replace["start"]);
+    assert_eq!(replace["start"]["line"], replace["end"]["line"]);
+    let mut sort = String::new();
+    for item in items {
+        let label = item["label"].as_str().expect("label");
+        assert_eq!(
+            (&item["textEdit"]["insert"], &item["textEdit"]["replace"]),
+            (insert, replace),
+            "{label}"
+        );
+        assert_eq!(item["textEdit"]["newText"], json!(label));
+        let key = item["sortText"].as_str().expect("sortText").to_string();
+        assert!(key > sort, "{label}: sortText {key} after {sort}");
+        sort = key;
+        let kind = match item["kind"].as_u64() {
+            Some(3) => "function",
+            Some(6) => "variable",
+            Some(14) => "keyword",
+            other => panic!("{label}: kind {other:?}"),
+        };
+        out.push_str(&format!(
+            "{label} ({kind}) {}\n",
+            item["detail"].as_str().unwrap_or("")
+        ));
+        assert_eq!(item["documentation"]["kind"], json!("markdown"));
+        let docs = item["documentation"]["value"]
+            .as_str()
+            .expect("documentation");
+        if documented.insert((label.to_string(), docs.to_string())) {
+            out.push_str(&indent(docs));
+        }
+    }
     out
 }
 
@@ -450,6 +550,68 @@ fn bad_requests_are_answered_with_errors() {
     c.shutdown();
 }
 
+/// Completion as LSP 3.17 has it: Markdown documentation only for a client that lists it
+/// (`completionItem.documentationFormat`), plain text otherwise; `null` where nothing fits; an
+/// error for a document that is not open.
+#[test]
+fn completion_documentation_follows_the_client() {
+    let mut c = Client::start_with(json!({}));
+    let uri = "file:///work/complete.teil";
+    let text = "input alloc A : f32[2]\noutput alloc B : f32[2]\nB = ma // max\n";
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "teil", "version": 1, "text": text } }),
+    );
+    let at = |character: u32| {
+        json!({ "textDocument": { "uri": uri },
+                "position": { "line": 2, "character": character } })
+    };
+    let items = c.result("textDocument/completion", at(6));
+    let items = items.as_array().expect("an array of items");
+    let max = items
+        .iter()
+        .find(|i| i["label"] == json!("max"))
+        .expect("max");
+    assert_eq!(
+        max,
+        &json!({
+            "label": "max",
+            "kind": 3,
+            "detail": "max e0 e1",
+            "documentation": "max e0 e1: the larger of each pair of elements (IEEE 754-2019 \
+                maximum: NaN propagating, -0 < +0), exact in the operands' element type.\n\n\
+                Typing rule: T-Func2.",
+            "sortText": "0008",
+            "textEdit": {
+                "range": { "start": { "line": 2, "character": 4 },
+                           "end": { "line": 2, "character": 6 } },
+                "newText": "max"
+            }
+        })
+    );
+    let kinds: Vec<(&str, u64)> = items
+        .iter()
+        .map(|i| {
+            (
+                i["label"].as_str().unwrap_or(""),
+                i["kind"].as_u64().unwrap_or(0),
+            )
+        })
+        .filter(|(l, _)| ["A", "exp", "f32", "contr"].contains(l))
+        .collect();
+    assert_eq!(kinds, [("A", 6), ("exp", 3), ("f32", 3), ("contr", 14)]);
+    // In the comment, and after an operand: nothing.
+    assert!(c.result("textDocument/completion", at(12)).is_null());
+    assert!(c.result("textDocument/completion", at(1)).is_null());
+    let r = c.request(
+        "textDocument/completion",
+        json!({ "textDocument": { "uri": "file:///work/closed.teil" },
+                "position": { "line": 0, "character": 0 } }),
+    );
+    assert_eq!(r.error.expect("error").code, -32602); // InvalidParams
+    c.shutdown();
+}
+
 #[path = "../../teil/tests/parser_fuzz/input.rs"]
 mod input;
 
@@ -503,6 +665,7 @@ proptest::proptest! {
             ("textDocument/codeAction", json!({ "textDocument": doc, "range": whole,
                 "context": { "diagnostics": [] } })),
             ("textDocument/inlayHint", json!({ "textDocument": doc, "range": whole })),
+            ("textDocument/completion", at.clone()),
         ] {
             let r = c.request(method, params);
             proptest::prop_assert!(r.error.is_none(), "{method}: {:?}\n{text:?}", r.error);

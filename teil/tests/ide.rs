@@ -9,8 +9,9 @@ use input::{decode, Corpus, Input};
 use proptest::prelude::*;
 use std::path::Path;
 use std::sync::OnceLock;
+use teil::ast::ElemType;
 use teil::fmt::Style;
-use teil::ide::{Analysis, SourceKind, SymbolKind};
+use teil::ide::{Analysis, CompletionKind, SourceKind, SymbolKind};
 
 fn teil(src: &str) -> Analysis {
     Analysis::new(src, SourceKind::Teil)
@@ -135,6 +136,338 @@ fn symbols_and_inlay_hints() {
     assert_eq!(hints.len(), 1);
     assert_eq!(hints[0].label, ": [3, 5]");
     assert_eq!(hints[0].offset, MATMUL.len() - 1);
+}
+
+const ELEM: &str = "\
+input alloc A : f32[3, 4]
+input var B : f64[4 5]
+output alloc C : f32[3, 5]
+inout alloc D : [3, 4]
+C = contr 2 3 (prod (exp A) (f32 B))
+D = max (f64 (sqrt A)) (abs D)
+";
+
+/// Once a program names an element type, every type is shown with its own, `f64` included;
+/// functions and conversions are named by their rules and explained.
+#[test]
+fn hover_shows_element_types_rules_and_functions() {
+    let a = teil(ELEM);
+    assert!(a.diagnostics().is_empty(), "{:?}", a.diagnostics());
+    let h = a.hover(at(ELEM, "contr", 0)).expect("hover");
+    assert_eq!((h.shape, h.elem), (Some(vec![3, 5]), Some(ElemType::F32)));
+    assert!(
+        h.markdown
+            .starts_with("`contr 2 3 (prod (exp A) (f32 B))` : `f32[3, 5]` by T-Contr"),
+        "{}",
+        h.markdown
+    );
+    let h = a.hover(at(ELEM, "exp", 0)).expect("hover");
+    assert_eq!(&ELEM[h.range.clone()], "exp A");
+    assert_eq!((h.rule, h.elem), (Some("T-Func"), Some(ElemType::F32)));
+    assert_eq!(h.operands, vec![("A".to_string(), Some(vec![3, 4]))]);
+    assert_eq!(h.operand_elems, vec![Some(ElemType::F32)]);
+    assert_eq!(
+        h.markdown,
+        "`exp A` : `f32[3, 4]` by T-Func\n\n`exp e`: e^x of each element, correctly rounded \
+         in the operand's element type (here `f32`).\n\noperands:\n- `A` : `f32[3, 4]`"
+    );
+    // A conversion: the result's element type, and the operand's.
+    let h = a.hover(at(ELEM, "f32 B", 0)).expect("hover");
+    assert_eq!((h.rule, h.elem), (Some("T-Conv"), Some(ElemType::F32)));
+    assert_eq!(h.operand_elems, vec![Some(ElemType::F64)]);
+    assert!(
+        h.markdown.starts_with("`f32 B` : `f32[4, 5]` by T-Conv"),
+        "{}",
+        h.markdown
+    );
+    assert!(h.markdown.contains("- `B` : `f64[4, 5]`"), "{}", h.markdown);
+    assert!(h.markdown.contains("ties to even"), "{}", h.markdown);
+    let h = a.hover(at(ELEM, "f64 (sqrt", 0)).expect("hover");
+    assert!(
+        h.markdown.contains("to binary64, exactly"),
+        "{}",
+        h.markdown
+    );
+    // max: typed like `+`, NaN propagating, -0 < +0; sqrt rounds in f32 here.
+    let h = a.hover(at(ELEM, "max", 0)).expect("hover");
+    assert_eq!((h.rule, h.elem), (Some("T-Func2"), Some(ElemType::F64)));
+    assert!(
+        h.markdown
+            .starts_with("`max (f64 (sqrt A)) (abs D)` : `f64[3, 4]` by T-Func2"),
+        "{}",
+        h.markdown
+    );
+    assert!(
+        h.markdown.contains(
+            "NaN propagating, -0 < +0), exact in the operands' element type (here `f64`)"
+        ),
+        "{}",
+        h.markdown
+    );
+    let h = a.hover(at(ELEM, "sqrt", 0)).expect("hover");
+    assert!(h.markdown.contains("(here `f32`)"), "{}", h.markdown);
+    let h = a.hover(at(ELEM, "abs", 0)).expect("hover");
+    assert!(
+        h.markdown.contains("`abs e`: the absolute value"),
+        "{}",
+        h.markdown
+    );
+    // A variable: its declared element type, the declaration as written.
+    let h = a.hover(at(ELEM, "D)", 0)).expect("hover");
+    assert_eq!(h.elem, Some(ElemType::F64));
+    assert!(
+        h.markdown.starts_with("`D` : `f64[3, 4]` by T-Var"),
+        "{}",
+        h.markdown
+    );
+    assert_eq!(h.declaration.as_deref(), Some("inout alloc D : [3, 4]"));
+    // A declaration's element type explains itself.
+    let h = a.hover(at(ELEM, "f32[", 0) + 1).expect("hover");
+    assert_eq!(&ELEM[h.range.clone()], "f32");
+    assert_eq!(
+        (h.shape, h.elem, h.rule),
+        (Some(vec![3, 4]), Some(ElemType::F32), None)
+    );
+    assert!(
+        h.markdown
+            .starts_with("`f32` : the element type of `A`\n\nIEEE 754 binary32"),
+        "{}",
+        h.markdown
+    );
+    assert!(h
+        .markdown
+        .ends_with("declared `input alloc A : f32[3, 4]`: input variable"));
+    let h = a.hover(at(ELEM, "f64[", 0)).expect("hover");
+    assert!(h
+        .markdown
+        .starts_with("`f64` : the element type of `B`\n\nIEEE 754 binary64"));
+    assert!(h.markdown.contains("the default"), "{}", h.markdown);
+    assert_eq!(a.goto_definition(at(ELEM, "f64[", 0)), None);
+    // The shapes panel carries the element types too.
+    let facts = a.statement_expressions(at(ELEM, "max", 0));
+    let elems: Vec<_> = facts.iter().map(|f| (f.text.as_str(), f.elem)).collect();
+    assert_eq!(
+        elems,
+        [
+            ("max (f64 (sqrt A)) (abs D)", Some(ElemType::F64)),
+            ("(f64 (sqrt A))", Some(ElemType::F64)),
+            ("f64 (sqrt A)", Some(ElemType::F64)),
+            ("(sqrt A)", Some(ElemType::F32)),
+            ("sqrt A", Some(ElemType::F32)),
+            ("A", Some(ElemType::F32)),
+            ("(abs D)", Some(ElemType::F64)),
+            ("abs D", Some(ElemType::F64)),
+            ("D", Some(ElemType::F64)),
+        ]
+    );
+}
+
+#[test]
+fn symbols_and_inlay_hints_show_element_types() {
+    let a = teil(ELEM);
+    let details: Vec<String> = a.document_symbols().into_iter().map(|s| s.detail).collect();
+    assert_eq!(
+        details,
+        [
+            "input f32[3, 4]",
+            "input f64[4, 5]",
+            "output f32[3, 5]",
+            "inout f64[3, 4]",
+            "f32[3, 5]",
+            "f64[3, 4]"
+        ]
+    );
+    let labels: Vec<String> = a.inlay_hints().into_iter().map(|h| h.label).collect();
+    assert_eq!(labels, [": f32[3, 5]", ": f64[3, 4]"]);
+    let elems: Vec<_> = a.statements().into_iter().map(|s| s.elem).collect();
+    assert_eq!(elems, [Some(ElemType::F32), Some(ElemType::F64)]);
+    // A program that writes only `f64` names an element type: it is shown.
+    let src = "alloc A : f64[2]\nA = A\n";
+    assert_eq!(teil(src).inlay_hints()[0].label, ": f64[2]");
+    // One that names none reads as it always did (`[2]`), element types known all the same.
+    let src = "alloc A : [2]\nA = exp A\n";
+    let a = teil(src);
+    assert_eq!(a.inlay_hints()[0].label, ": [2]");
+    assert_eq!(a.document_symbols()[0].detail, "[2]");
+    let h = a.hover(at(src, "exp", 0)).expect("hover");
+    assert_eq!((h.elem, h.rule), (Some(ElemType::F64), Some("T-Func")));
+    assert!(
+        h.markdown
+            .starts_with("`exp A` : `[2]` by T-Func\n\n`exp e`: e^x"),
+        "{}",
+        h.markdown
+    );
+    // Element types that conflict (E0311): the shape stands, the element type is unknown.
+    let src = "alloc A : f32[2]\nalloc B : [2]\nA = A + B\n";
+    let a = teil(src);
+    assert_eq!(a.diagnostics()[0].code.as_str(), "E0311");
+    let h = a.hover(at(src, "A + B", 0) + 2).expect("hover");
+    assert_eq!((h.shape, h.elem), (Some(vec![2]), None));
+    assert_eq!(h.operand_elems, [Some(ElemType::F32), Some(ElemType::F64)]);
+    assert!(
+        h.markdown.starts_with(
+            "`A + B` : `[2]` by T-Add (element type unknown: this does not type-check)"
+        ),
+        "{}",
+        h.markdown
+    );
+    assert_eq!(a.inlay_hints()[0].label, ": [2]");
+}
+
+/// The completion list at the first `|` of `marked`, as (label, kind) pairs, with the text its
+/// range replaces.
+fn complete(marked: &str, kind: SourceKind) -> Option<(String, Vec<(String, CompletionKind)>)> {
+    let offset = marked.find('|').expect("a cursor");
+    let src = marked.replacen('|', "", 1);
+    let c = Analysis::new(src.as_str(), kind).completions(offset)?;
+    assert!(
+        c.range.start <= offset && offset == c.range.end,
+        "{:?}",
+        c.range
+    );
+    let items = c.items.iter().map(|i| (i.label.clone(), i.kind)).collect();
+    Some((src[c.range].to_string(), items))
+}
+
+fn labels(marked: &str) -> Option<Vec<String>> {
+    complete(marked, SourceKind::Teil).map(|(_, items)| items.into_iter().map(|i| i.0).collect())
+}
+
+#[test]
+fn completion_follows_the_grammar() {
+    let decls = "input alloc A : f32[3]\ninput alloc B : [3]\noutput alloc C : f32[3]\n";
+    let vars = ["A", "B", "C"];
+    let funcs = ["exp", "log", "sqrt", "tanh", "erf", "abs", "max", "min"];
+    let ops = [
+        "add", "sub", "mul", "div", "prod", "red+", "red*", "redmax", "redmin", "transp", "diag",
+        "contr", "expa", "proj",
+    ];
+    let everything: Vec<String> = vars
+        .iter()
+        .chain(&funcs)
+        .chain(&["f32", "f64"])
+        .chain(&ops)
+        .map(|s| s.to_string())
+        .collect();
+    // Where an expression is expected: the variables, functions, conversions, operations.
+    for stmt in [
+        "C = |",
+        "C = A + |",
+        "C = A * (|",
+        "C = ex|",
+        "C = f3|",
+        "C = (A # B) .[1 2] - |",
+        "C = add A B / |",
+        "C = exp A - |",
+        "C = -2 * |",
+        "C = contr 1 2 (A # |",
+    ] {
+        let got = labels(&format!("{decls}{stmt}"));
+        assert_eq!(got.as_ref(), Some(&everything), "{stmt}");
+    }
+    // Where an operand of a prefix application is expected: an atom, so the variables alone.
+    for stmt in [
+        "C = add A |",
+        "C = exp |",
+        "C = max A |",
+        "C = f32 |",
+        "C = red+ 1 |",
+        "C = contr 1 2 |",
+        "C = add (exp A) |",
+        "C = max -1.5 |",
+        "C = transp 1 2 (A # B) + max (A) |",
+    ] {
+        assert_eq!(
+            labels(&format!("{decls}{stmt}")).as_deref(),
+            Some(&vars.map(String::from)[..]),
+            "{stmt}"
+        );
+    }
+    // Nothing where a number, an operator or a new item comes, or in a comment.
+    for stmt in [
+        "C = A |",
+        "C = red+ |",
+        "C = contr 1 |",
+        "C = A .[|",
+        "C = A .[1 |",
+        "C = exp A |",
+        "C = (A + B) |",
+        "C = A\n|",
+        "C = 1|",
+        "C = -|",
+        "C = add A -|",
+        "C = A // e|",
+        "|",
+        "C|",
+    ] {
+        assert_eq!(labels(&format!("{decls}{stmt}")), None, "{stmt}");
+    }
+    // The word being typed is the range replaced; kinds tell functions from conversions.
+    let (word, items) = complete(&format!("{decls}C = sq|rt A"), SourceKind::Teil).expect("items");
+    assert_eq!(word, "sq");
+    let src = format!("{decls}C = sqrt A");
+    let c = teil(&src).completions(at(&src, "rt A", 0)).expect("items");
+    assert_eq!(&src[c.replace.clone()], "sqrt");
+    // No word before the offset: nothing replaced, whatever follows.
+    let c = teil(&src).completions(at(&src, "sqrt", 0)).expect("items");
+    assert_eq!(
+        (c.range.clone(), c.replace),
+        (c.range.start..c.range.start, c.range)
+    );
+    let kind = |l: &str| items.iter().find(|i| i.0 == l).map(|i| i.1);
+    assert_eq!(kind("A"), Some(CompletionKind::Variable));
+    assert_eq!(kind("sqrt"), Some(CompletionKind::Function));
+    assert_eq!(kind("max"), Some(CompletionKind::Function));
+    assert_eq!(kind("f64"), Some(CompletionKind::Conversion));
+    assert_eq!(kind("contr"), Some(CompletionKind::Operation));
+    let (word, _) = complete(&format!("{decls}C = red+|"), SourceKind::Teil).expect("items");
+    assert_eq!(word, "red+");
+    // After a declaration's `:`, the element types, f32 first (f64 is the default).
+    for decl in [
+        "alloc X : |",
+        "input var X : |[3]",
+        "alloc X : f|",
+        "output alloc X :|",
+    ] {
+        let got = complete(&format!("{decls}{decl}"), SourceKind::Teil).map(|(_, items)| items);
+        let want = vec![
+            ("f32".to_string(), CompletionKind::ElemType),
+            ("f64".to_string(), CompletionKind::ElemType),
+        ];
+        assert_eq!(got, Some(want), "{decl}");
+    }
+    for decl in ["alloc |", "alloc X |", "alloc X : [|", "alloc X : f32[3|"] {
+        assert_eq!(complete(decl, SourceKind::Teil), None, "{decl}");
+    }
+    // Details and documentation.
+    let src = format!("{decls}C = ");
+    let c = teil(&src).completions(src.len()).expect("items");
+    let item = |l: &str| c.items.iter().find(|i| i.label == l).expect(l).clone();
+    assert_eq!(item("A").detail, "input f32[3]");
+    assert_eq!(item("A").documentation, "declared `input alloc A : f32[3]`");
+    assert_eq!(item("max").detail, "max e0 e1");
+    assert_eq!(
+        item("max").documentation,
+        "`max e0 e1`: the larger of each pair of elements (IEEE 754-2019 maximum: NaN \
+         propagating, -0 < +0), exact in the operands' element type.\n\nTyping rule: T-Func2."
+    );
+    assert!(item("erf")
+        .documentation
+        .contains("correctly rounded in the operand's element type"));
+    assert_eq!(item("f32").detail, "f32 e");
+    assert!(item("f32").documentation.contains("Typing rule: T-Conv."));
+    let src = "alloc X : ";
+    let c = teil(src).completions(src.len()).expect("items");
+    assert_eq!(c.items[0].detail, "IEEE 754 binary32");
+    assert!(c.items[1].documentation.contains("the default"));
+    // Index notation: the element types of its declarations only.
+    let tin = |m: &str| complete(m, SourceKind::Tin).map(|(_, i)| i.len());
+    assert_eq!(tin("alloc A : |"), Some(2));
+    assert_eq!(tin("alloc A : [3]\nA(i) = |"), None);
+    // Past the end or inside a character: nothing, and no panic.
+    let a = teil("alloc é : [2]");
+    assert_eq!(a.completions(7), None);
+    assert_eq!(a.completions(100), None);
 }
 
 /// Applies the first fix of the only diagnostic and checks the result.
@@ -376,6 +709,17 @@ fn every_answer_is_sound(src: &str, kind: SourceKind) -> Result<(), String> {
         }
         if let Some(bad) = a.references(offset).iter().find(|s| !inside(s)) {
             return Err(format!("reference {bad:?}"));
+        }
+        if let Some(c) = a.completions(offset) {
+            if !inside(&c.range) || c.range.end != offset || c.items.is_empty() {
+                return Err(format!("completion range {:?} at {offset}", c.range));
+            }
+            if !inside(&c.replace) || c.replace.start != c.range.start || c.replace.end < offset {
+                return Err(format!("completion replace {:?} at {offset}", c.replace));
+            }
+            if src[c.replace.clone()].contains(['\n', '\r']) {
+                return Err(format!("completion range {:?} spans lines", c.range));
+            }
         }
     }
     for s in a.document_symbols() {
