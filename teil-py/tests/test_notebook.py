@@ -268,5 +268,15 @@ def test_the_tour_notebook_runs_and_shows_what_it_says():
     kernel = cells['kernel = teil.Program(teil.einsum_program("ij,jk->ik", (2, 3), (3, 4))).compile()']
     assert "<tr><th>outputs</th><td>out</td></tr>" in kernel["text/html"][0]
     assert cells['np.array_equal(kernel(in0=X, in1=Y)["out"], X @ Y)']["text/plain"] == ["True"]
+
+    softmax = cells["%%teil --backend oracle"]
+    assert ("<td><code>Y</code></td><td><code>[4, 8]</code></td><td>output</td>"
+            "<td><code>float32</code></td>") in softmax["text/html"][0]
+    shown = cells["Y.dtype, np.isnan(Y[1]).all(), Y[2, 0] == 0.0, np.allclose(Y[[0, 3]].sum(axis=1), 1.0, atol=1e-6)"]
+    assert shown["text/plain"] == ["(dtype('float32'), np.True_, np.True_, True)"]
+    gelu = "".join(cells['gelu = teil.Program(open("../kernels/gelu.teil").read())']["text/plain"])
+    # GELU(-30) = -0 (erf saturates at -1), GELU(30) = 30, in float32.
+    assert gelu.startswith("array([-0.0000000e+00,") and "3.0000000e+01" in gelu
+    assert "dtype=float32" in gelu
     # Nothing else failed.
     assert [src for src, o in cells.items() if "error" in o] == ["%%teil"]
