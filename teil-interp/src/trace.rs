@@ -237,8 +237,13 @@ pub fn trace(
                 })?;
             }
             let v = o.eval(rhs, idx)?;
+            // A binary32 value with binary32's shortest digits.
+            let shown = match (v, p.elem(rhs)) {
+                (Val::Num(x), teil::ast::ElemType::F32) if !x.is_nan() => format!("{}", x as f32),
+                _ => value(v),
+            };
             out.push(Line {
-                text: format!("{pad}= {}", value(v)),
+                text: format!("{pad}= {shown}"),
                 rule: "[arithmetic]".to_string(),
                 span: None,
             })?;

@@ -292,3 +292,46 @@ fn the_output_budget_counts_the_printed_bytes() {
     // The old count was below the printed size for some of these (so it let them through).
     assert!(underestimated > 0);
 }
+
+/// Functions and conversions unfold as calls ([S-Func], [S-Func2], [S-Conv]); the value line is
+/// the oracle's, in binary32 for an `f32` target.
+#[test]
+fn functions_and_conversions_unfold_as_calls() {
+    let p = compile(
+        "input alloc A : f32[2]\ninput alloc B : [2]\noutput alloc C : f32[2]\n\
+         C = 0.5 * max (exp A) (f32 (tanh B))",
+    );
+    let inputs: BTreeMap<String, ArrayD<f64>> = [
+        (
+            "A".to_string(),
+            ArrayD::from_shape_vec(IxDyn(&[2]), vec![0.0, 1.0]).unwrap(),
+        ),
+        (
+            "B".to_string(),
+            ArrayD::from_shape_vec(IxDyn(&[2]), vec![0.5, 3.0]).unwrap(),
+        ),
+    ]
+    .into();
+    let lines = trace(
+        &p,
+        "C",
+        &[2],
+        Some(&inputs),
+        Style::Infix,
+        &Budget::default(),
+    )
+    .unwrap();
+    let rules: Vec<&str> = lines.iter().map(|l| l.rule.as_str()).collect();
+    for rule in ["[S-Func2]", "[S-Func]", "[S-Conv]"] {
+        assert!(rules.contains(&rule), "{rule} in {rules:?}");
+    }
+    let value = lines.last().unwrap();
+    // max(e, tanh 3 rounded to binary32) = e in binary32, times 0.5 in binary32.
+    let e32 = std::f32::consts::E;
+    assert!(
+        value.text.ends_with(&format!("= {}", e32 * 0.5)),
+        "{}",
+        value.text
+    );
+    insta::assert_snapshot!(render(&lines));
+}
