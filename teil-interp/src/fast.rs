@@ -22,7 +22,7 @@
 //!
 //! Element types: every node of a term has the term's element type (operands of `#`, `*` and
 //! the sums share it, T-Prod, T-Mul), and so do its contractions: in `f32` each product and each
-//! addition of [`Evaluator::contract`] is rounded to binary32 as it is computed, as the
+//! addition of `Evaluator::contract` is rounded to binary32 as it is computed, as the
 //! non-linear nodes round each result (spec/semantics.md, "Element types"). Functions and
 //! conversions are non-linear nodes ([`crate::functions`]).
 //!

@@ -11,17 +11,21 @@
 //! in ulps of the true value.
 //!
 //! `max` and `min` are IEEE 754-2019's `maximum` and `minimum`: NaN if either operand is NaN
-//! (as NumPy's `maximum`/`minimum`), and `-0 < +0`. They differ from the fold steps of
+//! (as NumPy's `maximum`/`minimum`, which differ on zeros: of two equal operands they return
+//! the second), and `-0 < +0`. They differ from the fold steps of
 //! `redmax`/`redmin` ([`crate::domain::max_f64`]) only on zeros of different signs, which the
 //! fold orders by position (its first operand wins a tie).
 //!
 //! A binary32 value travels as the binary64 number that holds it exactly, as everywhere in the
 //! evaluators; [`apply`] takes and returns such numbers.
 //!
-//! The `core-math` crate compiles CORE-MATH's C, which needs a C compiler and a C library for
-//! the target: not there for `wasm32-unknown-unknown`. There [`apply`] answers
-//! [`Unavailable`] for `exp`, `log`, `tanh` and `erf` (the playground says so) instead of
-//! computing other bits.
+//! Natively the `core-math` crate compiles CORE-MATH's C; its build needs a C library for the
+//! target, which `wasm32-unknown-unknown` (the playground) lacks. There this crate's `build.rs`
+//! compiles the same functions from the vendored, unmodified sources in
+//! `third_party/core-math/` with Clang, and they are called through the C ABI: every build
+//! computes the same bits (the playground's end-to-end tests compare the browser's values with
+//! the native ones, `teil-wasm/tests/function_bits.rs`). [`Unavailable`] stays the answer of a
+//! build without a correctly rounded implementation; every build has one.
 
 use teil::ast::{ElemType, Func, Func2};
 
@@ -39,36 +43,79 @@ pub fn apply(f: Func, t: ElemType, x: f64) -> Result<f64, Unavailable> {
         // IEEE square root, correctly rounded in either type (binary32's as f32's own).
         (Func::Sqrt, ElemType::F64) => x.sqrt(),
         (Func::Sqrt, ElemType::F32) => (x as f32).sqrt() as f64,
-        (_, t) => correctly_rounded(f, t, x)?,
+        (_, t) => correctly_rounded(f, t, x),
     })
 }
 
-#[cfg(not(target_arch = "wasm32"))]
-fn correctly_rounded(f: Func, t: ElemType, x: f64) -> Result<f64, Unavailable> {
-    Ok(match t {
+/// `f x` for the functions CORE-MATH computes (`exp`, `log`, `tanh`, `erf`).
+fn correctly_rounded(f: Func, t: ElemType, x: f64) -> f64 {
+    match t {
         ElemType::F64 => match f {
-            Func::Exp => core_math::exp(x),
-            Func::Log => core_math::log(x),
-            Func::Tanh => core_math::tanh(x),
-            Func::Erf => core_math::erf(x),
+            Func::Exp => cr::exp(x),
+            Func::Log => cr::log(x),
+            Func::Tanh => cr::tanh(x),
+            Func::Erf => cr::erf(x),
             Func::Sqrt | Func::Abs => unreachable!("computed by apply"),
         },
         ElemType::F32 => {
             let x = x as f32;
             (match f {
-                Func::Exp => core_math::expf(x),
-                Func::Log => core_math::logf(x),
-                Func::Tanh => core_math::tanhf(x),
-                Func::Erf => core_math::erff(x),
+                Func::Exp => cr::expf(x),
+                Func::Log => cr::logf(x),
+                Func::Tanh => cr::tanhf(x),
+                Func::Erf => cr::erff(x),
                 Func::Sqrt | Func::Abs => unreachable!("computed by apply"),
             }) as f64
         }
-    })
+    }
 }
 
+/// CORE-MATH's functions: natively the `core-math` crate's.
+#[cfg(not(target_arch = "wasm32"))]
+use core_math as cr;
+
+/// CORE-MATH's functions on `wasm32`: the vendored C (`third_party/core-math/`) that
+/// `build.rs` compiles and links, through the C ABI.
 #[cfg(target_arch = "wasm32")]
-fn correctly_rounded(f: Func, _: ElemType, _: f64) -> Result<f64, Unavailable> {
-    Err(Unavailable(f))
+mod cr {
+    extern "C" {
+        fn cr_exp(x: f64) -> f64;
+        fn cr_log(x: f64) -> f64;
+        fn cr_tanh(x: f64) -> f64;
+        fn cr_erf(x: f64) -> f64;
+        fn cr_expf(x: f32) -> f32;
+        fn cr_logf(x: f32) -> f32;
+        fn cr_tanhf(x: f32) -> f32;
+        fn cr_erff(x: f32) -> f32;
+    }
+
+    // SAFETY (every function): CORE-MATH's functions are pure functions of one floating-point
+    // value, defined for every value (NaN and infinities included); they touch no memory of
+    // the caller's and, built without errno (`CORE_MATH_SUPPORT_ERRNO` undefined), no global.
+    pub fn exp(x: f64) -> f64 {
+        unsafe { cr_exp(x) }
+    }
+    pub fn log(x: f64) -> f64 {
+        unsafe { cr_log(x) }
+    }
+    pub fn tanh(x: f64) -> f64 {
+        unsafe { cr_tanh(x) }
+    }
+    pub fn erf(x: f64) -> f64 {
+        unsafe { cr_erf(x) }
+    }
+    pub fn expf(x: f32) -> f32 {
+        unsafe { cr_expf(x) }
+    }
+    pub fn logf(x: f32) -> f32 {
+        unsafe { cr_logf(x) }
+    }
+    pub fn tanhf(x: f32) -> f32 {
+        unsafe { cr_tanhf(x) }
+    }
+    pub fn erff(x: f32) -> f32 {
+        unsafe { cr_erff(x) }
+    }
 }
 
 /// `max a b` and `min a b` (IEEE 754-2019 `maximum`, `minimum`): exact in either type.

@@ -9,8 +9,10 @@
 use ndarray::{ArrayD, IxDyn};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use teil::ast::ElemType;
 use teil::fmt::Style;
 use teil::guard::EinsumOutcome;
+use teil::ide::Analysis;
 use teil::lines::LineIndex;
 use teil::CodedError;
 use teil::{CheckedProgram, Diagnostic};
@@ -97,6 +99,9 @@ fn dispatch(req: &Map<String, Value>) -> Answer {
         "emit_c" => emit_c(req),
         "einsum" => einsum(req),
         "explain" => explain(req),
+        "function_bits" => {
+            crate::bits::function_bits(u64_field(req, "random", crate::bits::DEFAULT_RANDOM)?)
+        }
         other => Err(format!("unknown request `{other}`")),
     }
 }
@@ -183,10 +188,15 @@ fn analyze(req: &Map<String, Value>) -> Answer {
             // The statements that check keep their shapes (as the editor's inlay hints do);
             // the others have none.
             let units = Units::new(src);
-            let statements: Vec<Value> = teil::ide::Analysis::new(src, source_kind(req))
+            let analysis = Analysis::new(src, source_kind(req));
+            let statements: Vec<Value> = analysis
                 .statements()
                 .into_iter()
-                .map(|s| statement_json(&units, &s.target, &s.span, s.shape.as_deref()))
+                .map(|s| {
+                    let shape = s.shape.as_deref();
+                    let text = shape.map(|t| analysis.type_text(t, s.elem));
+                    statement_json(&units, &s.target, &s.span, shape, s.elem, text)
+                })
                 .collect();
             json!({
                 "ok": false,
@@ -199,11 +209,23 @@ fn analyze(req: &Map<String, Value>) -> Answer {
         Ok((p, warnings)) => {
             // One index of the text for every statement (building one reads the text).
             let units = Units::new(src);
+            let types = Types::of(req, src);
             let statements: Vec<Value> = p
                 .program()
                 .stmts
                 .iter()
-                .map(|s| statement_json(&units, &s.target.name, &s.span, Some(p.shape(&s.value))))
+                .map(|s| {
+                    let (shape, elem) = (p.shape(&s.value), p.elem(&s.value));
+                    let text = types.text(shape, Some(elem));
+                    statement_json(
+                        &units,
+                        &s.target.name,
+                        &s.span,
+                        Some(shape),
+                        Some(elem),
+                        Some(text),
+                    )
+                })
                 .collect();
             let variables: Vec<Value> = p
                 .program()
@@ -213,6 +235,8 @@ fn analyze(req: &Map<String, Value>) -> Answer {
                     json!({
                         "name": d.name.name,
                         "shape": d.shape(),
+                        "elem": d.elem.keyword(),
+                        "type": types.text(&d.shape(), Some(d.elem)),
                         "qualifier": d.qualifier.map(|q| q.keyword()),
                         "input": p.is_input(d),
                         "output": p.is_output(d),
@@ -231,20 +255,53 @@ fn analyze(req: &Map<String, Value>) -> Answer {
 }
 
 /// One row of `analyze`'s `statements`: the target, the right-hand side's shape (`null` where
-/// it does not check), the statement's span and 1-based line.
+/// it does not check) and element type (`null` where its operands' conflict), its type as the
+/// editor writes it, the statement's span and 1-based line.
 fn statement_json(
     units: &Units<'_>,
     target: &str,
     span: &teil::Span,
     shape: Option<&[u64]>,
+    elem: Option<ElemType>,
+    type_text: Option<String>,
 ) -> Value {
     json!({
         "target": target,
         "shape": shape,
+        "elem": elem.map(ElemType::keyword),
+        "type": type_text,
         "start": units.index(span.start),
         "end": units.index(span.end),
         "line": units.index.line(span.start) + 1,
     })
+}
+
+/// Types as the editor writes them ([`Analysis::type_text`]: `f32[3, 4]`, or `[3, 4]` in a
+/// text that names no element type).
+enum Types {
+    /// A text without the words `f32` and `f64` names no element type: its types are its bare
+    /// shapes, known without analysing the text again (`analyze` of a well-typed text has
+    /// checked it once already, and that is most of its time).
+    Bare,
+    Analysis(Analysis),
+}
+
+impl Types {
+    /// The types of the request's text.
+    fn of(req: &Map<String, Value>, src: &str) -> Types {
+        if src.contains("f32") || src.contains("f64") {
+            Types::Analysis(Analysis::new(src, source_kind(req)))
+        } else {
+            Types::Bare
+        }
+    }
+
+    fn text(&self, shape: &[u64], elem: Option<ElemType>) -> String {
+        match self {
+            Types::Bare => teil::ast::ShapeDisplay(shape).to_string(),
+            Types::Analysis(a) => a.type_text(shape, elem),
+        }
+    }
 }
 
 /// The budget of the playground's runs and traces (spec/limits.md, "Evaluation budgets"): a
@@ -261,13 +318,13 @@ fn budget() -> teil_interp::Budget {
 
 /// The editor analysis of the request's text (`teil::ide`, as the language server uses it),
 /// its positions, and the request's `offset` (a string index) as a byte offset.
-fn analysis(req: &Map<String, Value>) -> Result<(teil::ide::Analysis, Units<'_>, usize), String> {
+fn analysis(req: &Map<String, Value>) -> Result<(Analysis, Units<'_>, usize), String> {
     let src = str_field(req, "source")?;
     let kind = source_kind(req);
     let units = Units::new(src);
     let index = usize::try_from(u64_field(req, "offset", 0)?).unwrap_or(usize::MAX);
     let offset = units.byte(index);
-    Ok((teil::ide::Analysis::new(src, kind), units, offset))
+    Ok((Analysis::new(src, kind), units, offset))
 }
 
 /// `hover`: the shape and typing rule of the innermost expression at `offset`, or a
@@ -280,6 +337,8 @@ fn hover(req: &Map<String, Value>) -> Answer {
             "end": units.index(h.range.end),
             "text": h.markdown.replace('`', ""),
             "shape": h.shape,
+            "elem": h.elem.map(ElemType::keyword),
+            "type": h.shape.as_deref().map(|s| a.type_text(s, h.elem)),
             "rule": h.rule,
         })),
     }))
@@ -297,6 +356,8 @@ fn subexpressions(req: &Map<String, Value>) -> Answer {
                 "end": units.index(e.range.end),
                 "text": e.text,
                 "shape": e.shape,
+                "elem": e.elem.map(ElemType::keyword),
+                "type": e.shape.as_deref().map(|s| a.type_text(s, e.elem)),
                 "rule": e.rule,
             })
         })
@@ -327,28 +388,42 @@ fn inputs(
             .map_err(|errors| teil::interface::Coded(&errors).to_string())?;
         for (name, value) in given {
             let shape = p.var_shape(name).unwrap_or_default();
-            let t = from_nested(name, value, shape)?;
+            let elem = p.var_elem(name).unwrap_or_default();
+            let t = from_nested(name, value, shape, elem)?;
             out.insert(name.clone(), t);
         }
     }
     Ok(out)
 }
 
-/// A tensor from nested JSON lists of numbers (`null` is NaN, the undefined value).
-fn from_nested(name: &str, value: &Value, shape: &[u64]) -> Result<Tensor, String> {
-    fn walk(v: &Value, depth: usize, shape: &[u64], out: &mut Vec<f64>) -> Result<(), String> {
+/// A tensor of element type `elem` from nested JSON lists of numbers (`null` is NaN, the
+/// undefined value; the strings `"Infinity"` and `"-Infinity"` are the infinities, which JSON
+/// has no numbers for). A number for an `f32` tensor is read as binary32, the binary32 value
+/// nearest it, as a literal in an `f32` context is (and as [`value_json`] writes it).
+fn from_nested(name: &str, value: &Value, shape: &[u64], elem: ElemType) -> Result<Tensor, String> {
+    let number = |n: &serde_json::Number| match elem {
+        ElemType::F64 => n.as_f64().unwrap_or(f64::NAN),
+        // serde_json keeps the binary64 number nearest the text and writes it with the
+        // shortest digits that read back to it: the text's own, for a text of at most 15
+        // significant digits. Those read in binary32, the number is rounded once.
+        ElemType::F32 => n.to_string().parse::<f32>().map_or(f64::NAN, f64::from),
+    };
+    fn walk(
+        v: &Value,
+        depth: usize,
+        shape: &[u64],
+        number: &dyn Fn(&serde_json::Number) -> f64,
+        out: &mut Vec<f64>,
+    ) -> Result<(), String> {
         if depth == shape.len() {
-            return match v {
-                Value::Number(n) => {
-                    out.push(n.as_f64().unwrap_or(f64::NAN));
-                    Ok(())
-                }
-                Value::Null => {
-                    out.push(f64::NAN);
-                    Ok(())
-                }
-                _ => Err(format!("expected a number at depth {depth}, found {v}")),
-            };
+            out.push(match v {
+                Value::Number(n) => number(n),
+                Value::Null => f64::NAN,
+                Value::String(s) if s == "Infinity" => f64::INFINITY,
+                Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+                _ => return Err(format!("expected a number at depth {depth}, found {v}")),
+            });
+            return Ok(());
         }
         let items = v
             .as_array()
@@ -362,10 +437,10 @@ fn from_nested(name: &str, value: &Value, shape: &[u64]) -> Result<Tensor, Strin
         }
         items
             .iter()
-            .try_for_each(|i| walk(i, depth + 1, shape, out))
+            .try_for_each(|i| walk(i, depth + 1, shape, number, out))
     }
     let mut data = Vec::new();
-    walk(value, 0, shape, &mut data).map_err(|e| format!("input `{name}`: {e}"))?;
+    walk(value, 0, shape, &number, &mut data).map_err(|e| format!("input `{name}`: {e}"))?;
     let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
     ArrayD::from_shape_vec(IxDyn(&dims), data).map_err(|e| format!("input `{name}`: {e}"))
 }
@@ -393,31 +468,59 @@ fn shown_extents(shape: &[usize]) -> Vec<usize> {
     kept
 }
 
-/// A tensor as nested lists; NaN (the undefined value at the boundary) is `null`.
-fn to_nested(t: ndarray::ArrayViewD<'_, f64>) -> Value {
-    fn rec(t: ndarray::ArrayViewD<'_, f64>) -> Value {
-        if t.ndim() == 0 {
-            let x = t[IxDyn(&[])];
-            return if x.is_nan() { Value::Null } else { json!(x) };
+/// One value of a tensor of element type `elem` in an answer: a number written with the
+/// shortest digits that read back to it in its type (binary32's for `f32`: `0.1`, not the
+/// binary64 `0.10000000149011612` that holds it); NaN (the undefined value at the boundary) is
+/// `null`; the infinities, which JSON has no numbers for, are `"Infinity"` and `"-Infinity"`
+/// (what JavaScript's `Number` reads).
+fn value_json(x: f64, elem: ElemType) -> Value {
+    if x.is_nan() {
+        Value::Null
+    } else if x.is_infinite() {
+        json!(if x > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        match elem {
+            ElemType::F64 => json!(x),
+            // serde_json holds binary64 numbers and writes their shortest digits: the binary64
+            // number nearest binary32's shortest digits (at most 9 significant digits, which
+            // binary64 keeps) is written with those digits.
+            ElemType::F32 => json!(format!("{}", x as f32)
+                .parse::<f64>()
+                .expect("Rust prints a number it parses")),
         }
-        Value::Array(t.outer_iter().map(rec).collect())
     }
-    rec(t)
+}
+
+/// A tensor as nested lists of [`value_json`].
+fn to_nested(t: ndarray::ArrayViewD<'_, f64>, elem: ElemType) -> Value {
+    fn rec(t: ndarray::ArrayViewD<'_, f64>, elem: ElemType) -> Value {
+        if t.ndim() == 0 {
+            return value_json(t[IxDyn(&[])], elem);
+        }
+        Value::Array(t.outer_iter().map(|r| rec(r, elem)).collect())
+    }
+    rec(t, elem)
 }
 
 fn tensors_json(
     names: impl Iterator<Item = String>,
     values: &BTreeMap<String, Tensor>,
+    p: &CheckedProgram,
+    types: &Types,
 ) -> Vec<Value> {
     names
         .filter_map(|name| {
             values.get(&name).map(|t| {
                 let kept = shown_extents(t.shape());
                 let block = t.slice_each_axis(|ax| ndarray::Slice::from(0..kept[ax.axis.index()]));
+                let elem = p.var_elem(&name).unwrap_or_default();
+                let shape = teil_interp::tensor_shape(t);
                 let mut answer = json!({
                     "name": name,
-                    "shape": teil_interp::tensor_shape(t),
-                    "data": to_nested(block),
+                    "shape": shape,
+                    "elem": elem.keyword(),
+                    "type": types.text(&shape, Some(elem)),
+                    "data": to_nested(block, elem),
                 });
                 if kept != t.shape() {
                     answer["shown"] = json!(kept);
@@ -430,7 +533,7 @@ fn tensors_json(
 
 /// `run`: the fast evaluator on the given or random inputs; every output and every input.
 fn run(req: &Map<String, Value>) -> Answer {
-    let (p, _, _) = match load(req) {
+    let (p, _, src) = match load(req) {
         Ok(l) => l,
         Err(answer) => return Ok(answer),
     };
@@ -445,9 +548,10 @@ fn run(req: &Map<String, Value>) -> Answer {
         .iter()
         .filter(|d| inputs.contains_key(&d.name.name))
         .map(|d| d.name.name.clone());
+    let types = Types::of(req, src);
     Ok(json!({
-        "outputs": tensors_json(outputs, &results),
-        "inputs": tensors_json(ins, &inputs),
+        "outputs": tensors_json(outputs, &results, &p, &types),
+        "inputs": tensors_json(ins, &inputs, &p, &types),
     }))
 }
 

@@ -13,6 +13,7 @@
 //! The requests are documented in `web/README.md`.
 
 mod api;
+mod bits;
 
 pub use api::handle;
 

@@ -17,7 +17,7 @@ fn analyze_reports_codes_and_shapes() {
     assert_eq!(a["statements"][0]["line"], 4);
     assert_eq!(
         a["variables"][0],
-        json!({"name": "A", "shape": [2, 3], "qualifier": "input", "input": true, "output": false})
+        json!({"name": "A", "shape": [2, 3], "elem": "f64", "type": "[2, 3]", "qualifier": "input", "input": true, "output": false})
     );
 
     let bad = "alloc A : [2, 3]\nalloc B : [2, 3]\nalloc C : [2, 2]\nC = contr 2 3 (prod A B)\n";
@@ -390,4 +390,122 @@ fn statements_keep_their_shapes_beside_an_ill_typed_one() {
     assert_eq!(statements[1]["target"], "D");
     assert_eq!(statements[1]["shape"], Value::Null);
     assert_eq!(statements[1]["line"], 6);
+}
+
+/// A playground example (`web/examples/`), which the end-to-end tests run in the page.
+fn example(file: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../web/examples/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// Element types beside shapes, written as the editor writes them (`teil::ide`): `f32[3, 4]`
+/// once the text names an element type, the bare shape in a text that names none.
+#[test]
+fn types_are_answered_beside_shapes() {
+    let a = ask(json!({"cmd": "analyze", "source": MATMUL}));
+    assert_eq!(a["statements"][0]["type"], "[2, 2]", "{a}");
+    assert_eq!(a["statements"][0]["elem"], "f64", "{a}");
+
+    let softmax = example("softmax_f32.teil");
+    let a = ask(json!({"cmd": "analyze", "source": softmax}));
+    assert_eq!(a["ok"], true, "{a}");
+    let types: Vec<&Value> = a["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["type"])
+        .collect();
+    assert_eq!(
+        types,
+        [&json!("f32[3]"), &json!("f32[3, 4]"), &json!("f32[3, 4]")]
+    );
+    assert_eq!(a["statements"][0]["elem"], "f32");
+    assert_eq!(a["variables"][0]["type"], "f32[3, 4]");
+    assert_eq!(a["variables"][0]["elem"], "f32");
+
+    // A statement that does not check keeps no type; the others keep theirs.
+    let bad = softmax.replace("Y = E /", "Y = M /");
+    let a = ask(json!({"cmd": "analyze", "source": bad}));
+    assert_eq!(a["ok"], false, "{a}");
+    let types: Vec<&Value> = a["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["type"])
+        .collect();
+    assert_eq!(types, [&json!("f32[3]"), &json!("f32[3, 4]"), &Value::Null]);
+
+    let at = softmax.find("exp (").unwrap() + 1;
+    let a = ask(json!({"cmd": "subexpressions", "source": softmax, "offset": at}));
+    assert_eq!(a["subexpressions"][0]["type"], "f32[3, 4]", "{a}");
+    assert_eq!(a["subexpressions"][0]["elem"], "f32", "{a}");
+    let a = ask(json!({"cmd": "hover", "source": softmax, "offset": at}));
+    assert_eq!(a["hover"]["type"], "f32[3, 4]", "{a}");
+}
+
+/// A binary32 result is written with binary32's shortest digits (the page shows them as they
+/// come), and a number given for a binary32 input is read in binary32: the values the page's
+/// end-to-end test shows for this example, computed natively.
+#[test]
+fn binary32_values_travel_with_their_own_digits() {
+    let inputs = json!({"X": [[1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4], [-1, 0, 50, 100]]});
+    let req = json!({"cmd": "run", "source": example("softmax_f32.teil"), "inputs": inputs});
+    let text = teil_wasm::handle(&req.to_string());
+    let a: Value = serde_json::from_str(&text).unwrap();
+    let y = &a["outputs"][0];
+    assert_eq!(y["type"], "f32[3, 4]", "{a}");
+    assert_eq!(y["elem"], "f32", "{a}");
+    assert_eq!(
+        y["data"],
+        json!([
+            [0.032058604, 0.08714432, 0.23688284, 0.6439143],
+            [0.2138382, 0.23632778, 0.26118258, 0.2886514],
+            [1.4e-44, 3.8e-44, 1.9287499e-22, 1.0]
+        ])
+    );
+    // The digits themselves, not those of the binary64 number holding the binary32 one.
+    assert!(text.contains("[0.032058604,0.08714432,"), "{text}");
+    assert!(text.contains("[0.1,0.2,0.3,0.4]"), "{text}");
+}
+
+/// The infinities, which JSON has no numbers for, travel as the strings JavaScript's `Number`
+/// reads, both ways; NaN is `null` (undefined).
+#[test]
+fn infinities_travel_as_strings() {
+    let inputs = json!({"X": [["-Infinity", -10, -1, -0.5], [0, 1, 5, "Infinity"]]});
+    let req = json!({"cmd": "run", "source": example("gelu_erf.teil"), "inputs": inputs});
+    let a = ask(req);
+    assert_eq!(a["inputs"][0]["data"][1][3], "Infinity", "{a}");
+    // GELU: -∞ · 0 is NaN; erf saturates, so -10 gives -0 and +∞ gives +∞.
+    assert_eq!(
+        a["outputs"][0]["data"],
+        json!([
+            [null, -0.0, -0.15865526, -0.15426877],
+            [0.0, 0.8413447, 4.9999986, "Infinity"]
+        ]),
+        "{a}"
+    );
+    assert!(a["outputs"][0]["data"][0][1]
+        .as_f64()
+        .unwrap()
+        .is_sign_negative());
+    let bad = json!({"cmd": "run", "source": example("gelu_erf.teil"),
+        "inputs": {"X": [["inf", 0, 0, 0], [0, 0, 0, 0]]}});
+    assert!(ask(bad)["error"]
+        .as_str()
+        .unwrap()
+        .contains("expected a number"));
+}
+
+/// The `function_bits` request answers its own size, and refuses a runaway one.
+#[test]
+fn function_bits_is_bounded() {
+    let a = ask(json!({"cmd": "function_bits", "random": 3}));
+    assert_eq!(a["random"], 3, "{a}");
+    assert_eq!(a["cases"].as_array().unwrap().len(), 16, "{a}");
+    let a = ask(json!({"cmd": "function_bits", "random": 1u64 << 40}));
+    assert!(a["error"].as_str().unwrap().contains("at most"), "{a}");
 }

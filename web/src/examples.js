@@ -1,5 +1,6 @@
 // The examples menu: the papers' figures, the TVM Fig. 3a kernel (rejected), the CFD
-// operator, and index-notation kernels, read from the repository's own corpus at build time.
+// operator, a softmax and a GELU in binary32 (element types and functions), and
+// index-notation kernels, read from the repository's own corpus at build time.
 
 const papers = import.meta.glob('../../tests/papers/*.teil', { query: '?raw', import: 'default', eager: true });
 const tin = import.meta.glob('../../tests/tin/fig*.tin', { query: '?raw', import: 'default', eager: true });
@@ -10,6 +11,8 @@ const titles = {
   'matmul.teil': 'Matrix product (both syntaxes)',
   'tvm_fig3a.teil': 'TVM kernel, TeIL paper Fig. 3a (rejected)',
   'cfd.teil': 'CFD operator, TeIL paper §5',
+  'softmax_f32.teil': 'Softmax in binary32 (exp, the row maximum subtracted)',
+  'gelu_erf.teil': 'GELU, erf form, in binary32',
   'teil_fig07_matmul.teil': 'TeIL paper Fig. 7: matrix product',
   'teil_fig10a_taco.teil': 'TeIL paper Fig. 10a: TACO kernels',
   'teil_fig10b_tvm_fixed.teil': 'TeIL paper Fig. 10b: TVM kernel, fixed',

@@ -219,8 +219,9 @@ function renderAnalysis(a, text) {
   for (const s of a.statements || []) {
     const tr = document.createElement('tr');
     const stmt = text.slice(s.start, s.end);
-    // A statement that does not check has no shape; the others keep theirs.
-    const shape = s.shape ? `[${s.shape.join(', ')}]` : '—';
+    // A statement that does not check has no shape; the others keep theirs. The type is
+    // written as the editor writes it (`f32[3, 4]`, or `[3, 4]` where no element type is named).
+    const shape = s.type ?? '—';
     for (const cell of [String(s.line), stmt, shape]) {
       const td = document.createElement('td');
       td.textContent = cell;
@@ -244,7 +245,7 @@ function scheduleSubShapes() {
     for (const s of a.subexpressions || []) {
       const tr = document.createElement('tr');
       // A sub-expression that does not check (a misspelled name) has no shape.
-      const shape = s.shape ? `[${s.shape.join(', ')}]` : '—';
+      const shape = s.type ?? '—';
       for (const cell of [s.text, shape, s.rule || '']) {
         const td = document.createElement('td');
         td.textContent = cell;
@@ -291,9 +292,14 @@ const views = {
   'tab-c': () => textView({ cmd: 'emit_c', pad: Number($('pad').value) }, 'c-out'),
 };
 
-function formatValue(x) {
+/** A cell's value: `null` is undefined (•), the infinities come as the strings `"Infinity"` and
+ *  `"-Infinity"`; an `f32` value comes with binary32's shortest digits, shown as they are. */
+function formatValue(x, elem) {
   if (x === null) return '•';
-  return Number.isInteger(x) ? String(x) : x.toPrecision(6).replace(/\.?0+$/, '');
+  if (typeof x === 'string') return x.startsWith('-') ? '-∞' : '∞';
+  if (Object.is(x, -0)) return '-0';
+  if (elem === 'f32' || Number.isInteger(x)) return String(x);
+  return x.toPrecision(6).replace(/\.?0+$/, '');
 }
 
 function tensorView(t) {
@@ -302,7 +308,7 @@ function tensorView(t) {
   const cap = document.createElement('figcaption');
   // A large tensor comes as its leading block, whose extents are `shown` (spec/limits.md).
   const block = t.shown ? ` (the first [${t.shown.join(', ')}] shown)` : '';
-  cap.textContent = `${t.name} : [${t.shape.join(', ')}]${block}`;
+  cap.textContent = `${t.name} : ${t.type}${block}`;
   box.append(cap);
   const table = document.createElement('table');
   table.dataset.name = t.name;
@@ -311,17 +317,17 @@ function tensorView(t) {
     : t.shape.length === 2 ? t.data
     : null;
   if (rows) {
-    const flat = rows.flat().filter((x) => x !== null);
+    const flat = rows.flat().filter((x) => typeof x === 'number');
     const lo = Math.min(...flat), hi = Math.max(...flat);
     for (const row of rows) {
       const tr = document.createElement('tr');
       for (const x of row) {
         const td = document.createElement('td');
-        td.textContent = formatValue(x);
+        td.textContent = formatValue(x, t.elem);
         if (x === null) {
           td.className = 'undef';
           td.title = 'undefined';
-        } else if (t.shape.length === 2 && hi > lo) {
+        } else if (t.shape.length === 2 && hi > lo && typeof x === 'number') {
           // Heat map: blue (lowest) to red (highest).
           const f = (x - lo) / (hi - lo);
           td.style.background = `hsl(${240 - 240 * f} 70% 85%)`;
@@ -333,7 +339,7 @@ function tensorView(t) {
     box.append(table);
   } else {
     const pre = document.createElement('pre');
-    pre.textContent = JSON.stringify(t.data).replaceAll('null', '•');
+    pre.textContent = JSON.stringify(t.data).replaceAll('null', '•').replace(/"(-?)Infinity"/g, '$1∞');
     box.append(pre);
   }
   return box;
@@ -561,3 +567,5 @@ if ('serviceWorker' in navigator && location.protocol !== 'file:') {
 // For the end-to-end tests and curious users: the analysis times of this session, in ms.
 window.teilAnalysisTimes = state.lastMs;
 window.teilEditor = view;
+// The toolchain's requests, for the end-to-end tests (web/tests/e2e.test.mjs).
+window.teilAsk = ask;

@@ -129,6 +129,103 @@ test('run shows the matrix product', async () => {
   await page.close();
 });
 
+test('the functions compute the native build\'s bits in the browser', async () => {
+  // The native values (`teil-interp` through the `core-math` crate) on every input of the
+  // `function_bits` request, snapshotted by teil-wasm/tests/function_bits.rs; the page's module
+  // computes them from the vendored CORE-MATH sources (third_party/core-math) compiled with
+  // Clang. The snapshot's body follows its header, which ends at its second `---` line.
+  const snap = fs.readFileSync(path.join(repo, 'teil-wasm', 'tests', 'snapshots', 'function_bits__function_bits.snap'), 'utf8');
+  const native = JSON.parse(snap.slice(snap.indexOf('\n---\n') + 5));
+  const page = await open(matmul);
+  await analysed(page);
+  const { ms, ...browser } = await page.evaluate(() => window.teilAsk({ cmd: 'function_bits' }));
+  assert.equal(browser.error, undefined, browser.error);
+  assert.equal(browser.cases.length, native.cases.length);
+  for (const [i, n] of native.cases.entries()) {
+    const b = browser.cases[i];
+    const what = `${n.function} in ${n.type}`;
+    assert.deepEqual([b.function, b.type, b.count], [n.function, n.type, n.count], what);
+    // The special inputs one by one (a difference names its input), then all by their digest.
+    if (n.special) {
+      for (const [k, line] of n.special.entries()) assert.equal(b.special[k], line, `${what}: ${n.special[k]} natively`);
+    }
+    assert.equal(b.digest, n.digest, `${what}: the ${n.count} inputs' results differ from the native ones`);
+  }
+  assert.deepEqual(browser, native);
+  const inputs = native.cases.reduce((sum, c) => sum + c.count, 0);
+  console.log(`element-wise functions: ${inputs} inputs over ${native.cases.length} functions and types, the native bits in the browser (${ms.toFixed(0)} ms)`);
+  await page.close();
+});
+
+test('the softmax example runs in binary32 and shows binary32 digits and types', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  await page.selectOption('#examples', 'softmax_f32.teil');
+  await page.waitForFunction(() => window.teilEditor.state.doc.toString().includes('redmax'));
+  await page.waitForFunction(() => document.body.dataset.ok === 'true'
+    && [...document.querySelectorAll('#stmt-shapes tbody td')].some((td) => td.textContent === 'f32[3]'));
+  // Element types where the shapes are shown: per statement, and at the cursor.
+  const rows = await page.$$eval('#stmt-shapes tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((r) => r.slice(1)), [
+    ['M = redmax 2 X', 'f32[3]'],
+    ['E = exp (X - expa 2 4 M)', 'f32[3, 4]'],
+    ['Y = E / expa 2 4 (red+ 2 E)', 'f32[3, 4]'],
+  ]);
+  await page.evaluate(() => {
+    const doc = window.teilEditor.state.doc.toString();
+    window.teilEditor.dispatch({ selection: { anchor: doc.indexOf('exp (') + 1 } });
+  });
+  await page.waitForFunction(() => document.querySelector('#sub-shapes tbody td')?.textContent.startsWith('exp ('));
+  const first = await page.$$eval('#sub-shapes tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(first.slice(0, 2), ['exp (X - expa 2 4 M)', 'f32[3, 4]']);
+  // Run on given inputs: 0.1 is read as the binary32 nearest it, and every value is shown with
+  // binary32's shortest digits. These are `teil run`'s values, computed natively by
+  // teil-wasm/tests/api.rs (binary32_values_travel_with_their_own_digits).
+  await page.click('#t-run');
+  await page.click('#tab-run summary');
+  await page.fill('#inputs', JSON.stringify({ X: [[1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4], [-1, 0, 50, 100]] }));
+  await page.click('#run');
+  await page.waitForSelector('table[data-name=Y]');
+  assert.deepEqual(await page.locator('table[data-name=Y] td').allTextContents(), [
+    '0.032058604', '0.08714432', '0.23688284', '0.6439143',
+    '0.2138382', '0.23632778', '0.26118258', '0.2886514',
+    '1.4e-44', '3.8e-44', '1.9287499e-22', '1',
+  ]);
+  assert.deepEqual(await page.locator('table[data-name=X] td').allTextContents(), [
+    '1', '2', '3', '4', '0.1', '0.2', '0.3', '0.4', '-1', '0', '50', '100',
+  ]);
+  const captions = await page.locator('#run-out figcaption').allTextContents();
+  assert.deepEqual(captions, ['Y : f32[3, 4]', 'X : f32[3, 4]']);
+  await page.screenshot({ path: path.join(results, 'softmax-f32.png') });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the GELU example saturates, and shows infinities, -0 and undefined cells', async () => {
+  const page = await open(matmul);
+  await analysed(page);
+  await page.selectOption('#examples', 'gelu_erf.teil');
+  await page.waitForFunction(() => window.teilEditor.state.doc.toString().includes('erf'));
+  await page.waitForFunction(() => document.body.dataset.ok === 'true');
+  await page.click('#t-run');
+  await page.click('#tab-run summary');
+  // JSON has no infinities: the strings JavaScript's Number reads stand for them.
+  await page.fill('#inputs', JSON.stringify({ X: [['-Infinity', -10, -1, -0.5], [0, 1, 5, 'Infinity']] }));
+  await page.click('#run');
+  await page.waitForSelector('table[data-name=Y]');
+  // As teil-wasm/tests/api.rs (infinities_travel_as_strings) computes natively: -∞ · 0 is
+  // undefined, erf(-10/√2) is -1 so the product is -0, erf(∞) is 1.
+  assert.deepEqual(await page.locator('table[data-name=Y] td').allTextContents(), [
+    '•', '-0', '-0.15865526', '-0.15426877',
+    '0', '0.8413447', '4.9999986', '∞',
+  ]);
+  assert.deepEqual(await page.locator('table[data-name=X] td').allTextContents(), [
+    '-∞', '-10', '-1', '-0.5', '0', '1', '5', '∞',
+  ]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('a trace steps through the semantics to the cell value', async () => {
   const page = await open(matmul);
   await analysed(page);
