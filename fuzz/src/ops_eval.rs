@@ -155,22 +155,10 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalEr
         }
         Op::Einsum { equation } => einsum(equation, args, bug),
         // Binary64 only (`run` refuses float32 steps): a cast to binary64 is one from binary32.
-        Op::Func { func } => {
-            let a = arg(args, 0)?;
-            let mut failed = None;
-            let v = a.mapv(|x| {
-                teil_interp::functions::apply(*func, teil::ast::ElemType::F64, x).unwrap_or_else(
-                    |u| {
-                        failed = Some(u);
-                        f64::NAN
-                    },
-                )
-            });
-            match failed {
-                Some(u) => Err(OpsEvalError::Unavailable(u)),
-                None => Ok(v),
-            }
-        }
+        Op::Func { func } => Ok(arg(args, 0)?.mapv(teil_interp::functions::unary(
+            *func,
+            teil::ast::ElemType::F64,
+        ))),
         Op::Max | Op::Min => {
             let (a, b) = (arg(args, 0)?, arg(args, 1)?);
             if a.shape() != b.shape() {

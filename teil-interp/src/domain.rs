@@ -27,9 +27,8 @@ pub trait Domain: Clone + std::fmt::Debug {
     /// a binary32 expression is the binary64 operation followed by this, and so is `f32 e`.
     /// The identity for `f64`.
     fn round(&self, t: ElemType) -> Self;
-    /// The function `f` in element type `t` ([`crate::functions`]); `Err` where this build
-    /// cannot compute it.
-    fn func(f: Func, t: ElemType, a: &Self) -> Result<Self, crate::functions::Unavailable>;
+    /// The function `f` in element type `t` ([`crate::functions`]).
+    fn func(f: Func, t: ElemType, a: &Self) -> Self;
     /// `max`/`min` ([`crate::functions::apply2`]).
     fn func2(f: Func2, a: &Self, b: &Self) -> Self;
 
@@ -229,11 +228,11 @@ impl Domain for Val {
             Val::Undef => Val::Undef,
         }
     }
-    fn func(f: Func, t: ElemType, a: &Self) -> Result<Self, crate::functions::Unavailable> {
-        Ok(match a {
-            Val::Num(x) => Val::Num(crate::functions::apply(f, t, *x)?),
+    fn func(f: Func, t: ElemType, a: &Self) -> Self {
+        match a {
+            Val::Num(x) => Val::Num(crate::functions::apply(f, t, *x)),
             Val::Undef => Val::Undef,
-        })
+        }
     }
     fn func2(f: Func2, a: &Self, b: &Self) -> Self {
         a.lift(*b, |x, y| crate::functions::apply2(f, x, y))

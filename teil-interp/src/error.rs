@@ -85,10 +85,6 @@ pub enum RunError {
         Bytes(*bytes)
     )]
     OverOutput { budget: u64, lines: u64, bytes: u64 },
-    /// A function whose correctly rounded values this build cannot compute (E0707; the
-    /// playground's `exp`, `log`, `tanh`, `erf`: [`crate::functions`]).
-    #[error(transparent)]
-    Unavailable(#[from] crate::functions::Unavailable),
     /// An expression nested deeper than `teil::limits::MAX_EXPR_DEPTH`.
     #[error("a right-hand side is nested {depth} levels deep; the limit is {limit}")]
     TooDeep { depth: usize, limit: usize },
@@ -111,7 +107,6 @@ impl CodedError for RunError {
             RunError::OutOfMemory { .. } => Code::OutOfMemory,
             RunError::Interrupted => Code::Interrupted,
             RunError::OverOutput { .. } => Code::OutputBudget,
-            RunError::Unavailable(_) => Code::FunctionUnavailable,
             RunError::Interface(e) => return e.code(),
             _ => return None,
         })

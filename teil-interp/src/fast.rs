@@ -420,16 +420,7 @@ impl<'s> Evaluator<'_, 's> {
             ExprKind::Func(f, a) => {
                 let mut x = self.value(a)?;
                 if !defin {
-                    let mut failed = None;
-                    x.mapv_inplace(|v| {
-                        crate::functions::apply(*f, t, v).unwrap_or_else(|u| {
-                            failed = Some(u);
-                            f64::NAN
-                        })
-                    });
-                    if let Some(u) = failed {
-                        return Err(u.into());
-                    }
+                    x.mapv_inplace(crate::functions::unary(*f, t));
                 }
                 Ok(x)
             }

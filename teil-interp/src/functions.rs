@@ -24,49 +24,32 @@
 //! compiles the same functions from the vendored, unmodified sources in
 //! `third_party/core-math/` with Clang, and they are called through the C ABI: every build
 //! computes the same bits (the playground's end-to-end tests compare the browser's values with
-//! the native ones, `teil-wasm/tests/function_bits.rs`). [`Unavailable`] stays the answer of a
-//! build without a correctly rounded implementation; every build has one.
+//! the native ones, `teil-wasm/tests/function_bits.rs`).
 
 use teil::ast::{ElemType, Func, Func2};
 
-/// The functions whose correctly rounded values this build cannot compute (see the module
-/// documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("`{}` is not available in this build (no correctly rounded implementation for it)", .0.keyword())]
-pub struct Unavailable(pub Func);
-
 /// `f x` in element type `t`: `x` must be a value of `t` (for `f32`, a binary32 number held in
 /// binary64), and so is the result.
-pub fn apply(f: Func, t: ElemType, x: f64) -> Result<f64, Unavailable> {
-    Ok(match (f, t) {
-        (Func::Abs, _) => x.abs(),
-        // IEEE square root, correctly rounded in either type (binary32's as f32's own).
-        (Func::Sqrt, ElemType::F64) => x.sqrt(),
-        (Func::Sqrt, ElemType::F32) => (x as f32).sqrt() as f64,
-        (_, t) => correctly_rounded(f, t, x),
-    })
+pub fn apply(f: Func, t: ElemType, x: f64) -> f64 {
+    unary(f, t)(x)
 }
 
-/// `f x` for the functions CORE-MATH computes (`exp`, `log`, `tanh`, `erf`).
-fn correctly_rounded(f: Func, t: ElemType, x: f64) -> f64 {
-    match t {
-        ElemType::F64 => match f {
-            Func::Exp => cr::exp(x),
-            Func::Log => cr::log(x),
-            Func::Tanh => cr::tanh(x),
-            Func::Erf => cr::erf(x),
-            Func::Sqrt | Func::Abs => unreachable!("computed by apply"),
-        },
-        ElemType::F32 => {
-            let x = x as f32;
-            (match f {
-                Func::Exp => cr::expf(x),
-                Func::Log => cr::logf(x),
-                Func::Tanh => cr::tanhf(x),
-                Func::Erf => cr::erff(x),
-                Func::Sqrt | Func::Abs => unreachable!("computed by apply"),
-            }) as f64
-        }
+/// The function `f` in element type `t`, chosen once (the fast evaluator maps it over whole
+/// arrays).
+pub fn unary(f: Func, t: ElemType) -> fn(f64) -> f64 {
+    match (f, t) {
+        (Func::Abs, _) => f64::abs,
+        // IEEE square root, correctly rounded in either type (binary32's as f32's own).
+        (Func::Sqrt, ElemType::F64) => f64::sqrt,
+        (Func::Sqrt, ElemType::F32) => |x| (x as f32).sqrt() as f64,
+        (Func::Exp, ElemType::F64) => cr::exp,
+        (Func::Log, ElemType::F64) => cr::log,
+        (Func::Tanh, ElemType::F64) => cr::tanh,
+        (Func::Erf, ElemType::F64) => cr::erf,
+        (Func::Exp, ElemType::F32) => |x| cr::expf(x as f32) as f64,
+        (Func::Log, ElemType::F32) => |x| cr::logf(x as f32) as f64,
+        (Func::Tanh, ElemType::F32) => |x| cr::tanhf(x as f32) as f64,
+        (Func::Erf, ElemType::F32) => |x| cr::erff(x as f32) as f64,
     }
 }
 
@@ -159,7 +142,7 @@ mod tests {
     fn special_cases_follow_ieee_754() {
         let inf = f64::INFINITY;
         for t in ElemType::ALL {
-            let f = |g: Func, x: f64| apply(g, t, x).unwrap();
+            let f = |g: Func, x: f64| apply(g, t, x);
             assert_eq!(bits(f(Func::Exp, -inf)), bits(0.0));
             assert_eq!(f(Func::Exp, inf), inf);
             assert_eq!(f(Func::Log, 0.0), -inf);
@@ -180,13 +163,13 @@ mod tests {
         }
         // Overflow and underflow thresholds of exp: binary32 overflows above ~88.72 and
         // underflows to +0 below ~-103.97; binary64 at ~709.78 and ~-745.13.
-        assert_eq!(apply(Func::Exp, F32, 89.0).unwrap(), inf);
-        assert!(apply(Func::Exp, F32, 88.0).unwrap().is_finite());
-        assert_eq!(apply(Func::Exp, F32, -104.0).unwrap(), 0.0);
-        assert!(apply(Func::Exp, F32, -103.0).unwrap() > 0.0);
-        assert_eq!(apply(Func::Exp, F64, 710.0).unwrap(), inf);
-        assert_eq!(apply(Func::Exp, F64, -746.0).unwrap(), 0.0);
-        assert!(apply(Func::Exp, F64, -745.0).unwrap() > 0.0);
+        assert_eq!(apply(Func::Exp, F32, 89.0), inf);
+        assert!(apply(Func::Exp, F32, 88.0).is_finite());
+        assert_eq!(apply(Func::Exp, F32, -104.0), 0.0);
+        assert!(apply(Func::Exp, F32, -103.0) > 0.0);
+        assert_eq!(apply(Func::Exp, F64, 710.0), inf);
+        assert_eq!(apply(Func::Exp, F64, -746.0), 0.0);
+        assert!(apply(Func::Exp, F64, -745.0) > 0.0);
     }
 
     #[test]
@@ -194,13 +177,13 @@ mod tests {
         for k in -2000..2000 {
             let x = F32.round(k as f64 * 0.0137);
             for g in Func::ALL {
-                let y = apply(g, F32, x).unwrap();
+                let y = apply(g, F32, x);
                 assert!(y.is_nan() || F32.round(y) == y, "{g:?}({x}) = {y}");
             }
             // Correctly rounded in binary32 is at most half an ulp of binary32 from the
             // binary64 value (itself within half a binary64 ulp of the truth).
-            let e64 = apply(Func::Exp, F64, x).unwrap();
-            let e32 = apply(Func::Exp, F32, x).unwrap();
+            let e64 = apply(Func::Exp, F64, x);
+            let e32 = apply(Func::Exp, F32, x);
             if e32.is_finite() && e32 > f32::MIN_POSITIVE as f64 {
                 let ulp = f64::from(f32::EPSILON) * e32.abs().max(f32::MIN_POSITIVE as f64);
                 assert!((e32 - e64).abs() <= 0.5 * ulp * (1.0 + 1e-6), "exp({x})");
@@ -213,22 +196,16 @@ mod tests {
         // Values whose correct rounding differs from a naive binary64 computation rounded to
         // binary32 or from common libm results are the point of the crate; these are
         // checked against the exact values (computed with mpmath at 60 digits).
-        assert_eq!(apply(Func::Exp, F64, 1.0).unwrap(), std::f64::consts::E);
-        assert_eq!(apply(Func::Log, F64, std::f64::consts::E).unwrap(), 1.0);
-        assert_eq!(
-            apply(Func::Exp, F32, 1.0).unwrap(),
-            std::f32::consts::E as f64
-        );
-        assert_eq!(apply(Func::Log, F64, 2.0).unwrap(), std::f64::consts::LN_2);
-        assert_eq!(
-            apply(Func::Log, F32, 2.0).unwrap(),
-            std::f32::consts::LN_2 as f64
-        );
+        assert_eq!(apply(Func::Exp, F64, 1.0), std::f64::consts::E);
+        assert_eq!(apply(Func::Log, F64, std::f64::consts::E), 1.0);
+        assert_eq!(apply(Func::Exp, F32, 1.0), std::f32::consts::E as f64);
+        assert_eq!(apply(Func::Log, F64, 2.0), std::f64::consts::LN_2);
+        assert_eq!(apply(Func::Log, F32, 2.0), std::f32::consts::LN_2 as f64);
         // erf(1) = 0.842700792949714869341220635082609259...
-        assert_eq!(apply(Func::Erf, F64, 1.0).unwrap(), 0.8427007929497149);
-        assert_eq!(apply(Func::Erf, F32, 1.0).unwrap(), 0.842_700_8_f32 as f64);
+        assert_eq!(apply(Func::Erf, F64, 1.0), 0.8427007929497149);
+        assert_eq!(apply(Func::Erf, F32, 1.0), 0.842_700_8_f32 as f64);
         // tanh(0.5) = 0.462117157260009758502318483643672548...
-        assert_eq!(apply(Func::Tanh, F64, 0.5).unwrap(), 0.46211715726000974);
+        assert_eq!(apply(Func::Tanh, F64, 0.5), 0.46211715726000974);
     }
 
     #[test]

@@ -163,7 +163,7 @@ impl<'p, V: Domain> Oracle<'p, V> {
                 Ok(r(self.eval(a, i0)?.mul(&self.eval(b, i1)?)))
             }
             // [S-Func] ⟦f e⟧ μ ī = f_t(⟦e⟧ μ ī), correctly rounded in t
-            ExprKind::Func(f, a) => Ok(V::func(*f, t, &self.eval(a, idx)?)?),
+            ExprKind::Func(f, a) => Ok(V::func(*f, t, &self.eval(a, idx)?)),
             // [S-Func2] ⟦max e0 e1⟧ μ ī = maximum(⟦e0⟧ μ ī, ⟦e1⟧ μ ī), likewise min
             ExprKind::Func2(f, a, b) => Ok(V::func2(*f, &self.eval(a, idx)?, &self.eval(b, idx)?)),
             // [S-Conv] ⟦t e⟧ μ ī = round_t(⟦e⟧ μ ī)

@@ -669,13 +669,6 @@ checker accepts index spaces up to 2^63 - 1 elements (spec/limits.md); `teil emi
 `teil run --backend c` refuse larger buffers with this error. (`teil run` refuses a program
 whose memory estimate is over the budget first, with E0701.)";
 
-    FunctionUnavailable = "E0707", Error, "function not available in this build",
-"`exp`, `log`, `tanh` and `erf` are computed by CORE-MATH's correctly rounded implementations
-(spec/values.md, \"Functions\"), compiled from C. A build without them (the browser
-playground's WebAssembly module, which has no C library) refuses to evaluate these functions
-rather than compute other bits than every other surface. Run the program with the `teil` command
-or the Python package; checking, formatting and the C code are available everywhere.";
-
     ProcessTimedOut = "E0801", Error, "the C compiler or the compiled kernel timed out",
 "`teil run --backend c` and `teil fuzz` run the C compiler and then the compiled kernel's driver
 as separate processes, each bounded by `--cc-timeout SECONDS` (default 300). One of them did not
