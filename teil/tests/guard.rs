@@ -748,7 +748,5 @@ fn tin_temporaries_take_the_statement_element_type() {
         .filter(|d| d.name.name.starts_with("_t"))
         .collect();
     assert!(!temps.is_empty(), "the product of three needs a temporary");
-    assert!(temps
-        .iter()
-        .all(|d| d.elem == teil::ast::ElemType::F32));
+    assert!(temps.iter().all(|d| d.elem == teil::ast::ElemType::F32));
 }
