@@ -142,7 +142,7 @@ def test_values_that_are_not_binary32_raise_e0605(backend):
     e = info.value
     assert isinstance(e, ValueError)
     assert (e.code, e.codes, e.diagnostics) == ("E0605", ["E0605"], [])
-    assert str(e) == "[E0605] input `x` is declared f32 but element 2 (0.1) is not a f32 value"
+    assert str(e) == "[E0605] input `x` is declared f32 but element 2 (0.1) is not an f32 value"
     for bad in [[[0.1, 0], [0, 0]], np.full((2, 2), 2**24 + 1), np.full((2, 2), 1e300)]:
         with pytest.raises(teil.RunError, match=r"^\[E0605\] input `x` is declared f32"):
             p.run(x=bad, backend=backend)
