@@ -1,7 +1,8 @@
 """The cost of correctly rounded functions: TeIL's `exp`, `log`, `tanh`, `erf` (and `sqrt` and
-`abs`) over 10^6 elements in both element types, run by the fast evaluator through the Python
-package, against NumPy's `np.exp`, `np.log`, `np.tanh`, `np.sqrt`, `np.abs` on the same arrays,
-in the same run (PERFORMANCE.md, "Functions").
+`abs`) over 10^6 elements in both element types, run by the fast evaluator and by the C
+backend's in-process kernel (`Program.compile`) through the Python package, against NumPy's
+`np.exp`, `np.log`, `np.tanh`, `np.sqrt`, `np.abs` on the same arrays, in the same run
+(PERFORMANCE.md, "Functions").
 
     target/py-test-venv/bin/python bench/functions.py            # the table
     target/py-test-venv/bin/python bench/functions.py --quick    # one round (a smoke test)
@@ -11,8 +12,10 @@ It needs the `teil` package built in release mode in that environment (`maturin 
 timed as the minimum over rounds of at least 0.3 s of calls; TeIL's time includes what every
 `Program.run` pays (checking the inputs, copying them into the evaluator's store and the result
 out), measured separately as the time of `Y = X`, the identity, so the table gives both the
-whole call and the function alone (the call minus the copy). NumPy has no `erf`: its column is
-empty there. Values are checked, not only timed: TeIL's must be within 1 ulp of NumPy's (NumPy's
+whole call and the function alone (the call minus the copy). The compiled kernel's call is
+timed whole, and its copy likewise (`Y = X` compiled), for the same split. NumPy has no `erf`:
+its column is empty there. The compiled kernel's values must equal the fast evaluator's bit for
+bit. Values are checked, not only timed: TeIL's must be within 1 ulp of NumPy's (NumPy's
 functions are within a few ulps of the truth; TeIL's are the truth rounded)."""
 
 from __future__ import annotations
@@ -95,10 +98,11 @@ def main() -> None:
     print(f"CPU: {cpu()}; NumPy {np.__version__}; 10^6 elements; one thread")
     print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     print()
-    print("| function | type | TeIL call (ms) | copy (ms) | TeIL function (ms) | NumPy (ms) | function ÷ NumPy | max diff (ulps of binary32/64) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| function | type | TeIL call (ms) | copy (ms) | TeIL function (ms) | C kernel call (ms) | C copy (ms) | C function (ms) | NumPy (ms) | function ÷ NumPy | C function ÷ NumPy | max diff (ulps of binary32/64) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for ty, dtype in [("f64", np.float64), ("f32", np.float32)]:
         ident = teil.Program(f"input alloc X : {ty}[{N}]\noutput alloc Y : {ty}[{N}]\nY = X")
+        ident_c = ident.compile()
         for func in FUNCS:
             x = inputs(func, dtype)
             prog = teil.Program(
@@ -106,8 +110,14 @@ def main() -> None:
             )
             y = prog.run(X=x)["Y"]
             assert y.dtype == dtype
+            kernel = prog.compile()
+            y_c = kernel(X=x)["Y"]
+            assert y_c.dtype == dtype
+            np.testing.assert_array_equal(y_c, y)
             t_teil = best(lambda: prog.run(X=x), min_s, rounds)
             t_copy = best(lambda: ident.run(X=x), min_s, rounds)
+            t_c = best(lambda: kernel(X=x), min_s, rounds)
+            t_c_copy = best(lambda: ident_c(X=x), min_s, rounds)
             ref = getattr(np, func, None)
             if ref is not None:
                 z = ref(x)
@@ -115,12 +125,14 @@ def main() -> None:
                 assert diff <= 4, f"{func} {ty}: {diff} ulps from NumPy"
                 t_np = best(lambda: ref(x), min_s, rounds)
                 ratio = f"{(t_teil - t_copy) / t_np:.2f}"
+                ratio_c = f"{(t_c - t_c_copy) / t_np:.2f}"
                 np_ms, d = f"{t_np * 1e3:.2f}", f"{diff:.0f}"
             else:
-                np_ms, ratio, d = "—", "—", "—"
+                np_ms, ratio, ratio_c, d = "—", "—", "—", "—"
             print(
                 f"| `{func}` | {ty} | {t_teil * 1e3:.2f} | {t_copy * 1e3:.2f} | "
-                f"{(t_teil - t_copy) * 1e3:.2f} | {np_ms} | {ratio} | {d} |"
+                f"{(t_teil - t_copy) * 1e3:.2f} | {t_c * 1e3:.2f} | {t_c_copy * 1e3:.2f} | "
+                f"{(t_c - t_c_copy) * 1e3:.2f} | {np_ms} | {ratio} | {ratio_c} | {d} |"
             )
 
 

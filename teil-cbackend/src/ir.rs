@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use teil::ast::{BinOp, RedOp};
+use teil::ast::{BinOp, ElemType, Func, Func2, RedOp};
 
 /// Index of a buffer in [`Kernel::buffers`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,6 +62,10 @@ pub struct Buffer {
     pub padded: Vec<u64>,
     /// Offset into the workspace, in doubles (non-parameters only).
     pub offset: u64,
+    /// The element type of the cells: C `double` or `float`. A `float` buffer in the workspace
+    /// still reserves one double per cell (its cells take the first half), so that offsets
+    /// and the validator's model of the workspace stay in doubles.
+    pub elem: ElemType,
 }
 
 impl Buffer {
@@ -98,6 +102,14 @@ pub enum Val {
     Acc(u32),
     /// The undefined value `•`, NaN at the boundary (spec/values.md).
     Undefined,
+    /// `f x` in the element type of `x`, correctly rounded (spec/values.md, "Functions").
+    Func(Func, Box<Val>),
+    /// `maximum`/`minimum` (IEEE 754-2019) of two values of one element type.
+    Func2(Func2, Box<Val>, Box<Val>),
+    /// The value rounded to the element type (C's conversion: to nearest, ties to even).
+    /// A binary32 literal is `Convert(F32, Lit(x))` with `x` exactly representable, so the
+    /// conversion is exact: every other value of the IR has the type of its operands.
+    Convert(ElemType, Box<Val>),
 }
 
 impl Val {
@@ -149,7 +161,7 @@ pub enum Node {
     },
     /// Declares an accumulator holding the identity of `op` (spec/padding.md explains why
     /// starting from the identity equals the left fold from the first element).
-    AccInit { acc: u32, op: RedOp },
+    AccInit { acc: u32, op: RedOp, elem: ElemType },
     /// `acc = acc op value`.
     AccUpdate { acc: u32, op: RedOp, value: Val },
     /// `buf[index] = buf[index] op value`: an accumulator update whose accumulator lives in a
@@ -744,6 +756,7 @@ impl Contraction {
                 Node::AccInit {
                     acc: 1,
                     op: RedOp::Sum,
+                    elem: ElemType::F64,
                 },
                 sum,
                 Node::AccUpdate {
@@ -757,6 +770,7 @@ impl Contraction {
             Node::AccInit {
                 acc: 0,
                 op: RedOp::Sum,
+                elem: ElemType::F64,
             },
             sum,
             Node::Store {
@@ -988,6 +1002,48 @@ impl Kernel {
         found
     }
 
+    /// The element type of a value: its operands' (the checker gave both operands of an
+    /// operation one type), a load's buffer's, a conversion's target; binary64 for a bare
+    /// literal, `•` and an accumulator, whose types `accs` gives (an accumulator's
+    /// [`Node::AccInit::elem`]; absent: binary64).
+    pub fn val_elem(&self, v: &Val, accs: &dyn Fn(u32) -> ElemType) -> ElemType {
+        match v {
+            Val::Load(b, _) => self.buffer(*b).elem,
+            Val::Lit(_) | Val::Undefined => ElemType::F64,
+            Val::Acc(a) => accs(*a),
+            Val::Convert(t, _) => *t,
+            Val::Func(_, a) => self.val_elem(a, accs),
+            // A literal operand is binary64 in the IR only beside another binary64 value.
+            Val::Bin(_, a, b) | Val::Func2(_, a, b) => {
+                match (self.val_elem(a, accs), self.val_elem(b, accs)) {
+                    (ElemType::F32, _) | (_, ElemType::F32) => ElemType::F32,
+                    _ => ElemType::F64,
+                }
+            }
+        }
+    }
+
+    /// Every function the kernel applies, with its element type: the CORE-MATH units a
+    /// compiled kernel links (`crate::math`). Accumulators are numbered per nest; each takes
+    /// the type its [`Node::AccInit`] declares, which comes before its uses in program order.
+    pub fn functions(&self) -> std::collections::BTreeSet<(Func, ElemType)> {
+        let mut found = std::collections::BTreeSet::new();
+        let mut accs = BTreeMap::new();
+        for s in &self.steps {
+            walk_step(s, &mut |v| match v {
+                Visit::Node(Node::AccInit { acc, elem, .. }) => {
+                    accs.insert(*acc, *elem);
+                }
+                Visit::Val(Val::Func(f, a)) => {
+                    let t = self.val_elem(a, &|n| accs.get(&n).copied().unwrap_or(ElemType::F64));
+                    found.insert((*f, t));
+                }
+                _ => {}
+            });
+        }
+        found
+    }
+
     /// Which buffers some step reads or writes.
     pub fn referenced(&self) -> Vec<bool> {
         let mut used = vec![false; self.buffers.len()];
@@ -1036,6 +1092,24 @@ pub fn walk_step<'a>(s: &'a Step, f: &mut dyn FnMut(Visit<'a>)) {
     }
 }
 
+/// Whether a loop nest computes in binary64 with `+ - * /` and folds only: every buffer it
+/// reads or writes and every accumulator is binary64, and no value applies a function or a
+/// conversion. The kernel forms written for binary64 arithmetic (contraction steps, lanes,
+/// interchanged folds) are chosen only for such nests; every other nest is printed plain,
+/// which is exact in either type.
+pub fn binary64(k: &Kernel, ns: &[Node]) -> bool {
+    let mut plain = true;
+    walk_nodes(ns, &mut |v| {
+        plain &= match v {
+            Visit::Load(b, _) | Visit::Store(b, _) => k.buffer(b).elem == ElemType::F64,
+            Visit::Node(Node::AccInit { elem, .. }) => *elem == ElemType::F64,
+            Visit::Val(Val::Func(..) | Val::Func2(..) | Val::Convert(..)) => false,
+            Visit::Node(_) | Visit::Val(_) => true,
+        }
+    });
+    plain
+}
+
 /// [`walk_step`] over a list of nodes.
 pub fn walk_nodes<'a>(ns: &'a [Node], f: &mut dyn FnMut(Visit<'a>)) {
     for n in ns {
@@ -1066,10 +1140,11 @@ pub fn walk_val<'a>(v: &'a Val, f: &mut dyn FnMut(Visit<'a>)) {
     f(Visit::Val(v));
     match v {
         Val::Load(b, idx) => f(Visit::Load(*b, idx)),
-        Val::Bin(_, a, b) => {
+        Val::Bin(_, a, b) | Val::Func2(_, a, b) => {
             walk_val(a, f);
             walk_val(b, f);
         }
+        Val::Func(_, a) | Val::Convert(_, a) => walk_val(a, f),
         Val::Lit(_) | Val::Acc(_) | Val::Undefined => {}
     }
 }
@@ -1081,10 +1156,11 @@ pub fn walk_buffers_mut(s: &mut Step, f: &mut dyn FnMut(&mut BufId, bool)) {
     fn val(v: &mut Val, f: &mut dyn FnMut(&mut BufId, bool)) {
         match v {
             Val::Load(b, _) => f(b, false),
-            Val::Bin(_, a, b) => {
+            Val::Bin(_, a, b) | Val::Func2(_, a, b) => {
                 val(a, f);
                 val(b, f);
             }
+            Val::Func(_, a) | Val::Convert(_, a) => val(a, f),
             Val::Lit(_) | Val::Acc(_) | Val::Undefined => {}
         }
     }
@@ -1172,9 +1248,13 @@ impl fmt::Display for Kernel {
                 Role::InputCopy => format!("input copy at {}", b.offset),
                 Role::Temp => format!("temporary at {}", b.offset),
             };
+            let elem = match b.elem {
+                ElemType::F64 => String::new(),
+                t => format!(", {t}"),
+            };
             writeln!(
                 f,
-                "  buffer {}: {role}, logical {:?}, padded {:?}",
+                "  buffer {}: {role}, logical {:?}, padded {:?}{elem}",
                 b.c_name, b.logical, b.padded
             )?;
         }
@@ -1371,6 +1451,11 @@ impl Text<'_> {
                 let sym = op.symbol();
                 format!("({} {sym} {})", self.val(a), self.val(b))
             }
+            Val::Func(fun, a) => format!("{}({})", fun.keyword(), self.val(a)),
+            Val::Func2(fun, a, b) => {
+                format!("{}({}, {})", fun.keyword(), self.val(a), self.val(b))
+            }
+            Val::Convert(t, a) => format!("{t}({})", self.val(a)),
         }
     }
 
@@ -1393,7 +1478,13 @@ impl Text<'_> {
                     writeln!(f, "{pad}for l{} in {start}..{extent}{note}", var.0)?;
                     self.nodes(f, body, depth + 1)?;
                 }
-                Node::AccInit { acc, op } => writeln!(f, "{pad}acc{acc} = identity of {op:?}")?,
+                Node::AccInit { acc, op, elem } => {
+                    let note = match elem {
+                        ElemType::F64 => String::new(),
+                        t => format!(" in {t}"),
+                    };
+                    writeln!(f, "{pad}acc{acc} = identity of {op:?}{note}")?
+                }
                 Node::NoJam => writeln!(f, "{pad}no jam")?,
                 Node::JamRows(rows) => writeln!(f, "{pad}jam {rows} rows")?,
                 Node::AccUpdate { acc, op, value } => {

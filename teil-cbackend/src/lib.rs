@@ -48,6 +48,7 @@ pub mod driver;
 pub mod ir;
 mod lower;
 pub mod machine;
+pub mod math;
 pub mod names;
 pub mod opt;
 // Deliberate miscompilations for testing the fuzzer and the validator; the backend never
@@ -127,13 +128,6 @@ pub enum Error {
     TooLarge { what: String },
     #[error("the program needs too many temporaries")]
     TooComplex,
-    /// E0802: the program uses what the C kernels do not implement yet.
-    #[error(
-        "the C backend does not support {what} yet: it computes in binary64 with `+ - * /` \
-         and the tensor operations (element types and functions run on the oracle and the fast \
-         evaluator)"
-    )]
-    Unsupported { what: String },
     #[error("internal error in the C backend: {0}")]
     Internal(String),
 }
@@ -142,7 +136,6 @@ impl teil::CodedError for Error {
     fn code(&self) -> Option<teil::Code> {
         match self {
             Error::TooLarge { .. } => Some(teil::Code::CTooLarge),
-            Error::Unsupported { .. } => Some(teil::Code::CUnsupported),
             _ => None,
         }
     }
@@ -192,7 +185,8 @@ impl teil::CodedError for ProgramError {
 /// run once in a separate process, its padding checked zero afterwards. Returns every
 /// variable's final value. The one implementation behind the CLI and the Python package. The
 /// inputs are checked first as every caller's are ([`teil::interface::check_inputs`]): each
-/// given one an input of `p` with its declared shape, every required input given.
+/// given one an input of `p` with its declared shape, every required input given, and an
+/// `f32` one holding binary32 numbers only ([`teil::interface::check_binary32`], E0605).
 #[cfg(unix)]
 pub fn run_program(
     p: &CheckedProgram,
@@ -205,6 +199,13 @@ pub fn run_program(
         (name.as_str(), Some(shape))
     });
     teil::interface::check_inputs(p, given).map_err(ProgramError::Inputs)?;
+    // A binary32 input takes only binary32 numbers (E0605): the driver converts to `float`.
+    for (name, value) in inputs {
+        if p.var_elem(name) == Some(teil::ast::ElemType::F32) {
+            teil::interface::check_binary32(name, value.iter().copied())
+                .map_err(|e| ProgramError::Inputs(vec![e]))?;
+        }
+    }
     let kernel = lower(p, opts)?;
     let outcome = run::run(tc, &kernel, inputs)?;
     if !outcome.nonzero_padding.is_empty() {

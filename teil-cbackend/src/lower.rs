@@ -41,7 +41,7 @@ use crate::names::Names;
 use crate::{Error, Options};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use teil::ast::{BinOp, ElemType, Expr, ExprKind, RedOp};
+use teil::ast::{BinOp, ElemType, Expr, ExprKind, Func, Func2, RedOp};
 use teil::fmt::Style;
 use teil::CheckedProgram;
 
@@ -53,6 +53,13 @@ pub(crate) enum IExpr {
     Bin(BinOp, Box<IExpr>, Box<IExpr>),
     /// A left fold of `op` over the logical extent of the label ([S-Red], [S-Contr]).
     Reduce(RedOp, Label, Box<IExpr>),
+    /// [S-Func]: `f` in its operand's element type.
+    Func(Func, Box<IExpr>),
+    /// [S-Func2].
+    Func2(Func2, Box<IExpr>, Box<IExpr>),
+    /// [S-Conv], and a binary32 literal: `Convert(F32, Lit(x))` with `x` its value, exactly
+    /// representable ([`Val::Convert`]).
+    Convert(ElemType, Box<IExpr>),
 }
 
 /// The visitor of [`IExpr::walk_mut`].
@@ -83,10 +90,11 @@ impl IExpr {
         }
         match self {
             IExpr::Load(..) | IExpr::Lit(_) => {}
-            IExpr::Bin(_, a, b) => {
+            IExpr::Bin(_, a, b) | IExpr::Func2(_, a, b) => {
                 a.walk(bound, f);
                 b.walk(bound, f);
             }
+            IExpr::Func(_, a) | IExpr::Convert(_, a) => a.walk(bound, f),
             IExpr::Reduce(_, l, body) => {
                 bound.push(*l);
                 body.walk(bound, f);
@@ -107,10 +115,11 @@ impl IExpr {
         }
         match self {
             IExpr::Load(..) | IExpr::Lit(_) => Ok(()),
-            IExpr::Bin(_, a, b) => {
+            IExpr::Bin(_, a, b) | IExpr::Func2(_, a, b) => {
                 a.walk_mut(bound, f)?;
                 b.walk_mut(bound, f)
             }
+            IExpr::Func(_, a) | IExpr::Convert(_, a) => a.walk_mut(bound, f),
             IExpr::Reduce(_, l, body) => {
                 bound.push(*l);
                 let r = body.walk_mut(bound, f);
@@ -143,6 +152,47 @@ impl IExpr {
             }
         });
         found
+    }
+
+    /// The element type of the value (as [`Kernel::val_elem`]): a load's buffer's, a
+    /// conversion's target, an operation's operands'; binary64 for a bare literal.
+    pub(crate) fn elem(&self, buffers: &[Buffer]) -> ElemType {
+        match self {
+            IExpr::Load(b, _) => buffers[b.0].elem,
+            IExpr::Lit(_) => ElemType::F64,
+            IExpr::Convert(t, _) => *t,
+            IExpr::Func(_, a) | IExpr::Reduce(_, _, a) => a.elem(buffers),
+            IExpr::Bin(_, a, b) | IExpr::Func2(_, a, b) => a.elem(buffers).max(b.elem(buffers)),
+        }
+    }
+
+    /// Whether the value computes in binary64 with `+ - * /` and folds only: every buffer it
+    /// reads is binary64 and it applies no function or conversion. The passes that reassociate
+    /// (contraction lifting) or print kernel forms written for binary64 arithmetic act only on
+    /// such values.
+    pub(crate) fn binary64(&self, buffers: &[Buffer]) -> bool {
+        let mut plain = true;
+        self.walk(&mut Vec::new(), &mut |e, _| {
+            plain &= match e {
+                IExpr::Load(b, _) => buffers[b.0].elem == ElemType::F64,
+                IExpr::Func(..) | IExpr::Func2(..) | IExpr::Convert(..) => false,
+                IExpr::Lit(_) | IExpr::Bin(..) | IExpr::Reduce(..) => true,
+            };
+            Walk::Into
+        });
+        plain
+    }
+
+    /// The value of a literal, in either element type (`c` or `Convert(t, c)`).
+    pub(crate) fn literal(&self) -> Option<f64> {
+        match self {
+            IExpr::Lit(x) => Some(*x),
+            IExpr::Convert(_, a) => match **a {
+                IExpr::Lit(x) => Some(x),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// Whether `self` reads buffer `b` at an index other than `idx`.
@@ -255,7 +305,6 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
     }
     crate::names::check_function_name(&opts.name)
         .map_err(|why| Error::BadName(opts.name.clone(), why))?;
-    unsupported(prog)?;
     let mut lw = Lowerer {
         prog,
         lift: opts.lift,
@@ -295,7 +344,9 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
         } else {
             Role::Internal
         };
-        let b = lw.cx.buffer(Some(name.to_string()), c_name, role, shape)?;
+        let b = lw
+            .cx
+            .buffer(Some(name.to_string()), c_name, role, shape, d.elem)?;
         if role != Role::Internal {
             lw.cx.params.push(b);
         }
@@ -315,9 +366,13 @@ pub(crate) fn assignments(prog: &CheckedProgram, opts: &Options) -> Result<Assig
         {
             let c_name = lw.names.variable(&format!("{name}_copy"));
             let logical = lw.cx.buffers[b.0].logical.clone();
-            let copy = lw
-                .cx
-                .buffer(Some(name.to_string()), c_name, Role::InputCopy, logical)?;
+            let copy = lw.cx.buffer(
+                Some(name.to_string()),
+                c_name,
+                Role::InputCopy,
+                logical,
+                d.elem,
+            )?;
             lw.items.push(Item::Copy {
                 comment: format!("private copy of input `{name}`, which the program assigns"),
                 dst: copy,
@@ -399,36 +454,6 @@ struct Lowerer<'p> {
     names: Names,
 }
 
-/// The C backend computes in binary64 with `+ - * /` (spec/abi.md): a program with an `f32`
-/// variable, a function or a conversion is refused with E0802 before anything is lowered,
-/// naming the first such construct, until the kernels implement them with the same bits.
-fn unsupported(prog: &CheckedProgram) -> Result<(), Error> {
-    let p = prog.program();
-    if let Some(d) = p.decls.iter().find(|d| d.elem != ElemType::F64) {
-        return Err(Error::Unsupported {
-            what: format!("`{}`, declared {}", d.name.name, d.elem),
-        });
-    }
-    for s in &p.stmts {
-        let mut found = None;
-        s.value.walk(&mut |e| {
-            let what = match &e.kind {
-                ExprKind::Func(f, _) => f.keyword(),
-                ExprKind::Func2(f, _, _) => f.keyword(),
-                ExprKind::Convert(t, _) => t.keyword(),
-                _ => return,
-            };
-            found.get_or_insert(what);
-        });
-        if let Some(what) = found {
-            return Err(Error::Unsupported {
-                what: format!("`{what}` in the assignment to `{}`", s.target.name),
-            });
-        }
-    }
-    Ok(())
-}
-
 impl Lowerer<'_> {
     /// The meaning of `e` at the multi-index `idx` (spec/semantics.md, one arm per equation).
     fn expr(&mut self, e: &Expr, mut idx: Vec<Ix>) -> Result<IExpr, Error> {
@@ -450,8 +475,11 @@ impl Lowerer<'_> {
                     })?;
                 IExpr::Load(b, idx)
             }
-            // [S-Lit]
-            ExprKind::Lit(x) => IExpr::Lit(x.value),
+            // [S-Lit], the decimal rounded once to the literal's element type
+            ExprKind::Lit(x) => match self.prog.elem(e) {
+                ElemType::F64 => IExpr::Lit(x.value),
+                t => IExpr::Convert(t, bx(IExpr::Lit(x.in_type(t)))),
+            },
             // [S-Paren]
             ExprKind::Paren(inner) => self.expr(inner, idx)?,
             // [S-Add], [S-Sub], [S-Mul], [S-Div], [S-SMul], [S-SDiv]
@@ -529,11 +557,14 @@ impl Lowerer<'_> {
                 idx.insert(p, Ix::Const(m.value - 1));
                 self.expr(a, idx)?
             }
-            ExprKind::Func(..) | ExprKind::Func2(..) | ExprKind::Convert(..) => {
-                return Err(Error::Internal(
-                    "a function reached the lowering (refused by `unsupported`)".into(),
-                ))
+            // [S-Func]
+            ExprKind::Func(f, a) => IExpr::Func(*f, bx(self.expr(a, idx)?)),
+            // [S-Func2]
+            ExprKind::Func2(f, a, b) => {
+                IExpr::Func2(*f, bx(self.expr(a, idx.clone())?), bx(self.expr(b, idx)?))
             }
+            // [S-Conv]
+            ExprKind::Convert(t, a) => IExpr::Convert(*t, bx(self.expr(a, idx)?)),
             ExprKind::Error => {
                 return Err(Error::Internal("an error node in a checked program".into()));
             }
@@ -552,12 +583,18 @@ impl Context {
         self.labels[l.0 as usize]
     }
 
+    /// Whether `e` computes in binary64 with `+ - * /` only ([`IExpr::binary64`]).
+    pub(crate) fn binary64(&self, e: &IExpr) -> bool {
+        e.binary64(&self.buffers)
+    }
+
     fn buffer(
         &mut self,
         var: Option<String>,
         c_name: String,
         role: Role,
         logical: Vec<u64>,
+        elem: ElemType,
     ) -> Result<BufId, Error> {
         let too_large = || Error::TooLarge {
             what: match &var {
@@ -582,20 +619,21 @@ impl Context {
             logical,
             padded,
             offset: 0,
+            elem,
         });
         Ok(BufId(self.buffers.len() - 1))
     }
 
-    /// A new temporary of the given logical shape: the one place temporaries are made. It is
-    /// named `tmp<n>` by creation order, and its buffer comes after every buffer made before
-    /// it, which is its order in the workspace.
-    fn temp(&mut self, logical: Vec<u64>) -> Result<BufId, Error> {
+    /// A new temporary of the given logical shape and element type: the one place temporaries
+    /// are made. It is named `tmp<n>` by creation order, and its buffer comes after every
+    /// buffer made before it, which is its order in the workspace.
+    fn temp(&mut self, logical: Vec<u64>, elem: ElemType) -> Result<BufId, Error> {
         if self.temps >= MAX_TEMPS {
             return Err(Error::TooComplex);
         }
         let name = format!("tmp{}", self.temps);
         self.temps += 1;
-        self.buffer(None, name, Role::Temp, logical)
+        self.buffer(None, name, Role::Temp, logical, elem)
     }
 
     /// Adds `tmp[labels] = value` to `pre` (a new temporary, [`Context::temp`]) and returns
@@ -609,7 +647,8 @@ impl Context {
         comment: String,
     ) -> Result<IExpr, Error> {
         let shape = labels.iter().map(|&l| self.extent(l)).collect();
-        let t = self.temp(shape)?;
+        let elem = value.elem(&self.buffers);
+        let t = self.temp(shape, elem)?;
         pre.push(Assign {
             target: t,
             index: labels.to_vec(),
@@ -640,7 +679,8 @@ impl Context {
         let idx: Vec<Ix> = index.iter().map(|&l| Ix::Var(l)).collect();
         if check_alias && value.reads_elsewhere(target, &idx) {
             // [St-Stmt] evaluates the whole right-hand side before the target changes.
-            let t = self.temp(self.buffers[target.0].logical.clone())?;
+            let b = &self.buffers[target.0];
+            let t = self.temp(b.logical.clone(), b.elem)?;
             let name = self.buffers[target.0].c_name.clone();
             self.nest(t, &index, value, format!("{comment}  (into a temporary: the right-hand side reads `{name}` at other indices)"), steps);
             steps.push(Step::Copy {
@@ -682,7 +722,7 @@ impl Context {
         };
         let mut accs = 0u32;
         let mut body = Vec::new();
-        let v = scalar(&value, &mut body, &mut accs, &self.labels);
+        let v = scalar(&value, &mut body, &mut accs, &self.labels, &self.buffers);
         let store = |value| Node::Store {
             buf: target,
             index: index.iter().map(|&l| Ix::Var(l)).collect(),
@@ -823,6 +863,14 @@ impl Context {
                 self.extent(*l),
                 self.expr_text(body)
             ),
+            IExpr::Func(f, a) => format!("({} {})", f.keyword(), self.expr_text(a)),
+            IExpr::Func2(f, a, b) => format!(
+                "({} {} {})",
+                f.keyword(),
+                self.expr_text(a),
+                self.expr_text(b)
+            ),
+            IExpr::Convert(t, a) => format!("({t} {})", self.expr_text(a)),
         }
     }
 }
@@ -879,21 +927,34 @@ impl fmt::Display for Assignments {
 }
 
 /// Turns an index expression into accumulator code appended to `out` and the value it leaves.
-fn scalar(e: &IExpr, out: &mut Vec<Node>, accs: &mut u32, labels: &[u64]) -> Val {
+fn scalar(
+    e: &IExpr,
+    out: &mut Vec<Node>,
+    accs: &mut u32,
+    labels: &[u64],
+    buffers: &[Buffer],
+) -> Val {
+    let mut go = |e: &IExpr, out: &mut Vec<Node>| Box::new(scalar(e, out, accs, labels, buffers));
     match e {
         IExpr::Load(b, idx) => Val::Load(*b, idx.clone()),
         IExpr::Lit(x) => Val::Lit(*x),
         IExpr::Bin(op, a, b) => {
-            let va = scalar(a, out, accs, labels);
-            let vb = scalar(b, out, accs, labels);
-            Val::Bin(*op, Box::new(va), Box::new(vb))
+            let va = go(a, out);
+            Val::Bin(*op, va, go(b, out))
         }
+        IExpr::Func(f, a) => Val::Func(*f, go(a, out)),
+        IExpr::Func2(f, a, b) => {
+            let va = go(a, out);
+            Val::Func2(*f, va, go(b, out))
+        }
+        IExpr::Convert(t, a) => Val::Convert(*t, go(a, out)),
         IExpr::Reduce(op, l, body) => {
             let acc = *accs;
             *accs += 1;
-            out.push(Node::AccInit { acc, op: *op });
+            let elem = body.elem(buffers);
+            out.push(Node::AccInit { acc, op: *op, elem });
             let mut inner = Vec::new();
-            let v = scalar(body, &mut inner, accs, labels);
+            let v = scalar(body, &mut inner, accs, labels, buffers);
             inner.push(Node::AccUpdate {
                 acc,
                 op: *op,
@@ -921,12 +982,26 @@ fn scalar(e: &IExpr, out: &mut Vec<Node>, accs: &mut u32, labels: &[u64]) -> Val
 /// - `a ± b` and `a * b` are zero when both operands are (`0 * inf` is NaN, so one is not
 ///   enough), `c * a` and `a / c` with a finite (non-zero) literal `c` when `a` is;
 /// - `a / b` is never known to be zero (`0 / 0` is NaN);
-/// - a reduction over a logical range of zeros is zero.
+/// - a reduction over a logical range of zeros is zero;
+/// - a conversion, `abs`, `sqrt`, `tanh` and `erf` are zero when their operand is, `max` and
+///   `min` when both operands are; `exp` and `log` never are.
 pub(crate) fn zero_labels(e: &IExpr) -> BTreeSet<Label> {
-    let finite = |e: &IExpr| matches!(e, IExpr::Lit(c) if c.is_finite());
+    let finite = |e: &IExpr| e.literal().is_some_and(f64::is_finite);
     match e {
         IExpr::Load(_, idx) => vars(idx).collect(),
         IExpr::Lit(_) => BTreeSet::new(),
+        // A conversion rounds a zero to the same zero.
+        IExpr::Convert(_, a) => zero_labels(a),
+        // Zero to zero: |±0| = +0, √±0 = ±0, tanh ±0 = ±0, erf ±0 = ±0; not exp 0 = 1 or
+        // log 0 = -∞.
+        IExpr::Func(Func::Abs | Func::Sqrt | Func::Tanh | Func::Erf, a) => zero_labels(a),
+        IExpr::Func(Func::Exp | Func::Log, _) => BTreeSet::new(),
+        // maximum and minimum of two zeros are a zero.
+        IExpr::Func2(_, a, b) => {
+            let za = zero_labels(a);
+            let zb = zero_labels(b);
+            za.intersection(&zb).copied().collect()
+        }
         IExpr::Bin(BinOp::Mul, a, b) if finite(a) => zero_labels(b),
         IExpr::Bin(BinOp::Mul, a, b) if finite(b) => zero_labels(a),
         IExpr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
@@ -934,7 +1009,7 @@ pub(crate) fn zero_labels(e: &IExpr) -> BTreeSet<Label> {
             let zb = zero_labels(b);
             za.intersection(&zb).copied().collect()
         }
-        IExpr::Bin(BinOp::Div, a, b) if matches!(**b, IExpr::Lit(c) if c.is_finite() && c != 0.0) => {
+        IExpr::Bin(BinOp::Div, a, b) if b.literal().is_some_and(|c| c.is_finite() && c != 0.0) => {
             zero_labels(a)
         }
         IExpr::Bin(BinOp::Div, ..) => BTreeSet::new(),
@@ -987,6 +1062,45 @@ mod tests {
                 "A_copy[l1, l2] = (2.0 * A_copy[l1, l2]) // A = 2 * A\n",
                 "y[l3] = (t[l3] + (red+ l4 < 2: A_copy[l4, l3])) // y = t + red+ 1 (A ^[1 2] ^[1 2])\n",
             )
+        );
+    }
+
+    #[test]
+    fn binary32_values_keep_their_type_through_literals_accumulators_and_temporaries() {
+        // The literal is its binary32 value under a conversion (exact); the accumulator is a
+        // binary32 one; the alias temporary has its target's type; the function keeps its
+        // operand's.
+        let k = lowered(
+            "input var X : f32[2 3]\ninout var Y : f32[3 3]\noutput var s : f32[2]\n\
+             s = red+ 2 (0.1 * exp X)\nY = Y ^[1 2]",
+        )
+        .emit(&mut |_, _| Ok(()))
+        .expect("emits");
+        assert_eq!(
+            k.to_string(),
+            concat!(
+                "kernel teil_kernel (M = 1, workspace 16, lifted 0)\n",
+                "  buffer X: input, logical [2, 3], padded [2, 3], f32\n",
+                "  buffer Y: inout, logical [3, 3], padded [3, 3], f32\n",
+                "  buffer s: output, logical [2], padded [2], f32\n",
+                "  buffer tmp0: temporary at 0, logical [3, 3], padded [3, 3], f32\n",
+                "nest // s = red+ 2 (0.1 * exp X)\n",
+                "  for l0 in 0..2\n",
+                "    acc0 = identity of Sum in f32\n",
+                "    for l1 in 0..3\n",
+                "      acc0 = Sum(acc0, (f32(0.10000000149011612) * exp(X[l0, l1])))\n",
+                "    s[l0] = acc0\n",
+                "nest // Y = Y ^[1 2]  (into a temporary: the right-hand side reads `Y` at other \
+                 indices)\n",
+                "  for l2 in 0..3\n",
+                "    for l3 in 0..3\n",
+                "      tmp0[l2, l3] = Y[l3, l2]\n",
+                "copy Y <- tmp0 // Y = Y ^[1 2]  (copy back)\n",
+            )
+        );
+        assert_eq!(
+            k.functions().into_iter().collect::<Vec<_>>(),
+            [(teil::ast::Func::Exp, ElemType::F32)]
         );
     }
 

@@ -110,7 +110,9 @@ pub fn lower_tuned(p: &CheckedProgram, opts: &Options, t: &Tuning) -> Result<Ker
 /// statement's before any later one is made.
 fn schedule(cx: &mut Context, a: &mut Assign, t: &Tuning) -> Result<(), Error> {
     hoist::run(cx, a, t.contract)?;
-    if a.lift {
+    // Lifting reassociates within binary64's laws (spec/values.md); binary32 sums and
+    // functions keep the spec's order.
+    if a.lift && cx.binary64(&a.value) {
         lift::run(cx, a, t.order)?;
         hoist::run(cx, a, t.contract)?;
     }

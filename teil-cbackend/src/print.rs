@@ -32,10 +32,12 @@ mod writer;
 
 use crate::ir::*;
 use expr::comment_text;
-use teil::ast::RedOp;
+pub use nest::c_type;
+use std::collections::BTreeSet;
+use teil::ast::{ElemType, Func, Func2, RedOp};
 use writer::Writer;
 
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone)]
 struct Helpers {
     max: bool,
     min: bool,
@@ -57,11 +59,21 @@ struct Helpers {
     lanes: bool,
     /// Some sum in lanes fuses its products (fma mode): `teil_fmav4` on the lanes' vectors.
     lanes_fma: bool,
+    /// Some buffer or value is binary32: the guard against excess precision for `float`.
+    binary32: bool,
+    /// The functions applied, with their element types (CORE-MATH's are declared, `sqrt` and
+    /// `abs` are runtime helpers).
+    functions: BTreeSet<(Func, ElemType)>,
+    /// `maximum`/`minimum` helpers, by element type.
+    functions2: BTreeSet<(Func2, ElemType)>,
 }
 
 impl Helpers {
     fn union(self, o: Helpers) -> Helpers {
         Helpers {
+            binary32: self.binary32 || o.binary32,
+            functions: self.functions.union(&o.functions).copied().collect(),
+            functions2: self.functions2.union(&o.functions2).copied().collect(),
             max: self.max || o.max,
             min: self.min || o.min,
             nan: self.nan || o.nan,
@@ -80,15 +92,24 @@ impl Helpers {
 fn helpers(k: &Kernel) -> Helpers {
     let mut h = Helpers {
         alloc: k.workspace > 0,
+        binary32: k.buffers.iter().any(|b| b.elem == ElemType::F32),
+        functions: k.functions(),
         ..Helpers::default()
     };
+    let mut accs = std::collections::BTreeMap::new();
     for s in &k.steps {
         walk_step(s, &mut |v| match v {
+            Visit::Val(Val::Func2(f, a, _)) => {
+                let t = k.val_elem(a, &|n| accs.get(&n).copied().unwrap_or(ElemType::F64));
+                h.functions2.insert((*f, t));
+            }
+            Visit::Val(Val::Convert(ElemType::F32, _)) => h.binary32 = true,
             Visit::Val(Val::Lit(x)) if x.is_nan() => h.nan = true,
             Visit::Val(Val::Lit(x)) if x.is_infinite() => h.inf = true,
             Visit::Val(Val::Undefined) => h.nan = true,
-            Visit::Node(Node::AccInit { op, .. }) => {
+            Visit::Node(Node::AccInit { acc, op, elem }) => {
                 h.inf |= matches!(op, RedOp::Max | RedOp::Min);
+                accs.insert(*acc, *elem);
             }
             Visit::Node(Node::AccUpdate { op, .. } | Node::Fold { op, .. }) => {
                 h.max |= *op == RedOp::Max;
@@ -133,6 +154,9 @@ pub fn module(kernels: &[&Kernel]) -> String {
     );
     w.blank();
     w.text(EXACTNESS);
+    if h.binary32 {
+        w.text(EXACTNESS_BINARY32);
+    }
     if h.fma {
         w.text(FAST_FMA);
     }
@@ -153,7 +177,28 @@ pub fn module(kernels: &[&Kernel]) -> String {
     if h.fma {
         w.line("static double teil_fma(double x, double y, double c);");
     }
-    let runtime = h.nan || h.inf || h.alloc || h.scratch || h.fma;
+    let mut libm = false;
+    for &(f, t) in &h.functions {
+        let ty = c_type(t);
+        let name = nest::function(f, t);
+        w.line(match crate::math::unit(f, t) {
+            // CORE-MATH, linked from its own translation unit (crate::math).
+            Some(_) => format!("{ty} {name}({ty} x);"),
+            None => {
+                libm = true;
+                format!("static {ty} {name}({ty} x);")
+            }
+        });
+    }
+    for &(f, t) in &h.functions2 {
+        let ty = c_type(t);
+        libm = true;
+        w.line(format!(
+            "static {ty} {}({ty} a, {ty} b);",
+            nest::function2(f, t)
+        ));
+    }
+    let runtime = h.nan || h.inf || h.alloc || h.scratch || h.fma || libm;
     if runtime {
         w.blank();
     }
@@ -212,7 +257,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
         w.blank();
         w.line("/* Runtime support. The headers come last so that none of their macros can");
         w.line(" * capture a name used above. */");
-        if h.nan || h.inf || h.fma {
+        if h.nan || h.inf || h.fma || libm {
             w.directive("#include <math.h>");
         }
         if h.alloc || h.scratch {
@@ -228,6 +273,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
         if h.fma {
             fma_helper(&mut w);
         }
+        function_helpers(&mut w, &h);
         if h.alloc {
             w.blank();
             w.line(
@@ -330,6 +376,57 @@ const EXACTNESS: &str = "\
 #endif
 
 ";
+
+/// The guard of a translation unit with binary32 values: `float` arithmetic must round to
+/// binary32 at every operation, which evaluation methods 0, 16 and 32 do (1 and 64 evaluate
+/// `float` in a wider type and round once at the end; -1 is refused on x86 by
+/// [`EXACTNESS`]'s check and otherwise means the compiler does not say).
+const EXACTNESS_BINARY32: &str = "\
+/* Exactness of binary32: every float operation rounds to float (no excess precision). */
+#if defined(__FLT_EVAL_METHOD__) && !(__FLT_EVAL_METHOD__ == -1 || __FLT_EVAL_METHOD__ == 0 \\
+    || __FLT_EVAL_METHOD__ == 16 || __FLT_EVAL_METHOD__ == 32)
+#error \"TeIL kernels with f32 values need float arithmetic without excess precision\"
+#endif
+
+";
+
+/// The runtime helpers of the functions that are IEEE operations (spec/values.md,
+/// "Functions"): `sqrt` (correctly rounded by C99 Annex F), `abs` (exact), and `maximum`/
+/// `minimum` (NaN if either operand is one, `-0 < +0`), in each element type used.
+fn function_helpers(w: &mut Writer, h: &Helpers) {
+    for &(f, t) in &h.functions {
+        let ty = c_type(t);
+        let call = match (f, t) {
+            (Func::Sqrt, ElemType::F64) => "sqrt(x)",
+            (Func::Sqrt, ElemType::F32) => "sqrtf(x)",
+            (Func::Abs, ElemType::F64) => "fabs(x)",
+            (Func::Abs, ElemType::F32) => "fabsf(x)",
+            _ => continue,
+        };
+        w.blank();
+        w.line(format!("static {ty} {}({ty} x)", nest::function(f, t)));
+        w.block("", |w| w.line(format!("return {call};")));
+    }
+    for &(f, t) in &h.functions2 {
+        let ty = c_type(t);
+        // Of equal operands (only zeros differ), the one with the sign the order prefers.
+        let (cmp, equal) = match f {
+            Func2::Max => (">", "signbit(a) ? b : a"),
+            Func2::Min => ("<", "signbit(a) ? a : b"),
+        };
+        w.blank();
+        w.line(format!(
+            "static {ty} {}({ty} a, {ty} b)",
+            nest::function2(f, t)
+        ));
+        w.block("", |w| {
+            // The evaluators' NaN (`functions::apply2`): the positive quiet NaN.
+            w.nested("if (a != a || b != b)", |w| w.line("return NAN;"));
+            w.nested("if (a == b)", |w| w.line(format!("return {equal};")));
+            w.line(format!("return a {cmp} b ? a : b;"));
+        });
+    }
+}
 
 /// fma mode: whether the target has a fused multiply-add instruction, which `teil_fma` and the
 /// register tiles' `teil_fmavW` then use. GCC says so with `__FP_FAST_FMA`; Clang does not
@@ -458,7 +555,10 @@ fn kernel(k: &Kernel, w: &mut Writer) {
     let params: Vec<String> = k
         .params
         .iter()
-        .map(|&p| format!("double *restrict {}", k.buffer(p).c_name))
+        .map(|&p| {
+            let b = k.buffer(p);
+            format!("{} *restrict {}", c_type(b.elem), b.c_name)
+        })
         .collect();
     w.line(format!(
         "void {}({})",
@@ -491,10 +591,14 @@ fn kernel(k: &Kernel, w: &mut Writer) {
                     (Role::InputCopy, Some(v)) => format!("private copy of input `{v}`"),
                     _ => "temporary".to_string(),
                 };
+                let at = match b.elem {
+                    ElemType::F64 => format!("teil_ws + {}", b.offset),
+                    t => format!("({} *)(teil_ws + {})", c_type(t), b.offset),
+                };
                 w.line(format!(
-                    "double *restrict {} = teil_ws + {}; /* {}, logical {}, padded {} */",
+                    "{} *restrict {} = {at}; /* {}, logical {}, padded {} */",
+                    c_type(b.elem),
                     b.c_name,
-                    b.offset,
                     comment_text(&what),
                     shape(&b.logical),
                     shape(&b.padded)

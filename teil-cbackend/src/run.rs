@@ -477,12 +477,19 @@ pub fn run_batch_timed(
     std::fs::write(&driver_c, crate::driver::source(kernels))
         .map_err(io("cannot write the generated driver"))?;
 
-    let args = [
+    // CORE-MATH's functions, each its own translation unit (crate::math).
+    let math = crate::math::write_units(&path.join("core-math"), &crate::math::units(kernels))
+        .map_err(io("cannot write the CORE-MATH sources"))?;
+    let mut args = vec![
         OsStr::new("-o"),
         exe.as_os_str(),
         kernels_c.as_os_str(),
         driver_c.as_os_str(),
     ];
+    args.extend(math.iter().map(|p| p.as_os_str()));
+    if crate::math::needs_libm(kernels) {
+        args.push(OsStr::new("-lm"));
+    }
     let compiling = Instant::now();
     let compiled = compile(tc, &args, &path, &kernels_c);
     times.compile += compiling.elapsed();

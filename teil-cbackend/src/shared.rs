@@ -258,6 +258,8 @@ struct Param {
     input: bool,
     /// The caller receives its final contents.
     output: bool,
+    /// Its element type: a binary32 parameter takes only binary32 values (E0605).
+    elem: teil::ast::ElemType,
 }
 
 impl Param {
@@ -316,6 +318,8 @@ impl SharedKernel {
         };
         let kernel = crate::lower(p, &lower)?;
         let source = source(&kernel);
+        let math = crate::math::units(&[&kernel]);
+        let libm = crate::math::needs_libm(&[&kernel]);
 
         let mut tc = Toolchain {
             cc: opts.cc.clone(),
@@ -350,7 +354,8 @@ impl SharedKernel {
         trusted_dir(&dir)?;
         files::remove_stale(&dir);
         let secret = secret(&dir)?;
-        let key = cache_key(&source, &tc)?;
+        // The CORE-MATH units compiled with the kernel are part of what the object is.
+        let key = cache_key(&format!("{source}{}", crate::math::key_text(&math)), &tc)?;
         let path = dir.join(format!("{key}.{}", std::env::consts::DLL_EXTENSION));
         // Only an object this user wrote and authenticated is loaded; anything else at its
         // name (another user's file, a symbolic link, a damaged or stale object) is built
@@ -364,7 +369,7 @@ impl SharedKernel {
         let (entry, object) = match cached {
             Some(loaded) => loaded,
             None => {
-                let file = build(&tc, &dir, &key, &source, &path, &secret)?;
+                let file = build(&tc, &dir, &key, (&source, &math, libm), &path, &secret)?;
                 load(file, &path, opts.openmp)?
             }
         };
@@ -395,6 +400,7 @@ impl SharedKernel {
                     padded: b.padded.clone(),
                     input,
                     output,
+                    elem: b.elem,
                 }
             })
             .collect();
@@ -446,6 +452,18 @@ impl SharedKernel {
                 (name.as_str(), Some(shape))
             }))
             .map_err(KernelError::Inputs)?;
+        // The entry point converts a binary32 parameter's doubles to `float`s, which would
+        // round a number that is not binary32: refused as the evaluators refuse it.
+        for q in self
+            .params
+            .iter()
+            .filter(|q| q.elem == teil::ast::ElemType::F32)
+        {
+            if let Some(v) = inputs.get(&q.var) {
+                teil::interface::check_binary32(&q.var, v.iter().copied())
+                    .map_err(|e| KernelError::Inputs(vec![e]))?;
+            }
+        }
         for (name, out) in outs.iter() {
             self.check_out(name, out.shape())?;
         }
@@ -592,24 +610,23 @@ impl SharedKernel {
     }
 }
 
-/// The kernel's C followed by the exported entry thunk.
+/// The kernel's C followed by the exported entry thunk (binary32 parameters through `float`
+/// copies, [`crate::driver::entry`]).
 fn source(kernel: &Kernel) -> String {
     let mut c = crate::print::module(&[kernel]);
-    let args: Vec<String> = (0..kernel.params.len())
-        .map(|i| format!("p[{i}]"))
-        .collect();
-    let body = if args.is_empty() {
-        format!("    (void)p;\n    {}();", kernel.name)
-    } else {
-        format!("    {}({});", kernel.name, args.join(", "))
-    };
+    c.push_str(
+        "\n/* The entry point of the shared object: every parameter through one array. */\n",
+    );
+    if crate::driver::has_binary32_params(kernel) {
+        c.push_str("#include <stdlib.h>\n");
+        c.push_str(crate::driver::BINARY32_HELPERS);
+    }
     let _ = write!(
         c,
-        "\n/* The entry point of the shared object: every parameter through one array. */\n\
-         #if defined(__GNUC__)\n__attribute__((visibility(\"default\")))\n#endif\n\
-         void {ENTRY}(double *const *p);\n\
-         void {ENTRY}(double *const *p)\n{{\n{body}\n}}\n"
+        "#if defined(__GNUC__)\n__attribute__((visibility(\"default\")))\n#endif\n\
+         void {ENTRY}(double *const *p);\n"
     );
+    crate::driver::entry(kernel, &format!("void {ENTRY}(double *const *p)"), &mut c);
     c
 }
 
@@ -914,7 +931,8 @@ fn staging(dir: &Path) -> Result<StagingDir, KernelError> {
     })
 }
 
-/// Compiles `source` into `path`: the C source is written (atomically) to `KEY.c` in `dir`,
+/// Compiles `source` (with the CORE-MATH units `math`, and the C library's math when `libm`)
+/// into `path`: the C source is written (atomically) to `KEY.c` in `dir`,
 /// the compiler writes the object into a private (0700) scratch directory in `dir`, where
 /// nobody else can reach it; it is made private (0700), its HMAC recorded in `KEY.mac`, and it
 /// is renamed onto `path`. Returns the object, open, for [`load`].
@@ -922,7 +940,7 @@ fn build(
     tc: &Toolchain,
     dir: &Path,
     key: &str,
-    source: &str,
+    (source, math, libm): (&str, &[&crate::math::Unit], bool),
     path: &Path,
     secret: &[u8; 32],
 ) -> Result<File, KernelError> {
@@ -939,7 +957,14 @@ fn build(
     let so_tmp = scratch
         .path()
         .join(format!("kernel.{}", std::env::consts::DLL_EXTENSION));
-    let args = [OsStr::new("-o"), so_tmp.as_os_str(), c_path.as_os_str()];
+    let units = scratch.path().join("core-math");
+    let math = crate::math::write_units(&units, math)
+        .map_err(io("cannot write the CORE-MATH sources", &units))?;
+    let mut args = vec![OsStr::new("-o"), so_tmp.as_os_str(), c_path.as_os_str()];
+    args.extend(math.iter().map(|p| p.as_os_str()));
+    if libm {
+        args.push(OsStr::new("-lm"));
+    }
     compile(tc, &args, scratch.path(), &c_path)?;
     let not_written = || KernelError::Io {
         what: "the compiler did not write a private object",

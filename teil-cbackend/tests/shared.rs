@@ -130,14 +130,9 @@ fn corpus_programs_equal_the_fast_evaluator_at_pads_1_3_8() {
         let Ok((p, _)) = teil::guard::load(&f.to_string_lossy(), &text) else {
             continue; // rejected programs are not run
         };
-        // Element types and functions are refused by the C backend (E0802), and only that.
+        // Every well-typed program lowers, element types and functions included.
         if let Err(e) = teil_cbackend::lower(&p, &teil_cbackend::Options::default()) {
-            assert!(
-                matches!(e, teil_cbackend::Error::Unsupported { .. }),
-                "{}: {e}",
-                f.display()
-            );
-            continue;
+            panic!("{}: {e}", f.display());
         }
         // Programs whose buffers exceed a few MiB at M = 8 are the evaluators' size tests.
         let padded: u64 = p
@@ -946,4 +941,32 @@ fn kernels_loaded_and_dropped_in_any_order_call_their_own_object() {
         let again = SharedKernel::compile(&d, &options(cache.path(), 3)).expect("compiles");
         check_against_fast(&format!("doubled pad 3 {round}"), &d, &again, &inputs);
     }
+}
+
+/// A binary32 input takes binary32 numbers only, as every caller's does (E0605): the entry
+/// point converts it to `float`, which would otherwise round `0.1` silently. Binary32 values
+/// give the evaluators' bits.
+#[test]
+fn a_binary32_input_refuses_numbers_that_are_not_binary32() {
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let p = program("input alloc x : f32[3]\noutput alloc y : f32[3]\ny = exp x * x\n");
+    let k = SharedKernel::compile(&p, &options(cache.path(), 4)).expect("compiles");
+    let bad = BTreeMap::from([("x".to_string(), tensor(&[3], vec![1.0, 0.1, 2.0]))]);
+    let inputs = views(&bad);
+    match k.call(&inputs) {
+        Err(KernelError::Inputs(errors)) => {
+            let codes: Vec<String> = errors
+                .iter()
+                .filter_map(|e| e.code())
+                .map(|c| c.as_str().to_string())
+                .collect();
+            assert_eq!(codes, ["E0605"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let good = BTreeMap::from([(
+        "x".to_string(),
+        tensor(&[3], vec![1.0, f64::from(0.1f32), -87.5]),
+    )]);
+    check_against_fast("binary32", &p, &k, &good);
 }

@@ -628,3 +628,93 @@ proptest::proptest! {
         validates_large(&src, false);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Element types and functions (spec/validation.md, "Binary32 and functions").
+
+const SOFTMAX32: &str = "input var X : f32[3 5]\noutput var Y : f32[3 5]\nvar m : f32[3]\n\
+                         var e : f32[3 5]\nm = redmax 2 X\ne = exp (X - expa 2 5 m)\n\
+                         Y = e / expa 2 5 (red+ 2 e)\n";
+
+#[test]
+fn binary32_programs_and_functions_validate() {
+    for src in [
+        SOFTMAX32,
+        "input var A : f32[3 4]\ninput var B : [4 2]\noutput var C : f32[3 2]\n\
+         C = (A # f32 B) .[2 3]\n",
+        "input var x : [5]\noutput var y : [5]\noutput var z : f32[5]\n\
+         y = max (sqrt (abs x)) (min (tanh x) (erf x)) + log (exp x)\nz = f32 (2.5 * y)\n",
+        "input var a : f32[2 3]\noutput var s : f32[]\ns = red+ 1 (red* 2 (0.1 * a))\n",
+    ] {
+        let reports = validates(src);
+        assert!(reports.iter().all(|(_, v)| v.output_cells > 0), "{src}");
+    }
+}
+
+#[test]
+fn a_binary32_sum_accumulated_in_binary64_is_rejected() {
+    // The kernel folds the binary32 terms without rounding each step: a wider accumulator, as
+    // a compiler that kept `float` sums in `double` would.
+    let p = compile("input var A : f32[3 4]\noutput var s : f32[3]\ns = red+ 2 A\n");
+    let mut k = lower(&p, 1, false);
+    each_node(&mut k, &mut |n| {
+        if let Node::AccInit { elem, .. } = n {
+            *elem = teil::ast::ElemType::F64;
+        }
+    });
+    match rejected(&p, &k) {
+        ValidationError::Differs { kernel, oracle, .. } => {
+            assert_eq!(
+                oracle.to_string(),
+                "f32(A[1,4] + f32(A[1,3] + f32(A[1,1] + A[1,2])))"
+            );
+            assert_eq!(kernel.to_string(), "A[1,1] + A[1,2] + A[1,3] + A[1,4]");
+        }
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn a_wrong_function_or_swapped_maximum_is_rejected() {
+    let p = compile("input var x : f32[3]\noutput var y : f32[3]\ny = max (exp x) x\n");
+    let k = lower(&p, 1, false);
+    validate::validate(&p, &k).expect("the kernel as lowered validates");
+    // `log` for `exp`.
+    let mut wrong = k.clone();
+    each_node(&mut wrong, &mut |n| {
+        if let Node::Store {
+            value: Val::Func2(_, a, _),
+            ..
+        } = n
+        {
+            if let Val::Func(f, _) = &mut **a {
+                *f = teil::ast::Func::Log;
+            }
+        }
+    });
+    match rejected(&p, &wrong) {
+        ValidationError::Differs { kernel, oracle, .. } => {
+            assert_eq!(kernel.to_string(), "maximum(logf(x[1]), x[1])");
+            assert_eq!(oracle.to_string(), "maximum(expf(x[1]), x[1])");
+        }
+        e => panic!("{e}"),
+    }
+    // `min` for `max`.
+    let mut swapped = k.clone();
+    each_node(&mut swapped, &mut |n| {
+        if let Node::Store {
+            value: Val::Func2(f, ..),
+            ..
+        } = n
+        {
+            *f = teil::ast::Func2::Min;
+        }
+    });
+    rejected(&p, &swapped);
+    // The binary64 function of a binary32 value.
+    let mut widened = k;
+    for b in &mut widened.buffers {
+        b.elem = teil::ast::ElemType::F64;
+    }
+    rejected(&p, &widened);
+}

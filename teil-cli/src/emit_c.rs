@@ -1,11 +1,12 @@
 //! `teil emit-c FILE [--pad M] [--name NAME] [-o out.c] [--validate] [--openmp] [--fma] [--ir]
-//! [--target-cpu MACHINE]`: prints
+//! [--math DIR] [--target-cpu MACHINE]`: prints
 //! the C99 translation unit the padding-aware backend generates for a program (spec/abi.md), on
 //! standard output or atomically into a file; `--validate` checks it first
 //! (spec/validation.md); `--ir` prints the optimised loop IR as text instead (the kernel the C
 //! is printed from and the validator interprets); `--fma` emits fma mode (spec/values.md, "Fused
 //! multiply-add"); `--target-cpu` names the machine the kernel's sizes are chosen for
-//! (`teil_cbackend::machine`).
+//! (`teil_cbackend::machine`); `--math DIR` also writes the CORE-MATH sources the kernel
+//! calls (`teil_cbackend::math`), each file atomically.
 //!
 //! Exit codes as for every subcommand: 0 success, 1 the program was rejected, 2 usage or I/O
 //! problems (including a `--pad` or `--name` the backend cannot use).
@@ -41,7 +42,7 @@ pub fn emit_c(
     pad: u64,
     name: &str,
     target_cpu: Option<&str>,
-    output: Option<&str>,
+    (output, math): (Option<&str>, Option<&str>),
     emit: Emit,
     color: Color,
 ) -> u8 {
@@ -99,6 +100,12 @@ pub fn emit_c(
             }
         }
     }
+    if let Some(dir) = math {
+        if let Err(e) = write_math(std::path::Path::new(dir), &kernel) {
+            fail(&format!("--math: {e}"));
+            return 2;
+        }
+    }
     let c = if ir {
         kernel.to_string()
     } else {
@@ -111,4 +118,31 @@ pub fn emit_c(
             2
         }
     }
+}
+
+/// Writes the CORE-MATH files `kernel` calls into `dir` (created if missing; an existing
+/// `dir` must be a directory, not a link to one), each atomically.
+fn write_math(dir: &std::path::Path, kernel: &teil_cbackend::ir::Kernel) -> Result<(), String> {
+    let units = teil_cbackend::math::units(&[kernel]);
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{} is not a directory", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?,
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    }
+    for (rel, text) in teil_cbackend::math::files(&units) {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            match std::fs::symlink_metadata(parent) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(format!("{} is not a directory", parent.display())),
+                Err(_) => std::fs::create_dir(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?,
+            }
+        }
+        teil_io::files::write_atomically(&path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }

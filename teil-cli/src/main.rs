@@ -264,6 +264,11 @@ enum Command {
         /// Print the optimised loop IR as text instead of the C (the form `--validate` checks).
         #[arg(long)]
         ir: bool,
+        /// Also write the CORE-MATH sources the kernel calls (`cr_exp`, ...) into DIR (created
+        /// if missing): compile its `cr_*.c` files with the kernel and link with `-lm`
+        /// (spec/abi.md, "Functions").
+        #[arg(long, value_name = "DIR")]
+        math: Option<String>,
         /// The machine the kernels are sized for (spec/padding.md, *Sizes from the machine*):
         /// `host` (this CPU: caches from /sys, vector width from cpuid), `reference` (the
         /// documented default) or a description file such as `teil tune` writes. Default:
@@ -345,6 +350,7 @@ fn main() -> ExitCode {
             fma,
             no_reassociate,
             ir,
+            math,
             target_cpu,
             color,
         } => emit_c::emit_c(
@@ -352,7 +358,7 @@ fn main() -> ExitCode {
             pad,
             &name,
             target_cpu.as_deref(),
-            output.as_deref(),
+            (output.as_deref(), math.as_deref()),
             emit_c::Emit {
                 validate,
                 openmp,

@@ -15,8 +15,28 @@
 //!   (the polynomials with natural coefficients). Like terms are not merged (`x + x` is not
 //!   `2 * x`) and literals are not folded (`2 * 3` is not `6`): no rewrite the backend does
 //!   needs either, so the validator does not accept them.
-//! - `-`, `/`, `max` and `min` are uninterpreted: an atom with its two (normalised) operands,
-//!   in order. `a - b` is not `a + (-1) * b`, and `max(a, b)` is not `max(b, a)`.
+//! - `-`, `/`, `max` and `min` (the fold steps of `redmax`/`redmin`) are uninterpreted: an
+//!   atom with its two (normalised) operands, in order. `a - b` is not `a + (-1) * b`, and
+//!   `max(a, b)` is not `max(b, a)`.
+//! - So are the operations of binary32 and of the functions (spec/values.md, "Binary32",
+//!   "Functions"): `f32(x)`, the rounding of `x` to binary32; `exp(x)`, `log(x)`, `sqrt(x)`,
+//!   `tanh(x)`, `erf(x)`, `abs(x)`, a function in binary64, and `expf(x)`, `logf(x)`, ...,
+//!   `absf(x)` the same function in binary32 (C's names, but `absf` for `fabsf`);
+//!   `maximum(x, y)` and `minimum(x, y)`, the functions `max`/`min` (IEEE 754-2019
+//!   `maximum`/`minimum`, which order `-0 < +0`, so they are other operations than `redmax`'s
+//!   `max`, which keeps its first operand of two equal zeros). Two such terms are equal only
+//!   if they apply the same operation, in the same type, to equal operands in the same order:
+//!   `exp(x)` is not `expf(x)`, `abs(abs(x))` is not `abs(x)`, `maximum(a, b)` is neither
+//!   `maximum(b, a)` nor `max(a, b)`.
+//! - The one simplification is that rounding a binary32 number to binary32 is exact: `f32(x)` is
+//!   `x` itself where `x` is a single atom that is a binary32 number whatever the leaves hold: a
+//!   literal exactly representable in binary32 (`±0` and `±inf` included), an `f32(..)`, a
+//!   binary32 function (`expf(..)`, ...), or a `maximum`/`minimum` of two such operands (it
+//!   returns one of them, or NaN). That is what makes the oracle, which rounds every binary32
+//!   operation's result, and the C model, whose binary32 functions return binary32 values,
+//!   produce equal terms. Nothing else is known to be binary32: a leaf's term says nothing of the
+//!   caller's value (callers never round a bare leaf), and a sum or product of binary32 numbers
+//!   is rounded (`f32(a + b)` stays an atom).
 //!
 //! This is sound for exact real arithmetic, not for binary64: reassociating a floating-point
 //! sum changes its rounding, and distributivity fails with infinities. That is exactly the
@@ -55,22 +75,76 @@ pub struct Leaf {
     pub index: Vec<u64>,
 }
 
-/// The uninterpreted binary operations.
+/// The uninterpreted operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Op {
+    /// `a - b`.
     Sub,
+    /// `a / b`.
     Div,
+    /// `redmax`'s fold step ([`crate::domain::max_f64`]).
     Max,
+    /// `redmin`'s fold step.
     Min,
+    /// Rounding to binary32 (unary).
+    Round32,
+    /// A function in an element type (unary).
+    Func(Func, ElemType),
+    /// IEEE 754-2019 `maximum`/`minimum` (binary).
+    Func2(Func2),
 }
 
+impl Op {
+    /// The number of operands.
+    fn arity(self) -> usize {
+        match self {
+            Op::Round32 | Op::Func(..) => 1,
+            Op::Sub | Op::Div | Op::Max | Op::Min | Op::Func2(_) => 2,
+        }
+    }
+
+    /// The operator of an infix operation (`a - b`); `None` for one printed as a call.
+    fn infix(self) -> Option<&'static str> {
+        match self {
+            Op::Sub => Some(" - "),
+            Op::Div => Some(" / "),
+            _ => None,
+        }
+    }
+}
+
+/// The name of an operation printed as a call: `max`, `min`, `f32`, `exp` (binary64), `expf`
+/// (binary32), `maximum`, `minimum`.
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Sub => f.write_str("-"),
+            Op::Div => f.write_str("/"),
+            Op::Max => f.write_str("max"),
+            Op::Min => f.write_str("min"),
+            Op::Round32 => f.write_str("f32"),
+            Op::Func(g, ElemType::F64) => f.write_str(g.keyword()),
+            Op::Func(g, ElemType::F32) => write!(f, "{}f", g.keyword()),
+            Op::Func2(Func2::Max) => f.write_str("maximum"),
+            Op::Func2(Func2::Min) => f.write_str("minimum"),
+        }
+    }
+}
+
+/// An uninterpreted operation applied to its (normalised) operands, in order. What
+/// [`Atom::is_zero`], [`Atom::is_finite`] and [`Atom::is_binary32`] answer is computed once,
+/// when the node is built, from its operands' answers: asking again down the term would take
+/// time exponential in the nesting of terms that share operands (`max(0, max(0, ...))`, the
+/// padding cell of a long `redmax` over a padded target, or `maximum(m, m)`).
 #[derive(Debug)]
 struct OpNode {
     op: Op,
-    a: Arc<Poly>,
-    b: Arc<Poly>,
+    args: Vec<Arc<Poly>>,
     hash: u64,
     depth: u32,
+    zero: bool,
+    finite: bool,
+    binary32: bool,
 }
 
 /// An indivisible factor of a monomial.
@@ -90,6 +164,8 @@ pub struct Poly {
     hash: u64,
     depth: u32,
     atoms: usize,
+    /// [`Poly::is_zero`], computed once.
+    zero: bool,
 }
 
 /// A symbolic value.
@@ -194,29 +270,82 @@ impl Atom {
         }
     }
 
-    /// Exactly zero (`+0` or `−0`) whatever the leaves hold.
+    /// Exactly zero (`+0` or `−0`) whatever the leaves hold ([`OpNode::new`] for operations).
     fn is_zero(&self) -> bool {
         match self {
             Atom::Lit(x) => *x == 0.0,
             Atom::Leaf(_) => false,
-            Atom::Op(o) => match o.op {
-                // 0 - 0, max(0, 0), min(0, 0) are zero.
-                Op::Sub | Op::Max | Op::Min => o.a.is_zero() && o.b.is_zero(),
-                // 0 / c is zero for a finite non-zero c (0 / 0 is NaN).
-                Op::Div => o.a.is_zero() && o.b.finite_nonzero_literal(),
-            },
+            Atom::Op(o) => o.zero,
         }
     }
 
-    /// Whether the atom is exactly zero ([`Atom::is_zero`]) and whether it is finite whatever
-    /// the leaves hold (so that multiplying it by zero gives zero), asking `is_zero` once: asking
-    /// it again for finiteness would take time exponential in the nesting of
-    /// `max(0, max(0, ...))`, the padding cell of a long `redmax` over a padded target.
-    fn zero_finite(&self) -> (bool, bool) {
-        let zero = self.is_zero();
+    /// Finite (neither infinite nor NaN) whatever the leaves hold, so that multiplying it by
+    /// zero gives zero. Implied by [`Atom::is_zero`].
+    fn is_finite(&self) -> bool {
         match self {
-            Atom::Lit(x) => (zero, x.is_finite()),
-            _ => (zero, zero),
+            Atom::Lit(x) => x.is_finite(),
+            Atom::Leaf(_) => false,
+            Atom::Op(o) => o.finite,
+        }
+    }
+
+    /// A binary32 number (or NaN) whatever the leaves hold, so that rounding it to binary32
+    /// changes nothing.
+    fn is_binary32(&self) -> bool {
+        match self {
+            Atom::Lit(x) => f64::from(*x as f32) == *x,
+            Atom::Leaf(_) => false,
+            Atom::Op(o) => o.binary32,
+        }
+    }
+}
+
+impl OpNode {
+    /// The operation `op` on `args` (as many as its arity), with what is known of its value.
+    fn new(op: Op, args: &[&Arc<Poly>]) -> OpNode {
+        debug_assert_eq!(args.len(), op.arity(), "{op:?}");
+        let all = |p: fn(&Poly) -> bool| args.iter().all(|a| p(a));
+        let zeros = all(Poly::is_zero);
+        let (zero, finite) = match (op, args) {
+            // 0 / c is zero for a finite non-zero c (0 / 0 is NaN).
+            (Op::Div, _) => (
+                matches!(args, [a, b] if a.is_zero() && b.finite_nonzero_literal()),
+                false,
+            ),
+            // 0 - 0, max(0, 0), min(0, 0), maximum(0, 0), minimum(0, 0) and the rounding of a
+            // zero are zero. maximum/minimum return an operand (or NaN for a NaN one), so they
+            // are finite where both operands are; a rounding to binary32 may overflow.
+            (Op::Sub | Op::Max | Op::Min | Op::Round32, _) => (zeros, false),
+            (Op::Func2(_), _) => (zeros, all(Poly::is_finite)),
+            (Op::Func(f, _), _) => match f {
+                // Exact, and NaN only for a NaN operand.
+                Func::Abs => (zeros, all(Poly::is_finite)),
+                // Bounded by 1, and NaN only for a NaN operand.
+                Func::Tanh | Func::Erf => (zeros, all(Poly::is_finite)),
+                // sqrt(±0) = ±0; sqrt(-1) is NaN.
+                Func::Sqrt => (zeros, false),
+                // exp(0) = 1, log(0) = -inf; either overflows.
+                Func::Exp | Func::Log => (false, false),
+            },
+        };
+        let binary32 = match op {
+            Op::Round32 | Op::Func(_, ElemType::F32) => true,
+            Op::Func2(_) => all(Poly::is_binary32),
+            Op::Sub | Op::Div | Op::Max | Op::Min | Op::Func(_, ElemType::F64) => false,
+        };
+        let mut h = DefaultHasher::new();
+        (2u8, op).hash(&mut h);
+        for a in args {
+            a.hash.hash(&mut h);
+        }
+        OpNode {
+            op,
+            args: args.iter().map(|&a| a.clone()).collect(),
+            hash: h.finish(),
+            depth: 1 + args.iter().map(|a| a.depth).max().unwrap_or(0),
+            zero,
+            finite: finite || zero,
+            binary32,
         }
     }
 }
@@ -254,8 +383,7 @@ impl Ord for Atom {
                 }
                 a.op.cmp(&b.op)
                     .then(a.hash.cmp(&b.hash))
-                    .then_with(|| a.a.cmp(&b.a))
-                    .then_with(|| a.b.cmp(&b.b))
+                    .then_with(|| a.args.cmp(&b.args))
             }
             _ => self.rank().cmp(&o.rank()),
         }
@@ -312,29 +440,49 @@ impl Poly {
                 a.hash().hash(&mut h);
             }
         }
+        // Every monomial has a zero factor and only finite factors (0 · ∞ is NaN).
+        let zero = !monos.is_empty()
+            && monos
+                .iter()
+                .all(|m| m.iter().any(Atom::is_zero) && m.iter().all(Atom::is_finite));
         Some(Poly {
             monos,
             hash: h.finish(),
             depth,
             atoms,
+            zero,
         })
     }
 
+    /// Exactly zero whatever the leaves hold ([`Sym::is_zero`]).
     fn is_zero(&self) -> bool {
-        !self.monos.is_empty()
-            && self.monos.iter().all(|m| {
-                let (mut zero, mut finite) = (false, true);
-                for a in m {
-                    let (z, f) = a.zero_finite();
-                    zero |= z;
-                    finite &= f;
-                }
-                zero && finite
-            })
+        self.zero
+    }
+
+    /// The term's one atom, if it is a single atom.
+    fn single_atom(&self) -> Option<&Atom> {
+        match self.monos.as_slice() {
+            [m] => match m.as_slice() {
+                [a] => Some(a),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Finite whatever the leaves hold, as far as cheaply known: a zero, or a finite atom (a sum
+    /// or product of finite numbers may overflow).
+    fn is_finite(&self) -> bool {
+        self.zero || self.single_atom().is_some_and(Atom::is_finite)
+    }
+
+    /// A binary32 number whatever the leaves hold: a single atom that is one.
+    fn is_binary32(&self) -> bool {
+        self.single_atom().is_some_and(Atom::is_binary32)
     }
 
     fn finite_nonzero_literal(&self) -> bool {
-        matches!(self.monos.as_slice(), [m] if matches!(m.as_slice(), [Atom::Lit(x)] if x.is_finite() && *x != 0.0))
+        matches!(self.single_atom(), Some(Atom::Lit(x)) if x.is_finite() && *x != 0.0)
     }
 }
 
@@ -381,16 +529,9 @@ fn product(p: &Poly, q: &Poly) -> Option<Poly> {
     Poly::new(monos)
 }
 
-fn operation(op: Op, a: &Arc<Poly>, b: &Arc<Poly>) -> Option<Poly> {
-    let depth = 1 + a.depth.max(b.depth);
-    let node = OpNode {
-        op,
-        a: a.clone(),
-        b: b.clone(),
-        hash: hash_of((2u8, op, a.hash, b.hash)),
-        depth,
-    };
-    Poly::new(vec![vec![Atom::Op(Arc::new(node))]])
+/// The atom `op(args)` (`None` when nested too deep or out of fuel).
+fn operation(op: Op, args: &[&Arc<Poly>]) -> Option<Poly> {
+    Poly::new(vec![vec![Atom::Op(Arc::new(OpNode::new(op, args)))]])
 }
 
 impl Sym {
@@ -428,8 +569,12 @@ impl Sym {
     }
 
     /// Provably `+0` or `−0` whatever the leaves hold: every monomial has a zero factor and only
-    /// finite factors (`0 · ∞` is NaN), where `a − b`, `max`, `min` of zeros and `0 / c` for a
-    /// finite non-zero literal `c` are zero.
+    /// finite factors (`0 · ∞` is NaN), where `a − b`, `max`, `min`, `maximum`, `minimum` of
+    /// zeros, `0 / c` for a finite non-zero literal `c`, and `f32`, `abs`, `sqrt`, `tanh`, `erf`
+    /// (either type) of a zero are zero (`exp` and `log` of anything are not). A factor is
+    /// finite if it is zero, a finite literal, or `abs`, `tanh`, `erf`, `maximum`, `minimum` of
+    /// finite operands (a finite single atom or a zero): every other operation may overflow or
+    /// give NaN.
     pub fn is_zero(&self) -> bool {
         match self {
             Sym::Term(p) => p.is_zero(),
@@ -445,21 +590,31 @@ impl Sym {
         }
     }
 
-    fn combine(&self, b: &Sym, f: impl FnOnce(&Arc<Poly>, &Arc<Poly>) -> Option<Poly>) -> Sym {
-        match (self, b) {
-            (Sym::Undefined, _) | (_, Sym::Undefined) => Sym::Undefined,
-            (Sym::TooLarge, _) | (_, Sym::TooLarge) => Sym::TooLarge,
-            (Sym::Term(p), Sym::Term(q)) => {
-                // Once the fuel is spent every operation is cheap.
-                if SPENT.with(Cell::get) > limits().fuel {
-                    return Sym::TooLarge;
-                }
-                match f(p, q) {
-                    Some(r) => Sym::Term(Arc::new(r)),
-                    None => Sym::TooLarge,
-                }
-            }
+    /// `f` of the operands' terms: `•` if any operand is `•`, else `TooLarge` if any is, or once
+    /// the fuel is spent, or if `f` finds the result over the limits.
+    fn lift<const N: usize>(
+        args: [&Sym; N],
+        f: impl FnOnce([&Arc<Poly>; N]) -> Option<Poly>,
+    ) -> Sym {
+        if args.iter().any(|s| s.is_undefined()) {
+            return Sym::Undefined;
         }
+        // Once the fuel is spent every operation is cheap.
+        if args.iter().any(|s| s.is_too_large()) || SPENT.with(Cell::get) > limits().fuel {
+            return Sym::TooLarge;
+        }
+        let terms = args.map(|s| match s {
+            Sym::Term(p) => p,
+            Sym::Undefined | Sym::TooLarge => unreachable!("checked above"),
+        });
+        match f(terms) {
+            Some(r) => Sym::Term(Arc::new(r)),
+            None => Sym::TooLarge,
+        }
+    }
+
+    fn combine(&self, b: &Sym, f: impl FnOnce(&Arc<Poly>, &Arc<Poly>) -> Option<Poly>) -> Sym {
+        Sym::lift([self, b], |[p, q]| f(p, q))
     }
 }
 
@@ -490,41 +645,48 @@ impl Domain for Sym {
         self.combine(b, |p, q| sum(p, q))
     }
     fn sub(&self, b: &Self) -> Self {
-        self.combine(b, |p, q| operation(Op::Sub, p, q))
+        self.combine(b, |p, q| operation(Op::Sub, &[p, q]))
     }
     fn mul(&self, b: &Self) -> Self {
         self.combine(b, |p, q| product(p, q))
     }
     fn div(&self, b: &Self) -> Self {
-        self.combine(b, |p, q| operation(Op::Div, p, q))
+        self.combine(b, |p, q| operation(Op::Div, &[p, q]))
     }
     fn max(&self, b: &Self) -> Self {
-        self.combine(b, |p, q| operation(Op::Max, p, q))
+        self.combine(b, |p, q| operation(Op::Max, &[p, q]))
     }
     fn min(&self, b: &Self) -> Self {
-        self.combine(b, |p, q| operation(Op::Min, p, q))
+        self.combine(b, |p, q| operation(Op::Min, &[p, q]))
     }
-    /// Terms are binary64's: a binary32 rounding, a function and `max`/`min` (whose zeros are
-    /// ordered otherwise than `redmax`'s) are not modelled, and a term containing one is
-    /// [`Sym::TooLarge`], equal to nothing. The C backend, the only user of symbolic
-    /// evaluation, refuses programs with such operations before validating them.
+    /// The identity for `f64`. For `f32`, the term itself where it is a single atom known to be
+    /// a binary32 number (a literal exactly representable in binary32, an `f32(..)`, a binary32
+    /// function, a `maximum`/`minimum` of such operands): rounding a binary32 number to binary32
+    /// is exact. Anything else is the uninterpreted atom `f32(x)`.
     fn round(&self, t: ElemType) -> Self {
-        match t {
-            ElemType::F64 => self.clone(),
-            ElemType::F32 => Sym::TooLarge,
+        match (t, self) {
+            (ElemType::F64, _) => self.clone(),
+            (ElemType::F32, Sym::Term(p)) if p.is_binary32() => self.clone(),
+            (ElemType::F32, _) => Sym::lift([self], |[p]| operation(Op::Round32, &[p])),
         }
     }
-    fn func(_: Func, _: ElemType, _: &Self) -> Self {
-        Sym::TooLarge
+    /// The uninterpreted atom `f(a)` in type `t`, printed `exp(a)` for `f64` and `expf(a)` for
+    /// `f32`: equal only to the same function in the same type of an equal operand (no
+    /// simplification, not even `abs(abs(a))`).
+    fn func(f: Func, t: ElemType, a: &Self) -> Self {
+        Sym::lift([a], |[p]| operation(Op::Func(f, t), &[p]))
     }
-    fn func2(_: Func2, _: &Self, _: &Self) -> Self {
-        Sym::TooLarge
+    /// The uninterpreted atom `maximum(a, b)` or `minimum(a, b)`, operands in order: other atoms
+    /// than `redmax`'s `max(a, b)` and `redmin`'s `min(a, b)`, which order zeros otherwise.
+    fn func2(f: Func2, a: &Self, b: &Self) -> Self {
+        a.combine(b, |p, q| operation(Op::Func2(f), &[p, q]))
     }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Printing: `A[1,2]*B[2,1] + 2*C[1]`, `(x - y)`, `(x / y)`, `max(x, y)`, `•`. Output longer than
-// a few thousand characters is cut with a note (terms can have thousands of monomials).
+// Printing: `A[1,2]*B[2,1] + 2*C[1]`, `(x - y)`, `(x / y)`, `max(x, y)`, `f32(x)`, `exp(x)`,
+// `expf(x)`, `maximum(x, y)`, `•`. Output longer than a few thousand characters is cut with a
+// note (terms can have thousands of monomials).
 
 /// Longest printed form of one term.
 const MAX_PRINTED: usize = 4000;
@@ -573,20 +735,22 @@ impl Printer {
                 };
                 self.push(&format!("{mark}{}[{}]", l.var, idx.join(",")));
             }
-            Atom::Op(o) => match o.op {
-                Op::Sub | Op::Div => {
-                    let sym = if o.op == Op::Sub { " - " } else { " / " };
+            Atom::Op(o) => match (o.op.infix(), o.args.as_slice()) {
+                (Some(sym), [a, b]) => {
                     self.push("(");
-                    self.poly(&o.a, true);
+                    self.poly(a, true);
                     self.push(sym);
-                    self.poly(&o.b, true);
+                    self.poly(b, true);
                     self.push(")");
                 }
-                Op::Max | Op::Min => {
-                    self.push(if o.op == Op::Max { "max(" } else { "min(" });
-                    self.poly(&o.a, false);
-                    self.push(", ");
-                    self.poly(&o.b, false);
+                _ => {
+                    self.push(&format!("{}(", o.op));
+                    for (i, a) in o.args.iter().enumerate() {
+                        if i > 0 {
+                            self.push(", ");
+                        }
+                        self.poly(a, false);
+                    }
                     self.push(")");
                 }
             },
@@ -736,6 +900,260 @@ mod tests {
         assert_eq!(Sym::unspecified("C", vec![1, 2]).to_string(), "?C[1,2]");
         assert_eq!(Sym::Undefined.to_string(), "•");
         assert_eq!(lit(-0.0).to_string(), "-0.0");
+    }
+
+    const F32: ElemType = ElemType::F32;
+    const F64: ElemType = ElemType::F64;
+
+    fn f32(a: &Sym) -> Sym {
+        a.round(F32)
+    }
+
+    fn exp32(a: &Sym) -> Sym {
+        Sym::func(Func::Exp, F32, a)
+    }
+
+    fn maximum(a: &Sym, b: &Sym) -> Sym {
+        Sym::func2(Func2::Max, a, b)
+    }
+
+    fn minimum(a: &Sym, b: &Sym) -> Sym {
+        Sym::func2(Func2::Min, a, b)
+    }
+
+    #[test]
+    fn round32_is_the_term_itself_exactly_where_it_is_a_binary32_number() {
+        // Representable literals, signed zeros and infinities included.
+        for v in [
+            1.5,
+            -2.0,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.1f32 as f64,
+        ] {
+            assert_eq!(f32(&lit(v)), lit(v), "{v}");
+        }
+        assert_eq!(f32(&lit(-0.0)).to_string(), "-0.0");
+        // 0.1 and 1e300 are not binary32 numbers: their rounding is an atom.
+        assert_ne!(f32(&lit(0.1)), lit(0.1));
+        assert_eq!(f32(&lit(0.1)).to_string(), "f32(0.1)");
+        assert_ne!(f32(&lit(1e300)), lit(1e300));
+        assert_ne!(f32(&lit(0.1)), lit(0.1f32 as f64));
+        // Idempotent.
+        let r = f32(&x(1).add(&x(2)));
+        assert_eq!(r.to_string(), "f32(x[1] + x[2])");
+        assert_eq!(f32(&r), r);
+        assert_eq!(f32(&f32(&r)), r);
+        // binary32 functions return binary32 numbers; binary64 ones do not.
+        let e = exp32(&x(1));
+        assert_eq!(f32(&e), e);
+        let e64 = Sym::func(Func::Exp, F64, &x(1));
+        assert_ne!(f32(&e64), e64);
+        for f in Func::ALL {
+            let y = Sym::func(f, F32, &r);
+            assert_eq!(f32(&y), y, "{f:?}");
+        }
+        // maximum/minimum return an operand: binary32 where both operands are.
+        let m = maximum(&f32(&x(1)), &exp32(&x(2)));
+        assert_eq!(f32(&m), m);
+        let m = minimum(&lit(2.0), &maximum(&f32(&x(1)), &lit(-0.0)));
+        assert_eq!(f32(&m), m);
+        let m = maximum(&x(1), &x(2));
+        assert_ne!(f32(&m), m);
+        assert_eq!(f32(&m).to_string(), "f32(maximum(x[1], x[2]))");
+        let m = maximum(&f32(&x(1)), &lit(0.1));
+        assert_ne!(f32(&m), m);
+        // Nothing is known of a leaf, nor of a sum, product or other operation of binary32
+        // numbers, nor of redmax's `max` (only `maximum` is recognised).
+        assert_ne!(f32(&x(1)), x(1));
+        let (a, b) = (f32(&x(1)), f32(&x(2)));
+        for t in [
+            a.add(&b),
+            a.mul(&b),
+            a.sub(&b),
+            a.div(&b),
+            a.max(&b),
+            a.min(&b),
+        ] {
+            assert_ne!(f32(&t), t, "{t}");
+        }
+        // Rounding to binary64 is the identity.
+        assert_eq!(lit(0.1).round(F64), lit(0.1));
+        assert_eq!(x(1).round(F64), x(1));
+    }
+
+    #[test]
+    fn functions_and_maximum_are_uninterpreted() {
+        let (a, b) = (x(1), x(2));
+        // Operands in order; not redmax's/redmin's fold steps.
+        assert_ne!(maximum(&a, &b), maximum(&b, &a));
+        assert_ne!(maximum(&a, &b), a.max(&b));
+        assert_ne!(minimum(&a, &b), a.min(&b));
+        assert_ne!(maximum(&a, &b), minimum(&a, &b));
+        assert_eq!(maximum(&a, &b), maximum(&x(1), &x(2)));
+        assert_eq!(
+            maximum(&a.add(&b), &b),
+            maximum(&b.add(&a), &b),
+            "operands are normalised"
+        );
+        // A function: the same function, in the same type, of equal operands.
+        let fx = |f, t, s: &Sym| Sym::func(f, t, s);
+        assert_ne!(fx(Func::Exp, F64, &a), fx(Func::Exp, F32, &a));
+        assert_ne!(fx(Func::Exp, F64, &a), fx(Func::Log, F64, &a));
+        assert_ne!(fx(Func::Exp, F64, &a), fx(Func::Exp, F64, &b));
+        assert_eq!(
+            fx(Func::Sqrt, F32, &a.mul(&b)),
+            fx(Func::Sqrt, F32, &b.mul(&a))
+        );
+        for f in Func::ALL {
+            for g in Func::ALL {
+                for (t, u) in [(F64, F64), (F32, F32), (F64, F32)] {
+                    assert_eq!(fx(f, t, &a) == fx(g, u, &a), f == g && t == u);
+                }
+            }
+        }
+        // No simplification: abs(abs(a)) is not abs(a), exp(log(a)) is not a.
+        let abs = fx(Func::Abs, F64, &a);
+        assert_ne!(fx(Func::Abs, F64, &abs), abs);
+        assert_ne!(fx(Func::Exp, F64, &fx(Func::Log, F64, &a)), a);
+        // Atoms of sums and products like any other.
+        let e = fx(Func::Exp, F64, &a);
+        assert_eq!(e.add(&b).mul(&e), e.mul(&e).add(&b.mul(&e)));
+    }
+
+    #[test]
+    fn undefined_absorbs_the_new_operations_and_wins_over_too_large() {
+        let (u, big, a) = (Sym::Undefined, Sym::TooLarge, x(1));
+        assert!(u.round(F32).is_undefined() && u.round(F64).is_undefined());
+        assert!(big.round(F32).is_too_large());
+        for f in Func::ALL {
+            for t in ElemType::ALL {
+                assert!(Sym::func(f, t, &u).is_undefined());
+                assert!(Sym::func(f, t, &big).is_too_large());
+            }
+        }
+        for f in Func2::ALL {
+            assert!(Sym::func2(f, &u, &a).is_undefined());
+            assert!(Sym::func2(f, &a, &u).is_undefined());
+            assert!(Sym::func2(f, &big, &u).is_undefined());
+            assert!(Sym::func2(f, &u, &big).is_undefined());
+            assert!(Sym::func2(f, &big, &a).is_too_large());
+            assert!(Sym::func2(f, &a, &big).is_too_large());
+        }
+    }
+
+    #[test]
+    fn zero_terms_through_the_new_operations() {
+        let z = lit(0.0).mul(&lit(3.0));
+        let fx = |f, t, s: &Sym| Sym::func(f, t, s);
+        assert!(z.is_zero());
+        assert!(f32(&z).is_zero());
+        assert!(f32(&z.add(&lit(-0.0))).is_zero());
+        for t in ElemType::ALL {
+            for f in [Func::Abs, Func::Sqrt, Func::Tanh, Func::Erf] {
+                assert!(fx(f, t, &z).is_zero(), "{f:?} {t:?}");
+                assert!(fx(f, t, &lit(-0.0)).is_zero(), "{f:?} {t:?}");
+                // Not of a cell times zero (0 · ∞ is NaN), nor of a non-zero.
+                assert!(!fx(f, t, &x(1).mul(&lit(0.0))).is_zero());
+                assert!(!fx(f, t, &lit(1.0)).is_zero());
+            }
+            // exp 0 = 1, log 0 = -inf.
+            assert!(!fx(Func::Exp, t, &z).is_zero());
+            assert!(!fx(Func::Log, t, &z).is_zero());
+        }
+        assert!(maximum(&z, &z).is_zero() && minimum(&z, &lit(-0.0)).is_zero());
+        assert!(!maximum(&z, &x(1)).is_zero() && !minimum(&lit(1.0), &z).is_zero());
+        assert!(fx(Func::Sqrt, F32, &maximum(&f32(&z), &z)).is_zero());
+        // A zero factor makes a monomial zero only if every other factor is finite.
+        assert!(fx(Func::Tanh, F64, &lit(2.0)).mul(&z).is_zero());
+        assert!(fx(Func::Erf, F32, &f32(&z)).mul(&z).is_zero());
+        assert!(fx(Func::Abs, F64, &lit(-2.0)).mul(&z).is_zero());
+        assert!(maximum(&lit(2.0), &lit(-1.0)).mul(&z).is_zero());
+        // ... which is not known of tanh of a cell (NaN in, NaN out), of exp, log and sqrt
+        // (overflow, log 0, sqrt -1), of a rounding (overflow), of abs or maximum of an infinity.
+        assert!(!fx(Func::Tanh, F64, &x(1)).mul(&z).is_zero());
+        assert!(!fx(Func::Exp, F64, &lit(1.0)).mul(&z).is_zero());
+        assert!(!fx(Func::Log, F32, &lit(1.0)).mul(&z).is_zero());
+        assert!(!fx(Func::Sqrt, F64, &lit(-1.0)).mul(&z).is_zero());
+        assert!(!f32(&lit(1e300)).mul(&z).is_zero());
+        assert!(!f32(&lit(1.0).add(&lit(2.0))).mul(&z).is_zero());
+        assert!(!fx(Func::Abs, F64, &lit(f64::NEG_INFINITY))
+            .mul(&z)
+            .is_zero());
+        assert!(!maximum(&lit(f64::INFINITY), &z).mul(&z).is_zero());
+        assert!(!fx(Func::Tanh, F64, &lit(1.0).add(&lit(2.0)))
+            .mul(&z)
+            .is_zero());
+    }
+
+    #[test]
+    fn shared_operands_are_decided_in_linear_time() {
+        // maximum(m, m) nested 150 deep is a term of 2^150 nodes as a tree.
+        let mut m = f32(&lit(0.0).mul(&lit(2.0)));
+        for _ in 0..150 {
+            m = maximum(&m, &m);
+        }
+        assert!(m.is_zero());
+        assert_eq!(f32(&m), m);
+        assert!(m.mul(&lit(0.0)).is_zero());
+    }
+
+    #[test]
+    fn printing_the_new_operations() {
+        let (a, b) = (x(1), x(2));
+        assert_eq!(f32(&a.mul(&b)).to_string(), "f32(x[1]*x[2])");
+        let names = ["exp", "log", "sqrt", "tanh", "erf", "abs"];
+        for (f, name) in Func::ALL.into_iter().zip(names) {
+            assert_eq!(Sym::func(f, F64, &a).to_string(), format!("{name}(x[1])"));
+            assert_eq!(Sym::func(f, F32, &a).to_string(), format!("{name}f(x[1])"));
+        }
+        assert_eq!(
+            maximum(&a, &b.add(&a)).to_string(),
+            "maximum(x[1], x[1] + x[2])"
+        );
+        assert_eq!(minimum(&lit(-1.0), &a).to_string(), "minimum(-1, x[1])");
+        assert_eq!(a.max(&b).to_string(), "max(x[1], x[2])");
+        let t = lit(2.0).mul(&exp32(&a.sub(&b))).add(&f32(&a.div(&b)));
+        assert_eq!(t.to_string(), "2*expf((x[1] - x[2])) + f32((x[1] / x[2]))");
+    }
+
+    #[test]
+    fn new_operations_respect_the_limits() {
+        // Nesting 300 functions is over the default depth (200).
+        let mut e = x(1);
+        for _ in 0..300 {
+            e = Sym::func(Func::Exp, F64, &e);
+        }
+        assert!(e.is_too_large());
+        let mut e = x(1);
+        for _ in 0..199 {
+            e = Sym::func(Func::Exp, F32, &e);
+        }
+        assert!(!e.is_too_large());
+        // Rounding a binary32 atom adds no depth; a rounding atom does.
+        assert!(!f32(&e).is_too_large());
+        assert!(Sym::func(Func::Log, F32, &Sym::func(Func::Exp, F32, &e)).is_too_large());
+        let mut r = x(1);
+        for _ in 0..300 {
+            r = f32(&r.add(&x(2)));
+        }
+        assert!(r.is_too_large());
+        let mut m = x(1);
+        for _ in 0..300 {
+            m = minimum(&m, &x(2));
+        }
+        assert!(m.is_too_large());
+        // Fuel.
+        let (r, exhausted) = with_limits(
+            Limits {
+                fuel: 50,
+                ..Limits::default()
+            },
+            || (0..100).fold(x(1), |acc, _| maximum(&f32(&acc.add(&x(2))), &x(3))),
+        );
+        assert!(exhausted && r.is_too_large());
     }
 
     #[test]

@@ -233,31 +233,68 @@ pub fn owned(views: &BTreeMap<String, ArrayViewD<'_, f64>>) -> BTreeMap<String, 
         .collect()
 }
 
-/// The arrays of `out=`: a mapping from output names to float64 NumPy arrays (`TypeError`
-/// otherwise, as NumPy's own `out=` refuses another type).
+/// An array of `out=`: float64, or float32 for an `f32` output.
+pub enum OutArray<'py> {
+    F64(Bound<'py, PyArrayDyn<f64>>),
+    F32(Bound<'py, PyArrayDyn<f32>>),
+}
+
+impl<'py> OutArray<'py> {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            OutArray::F64(a) => a.shape(),
+            OutArray::F32(a) => a.shape(),
+        }
+    }
+
+    pub fn as_any(&self) -> &Bound<'py, PyAny> {
+        match self {
+            OutArray::F64(a) => a.as_any(),
+            OutArray::F32(a) => a.as_any(),
+        }
+    }
+}
+
+/// The arrays of `out=`: a mapping from output names to NumPy arrays of each output's dtype,
+/// float64, or float32 where `elem` says the output is `f32` (`TypeError` otherwise, as NumPy's
+/// own `out=` refuses another type; a name that is no output is taken as float64, for the
+/// caller to refuse it by name).
 pub fn out_arrays<'py>(
     out: Option<&Bound<'py, PyAny>>,
-) -> PyResult<BTreeMap<String, Bound<'py, PyArrayDyn<f64>>>> {
+    elem: impl Fn(&str) -> ElemType,
+) -> PyResult<BTreeMap<String, OutArray<'py>>> {
     let Some(out) = out.filter(|o| !o.is_none()) else {
         return Ok(BTreeMap::new());
     };
     let map = out.cast::<PyDict>().map_err(|_| {
-        PyTypeError::new_err("`out` must map output names to numpy.ndarray of float64")
+        PyTypeError::new_err(
+            "`out` must map output names to numpy.ndarray of float64 (float32 for an f32 output)",
+        )
     })?;
     let mut arrays = BTreeMap::new();
     for (k, v) in map.iter() {
         let name: String = k
             .extract()
             .map_err(|_| PyTypeError::new_err("`out` keys must be output names (str)"))?;
-        let a = v.cast_into::<PyArrayDyn<f64>>().map_err(|e| {
+        let wrong = |found: Bound<'py, PyAny>, dtype: &str| {
             PyTypeError::new_err(format!(
-                "the array for output `{name}` must be a numpy.ndarray of float64, not {}",
-                e.into_inner()
+                "the array for output `{name}` must be a numpy.ndarray of {dtype}, not {}",
+                found
                     .get_type()
                     .name()
                     .map_or_else(|_| "another type".to_string(), |n| n.to_string())
             ))
-        })?;
+        };
+        let a = match elem(&name) {
+            ElemType::F64 => OutArray::F64(
+                v.cast_into::<PyArrayDyn<f64>>()
+                    .map_err(|e| wrong(e.into_inner(), "float64"))?,
+            ),
+            ElemType::F32 => OutArray::F32(
+                v.cast_into::<PyArrayDyn<f32>>()
+                    .map_err(|e| wrong(e.into_inner(), "float32"))?,
+            ),
+        };
         arrays.insert(name, a);
     }
     Ok(arrays)

@@ -139,9 +139,9 @@ pub fn einsum_shape<'py>(
 /// rounds to binary32 as TeIL's ``f32`` does (the program is ``einsum_program(...,
 /// dtype=numpy.float32)``'s); NumPy may sum in another order, or in pairs, so its float32
 /// result can differ in the last bits. ``backend`` is ``"fast"``, ``"oracle"`` or ``"c"`` (as
-/// for ``Program.run``; ``"c"`` refuses float32, ``RunError`` E0802, for now). An operand with
-/// an extent of 0 has no TeIL program: the result is ``numpy.zeros`` of NumPy's result shape
-/// and dtype, as NumPy gives it.
+/// for ``Program.run``), which compute the same bits in either dtype. An operand with an extent
+/// of 0 has no TeIL program: the result is ``numpy.zeros`` of NumPy's result shape and dtype,
+/// as NumPy gives it.
 ///
 /// >>> import numpy as np
 /// >>> teil.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 2)))

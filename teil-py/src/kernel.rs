@@ -2,11 +2,11 @@
 //! process and called without spawning a process or recompiling
 //! (`teil_cbackend::shared::SharedKernel`, which pads and unpads).
 
-use crate::arrays::{self, Unsigned};
+use crate::arrays::{self, OutArray, Unsigned};
 use crate::diag;
 use crate::program;
 use ndarray::ArrayViewMutD;
-use numpy::{BorrowError, IntoPyArray, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{BorrowError, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use teil::ast::ElemType;
 use teil::CheckedProgram;
 use teil_cbackend::run::Cancel;
 use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
@@ -26,15 +27,19 @@ use teil_interp::budget::MemoryEstimate;
 /// Calling it runs the native code on the inputs (a mapping and/or keyword arguments, any
 /// numeric array-likes; C-contiguous float64 arrays are read in place; a variable named
 /// ``max_memory`` goes through the mapping) and returns ``{name: numpy.ndarray}`` for every
-/// output. Calls release the GIL and may run from several threads at once.
+/// output. Calls release the GIL and may run from several threads at once. Element types are
+/// those of ``Program.run``, with the same bits: an ``f32`` output is a float32 array, and an
+/// ``f32`` input takes a float32 array, or any array-like whose values are all binary32
+/// numbers (``RunError`` E0605 otherwise: nothing rounds a caller's number).
 ///
-/// ``out`` (as NumPy's ``out=``) maps output names to float64 NumPy arrays of the outputs'
-/// shapes that receive the results; the returned dict holds those same arrays. A C-contiguous
-/// ``out`` array of a kernel compiled without padding (``pad=1``) is the native code's own
-/// buffer: a call that reuses its arrays allocates and copies no result, as a C caller would.
-/// Any other ``out`` array is written from the call's buffer, and one that shares memory with
-/// an input after the call, so that inputs are read as they were given. A variable named
-/// ``out`` or ``max_memory`` goes through the inputs mapping.
+/// ``out`` (as NumPy's ``out=``) maps output names to NumPy arrays of the outputs' shapes and
+/// dtypes (float64, float32 for an ``f32`` output) that receive the results; the returned dict
+/// holds those same arrays. A C-contiguous float64 ``out`` array of a kernel compiled without
+/// padding (``pad=1``) is the native code's own buffer: a call that reuses its arrays allocates
+/// and copies no result, as a C caller would. Any other ``out`` array is written from the
+/// call's buffer, and one that shares memory with an input after the call, so that inputs are
+/// read as they were given. A variable named ``out`` or ``max_memory`` goes through the inputs
+/// mapping.
 ///
 /// ``max_memory`` (bytes; default: half of the machine's memory, as for ``Program.run``) bounds
 /// what a call allocates, its padded buffers and the C function's workspace: a call over it
@@ -49,9 +54,10 @@ use teil_interp::budget::MemoryEstimate;
 /// method on Linux before Python 3.14): the OpenMP runtime's threads do not survive ``fork`` and
 /// the call would hang. Use the ``"spawn"`` or ``"forkserver"`` start method.
 ///
-/// Compiled with ``fma=True`` (``Program.compile``), contractions and element-wise
+/// Compiled with ``fma=True`` (``Program.compile``), binary64 contractions and element-wise
 /// products-then-adds use fused multiply-adds where the target has them (spec/values.md,
-/// "Fused multiply-add"); the default ``fma=False`` is exact.
+/// "Fused multiply-add"); the default ``fma=False`` is exact, as is ``f32`` arithmetic in
+/// either mode.
 ///
 /// >>> k = teil.Program("input alloc x : [3]\noutput alloc y : []\ny = red+ 1 x").compile()
 /// >>> k(x=[1, 2, 3])["y"]
@@ -60,9 +66,14 @@ use teil_interp::budget::MemoryEstimate;
 /// >>> y = numpy.empty(())
 /// >>> k(x=[4, 5, 6], out={"y": y})["y"] is y, y
 /// (True, array(15.))
+/// >>> k32 = teil.Program("input alloc x : f32[2]\noutput alloc y : f32[2]\ny = exp x").compile()
+/// >>> k32(x=numpy.array([0, 1], numpy.float32))["y"]
+/// array([1.       , 2.7182817], dtype=float32)
 #[pyclass(frozen, module = "teil", name = "Kernel")]
 pub struct Kernel {
     inner: SharedKernel,
+    /// The element type of every variable of the program.
+    elems: BTreeMap<String, ElemType>,
 }
 
 /// Compiling or calling failed: the caller's arguments (`ValueError`) or the run (`RunError`).
@@ -87,9 +98,22 @@ fn kernel_error(py: Python<'_>, e: KernelError) -> PyErr {
 pub fn compile(py: Python<'_>, p: &CheckedProgram, mut opts: SharedOptions) -> PyResult<Kernel> {
     let flag = Arc::new(AtomicBool::new(false));
     opts.cancel = Cancel::from(flag.clone());
+    let elems = p
+        .program()
+        .decls
+        .iter()
+        .map(|d| (d.name.name.clone(), d.elem))
+        .collect();
     program::interruptible_with(py, Some(&flag), || SharedKernel::compile(p, &opts))?
-        .map(|inner| Kernel { inner })
+        .map(|inner| Kernel { inner, elems })
         .map_err(|e| kernel_error(py, e))
+}
+
+impl Kernel {
+    /// The element type of a variable (binary64 for a name the program does not declare).
+    fn elem(&self, name: &str) -> ElemType {
+        self.elems.get(name).copied().unwrap_or_default()
+    }
 }
 
 /// The options of `Program.compile`; `cache_dir` None is the per-user default.
@@ -131,27 +155,35 @@ impl Kernel {
             .map_err(|e| diag::coded_run_error(py, &e))?;
         let given = arrays::gather(inputs, named_inputs)?;
         let held = arrays::convert_all(&given)?;
-        let targets = arrays::out_arrays(out)?;
+        let targets = arrays::out_arrays(out, |name| self.elem(name))?;
         for (name, a) in &targets {
             self.inner
                 .check_out(name, a.shape())
                 .map_err(|e| kernel_error(py, e))?;
         }
         // Borrowed for writing while the native code runs; an array that shares memory with
-        // an input (or another `out`) cannot be, and receives its result after the call.
+        // an input (or another `out`) cannot be, and receives its result after the call, as
+        // does a float32 one (the native code writes doubles).
+        let read_only = |name: &str| {
+            PyValueError::new_err(format!("the array for output `{name}` is read-only"))
+        };
         let mut writable = BTreeMap::new();
         let mut later = Vec::new();
         for (name, a) in &targets {
-            match a.try_readwrite() {
-                Ok(rw) => {
-                    writable.insert(name.clone(), rw);
+            match a {
+                OutArray::F64(a) => match a.try_readwrite() {
+                    Ok(rw) => {
+                        writable.insert(name.clone(), rw);
+                    }
+                    Err(BorrowError::NotWriteable) => return Err(read_only(name)),
+                    Err(_) => later.push(name.clone()),
+                },
+                OutArray::F32(a) => {
+                    if let Err(BorrowError::NotWriteable) = a.try_readwrite() {
+                        return Err(read_only(name));
+                    }
+                    later.push(name.clone());
                 }
-                Err(BorrowError::NotWriteable) => {
-                    return Err(PyValueError::new_err(format!(
-                        "the array for output `{name}` is read-only"
-                    )))
-                }
-                Err(_) => later.push(name.clone()),
             }
         }
         let views = arrays::views(&held);
@@ -166,20 +198,30 @@ impl Kernel {
         drop(writable);
         drop(views);
         drop(held);
+        let cannot =
+            |name: &str, e: BorrowError| PyValueError::new_err(format!("output `{name}`: {e}"));
         for name in later {
-            if let (Some(value), Some(a)) = (results.remove(&name), targets.get(&name)) {
-                a.try_readwrite()
-                    .map_err(|e| PyValueError::new_err(format!("output `{name}`: {e}")))?
+            match (results.remove(&name), targets.get(&name)) {
+                (Some(value), Some(OutArray::F64(a))) => a
+                    .try_readwrite()
+                    .map_err(|e| cannot(&name, e))?
                     .as_array_mut()
-                    .assign(&value);
+                    .assign(&value),
+                // The values of an `f32` output are binary32: the narrowing is exact.
+                (Some(value), Some(OutArray::F32(a))) => a
+                    .try_readwrite()
+                    .map_err(|e| cannot(&name, e))?
+                    .as_array_mut()
+                    .zip_mut_with(&value, |d, &v| *d = v as f32),
+                _ => {}
             }
         }
         let dict = PyDict::new(py);
         for name in self.inner.outputs() {
             if let Some(a) = targets.get(name) {
-                dict.set_item(name, a)?;
+                dict.set_item(name, a.as_any())?;
             } else if let Some(t) = results.remove(name) {
-                dict.set_item(name, t.into_pyarray(py))?;
+                dict.set_item(name, arrays::to_numpy(py, t, self.elem(name)))?;
             }
         }
         Ok(dict)

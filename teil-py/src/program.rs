@@ -531,8 +531,10 @@ impl Program {
     /// interpreter) or ``"c"`` (the C backend compiled with ``cc`` and ``cflags``, default
     /// ``-O2``, padded to a multiple of ``pad``, run in a separate process; ``fma=True`` lets it
     /// round each product-then-add once and ``reassociate=False`` keeps every sum in the spec's
-    /// order, see ``Program.compile``; it refuses programs with ``f32`` variables or functions
-    /// such as ``exp``, ``RunError`` E0802, for now). The evaluation runs with the GIL
+    /// order, see ``Program.compile``). The three compute the same bits, ``f32`` variables,
+    /// element-wise functions (``exp``, ``erf``, ...) and conversions included: binary32
+    /// arithmetic is C's ``float`` arithmetic and the functions are correctly rounded
+    /// (CORE-MATH) in the C, as in the evaluators. The evaluation runs with the GIL
     /// released. ``max_memory`` and ``max_work`` are the
     /// evaluation budgets (spec/limits.md): ``max_memory`` in bytes (default: half of the machine's
     /// memory), ``max_work`` in oracle steps (default 10**8, a few seconds), integers from 0 to
@@ -755,7 +757,12 @@ impl Program {
     /// faster on machines with FMA instructions and differs from the exact result by at most
     /// ``2 γ_k Σ|a_i b_i|`` for a contraction of length ``k`` (``γ_k = k u / (1 − k u)``,
     /// ``u = 2**-53``). It fuses only where the compiler targets FMA hardware, for example
-    /// with ``cflags="-O3 -march=native"``; elsewhere the results are the exact ones.
+    /// with ``cflags="-O3 -march=native"``; elsewhere the results are the exact ones. It fuses
+    /// binary64 pairs only: ``f32`` arithmetic keeps the exact bits in either mode.
+    ///
+    /// Programs with ``f32`` variables, element-wise functions and conversions compile too,
+    /// with the evaluators' bits (see ``Program.run``); the kernel takes and returns their
+    /// ``f32`` variables as ``Program.run`` does (``teil.Kernel``).
     ///
     /// >>> k = teil.Program("input alloc x : [2]\noutput alloc y : [2]\ny = x + x").compile(pad=4)
     /// >>> k(x=[1, 2])["y"]

@@ -1,6 +1,7 @@
 """The teaching kernels of examples/kernels/ (softmax, log-softmax, layer normalisation, GELU, a
 ReLU layer, scaled dot-product attention), run in binary32 by both evaluators and compared with
-values computed independently in float64 by NumPy (and `math.erf`).
+values computed independently in float64 by NumPy (and `math.erf`); the C backend, out of
+process and as an in-process kernel, computes each with the fast evaluator's bits.
 
 The bounds are stated per kernel in units of `U = 2^-24` (half an ulp of 1 in binary32): each
 is a few times the rounding error the kernel's chain of binary32 operations can accumulate on
@@ -10,6 +11,7 @@ function off by more than a few ulps, fails them."""
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,16 @@ import teil
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 U = 2.0**-24
 EVALUATORS = ["fast", "oracle"]
+
+
+SHAPES = {
+    "softmax": {"X": (4, 8)},
+    "log_softmax": {"X": (4, 8)},
+    "layer_norm": {"X": (4, 8), "gamma": (8,), "beta": (8,)},
+    "gelu": {"X": (4, 8)},
+    "relu_layer": {"X": (4, 8), "W": (8, 6), "b": (6,)},
+    "attention": {"Q": (4, 8), "K": (6, 8), "V": (6, 5)},
+}
 
 
 def program(name: str) -> teil.Program:
@@ -139,3 +151,35 @@ def test_attention(rng, backend):
     # 250 U absolute), which exp turns into relative errors of the weights; the output mixes
     # values up to 3.
     check(o, ref, 2048 * U * (1 + np.abs(ref)), "attention")
+
+
+def test_every_kernel_is_covered():
+    assert sorted(SHAPES) == sorted(p.stem for p in KERNELS.glob("*.teil"))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler named cc")
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_the_c_backend_computes_each_kernel_with_the_evaluators_bits(
+    rng, tmp_path, monkeypatch, name
+):
+    monkeypatch.setenv("TEIL_CACHE_DIR", str(tmp_path / "cache"))
+    p = program(name)
+    x = inputs32(rng, **SHAPES[name])
+    first = next(iter(x))
+    # Besides the random values, special ones in the first input's first row: infinities, a
+    # NaN, signed zeros, a subnormal, and numbers large enough to overflow exp.
+    special = [np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-45, 100.0, -100.0]
+    x[first][0, : len(special)] = special[: x[first].shape[1]]
+    x[first][1] = 1.5  # a constant row
+    want = p.run(**x)
+    assert want and all(v.dtype == np.float32 for v in want.values())
+    c = p.run(**x, backend="c")
+    kernel = p.compile(pad=4)
+    for got, what in [(c, "c"), (kernel(**x), "kernel"), (kernel(**x), "kernel, again")]:
+        assert list(got) == list(want), what
+        for out, value in want.items():
+            assert got[out].dtype == np.float32, (what, out)
+            np.testing.assert_array_equal(got[out], value, err_msg=f"{name}, {what}: {out}")
+            # The signs of zeros too (NaNs aside, whose sign the spec leaves open).
+            keep = ~np.isnan(value)
+            np.testing.assert_array_equal(np.signbit(got[out][keep]), np.signbit(value[keep]))

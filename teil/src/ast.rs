@@ -216,7 +216,7 @@ impl BinOp {
 
 /// The element-wise functions of one operand (spec/semantics.md, "Functions"): each value is
 /// the exact mathematical value rounded to nearest in the operand's element type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Func {
     Exp,
     Log,
@@ -251,7 +251,7 @@ impl Func {
 /// The element-wise functions of two operands: `max e0 e1`, `min e0 e1` (typed like `+`).
 /// A NaN operand gives NaN (as NumPy's `maximum`/`minimum`); zeros are ordered `-0 < +0` (IEEE
 /// 754-2019's `maximum`/`minimum`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Func2 {
     Max,
     Min,

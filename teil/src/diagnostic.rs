@@ -682,14 +682,13 @@ backend (spec/fuzzing.md). Raise the bound for very large kernels or slow saniti
 
     teil run big.teil --random-inputs 1 --backend c --cc-timeout 1200";
 
-    CUnsupported = "E0802", Error, "not supported by the C backend yet",
-"The program uses a construct the C backend's kernels do not implement yet: a variable declared
-`f32`, an element-wise function (`exp`, `log`, `sqrt`, `tanh`, `erf`, `abs`, `max`, `min`) or
-a conversion (`f32 e`, `f64 e`). The C kernels promise the oracle's bits exactly
-(spec/values.md), and these need correctly rounded functions and binary32 arithmetic in the
-generated C; until they have them, `teil emit-c` and `teil run --backend c` refuse such a
-program rather than compute other values. Run it with the fast evaluator (the default of `teil
-run`) or the oracle (`--backend oracle`), which implement every construct.";
+    CUnsupported = "E0802", Error, "not supported by the C backend (no longer reported)",
+"Reported by earlier versions of TeIL for a program the C backend could not compile yet: a
+variable declared `f32`, an element-wise function (`exp`, `log`, `sqrt`, `tanh`, `erf`, `abs`,
+`max`, `min`) or a conversion (`f32 e`, `f64 e`). The C backend now compiles every construct
+with the oracle's bits (binary32 arithmetic as C `float`, CORE-MATH's correctly rounded
+functions; spec/abi.md), so no program gets this code; it stays reserved so that its number
+keeps its meaning.";
 }
 
 impl Code {

@@ -329,6 +329,9 @@ pub fn run(k: &mut Kernel) {
         let Step::Nest { comment, body } = &k.steps[i] else {
             continue;
         };
+        if !crate::ir::binary64(k, body) {
+            continue;
+        }
         let Some(mut c) = of(body) else {
             continue;
         };
@@ -350,6 +353,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
     let [Node::AccInit {
         acc,
         op: RedOp::Sum,
+        ..
     }, sum, Node::Store {
         buf: target,
         index: tindex,
@@ -478,6 +482,7 @@ fn two_level(sum: &Node, acc: u32) -> Option<(Bound, &Node, u32)> {
     let [Node::AccInit {
         acc: inner,
         op: RedOp::Sum,
+        ..
     }, kloop @ Node::Loop { .. }, Node::AccUpdate {
         acc: folded,
         op: RedOp::Sum,

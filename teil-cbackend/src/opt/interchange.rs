@@ -65,6 +65,9 @@ pub fn run(k: &mut Kernel) {
     let mut out = Vec::with_capacity(steps.len());
     for s in steps {
         match s {
+            Step::Nest { comment, body } if !crate::ir::binary64(k, &body) => {
+                out.push(Step::Nest { comment, body })
+            }
             Step::Nest { comment, body } => match rewrite(k, &body) {
                 Some(Rewrite::Outward { init, mut folds }) => {
                     no_jam(k, &mut folds);
@@ -212,6 +215,7 @@ fn rows(k: &mut Kernel, nodes: &[Node], p: Bound) -> BTreeMap<u32, BufId> {
             logical: vec![p.extent],
             padded: vec![p.extent],
             offset: k.workspace,
+            elem: teil::ast::ElemType::F64,
         });
         k.workspace += p.extent.next_multiple_of(8);
         rows.insert(acc, BufId(k.buffers.len() - 1));
@@ -239,7 +243,7 @@ fn jam(nodes: &[Node], p: Bound, rows: &BTreeMap<u32, BufId>) -> Vec<Node> {
                 logical: *logical,
                 body: jam(body, p, rows),
             },
-            Node::AccInit { acc, op } => {
+            Node::AccInit { acc, op, .. } => {
                 let (buf, index) = cell(acc);
                 p.wrap(vec![Node::Store {
                     buf,
@@ -289,6 +293,13 @@ fn in_rows(v: &Val, p: Label, rows: &BTreeMap<u32, BufId>) -> Val {
             Box::new(in_rows(a, p, rows)),
             Box::new(in_rows(b, p, rows)),
         ),
+        Val::Func(f, a) => Val::Func(*f, Box::new(in_rows(a, p, rows))),
+        Val::Func2(f, a, b) => Val::Func2(
+            *f,
+            Box::new(in_rows(a, p, rows)),
+            Box::new(in_rows(b, p, rows)),
+        ),
+        Val::Convert(t, a) => Val::Convert(*t, Box::new(in_rows(a, p, rows))),
         Val::Load(..) | Val::Lit(_) | Val::Undefined => v.clone(),
     }
 }
@@ -375,7 +386,7 @@ fn outward(
     accesses: &[Affine],
 ) -> Option<Rewrite> {
     let target = accesses.last()?;
-    let [Node::AccInit { acc, op }, Node::Loop {
+    let [Node::AccInit { acc, op, .. }, Node::Loop {
         var: kv,
         start: 0,
         extent,

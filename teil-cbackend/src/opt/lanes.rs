@@ -36,7 +36,9 @@ pub fn run(k: &mut Kernel) {
     let mut steps = std::mem::take(&mut k.steps);
     for s in &mut steps {
         if let Step::Nest { body, .. } = s {
-            nodes(k, body);
+            if crate::ir::binary64(k, body) {
+                nodes(k, body);
+            }
         }
     }
     k.steps = steps;

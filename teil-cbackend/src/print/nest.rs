@@ -6,7 +6,7 @@ use super::expr::{comment_text, literal, multiply_add};
 use super::writer::Writer;
 use crate::ir::*;
 use std::collections::BTreeMap;
-use teil::ast::RedOp;
+use teil::ast::{ElemType, RedOp};
 
 /// The state of printing one loop nest: the C names of its labels so far.
 pub(super) struct Printer<'k> {
@@ -15,6 +15,8 @@ pub(super) struct Printer<'k> {
     /// The loop printed with `#pragma omp for schedule(static) nowait` (inside a parallel
     /// region the nest opens: [`shared_cells`]).
     omp_for: Option<Label>,
+    /// The element type of each accumulator declared so far in the nest.
+    accs: BTreeMap<u32, ElemType>,
 }
 
 pub(super) fn step(k: &Kernel, s: &Step, w: &mut Writer) {
@@ -22,6 +24,7 @@ pub(super) fn step(k: &Kernel, s: &Step, w: &mut Writer) {
         k,
         names: BTreeMap::new(),
         omp_for: None,
+        accs: BTreeMap::new(),
     };
     match s {
         Step::Copy { comment, dst, src } => {
@@ -206,17 +209,21 @@ impl Printer<'_> {
                     |w| self.nodes(w, body),
                 );
             }
-            Node::AccInit { acc, op } => {
+            Node::AccInit { acc, op, elem } => {
                 let init = match op {
                     RedOp::Sum => "-0.0",
                     RedOp::Product => "1.0",
                     RedOp::Max => "-teil_inf()",
                     RedOp::Min => "teil_inf()",
                 };
-                w.line(format!("double acc{acc} = {init};"));
+                self.accs.insert(*acc, *elem);
+                w.line(format!("{} acc{acc} = {init};", c_type(*elem)));
             }
             Node::AccUpdate { acc, op, value } => {
-                if let (true, RedOp::Sum, Some((x, y))) = (self.k.fma, op, value.product()) {
+                // fma mode fuses binary64 pairs only: a binary32 pair is printed unfused,
+                // which fma mode permits (spec/values.md, "Fused multiply-add").
+                let fuse = self.k.fma && self.elem(value) == ElemType::F64;
+                if let (true, RedOp::Sum, Some((x, y))) = (fuse, op, value.product()) {
                     let (x, y) = (self.val(x, true), self.val(y, true));
                     w.line(multiply_add(true, 1, &format!("acc{acc}"), &x, &y));
                     return;
@@ -307,15 +314,17 @@ impl Printer<'_> {
     /// scalar, the rows `name`, `name + 1`, ... of `var` folded into it in order, the scalar
     /// stored.
     fn jammed_cells(&mut self, w: &mut Writer, var: Label, name: &str, rows: u64, folds: &[Node]) {
-        let cells: Vec<String> = folds
+        let cells: Vec<(String, ElemType)> = folds
             .iter()
             .filter_map(|f| match f {
-                Node::Fold { buf, index, .. } => Some(self.access(*buf, index)),
+                Node::Fold { buf, index, .. } => {
+                    Some((self.access(*buf, index), self.k.buffer(*buf).elem))
+                }
                 _ => None,
             })
             .collect();
-        for (i, cell) in cells.iter().enumerate() {
-            w.line(format!("double teil_f{i} = {cell};"));
+        for (i, (cell, elem)) in cells.iter().enumerate() {
+            w.line(format!("{} teil_f{i} = {cell};", c_type(*elem)));
         }
         for r in 0..rows {
             let at = match r {
@@ -331,7 +340,7 @@ impl Printer<'_> {
             }
         }
         self.names.insert(var, name.to_string());
-        for (i, cell) in cells.iter().enumerate() {
+        for (i, (cell, _)) in cells.iter().enumerate() {
             w.line(format!("{cell} = teil_f{i};"));
         }
     }
@@ -371,8 +380,17 @@ impl Printer<'_> {
             Val::Lit(x) => literal(*x),
             Val::Acc(a) => format!("acc{a}"),
             Val::Undefined => "teil_nan()".to_string(),
+            Val::Func(f, a) => format!("{}({})", function(*f, self.elem(a)), self.val(a, true)),
+            Val::Func2(f, a, b) => format!(
+                "{}({}, {})",
+                function2(*f, self.elem(a)),
+                self.val(a, true),
+                self.val(b, true)
+            ),
+            Val::Convert(t, a) => format!("({})({})", c_type(*t), self.val(a, true)),
             Val::Bin(op, a, b) => {
-                if let Some((x, y, c)) = v.fused().filter(|_| self.k.fma) {
+                let fuse = self.k.fma && self.elem(v) == ElemType::F64;
+                if let Some((x, y, c)) = v.fused().filter(|_| fuse) {
                     let (x, y, c) = (self.val(x, true), self.val(y, true), self.val(c, true));
                     return format!("teil_fma({x}, {y}, {c})");
                 }
@@ -386,6 +404,54 @@ impl Printer<'_> {
             }
         }
     }
+}
+
+impl Printer<'_> {
+    /// The element type of a value of the nest being printed.
+    fn elem(&self, v: &Val) -> ElemType {
+        self.k
+            .val_elem(v, &|a| self.accs.get(&a).copied().unwrap_or(ElemType::F64))
+    }
+}
+
+/// The C type of an element type.
+pub fn c_type(t: ElemType) -> &'static str {
+    match t {
+        ElemType::F64 => "double",
+        ElemType::F32 => "float",
+    }
+}
+
+/// The C function computing `f` in `t`: CORE-MATH's correctly rounded `cr_*` (linked from
+/// [`crate::math`]) or the runtime helper of an IEEE operation (`sqrt`, `abs`), never the C
+/// library's `exp`, which is not correctly rounded everywhere and which compilers fold with
+/// their own.
+pub(super) fn function(f: teil::ast::Func, t: ElemType) -> String {
+    use teil::ast::Func;
+    let suffix = match t {
+        ElemType::F64 => "",
+        ElemType::F32 => "f",
+    };
+    match f {
+        Func::Sqrt => format!("teil_sqrt{suffix}"),
+        Func::Abs => format!("teil_abs{suffix}"),
+        _ => format!("{}{suffix}", crate::math::symbol(f)),
+    }
+}
+
+/// The runtime helper computing `max`/`min` in `t`: `teil_maximum`, `teil_minimumf`, ...
+/// (IEEE 754-2019's names; `teil_max`/`teil_min` are the fold steps of `redmax`/`redmin`, which
+/// order zeros by position).
+pub(super) fn function2(f: teil::ast::Func2, t: ElemType) -> String {
+    let suffix = match t {
+        ElemType::F64 => "",
+        ElemType::F32 => "f",
+    };
+    let name = match f {
+        teil::ast::Func2::Max => "maximum",
+        teil::ast::Func2::Min => "minimum",
+    };
+    format!("teil_{name}{suffix}")
 }
 
 /// `cell = cell op v` as C, for a fold into a cell or into the scalar holding it.

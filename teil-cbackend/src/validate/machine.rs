@@ -6,7 +6,7 @@
 use super::error::{Cell, TooLarge, Validated, ValidationError};
 use crate::ir::*;
 use std::collections::{BTreeMap, HashSet};
-use teil::ast::{BinOp, RedOp, ShapeDisplay};
+use teil::ast::{BinOp, ElemType, RedOp, ShapeDisplay};
 use teil_interp::symbolic::Sym;
 use teil_interp::{Domain, Store, Val as Number};
 
@@ -104,6 +104,8 @@ pub(super) struct Machine<'k, D> {
     /// Loop variables bound in the current nest.
     pub(super) env: BTreeMap<Label, u64>,
     pub(super) accs: BTreeMap<u32, Acc<D>>,
+    /// The element type of each accumulator of the current nest ([`Node::AccInit`]).
+    pub(super) acc_elems: BTreeMap<u32, ElemType>,
     /// The cells (by [`Machine::locate`]) whose content is an operator's identity *as the
     /// start of a fold*: stored as an identity literal and not written since. Only into such
     /// a cell does a [`Node::Fold`] give its value itself; a cell that holds `−0` because the
@@ -175,6 +177,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             strides,
             env: BTreeMap::new(),
             accs: BTreeMap::new(),
+            acc_elems: BTreeMap::new(),
             fresh: HashSet::new(),
             step: 0,
         }
@@ -290,6 +293,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         self.step = i;
         self.env.clear();
         self.accs.clear();
+        self.acc_elems.clear();
         match s {
             Step::Copy { dst, src, .. } => {
                 let n = self.k.buffers.get(src.0).map_or(0, Buffer::padded_len);
@@ -424,8 +428,9 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 self.env.remove(var);
                 Ok(())
             }
-            Node::AccInit { acc, op } => {
+            Node::AccInit { acc, op, elem } => {
                 self.accs.insert(*acc, Acc::Identity(*op));
+                self.acc_elems.insert(*acc, *elem);
                 Ok(())
             }
             Node::NoJam => Ok(()),
@@ -444,18 +449,22 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                         "accumulator acc{acc} is used before it is declared"
                     ))
                 })?;
-                // In fma mode the printer fuses a sum accumulator's `acc + x * y`.
-                if let (true, RedOp::Sum, Some((x, y))) = (self.k.fma, op, value.product()) {
+                let elem = self.acc_elem(*acc);
+                // In fma mode the printer fuses a binary64 sum accumulator's `acc + x * y`.
+                let fuse = self.k.fma && elem == ElemType::F64;
+                if let (true, RedOp::Sum, Some((x, y))) = (fuse, op, value.product()) {
                     let next = fma(&self.val(x)?, &self.val(y)?, &cur);
                     self.accs.insert(*acc, Acc::Value(next));
                     return Ok(());
                 }
                 let v = self.val(value)?;
+                // Each fold step rounds to the accumulator's type, as the oracle's does; the
+                // first, from the identity, is exact.
                 let next = match cur {
                     // identity ⊙ x = x, exactly (spec/padding.md).
                     Acc::Identity(init) if init == *op => v,
-                    Acc::Identity(init) => D::fold_step(*op, &identity(init), &v),
-                    Acc::Value(a) => D::fold_step(*op, &a, &v),
+                    Acc::Identity(init) => D::fold_step(*op, &identity(init), &v).round(elem),
+                    Acc::Value(a) => D::fold_step(*op, &a, &v).round(elem),
                 };
                 self.accs.insert(*acc, Acc::Value(next));
                 Ok(())
@@ -494,11 +503,22 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 let next = if fresh && cur.is_literal(crate::ir::identity(*op)) {
                     v
                 } else {
-                    D::fold_step(*op, &cur, &v)
+                    D::fold_step(*op, &cur, &v).round(self.k.buffer(*buf).elem)
                 };
                 self.write(*buf, &idx, next)
             }
         }
+    }
+
+    /// The element type of a value of the current nest ([`Kernel::val_elem`]).
+    pub(super) fn elem(&self, v: &Val) -> ElemType {
+        self.k.val_elem(v, &|a| self.acc_elem(a))
+    }
+
+    /// An accumulator's element type (binary64 where none is declared: the kernel forms'
+    /// accumulators, which are binary64 only).
+    pub(super) fn acc_elem(&self, a: u32) -> ElemType {
+        self.acc_elems.get(&a).copied().unwrap_or(ElemType::F64)
     }
 
     pub(super) fn val(&self, v: &Val) -> Result<D, ValidationError> {
@@ -515,11 +535,18 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                     )
                 }
             },
-            Val::Bin(op, a, b) => match v.fused().filter(|_| self.k.fma) {
-                // `x * y + c` as the printer fuses it (spec/validation.md).
-                Some((x, y, c)) => fma(&self.val(x)?, &self.val(y)?, &Acc::Value(self.val(c)?)),
-                None => D::binary(*op, &self.val(a)?, &self.val(b)?),
-            },
+            Val::Bin(op, a, b) => {
+                let elem = self.elem(v);
+                match v.fused().filter(|_| self.k.fma && elem == ElemType::F64) {
+                    // `x * y + c` as the printer fuses it (spec/validation.md).
+                    Some((x, y, c)) => fma(&self.val(x)?, &self.val(y)?, &Acc::Value(self.val(c)?)),
+                    // A binary32 operation is the binary64 one rounded (spec/values.md).
+                    None => D::binary(*op, &self.val(a)?, &self.val(b)?).round(elem),
+                }
+            }
+            Val::Func(f, a) => D::func(*f, self.elem(a), &self.val(a)?),
+            Val::Func2(f, a, b) => D::func2(*f, &self.val(a)?, &self.val(b)?),
+            Val::Convert(t, a) => self.val(a)?.round(*t),
         })
     }
 }

@@ -209,7 +209,9 @@ class Kernel:
         max_memory: int | None = None,
         **named_inputs: _ArrayLike,
     ) -> dict[str, numpy.ndarray]:
-        """Runs the native code; `out` maps outputs to float64 arrays that receive them."""
+        """Runs the native code; each output is a float64 array, or float32 for an `f32` variable
+        (inputs as for `Program.run`, E0605 included). `out` maps outputs to arrays of their
+        dtypes that receive them."""
 
 def einsum_shape(equation: str, *shapes: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     """The output shape of `numpy.einsum(equation, ...)`, or `ShapeError`."""

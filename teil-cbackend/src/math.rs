@@ -1,0 +1,235 @@
+//! CORE-MATH in the kernels: the correctly rounded `exp`, `log`, `tanh` and `erf` that
+//! generated C calls (`cr_exp`, `cr_expf`, ...), as C sources compiled beside it.
+//!
+//! The evaluators take these functions from CORE-MATH (`teil_interp::functions`: the
+//! `core-math` crate natively, the vendored sources on wasm32); the kernels must compute the
+//! same bits, so they call the same correctly rounded implementations, never the C library's
+//! `exp` (not correctly rounded for every input) and never a name the compiler folds with its
+//! own library. The sources are the vendored, unmodified files of `third_party/core-math/`
+//! (its README: versions, hashes), embedded in this crate, so that a `teil` binary carries
+//! them wherever it runs.
+//!
+//! Each function is its own translation unit ([`Unit`]): CORE-MATH's files define `static`
+//! helpers under the same names, so they cannot share one. A unit is a wrapper that checks the
+//! compiler's arithmetic (no `-ffast-math`, no excess precision: CORE-MATH is correctly
+//! rounded only as written) and includes the function's file; [`write_units`] lays them out
+//! in a directory of their own, and the compiler gets the wrappers' paths beside the kernel's
+//! C ([`crate::run`] for the driver, [`crate::shared`] for shared objects). They are compiled
+//! with the toolchain's flags and `-ffp-contract=off` like the kernel; any target's build is
+//! correctly rounded, so the flags change speed, not values.
+//!
+//! `teil emit-c` prints the kernel alone: its C declares the `cr_*` functions it calls, and
+//! spec/abi.md says to compile and link these files with it (`teil emit-c --math DIR` writes
+//! them).
+
+use crate::ir::Kernel;
+use std::path::{Path, PathBuf};
+use teil::ast::{ElemType, Func};
+
+/// One CORE-MATH function as a translation unit.
+#[derive(Debug)]
+pub struct Unit {
+    /// The function's C name (`cr_exp`).
+    pub symbol: &'static str,
+    /// Its file, with the path it has in `third_party/core-math/src/`.
+    pub path: &'static str,
+    pub source: &'static str,
+    /// Headers it includes from its own directory.
+    pub headers: &'static [(&'static str, &'static str)],
+}
+
+macro_rules! unit {
+    ($symbol:literal, $path:literal) => {
+        unit!($symbol, $path, [])
+    };
+    ($symbol:literal, $path:literal, [$(($h:literal, $hpath:literal)),*]) => {
+        Unit {
+            symbol: $symbol,
+            path: $path,
+            source: include_str!(concat!("../../third_party/core-math/src/", $path)),
+            headers: &[$(($h, include_str!(concat!("../../third_party/core-math/src/", $hpath)))),*],
+        }
+    };
+}
+
+/// Every unit, in the order of [`Func::ALL`] (the CORE-MATH ones), binary64 then binary32.
+static UNITS: [Unit; 8] = [
+    unit!("cr_exp", "binary64/exp/exp.c"),
+    unit!(
+        "cr_log",
+        "binary64/log/log.c",
+        [("dint.h", "binary64/log/dint.h")]
+    ),
+    unit!("cr_tanh", "binary64/tanh/tanh.c"),
+    unit!("cr_erf", "binary64/erf/erf.c"),
+    unit!("cr_expf", "binary32/exp/expf.c"),
+    unit!("cr_logf", "binary32/log/logf.c"),
+    unit!("cr_tanhf", "binary32/tanh/tanhf.c"),
+    unit!("cr_erff", "binary32/erf/erff.c"),
+];
+
+/// The CORE-MATH unit computing `f` in `t`; `None` for `sqrt` and `abs`, which are IEEE
+/// operations the kernels' runtime helpers compute (`teil_sqrt`, `teil_abs`).
+pub fn unit(f: Func, t: ElemType) -> Option<&'static Unit> {
+    let i = match f {
+        Func::Exp => 0,
+        Func::Log => 1,
+        Func::Tanh => 2,
+        Func::Erf => 3,
+        Func::Sqrt | Func::Abs => return None,
+    };
+    Some(&UNITS[i + if t == ElemType::F32 { 4 } else { 0 }])
+}
+
+/// The C name of `f`'s CORE-MATH function in binary64 (`cr_exp`; the binary32 one adds `f`).
+/// Only for the functions [`unit`] has.
+pub fn symbol(f: Func) -> &'static str {
+    unit(f, ElemType::F64).map_or("teil_no_such_function", |u| u.symbol)
+}
+
+/// The units the kernels call, each once, in a fixed order.
+pub fn units(kernels: &[&Kernel]) -> Vec<&'static Unit> {
+    let mut used: Vec<&'static Unit> = kernels
+        .iter()
+        .flat_map(|k| k.functions())
+        .filter_map(|(f, t)| unit(f, t))
+        .collect();
+    used.sort_by_key(|u| u.symbol);
+    used.dedup_by_key(|u| u.symbol);
+    used
+}
+
+/// Whether the kernels need the C library's math (`-lm`): a CORE-MATH unit (which calls `fma`
+/// where the target has no instruction for it) or `sqrt` (whose error path sets `errno`).
+pub fn needs_libm(kernels: &[&Kernel]) -> bool {
+    kernels.iter().any(|k| !k.functions().is_empty())
+}
+
+/// What compiling a unit checks first: CORE-MATH's functions are correctly rounded only as
+/// written, so flags that let the compiler change their operations stop the build (as the
+/// kernels' own guard does, spec/abi.md, "Floating point"). Evaluation methods 0, 16 and 32
+/// evaluate `float` as `float` and `double` as `double`.
+const GUARD: &str = "\
+/* Generated by teil-cbackend: one CORE-MATH function (third_party/core-math), compiled as
+ * written. */
+#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#error \"CORE-MATH must not be compiled with -ffast-math, -Ofast or -ffinite-math-only\"
+#endif
+#if defined(__FLT_EVAL_METHOD__) && !(__FLT_EVAL_METHOD__ == 0 || __FLT_EVAL_METHOD__ == 16 \\
+    || __FLT_EVAL_METHOD__ == 32)
+#error \"CORE-MATH needs float and double arithmetic without excess precision\"
+#endif
+";
+
+/// The files of `units`, as paths relative to the directory that holds them and their
+/// contents: each unit's file and headers in a directory of its own (`cr_exp/exp.c`), and a
+/// wrapper (`cr_exp.c`) that includes it after [`GUARD`]. The wrappers are what the compiler
+/// gets beside the kernel's C; they come first, in the order of `units`.
+pub fn files(units: &[&Unit]) -> Vec<(PathBuf, String)> {
+    let mut wrappers = Vec::new();
+    let mut sources = Vec::new();
+    for u in units {
+        let file = u.path.rsplit('/').next().unwrap_or(u.path);
+        wrappers.push((
+            PathBuf::from(format!("{}.c", u.symbol)),
+            format!("{GUARD}#include \"{}/{file}\"\n", u.symbol),
+        ));
+        let own = Path::new(u.symbol);
+        sources.push((own.join(file), u.source.to_string()));
+        for (name, text) in u.headers {
+            sources.push((own.join(name), text.to_string()));
+        }
+    }
+    wrappers.extend(sources);
+    wrappers
+}
+
+/// Writes [`files`] of `units` under `dir` (a private scratch directory) and returns the
+/// wrappers' paths.
+pub fn write_units(dir: &Path, units: &[&Unit]) -> std::io::Result<Vec<PathBuf>> {
+    let mut wrappers = Vec::with_capacity(units.len());
+    for (i, (rel, text)) in files(units).into_iter().enumerate() {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, text)?;
+        if i < units.len() {
+            wrappers.push(path);
+        }
+    }
+    Ok(wrappers)
+}
+
+/// What the units' compiled code depends on besides the flags: their sources, for the kernel
+/// cache's key ([`crate::shared`]).
+pub fn key_text(units: &[&Unit]) -> String {
+    let mut text = String::from(GUARD);
+    for u in units {
+        text.push_str(u.symbol);
+        text.push_str(u.source);
+        for (name, h) in u.headers {
+            text.push_str(name);
+            text.push_str(h);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_function_of_either_type_has_its_unit_and_only_those() {
+        for f in Func::ALL {
+            for t in [ElemType::F64, ElemType::F32] {
+                match (f, unit(f, t)) {
+                    (Func::Sqrt | Func::Abs, None) => {}
+                    (_, Some(u)) => {
+                        let name = match t {
+                            ElemType::F64 => format!("cr_{}", f.keyword()),
+                            ElemType::F32 => format!("cr_{}f", f.keyword()),
+                        };
+                        assert_eq!(u.symbol, name);
+                        // The file defines the function it is named for.
+                        let ty = match t {
+                            ElemType::F64 => "double",
+                            ElemType::F32 => "float",
+                        };
+                        let defines = [format!("{name}({ty} x)"), format!("{name} ({ty} x)")];
+                        assert!(
+                            defines.iter().any(|d| u.source.contains(d.as_str())),
+                            "{} does not define {name}",
+                            u.path
+                        );
+                    }
+                    (f, None) => panic!("no unit for {f:?} in {t}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn units_are_written_with_their_headers_and_a_guarded_wrapper() {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        let log = unit(Func::Log, ElemType::F64).expect("log");
+        let exp = unit(Func::Exp, ElemType::F32).expect("expf");
+        let paths = write_units(dir.path(), &[log, exp]).expect("written");
+        assert_eq!(
+            paths,
+            vec![dir.path().join("cr_log.c"), dir.path().join("cr_expf.c")]
+        );
+        let wrapper = std::fs::read_to_string(&paths[0]).expect("readable");
+        assert!(wrapper.starts_with(GUARD));
+        assert!(wrapper.ends_with("#include \"cr_log/log.c\"\n"));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("cr_log/dint.h")).expect("header"),
+            log.headers[0].1
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("cr_expf/expf.c")).expect("source"),
+            exp.source
+        );
+    }
+}
