@@ -1094,9 +1094,9 @@ pub fn walk_step<'a>(s: &'a Step, f: &mut dyn FnMut(Visit<'a>)) {
 
 /// Whether a loop nest computes in binary64 with `+ - * /` and folds only: every buffer it
 /// reads or writes and every accumulator is binary64, and no value applies a function or a
-/// conversion. The kernel forms written for binary64 arithmetic (contraction steps, lanes,
-/// interchanged folds) are chosen only for such nests; every other nest is printed plain,
-/// which is exact in either type.
+/// conversion. The kernel forms written for binary64 vectors (contraction steps, lanes) and
+/// contraction lifting are chosen only for such nests; other nests are printed plain,
+/// interchanged or tiled, which keep every cell's operations in either type.
 pub fn binary64(k: &Kernel, ns: &[Node]) -> bool {
     let mut plain = true;
     walk_nodes(ns, &mut |v| {

@@ -82,7 +82,7 @@ pub fn unit(f: Func, t: ElemType) -> Option<&'static Unit> {
 }
 
 /// The C name of `f`'s CORE-MATH function in binary64 (`cr_exp`; the binary32 one adds `f`).
-/// Only for the functions [`unit`] has.
+/// Only for the functions [`unit()`] has.
 pub fn symbol(f: Func) -> &'static str {
     unit(f, ElemType::F64).map_or("teil_no_such_function", |u| u.symbol)
 }
@@ -123,7 +123,7 @@ const GUARD: &str = "\
 
 /// The files of `units`, as paths relative to the directory that holds them and their
 /// contents: each unit's file and headers in a directory of its own (`cr_exp/exp.c`), and a
-/// wrapper (`cr_exp.c`) that includes it after [`GUARD`]. The wrappers are what the compiler
+/// wrapper (`cr_exp.c`) that includes it after a guard against flags that change values. The wrappers are what the compiler
 /// gets beside the kernel's C; they come first, in the order of `units`.
 pub fn files(units: &[&Unit]) -> Vec<(PathBuf, String)> {
     let mut wrappers = Vec::new();

@@ -65,9 +65,6 @@ pub fn run(k: &mut Kernel) {
     let mut out = Vec::with_capacity(steps.len());
     for s in steps {
         match s {
-            Step::Nest { comment, body } if !crate::ir::binary64(k, &body) => {
-                out.push(Step::Nest { comment, body })
-            }
             Step::Nest { comment, body } => match rewrite(k, &body) {
                 Some(Rewrite::Outward { init, mut folds }) => {
                     no_jam(k, &mut folds);
@@ -192,17 +189,17 @@ fn innermost_loops(ns: &[Node], out: &mut Vec<Label>) {
     }
 }
 
-/// A row buffer (temporary, `extent(p)` cells, in the workspace) for every accumulator of
-/// `nodes`, by accumulator number.
+/// A row buffer (temporary, `extent(p)` cells of the accumulator's element type, in the
+/// workspace) for every accumulator of `nodes`, by accumulator number.
 fn rows(k: &mut Kernel, nodes: &[Node], p: Bound) -> BTreeMap<u32, BufId> {
     let mut accs = Vec::new();
     walk_nodes(nodes, &mut |v| {
-        if let Visit::Node(Node::AccInit { acc, .. }) = v {
-            accs.push(*acc);
+        if let Visit::Node(Node::AccInit { acc, elem, .. }) = v {
+            accs.push((*acc, *elem));
         }
     });
     let mut rows = BTreeMap::new();
-    for acc in accs {
+    for (acc, elem) in accs {
         let n = k
             .buffers
             .iter()
@@ -215,7 +212,7 @@ fn rows(k: &mut Kernel, nodes: &[Node], p: Bound) -> BTreeMap<u32, BufId> {
             logical: vec![p.extent],
             padded: vec![p.extent],
             offset: k.workspace,
-            elem: teil::ast::ElemType::F64,
+            elem,
         });
         k.workspace += p.extent.next_multiple_of(8);
         rows.insert(acc, BufId(k.buffers.len() - 1));
