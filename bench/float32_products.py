@@ -1,0 +1,58 @@
+"""Binary32 against binary64 products in the C backend: `C = (A # B) .[2 3]` compiled in-process
+(`Program.compile`, exact and fma mode, `-O3 -march=native`) against NumPy's `matmul` in each
+dtype, one thread, in the same run (PERFORMANCE.md, "The same functions compiled by the C
+backend").
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 target/py-test-venv/bin/python bench/float32_products.py
+
+It needs the `teil` package built in release mode in that environment (`maturin develop
+--release` in teil-py/) and NumPy. Inputs are small integers, so every product is exact in both
+types and the kernel's result must equal NumPy's bit for bit (asserted). Each figure is the
+minimum of 20 calls, in ms."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import teil
+
+
+def best(f, n: int = 20) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1e3
+
+
+def main() -> None:
+    print("| n³ | type | exact (ms) | fma (ms) | NumPy matmul (ms) | exact ÷ NumPy | fma ÷ NumPy |")
+    print("|---|---|---|---|---|---|---|")
+    for n in [128, 256]:
+        for ty, dtype in [("f64", np.float64), ("f32", np.float32)]:
+            rng = np.random.default_rng(0)
+            a = rng.integers(-3, 4, (n, n)).astype(dtype)
+            b = rng.integers(-3, 4, (n, n)).astype(dtype)
+            p = teil.Program(
+                f"input alloc A : {ty}[{n} {n}]\ninput alloc B : {ty}[{n} {n}]\n"
+                f"output alloc C : {ty}[{n} {n}]\nC = (A # B) .[2 3]"
+            )
+            t = {}
+            for fma in (False, True):
+                k = p.compile(fma=fma, cflags="-O3 -march=native")
+                c = k(A=a, B=b)["C"]
+                assert c.dtype == dtype
+                np.testing.assert_array_equal(c, a @ b)
+                t[fma] = best(lambda: k(A=a, B=b))
+            t_np = best(lambda: a @ b)
+            print(
+                f"| {n} | {ty} | {t[False]:.3f} | {t[True]:.3f} | {t_np:.3f} | "
+                f"{t[False] / t_np:.2f} | {t[True] / t_np:.2f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
