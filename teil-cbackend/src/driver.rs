@@ -25,7 +25,7 @@ pub fn source(kernels: &[&Kernel]) -> String {
         out.push_str(BINARY32_HELPERS);
     }
     for (i, k) in kernels.iter().enumerate() {
-        let _ = writeln!(out, "{};", prototype(k));
+        let _ = writeln!(out, "{};", crate::print::signature(k, false));
         entry(
             k,
             &format!("static void teil_call_{i}(double **p)"),
@@ -143,24 +143,6 @@ int main(int argc, char **argv)
 "#,
     );
     out
-}
-
-/// The kernel's C prototype (spec/abi.md): a `double` or `float` pointer per parameter.
-pub(crate) fn prototype(k: &Kernel) -> String {
-    let params: Vec<String> = k
-        .params
-        .iter()
-        .map(|&p| format!("{} *restrict", crate::print::c_type(k.buffer(p).elem)))
-        .collect();
-    format!(
-        "void {}({})",
-        k.name,
-        if params.is_empty() {
-            "void".to_string()
-        } else {
-            params.join(", ")
-        }
-    )
 }
 
 /// Whether some parameter of `k` is binary32.

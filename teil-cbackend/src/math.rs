@@ -81,12 +81,6 @@ pub fn unit(f: Func, t: ElemType) -> Option<&'static Unit> {
     Some(&UNITS[i + if t == ElemType::F32 { 4 } else { 0 }])
 }
 
-/// The C name of `f`'s CORE-MATH function in binary64 (`cr_exp`; the binary32 one adds `f`).
-/// Only for the functions [`unit()`] has.
-pub fn symbol(f: Func) -> &'static str {
-    unit(f, ElemType::F64).map_or("teil_no_such_function", |u| u.symbol)
-}
-
 /// The units the kernels call, each once, in a fixed order.
 pub fn units(kernels: &[&Kernel]) -> Vec<&'static Unit> {
     let mut used: Vec<&'static Unit> = kernels

@@ -485,6 +485,28 @@ fn role(b: &Buffer) -> &'static str {
     }
 }
 
+/// The kernel's C signature (spec/abi.md, *The function*): a `double` or `float` pointer per
+/// parameter, with the parameters' names where `named` (the definition) or without (a
+/// prototype in another translation unit, [`crate::driver`]).
+pub(crate) fn signature(k: &Kernel, named: bool) -> String {
+    let params: Vec<String> = k
+        .params
+        .iter()
+        .map(|&p| {
+            let b = k.buffer(p);
+            match named {
+                true => format!("{} *restrict {}", c_type(b.elem), b.c_name),
+                false => format!("{} *restrict", c_type(b.elem)),
+            }
+        })
+        .collect();
+    let params = match params.is_empty() {
+        true => "void".to_string(),
+        false => params.join(", "),
+    };
+    format!("void {}({params})", k.name)
+}
+
 /// The widest a column of the parameter table in a kernel's header comment is padded to.
 const MAX_COLUMN: usize = 64;
 
@@ -552,23 +574,7 @@ fn kernel(k: &Kernel, w: &mut Writer) {
         }
     }
     w.line(" */");
-    let params: Vec<String> = k
-        .params
-        .iter()
-        .map(|&p| {
-            let b = k.buffer(p);
-            format!("{} *restrict {}", c_type(b.elem), b.c_name)
-        })
-        .collect();
-    w.line(format!(
-        "void {}({})",
-        k.name,
-        if params.is_empty() {
-            "void".to_string()
-        } else {
-            params.join(", ")
-        }
-    ));
+    w.line(signature(k, true));
     w.block("", |w| {
         let used = k.referenced();
         let mut body_started = false;

@@ -427,16 +427,14 @@ pub fn c_type(t: ElemType) -> &'static str {
 /// library's `exp`, which is not correctly rounded everywhere and which compilers fold with
 /// their own.
 pub(super) fn function(f: teil::ast::Func, t: ElemType) -> String {
-    use teil::ast::Func;
+    if let Some(u) = crate::math::unit(f, t) {
+        return u.symbol.to_string();
+    }
     let suffix = match t {
         ElemType::F64 => "",
         ElemType::F32 => "f",
     };
-    match f {
-        Func::Sqrt => format!("teil_sqrt{suffix}"),
-        Func::Abs => format!("teil_abs{suffix}"),
-        _ => format!("{}{suffix}", crate::math::symbol(f)),
-    }
+    format!("teil_{}{suffix}", f.keyword())
 }
 
 /// The runtime helper computing `max`/`min` in `t`: `teil_maximum`, `teil_minimumf`, ...
