@@ -22,9 +22,9 @@ from harness import TARGETS, planted_max_adapter, require, teil_bin
 SEED = 1
 
 
-def driver(out, target, programs, *extra, **popen):
+def driver(out, target, programs, *extra, entry=("-m", "teil.campaign"), **popen):
     env = dict(os.environ, TEIL_BIN=teil_bin())
-    cmd = [sys.executable, "-m", "teil.campaign", "--programs", str(programs), "--seed",
+    cmd = [sys.executable, *entry, "--programs", str(programs), "--seed",
            str(SEED), "--shard-size", "100", "--out", str(out), "--num-cpus", "2",
            "--target", target, "--progress", "1000", "--shrink", "1", *extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -135,6 +135,36 @@ def test_a_campaign_interrupted_and_killed_counts_every_program_once(tmp_path):
     code, _, err = finish(driver(out, target, 2000, "--profile", "compiler"))
     assert code == 2
     assert "holds another campaign" in err and '"--profile"' in err
+
+
+INTERRUPTED_BETWEEN = """
+import sys
+import teil.campaign as campaign
+count, interrupted = campaign._Tally.add, []
+
+def add(self, k, record, this_run=False):
+    # The second shard of this run: its record is in the ledger, its count not yet taken.
+    if this_run and len(self.shards) == 1 and not interrupted:
+        interrupted.append(k)
+        raise KeyboardInterrupt
+    count(self, k, record, this_run)
+
+campaign._Tally.add = add
+sys.exit(campaign.main(sys.argv[1:]))
+"""
+
+
+def test_an_interrupt_between_a_record_and_its_count_still_counts_the_record(tmp_path):
+    require("numpy")
+    require("ray")
+    out = tmp_path / "campaign"
+    target = f"{sys.executable} {TARGETS / 'numpy_ops.py'}"
+    code, _, err = finish(driver(out, target, 600, entry=("-c", INTERRUPTED_BETWEEN)))
+    assert code == 130, err
+    s = summary(out)
+    assert len(shard_files(out)) == 2
+    assert s["shards"]["done"] == 2 and s["programs"] == 200 and s["interrupted"]
+    assert s["this_run"]["programs"] == 200
 
 
 WRAPPER = """

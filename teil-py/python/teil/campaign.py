@@ -363,6 +363,15 @@ class _Tally:
             if f.get("reproducer") and entry["reproducer"] is None:
                 entry["reproducer"] = f["reproducer"]
 
+    def recount(self, ledger: Dict[int, Dict[str, Any]], resumed: set) -> None:
+        """Takes the figures again from ``ledger``, the truth: an interrupt can fall between a
+        record reaching the ledger and its count (or halfway through a count)."""
+        started = self.started
+        self.__init__(self.root, self.config, self.total)
+        self.started = started
+        for k, record in sorted(ledger.items()):
+            self.add(k, record, this_run=k not in resumed)
+
     def summary(self, interrupted: bool = False) -> Dict[str, Any]:
         seconds = time.monotonic() - self.started
         findings = sorted(self.findings.values(), key=lambda e: (-e["count"], e["signature"]))
@@ -574,6 +583,7 @@ def _drive(directory: _Directory, config: Dict[str, Any], total: int, address, n
     tally = _Tally(directory.root, config, total)
     for k, record in sorted(directory.ledger(total).items()):
         tally.add(k, record)
+    resumed = set(tally.shards)
     summary_path = os.path.join(directory.root, "summary.json")
     pending = [k for k in range(total) if k not in tally.shards]
     bar = _Progress(tally, progress, stream)
@@ -631,6 +641,8 @@ def _drive(directory: _Directory, config: Dict[str, Any], total: int, address, n
         except BaseException as e:
             # The summary first: the directory says what happened even if cancelling fails.
             bar.finish()
+            with contextlib.suppress(OSError):
+                tally.recount(directory.ledger(total), resumed)
             write_summary(interrupted=isinstance(e, KeyboardInterrupt), force=True)
             # Only shards still running: cancelling one whose result is arriving can abort
             # Ray 2.60's driver ("Tried to complete task that was not pending").
