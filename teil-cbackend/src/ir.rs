@@ -383,6 +383,10 @@ pub struct Contraction {
     /// The second factor of every term; `None`: the terms are `a`'s cells (a sum of one
     /// operand, which only [`Strategy::Dot`] and [`Strategy::LaneSums`] compute).
     pub b: Option<Access>,
+    /// The element type of the operands, the target and every sum (one type: the pass takes
+    /// only nests of one type, [`arithmetic`]). In binary32 each product and each addition
+    /// rounds to binary32, as the nest's does.
+    pub elem: ElemType,
     pub strategy: Strategy,
 }
 
@@ -421,7 +425,13 @@ impl Target {
 
     /// Doubles per vector of the kernels written for this target (1: plain C).
     pub fn width(self) -> u64 {
-        (self.vector_bits() / 64).max(1)
+        self.lanes(ElemType::F64)
+    }
+
+    /// Elements of type `elem` per vector of the kernels written for this target (1: plain
+    /// C): twice [`Target::width`] for binary32.
+    pub fn lanes(self, elem: ElemType) -> u64 {
+        (self.vector_bits() / (8 * elem.size() as u64)).max(1)
     }
 
     /// The C preprocessor condition under which this target is chosen when `teil_vector_bits`
@@ -458,7 +468,8 @@ pub struct Panels {
     pub target: Target,
     /// Rows of the register tile (`MR`).
     pub mr: u64,
-    /// Columns of the register tile (`NR`), a multiple of the target's [`Target::width`].
+    /// Columns of the register tile (`NR`), a multiple of the target's [`Target::lanes`] in
+    /// the contraction's type.
     pub nr: u64,
     /// Terms per panel.
     pub kc: u64,
@@ -493,8 +504,8 @@ impl Panels {
         m <= self.mc
     }
 
-    /// Whether the column panel (`kc · nc` doubles) fits in `l2_block` doubles (a quarter of
-    /// L2, [`crate::machine::Sizes::l2_block`]), so that it can stay in the level-2 cache
+    /// Whether the column panel (`kc · nc` elements) fits in `l2_block` elements (a quarter of
+    /// L2, [`crate::machine::Sizes::l2_block`] doubles, twice as many floats), so that it can stay in the level-2 cache
     /// while a row sliver's tiles walk all of it, the row sliver in L1.
     pub fn panel_in_l2(&self, l2_block: u64) -> bool {
         self.kc * self.nc <= l2_block
@@ -567,9 +578,10 @@ pub enum Strategy {
     /// [`Panels::rows_outer`]): the register tile updates every cell (row `ic + ir + i`,
     /// column `jc + jr + j`, `i < min(MR, mcb - ir)`, `j < min(NR, ncb - jr)`) as
     /// `cell = (pc == 0 ? -0.0 : cell) + a·b (term pc) + ... + a·b (term pc + kcb - 1)`.
-    /// The tile's cells are independent: a vector of `w` doubles holds `w` cells of one row, and
-    /// each vector operation is `w` binary64 operations, one per cell, so the vector width
-    /// changes which cells share an instruction, never a cell's operations or their order.
+    /// The tile's cells are independent: a vector of `w` elements holds `w` cells of one row,
+    /// and each vector operation is `w` operations of the contraction's type, one per cell
+    /// (binary32 tiles hold floats, [`Contraction::elem`]), so the vector width changes which
+    /// cells share an instruction, never a cell's operations or their order.
     Packed {
         swap: bool,
         batch: Vec<Bound>,
@@ -756,7 +768,7 @@ impl Contraction {
                 Node::AccInit {
                     acc: 1,
                     op: RedOp::Sum,
-                    elem: ElemType::F64,
+                    elem: self.elem,
                 },
                 sum,
                 Node::AccUpdate {
@@ -770,7 +782,7 @@ impl Contraction {
             Node::AccInit {
                 acc: 0,
                 op: RedOp::Sum,
-                elem: ElemType::F64,
+                elem: self.elem,
             },
             sum,
             Node::Store {
@@ -1092,22 +1104,34 @@ pub fn walk_step<'a>(s: &'a Step, f: &mut dyn FnMut(Visit<'a>)) {
     }
 }
 
-/// Whether a loop nest computes in binary64 with `+ - * /` and folds only: every buffer it
-/// reads or writes and every accumulator is binary64, and no value applies a function or a
-/// conversion. The kernel forms written for binary64 vectors (contraction steps, lanes) and
-/// contraction lifting are chosen only for such nests; other nests are printed plain,
-/// interchanged or tiled, which keep every cell's operations in either type.
-pub fn binary64(k: &Kernel, ns: &[Node]) -> bool {
+/// The one element type a loop nest computes in with `+ - * /` and folds only: every buffer it
+/// reads or writes and every accumulator has that type, and no value applies a function or a
+/// conversion (`None` otherwise, and for a nest that touches no buffer). Contraction steps
+/// are chosen only for such nests.
+pub fn arithmetic(k: &Kernel, ns: &[Node]) -> Option<ElemType> {
+    let mut elem = None;
     let mut plain = true;
     walk_nodes(ns, &mut |v| {
-        plain &= match v {
-            Visit::Load(b, _) | Visit::Store(b, _) => k.buffer(b).elem == ElemType::F64,
-            Visit::Node(Node::AccInit { elem, .. }) => *elem == ElemType::F64,
-            Visit::Val(Val::Func(..) | Val::Func2(..) | Val::Convert(..)) => false,
-            Visit::Node(_) | Visit::Val(_) => true,
-        }
+        let e = match v {
+            Visit::Load(b, _) | Visit::Store(b, _) => k.buffer(b).elem,
+            Visit::Node(Node::AccInit { elem, .. }) => *elem,
+            Visit::Val(Val::Func(..) | Val::Func2(..) | Val::Convert(..)) => {
+                plain = false;
+                return;
+            }
+            Visit::Node(_) | Visit::Val(_) => return,
+        };
+        plain &= *elem.get_or_insert(e) == e;
     });
-    plain
+    elem.filter(|_| plain)
+}
+
+/// Whether a loop nest computes in binary64 with `+ - * /` and folds only ([`arithmetic`]).
+/// The kernel forms written for binary64 vectors only (dot products, lanes) and contraction
+/// lifting are chosen only for such nests; other nests are printed plain, interchanged or
+/// tiled, which keep every cell's operations in either type.
+pub fn binary64(k: &Kernel, ns: &[Node]) -> bool {
+    arithmetic(k, ns) == Some(ElemType::F64)
 }
 
 /// [`walk_step`] over a list of nodes.

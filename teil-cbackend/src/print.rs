@@ -176,6 +176,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
     }
     if h.fma {
         w.line("static double teil_fma(double x, double y, double c);");
+        w.line("static float teil_fmaf(float x, float y, float c);");
     }
     let mut libm = false;
     for &(f, t) in &h.functions {
@@ -217,7 +218,7 @@ pub fn module(kernels: &[&Kernel]) -> String {
     }
     if h.lanes_fma {
         w.directive("#if teil_vector_bits != 0 && !defined(teil_fmav4)");
-        target::fma_lanes(&mut w, LaneFold::WIDTH);
+        target::fma_lanes(&mut w, LaneFold::WIDTH, ElemType::F64);
         w.directive("#endif");
         w.blank();
     }
@@ -440,29 +441,32 @@ const FAST_FMA: &str = "\
 
 ";
 
-/// `teil_fma(x, y, c)`: `x * y + c` rounded once where the compiler says the target has a fast
-/// fused multiply-add, else rounded twice (spec/abi.md, "Fused multiply-add"). `__builtin_fma`
-/// is expanded inline by GCC and Clang even at `-O0`, so it needs no libm. Marked unused for
-/// GCC and Clang: a kernel whose only fused pairs are in register tiles may call it nowhere
+/// `teil_fma(x, y, c)` and `teil_fmaf` (binary32): `x * y + c` rounded once where the
+/// compiler says the target has a fast fused multiply-add, else rounded twice (spec/abi.md,
+/// "Fused multiply-add"). `__builtin_fma` and `__builtin_fmaf` are expanded inline by GCC and
+/// Clang even at `-O0`, so they need no libm. Marked unused for GCC and Clang: a kernel whose
+/// only fused pairs are in register tiles, or of one type, may call either nowhere
 /// ([`target::fma_lanes`]).
 fn fma_helper(w: &mut Writer) {
     w.blank();
     w.line("/* x * y + c, rounded once where the target has a fast fused multiply-add and twice elsewhere");
-    w.line(" * (fma mode, spec/values.md, \"Fused multiply-add\"). Unused where vector builtins stand in");
-    w.line(" * for every call (the register tiles' teil_fmavW). */");
-    w.directive("#ifdef __GNUC__");
-    w.line("__attribute__((unused))");
-    w.directive("#endif");
-    w.line("static double teil_fma(double x, double y, double c)");
-    w.block("", |w| {
-        w.directive("#if defined(teil_fast_fma)");
-        w.line("return __builtin_fma(x, y, c);");
-        w.directive("#elif defined(FP_FAST_FMA)");
-        w.line("return fma(x, y, c);");
-        w.directive("#else");
-        w.line("return x * y + c;");
+    w.line(" * (fma mode, spec/values.md, \"Fused multiply-add\"), in binary64 and in binary32. Unused where");
+    w.line(" * vector builtins stand in for every call (the register tiles' teil_fmavW). */");
+    for (ty, f) in [("double", ""), ("float", "f")] {
+        w.directive("#ifdef __GNUC__");
+        w.line("__attribute__((unused))");
         w.directive("#endif");
-    });
+        w.line(format!("static {ty} teil_fma{f}({ty} x, {ty} y, {ty} c)"));
+        w.block("", |w| {
+            w.directive("#if defined(teil_fast_fma)");
+            w.line(format!("return __builtin_fma{f}(x, y, c);"));
+            w.directive(format!("#elif defined(FP_FAST_FMA{})", f.to_uppercase()));
+            w.line(format!("return fma{f}(x, y, c);"));
+            w.directive("#else");
+            w.line("return x * y + c;");
+            w.directive("#endif");
+        });
+    }
 }
 
 fn shape(s: &[u64]) -> String {

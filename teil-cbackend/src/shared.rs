@@ -1,13 +1,16 @@
 //! Kernels compiled into a shared object and called in-process ([`SharedKernel`]).
 //!
 //! [`SharedKernel::compile`] emits the program's C ([`crate::emit_c`]'s lowering and printer)
-//! plus a one-line entry thunk `teil_entry(double *const *p)` that calls the kernel with `p[0]`,
-//! `p[1]`, ..., compiles it with `CC FLAGS -shared -fPIC -fvisibility=hidden` through the same
+//! plus a one-line entry thunk `teil_entry(void *const *p)` that calls the kernel with `p[0]`,
+//! `p[1]`, ... (each a buffer of its parameter's element type: `double`, or `float` for an
+//! `f32` parameter), compiles it with `CC FLAGS -shared -fPIC -fvisibility=hidden` through the same
 //! compiler invocation as `teil run --backend c` ([`crate::run`]), and loads the object with
 //! `libloading`. [`SharedKernel::call`] pads the caller's logical inputs into zeroed 64-byte
 //! aligned buffers (spec/abi.md), calls the thunk and unpads the outputs; what needs no padding
 //! is not copied (row-major inputs are read in place, an unpadded result's buffer becomes the
 //! returned array), and [`SharedKernel::call_into`] writes results into the caller's arrays.
+//! [`SharedKernel::call_typed`] takes and returns arrays of each parameter's own element type
+//! ([`Arg`], [`Value`]): a float32 array for a binary32 parameter crosses without a conversion.
 //!
 //! **Cache.** Objects live in a per-user cache directory ([`default_cache_dir`]; `TEIL_CACHE_DIR`
 //! overrides) under the SHA-256 of everything that determines them: the C source, the compiler
@@ -51,8 +54,9 @@
 //! `pad = 1`) is passed as a pointer into the caller's C-contiguous array, without a copy: the
 //! function never writes input-only buffers (spec/abi.md, *Roles*). The ABI asks for 64-byte
 //! alignment for the speed of vector loads; the generated code itself never assumes more than
-//! the alignment of `double` (vector registers are loaded with `memcpy`), so a caller's array
-//! of any `f64` alignment is correct. Every other parameter gets a zeroed aligned buffer.
+//! the alignment of its element type (vector registers are loaded with `memcpy`), so a caller's
+//! array of any `f64` (`f32`) alignment is correct. Every other parameter gets a zeroed aligned
+//! buffer.
 //!
 //! **Limits.** Like every caller of the ABI, a call aborts the process when the C function
 //! cannot allocate its workspace (spec/abi.md); [`SharedKernel::call`] first tries to reserve
@@ -76,6 +80,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use teil::ast::ElemType;
 use teil::interface::{self, Coded, Interface, InterfaceError};
 use teil::CheckedProgram;
 use teil_interp::Tensor;
@@ -210,6 +215,13 @@ pub enum KernelError {
     /// An array for the results ([`SharedKernel::call_into`]) names no output of the program.
     #[error("`{0}` is not an output of the program, so no array can receive it")]
     NotAnOutput(String),
+    /// An array for the results is float32 where its output is binary64 (the narrowing would
+    /// round).
+    #[error(
+        "the array for output `{0}` is float32, but the output is f64: narrowing would round \
+         its values; pass a float64 array"
+    )]
+    OutType(String),
     /// An array for the results has another shape than its output.
     #[error(
         "the array for output `{name}` has shape {}, but the program declares {}",
@@ -246,7 +258,7 @@ impl teil::CodedError for KernelError {
 /// Rust calls kernels of any arity through one signature.
 const ENTRY: &str = "teil_entry";
 
-type EntryFn = unsafe extern "C" fn(*const *mut f64);
+type EntryFn = unsafe extern "C" fn(*const *mut std::ffi::c_void);
 
 /// One parameter of the kernel, as the caller sees it.
 #[derive(Clone, Debug)]
@@ -441,78 +453,120 @@ impl SharedKernel {
     /// shape equals its logical one and that is in row-major order is passed to the function
     /// directly, so a call that reuses its arrays allocates no output and copies nothing; any
     /// other is written from the call's buffer. Each array must have its output's shape.
+    ///
+    /// Every value is binary64 here: an input of a binary32 parameter must hold binary32
+    /// numbers (E0605) and is narrowed exactly, a binary32 output is widened exactly
+    /// ([`Self::call_typed`] passes float32 arrays through as they are).
     pub fn call_into(
         &self,
         inputs: &BTreeMap<String, ArrayViewD<'_, f64>>,
         outs: &mut BTreeMap<String, ArrayViewMutD<'_, f64>>,
     ) -> Result<BTreeMap<String, Tensor>, KernelError> {
+        let inputs: BTreeMap<String, Arg<'_>> = inputs
+            .iter()
+            .map(|(name, v)| (name.clone(), Arg::F64(v.view())))
+            .collect();
+        let mut typed: BTreeMap<String, ArgMut<'_>> = outs
+            .iter_mut()
+            .map(|(name, v)| (name.clone(), ArgMut::F64(v.view_mut())))
+            .collect();
+        let values = self.call_typed(&inputs, &mut typed)?;
+        Ok(values
+            .into_iter()
+            .map(|(name, v)| (name, v.into_f64()))
+            .collect())
+    }
+
+    /// [`Self::call_into`] with arrays of either element type ([`Arg`], [`ArgMut`]), returning
+    /// each output in its own type ([`Value`]). An array of its parameter's type crosses as it
+    /// is (in place where it needs no padding); a float64 input of a binary32 parameter must
+    /// hold binary32 numbers (E0605, as the evaluators refuse others) and is narrowed exactly,
+    /// a float32 input of a binary64 parameter widened exactly; a float64 array receives a
+    /// binary32 output widened exactly, and a float32 array for a binary64 output is refused
+    /// ([`KernelError::OutType`]).
+    pub fn call_typed(
+        &self,
+        inputs: &BTreeMap<String, Arg<'_>>,
+        outs: &mut BTreeMap<String, ArgMut<'_>>,
+    ) -> Result<BTreeMap<String, Value>, KernelError> {
         self.interface
             .check(inputs.iter().map(|(name, value)| {
                 let shape: Vec<u64> = value.shape().iter().map(|&n| n as u64).collect();
                 (name.as_str(), Some(shape))
             }))
             .map_err(KernelError::Inputs)?;
-        // The entry point converts a binary32 parameter's doubles to `float`s, which would
-        // round a number that is not binary32: refused as the evaluators refuse it.
-        for q in self
-            .params
-            .iter()
-            .filter(|q| q.elem == teil::ast::ElemType::F32)
-        {
-            if let Some(v) = inputs.get(&q.var) {
-                teil::interface::check_binary32(&q.var, v.iter().copied())
-                    .map_err(|e| KernelError::Inputs(vec![e]))?;
-            }
-        }
         for (name, out) in outs.iter() {
             self.check_out(name, out.shape())?;
+            let q = self.params.iter().find(|q| q.output && q.var == *name);
+            if matches!(out, ArgMut::F32(_)) && q.is_some_and(|q| q.elem == ElemType::F64) {
+                return Err(KernelError::OutType(name.clone()));
+            }
         }
+        // Inputs in their parameter's type.
+        let mut converted: BTreeMap<&str, Value> = BTreeMap::new();
+        for q in &self.params {
+            match (q.elem, inputs.get(&q.var)) {
+                (ElemType::F32, Some(Arg::F64(v))) => {
+                    interface::check_binary32(&q.var, v.iter().copied())
+                        .map_err(|e| KernelError::Inputs(vec![e]))?;
+                    converted.insert(&q.var, Value::F32(v.mapv(|x| x as f32)));
+                }
+                (ElemType::F64, Some(Arg::F32(v))) => {
+                    converted.insert(&q.var, Value::F64(v.mapv(f64::from)));
+                }
+                _ => {}
+            }
+        }
+        let given = |q: &Param| -> Option<Arg<'_>> {
+            match converted.get(q.var.as_str()) {
+                Some(v) => Some(v.view()),
+                None => inputs.get(&q.var).map(Arg::reborrow),
+            }
+        };
 
         // Buffers of this call; `None` where the caller's array is passed directly.
-        let mut owned: Vec<Option<Buffer>> = Vec::with_capacity(self.params.len());
-        let mut pointers: Vec<*mut f64> = Vec::with_capacity(self.params.len());
+        let mut owned: Vec<Option<Buffers>> = Vec::with_capacity(self.params.len());
+        let mut pointers: Vec<*mut std::ffi::c_void> = Vec::with_capacity(self.params.len());
         for q in &self.params {
-            let given = inputs.get(&q.var);
-            if let Some(v) =
-                given.filter(|v| !q.output && q.padded == q.logical && v.is_standard_layout())
-            {
-                // The function never writes an input-only buffer (spec/abi.md, *Roles*).
-                pointers.push(v.as_ptr().cast_mut());
-                owned.push(None);
-                continue;
-            }
-            if let Some(out) = outs
-                .get_mut(&q.var)
-                .filter(|o| !q.input && q.padded == q.logical && o.is_standard_layout())
-            {
-                // The function ignores an output-only buffer's contents on entry (spec/abi.md,
-                // *Roles*) and writes every cell of it.
-                pointers.push(out.as_mut_ptr());
-                owned.push(None);
-                continue;
-            }
-            let mut buf = if q.output && q.padded == q.logical {
-                // A result without padding: its buffer becomes the returned array, uncopied
-                // (aligned for `double`, which is all the generated C assumes).
-                Buffer::Result(zeroed_vec(q.padded_len())?)
-            } else {
-                Buffer::Aligned(Aligned::zeroed(q.padded_len())?)
+            let out = outs.get_mut(&q.var);
+            let (pointer, buffer) = match (q.elem, given(q)) {
+                (ElemType::F64, g) => {
+                    let out = out.and_then(|o| match o {
+                        ArgMut::F64(o) => Some(o),
+                        ArgMut::F32(_) => None,
+                    });
+                    let g = g.and_then(|g| match g {
+                        Arg::F64(v) => Some(v),
+                        Arg::F32(_) => None,
+                    });
+                    let (p, b) = slot(q, g, out)?;
+                    (p, b.map(Buffers::F64))
+                }
+                (ElemType::F32, g) => {
+                    let out = out.and_then(|o| match o {
+                        ArgMut::F32(o) => Some(o),
+                        ArgMut::F64(_) => None,
+                    });
+                    let g = g.and_then(|g| match g {
+                        Arg::F32(v) => Some(v),
+                        Arg::F64(_) => None,
+                    });
+                    let (p, b) = slot(q, g, out)?;
+                    (p, b.map(Buffers::F32))
+                }
             };
-            if q.input {
-                fill(buf.as_mut_slice(), q, given);
-            }
-            pointers.push(buf.as_mut_slice().as_mut_ptr());
-            owned.push(Some(buf));
+            pointers.push(pointer);
+            owned.push(buffer);
         }
         self.reserve_workspace()?;
         if self.openmp {
             openmp_process()?;
         }
         // SAFETY: `entry` calls the generated function with `pointers`, one per parameter in
-        // order, each to a buffer of that parameter's padded length whose padding is zero (our
-        // zeroed buffers, or a caller's array whose padded and logical layouts coincide); the
-        // buffers outlive the call and the function writes only the ones in `owned`. The
-        // library stays loaded while `self` lives.
+        // order, each to a buffer of that parameter's element type and padded length whose
+        // padding is zero (our zeroed buffers, or a caller's array whose padded and logical
+        // layouts coincide); the buffers outlive the call and the function writes only the
+        // ones in `owned`. The library stays loaded while `self` lives.
         unsafe { (self.entry)(pointers.as_ptr()) };
 
         let mut out = BTreeMap::new();
@@ -522,15 +576,25 @@ impl SharedKernel {
                 continue; // written into the caller's array by the function
             };
             match (outs.get_mut(name), buf) {
-                (Some(dest), buf) => dest.assign(&logical_view(buf.as_slice(), q)),
-                (None, Buffer::Result(cells)) => {
-                    let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
-                    let t = ArrayD::from_shape_vec(IxDyn(&shape), cells)
-                        .expect("an unpadded buffer holds exactly the logical cells");
-                    out.insert(name.clone(), t);
+                (Some(ArgMut::F64(dest)), Buffers::F64(b)) => {
+                    dest.assign(&logical_view(b.as_slice(), q))
                 }
-                (None, Buffer::Aligned(buf)) => {
-                    out.insert(name.clone(), unpad(buf.as_slice(), q));
+                (Some(ArgMut::F32(dest)), Buffers::F32(b)) => {
+                    dest.assign(&logical_view(b.as_slice(), q))
+                }
+                // A binary32 output into float64: widening is exact.
+                (Some(ArgMut::F64(dest)), Buffers::F32(b)) => {
+                    dest.zip_mut_with(&logical_view(b.as_slice(), q), |d, &v| *d = f64::from(v))
+                }
+                // Refused before the call; never narrowed.
+                (Some(ArgMut::F32(_)), Buffers::F64(_)) => {
+                    return Err(KernelError::OutType(name.clone()))
+                }
+                (None, Buffers::F64(b)) => {
+                    out.insert(name.clone(), Value::F64(b.into_array(q)));
+                }
+                (None, Buffers::F32(b)) => {
+                    out.insert(name.clone(), Value::F32(b.into_array(q)));
                 }
             }
         }
@@ -610,23 +674,31 @@ impl SharedKernel {
     }
 }
 
-/// The kernel's C followed by the exported entry thunk (binary32 parameters through `float`
-/// copies, [`crate::driver::entry`]).
+/// The kernel's C followed by the exported entry thunk: every parameter through one array of
+/// pointers, each to a buffer of the parameter's own type (`float` for binary32).
 fn source(kernel: &Kernel) -> String {
     let mut c = crate::print::module(&[kernel]);
     c.push_str(
         "\n/* The entry point of the shared object: every parameter through one array. */\n",
     );
-    if crate::driver::has_binary32_params(kernel) {
-        c.push_str("#include <stdlib.h>\n");
-        c.push_str(crate::driver::BINARY32_HELPERS);
-    }
     let _ = write!(
         c,
         "#if defined(__GNUC__)\n__attribute__((visibility(\"default\")))\n#endif\n\
-         void {ENTRY}(double *const *p);\n"
+         void {ENTRY}(void *const *p);\nvoid {ENTRY}(void *const *p)\n{{\n"
     );
-    crate::driver::entry(kernel, &format!("void {ENTRY}(double *const *p)"), &mut c);
+    let args: Vec<String> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .map(|(j, &b)| {
+            let ty = crate::print::c_type(kernel.buffer(b).elem);
+            format!("({ty} *)p[{j}]")
+        })
+        .collect();
+    if args.is_empty() {
+        c.push_str("    (void)p;\n");
+    }
+    let _ = writeln!(c, "    {}({});\n}}", kernel.name, args.join(", "));
     c
 }
 
@@ -1105,9 +1177,128 @@ fn openmp_process() -> Result<(), KernelError> {
     }
 }
 
+/// An element type of a kernel's buffers, on the Rust side: `f64` for `double`, `f32` for
+/// `float` (spec/abi.md). Only these two: [`Aligned`] relies on all bits zero being a value.
+trait Element: Copy + Default + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+    /// The undefined value of an input not given (spec/abi.md: NaN).
+    const NAN: Self;
+}
+
+impl Element for f64 {
+    const NAN: f64 = f64::NAN;
+}
+
+impl Element for f32 {
+    const NAN: f32 = f32::NAN;
+}
+
+/// An input array of either element type ([`SharedKernel::call_typed`]).
+#[derive(Clone, Debug)]
+pub enum Arg<'a> {
+    F64(ArrayViewD<'a, f64>),
+    F32(ArrayViewD<'a, f32>),
+}
+
+impl Arg<'_> {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Arg::F64(v) => v.shape(),
+            Arg::F32(v) => v.shape(),
+        }
+    }
+
+    fn reborrow(&self) -> Arg<'_> {
+        match self {
+            Arg::F64(v) => Arg::F64(v.view()),
+            Arg::F32(v) => Arg::F32(v.view()),
+        }
+    }
+}
+
+/// An array receiving an output, of either element type ([`SharedKernel::call_typed`]).
+#[derive(Debug)]
+pub enum ArgMut<'a> {
+    F64(ArrayViewMutD<'a, f64>),
+    F32(ArrayViewMutD<'a, f32>),
+}
+
+impl ArgMut<'_> {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            ArgMut::F64(v) => v.shape(),
+            ArgMut::F32(v) => v.shape(),
+        }
+    }
+}
+
+/// An output of [`SharedKernel::call_typed`], in its element type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    F64(ArrayD<f64>),
+    F32(ArrayD<f32>),
+}
+
+impl Value {
+    /// The values as binary64 (exact for binary32 ones).
+    pub fn into_f64(self) -> Tensor {
+        match self {
+            Value::F64(a) => a,
+            Value::F32(a) => a.mapv(f64::from),
+        }
+    }
+
+    fn view(&self) -> Arg<'_> {
+        match self {
+            Value::F64(a) => Arg::F64(a.view()),
+            Value::F32(a) => Arg::F32(a.view()),
+        }
+    }
+}
+
+/// The pointer a parameter passes to the function, and the buffer of this call behind it
+/// (`None`: the caller's array, passed in place).
+type Slot<T> = (*mut std::ffi::c_void, Option<Buffer<T>>);
+
+/// The buffer of parameter `q` for one call, given the caller's input `given` and array for
+/// the result `out` (both of `q`'s type): an input-only parameter without padding reads the
+/// caller's row-major array in place, an output-only one without padding writes the caller's
+/// row-major `out` in place, anything else gets a zeroed buffer of the call, filled with the
+/// input where `q` is one.
+fn slot<T: Element>(
+    q: &Param,
+    given: Option<ArrayViewD<'_, T>>,
+    out: Option<&mut ArrayViewMutD<'_, T>>,
+) -> Result<Slot<T>, KernelError> {
+    let unpadded = q.padded == q.logical;
+    if let Some(v) = given
+        .as_ref()
+        .filter(|v| !q.output && unpadded && v.is_standard_layout())
+    {
+        // The function never writes an input-only buffer (spec/abi.md, *Roles*).
+        return Ok((v.as_ptr().cast_mut().cast(), None));
+    }
+    if let Some(out) = out.filter(|o| !q.input && unpadded && o.is_standard_layout()) {
+        // The function ignores an output-only buffer's contents on entry (spec/abi.md,
+        // *Roles*) and writes every cell of it.
+        return Ok((out.as_mut_ptr().cast(), None));
+    }
+    let mut buf = if q.output && unpadded {
+        // A result without padding: its buffer becomes the returned array, uncopied (aligned
+        // for its element type, which is all the generated C assumes).
+        Buffer::Result(zeroed_vec(q.padded_len())?)
+    } else {
+        Buffer::Aligned(Aligned::zeroed(q.padded_len())?)
+    };
+    if q.input {
+        fill(buf.as_mut_slice(), q, given.as_ref());
+    }
+    let pointer = buf.as_mut_slice().as_mut_ptr().cast();
+    Ok((pointer, Some(buf)))
+}
+
 /// Writes the logical cells of an input parameter into its zeroed padded buffer: the caller's
 /// values in row-major order, or NaN (the undefined value) when none were given.
-fn fill(buf: &mut [f64], q: &Param, given: Option<&ArrayViewD<'_, f64>>) {
+fn fill<T: Element>(buf: &mut [T], q: &Param, given: Option<&ArrayViewD<'_, T>>) {
     let n = q.logical.last().copied().unwrap_or(1) as usize;
     let rows = padded_rows(&q.logical, &q.padded);
     let logical_rows = rows.iter().filter(|r| r.1).map(|r| r.0);
@@ -1130,15 +1321,14 @@ fn fill(buf: &mut [f64], q: &Param, given: Option<&ArrayViewD<'_, f64>>) {
         },
         None => {
             for row in logical_rows {
-                buf[row..row + n].fill(f64::NAN);
+                buf[row..row + n].fill(T::NAN);
             }
         }
     }
 }
 
-/// The logical cells of a padded buffer as a tensor of the parameter's logical shape.
 /// The logical cells of a padded buffer, as a view with the padded layout's strides.
-fn logical_view<'b>(buf: &'b [f64], q: &Param) -> ArrayViewD<'b, f64> {
+fn logical_view<'b, T>(buf: &'b [T], q: &Param) -> ArrayViewD<'b, T> {
     let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
     let mut strides = vec![1usize; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -1148,88 +1338,113 @@ fn logical_view<'b>(buf: &'b [f64], q: &Param) -> ArrayViewD<'b, f64> {
         .expect("a padded buffer holds its logical cells")
 }
 
-fn unpad(buf: &[f64], q: &Param) -> Tensor {
-    let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
-    let data = if q.padded == q.logical {
-        buf[..q.padded_len()].to_vec()
-    } else {
-        let n = q.logical.last().copied().unwrap_or(1) as usize;
-        let rows = padded_rows(&q.logical, &q.padded);
-        let mut data = Vec::with_capacity(shape.iter().product());
-        for (row, _) in rows.into_iter().filter(|r| r.1) {
-            data.extend_from_slice(&buf[row..row + n]);
-        }
-        data
-    };
-    ArrayD::from_shape_vec(IxDyn(&shape), data).expect("the logical cells fill the logical shape")
+/// The buffers of one call, of either element type.
+enum Buffers {
+    F64(Buffer<f64>),
+    F32(Buffer<f32>),
 }
 
 /// A buffer of one call: 64-byte aligned, or an unpadded result that becomes the returned array.
-enum Buffer {
-    Aligned(Aligned),
-    Result(Vec<f64>),
+enum Buffer<T> {
+    Aligned(Aligned<T>),
+    Result(Vec<T>),
 }
 
-impl Buffer {
-    fn as_slice(&self) -> &[f64] {
+impl<T: Element> Buffer<T> {
+    fn as_slice(&self) -> &[T] {
         match self {
             Buffer::Aligned(a) => a.as_slice(),
             Buffer::Result(v) => v,
         }
     }
 
-    fn as_mut_slice(&mut self) -> &mut [f64] {
+    fn as_mut_slice(&mut self) -> &mut [T] {
         match self {
             Buffer::Aligned(a) => a.as_mut_slice(),
             Buffer::Result(v) => v,
         }
     }
+
+    /// The logical cells as an array of the parameter's logical shape (an unpadded result's
+    /// buffer itself, uncopied).
+    fn into_array(self, q: &Param) -> ArrayD<T> {
+        let shape: Vec<usize> = q.logical.iter().map(|&n| n as usize).collect();
+        let data = match self {
+            Buffer::Result(cells) => cells,
+            Buffer::Aligned(buf) if q.padded == q.logical => buf.as_slice().to_vec(),
+            Buffer::Aligned(buf) => {
+                let buf = buf.as_slice();
+                let n = q.logical.last().copied().unwrap_or(1) as usize;
+                let rows = padded_rows(&q.logical, &q.padded);
+                let mut data = Vec::with_capacity(shape.iter().product());
+                for (row, _) in rows.into_iter().filter(|r| r.1) {
+                    data.extend_from_slice(&buf[row..row + n]);
+                }
+                data
+            }
+        };
+        ArrayD::from_shape_vec(IxDyn(&shape), data)
+            .expect("the logical cells fill the logical shape")
+    }
 }
 
 /// `len` zeros, or [`KernelError::TooLarge`] when they cannot be allocated.
-fn zeroed_vec(len: usize) -> Result<Vec<f64>, KernelError> {
+fn zeroed_vec<T: Element>(len: usize) -> Result<Vec<T>, KernelError> {
     let mut v = Vec::new();
     v.try_reserve_exact(len.max(1))
         .map_err(|_| KernelError::TooLarge {
-            bytes: (len as u64).saturating_mul(8),
+            bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
         })?;
-    v.resize(len, 0.0);
+    v.resize(len, T::default());
     Ok(v)
 }
 
-/// A zeroed buffer of `f64`s, 64-byte aligned (spec/abi.md).
-struct Aligned {
+/// A zeroed buffer of `len` elements, 64-byte aligned (spec/abi.md).
+struct Aligned<T> {
     chunks: Vec<Chunk>,
     len: usize,
+    elem: std::marker::PhantomData<T>,
 }
 
+/// 64 zero bytes at a 64-byte boundary: 8 `f64` or 16 `f32` zeros (both types' zero is all
+/// bits zero).
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Chunk([f64; 8]);
+struct Chunk([u8; 64]);
 
-impl Aligned {
-    fn zeroed(len: usize) -> Result<Aligned, KernelError> {
+impl<T: Element> Aligned<T> {
+    fn zeroed(len: usize) -> Result<Aligned<T>, KernelError> {
+        let size = std::mem::size_of::<T>();
+        let too_large = || KernelError::TooLarge {
+            bytes: (len as u64).saturating_mul(size as u64),
+        };
         // At least one chunk, so that even an empty buffer has a valid, aligned address.
-        let count = len.div_ceil(8).max(1);
+        let count = len
+            .checked_mul(size)
+            .ok_or_else(too_large)?
+            .div_ceil(64)
+            .max(1);
         let mut chunks = Vec::new();
-        chunks
-            .try_reserve_exact(count)
-            .map_err(|_| KernelError::TooLarge {
-                bytes: (count as u64).saturating_mul(64),
-            })?;
-        chunks.resize(count, Chunk([0.0; 8]));
-        Ok(Aligned { chunks, len })
+        chunks.try_reserve_exact(count).map_err(|_| too_large())?;
+        chunks.resize(count, Chunk([0; 64]));
+        Ok(Aligned {
+            chunks,
+            len,
+            elem: std::marker::PhantomData,
+        })
     }
 
-    fn as_slice(&self) -> &[f64] {
-        // SAFETY: `Chunk` is `repr(C)` around `[f64; 8]`, so the chunks are `8 * count`
-        // contiguous, initialised `f64`s, and `len <= 8 * count`.
-        unsafe { std::slice::from_raw_parts(self.chunks.as_ptr().cast::<f64>(), self.len) }
+    fn as_slice(&self) -> &[T] {
+        // SAFETY: `Chunk` is 64 initialised bytes, so the chunks are `64 * count` contiguous
+        // bytes, aligned for `T` (64 is a multiple of its alignment); all bits zero is `+0.0`
+        // in both element types, and `len * size_of::<T>() <= 64 * count`.
+        unsafe { std::slice::from_raw_parts(self.chunks.as_ptr().cast::<T>(), self.len) }
     }
 
-    fn as_mut_slice(&mut self) -> &mut [f64] {
-        // SAFETY: as in `as_slice`, with exclusive access through `&mut self`.
-        unsafe { std::slice::from_raw_parts_mut(self.chunks.as_mut_ptr().cast::<f64>(), self.len) }
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as in `as_slice`, with exclusive access through `&mut self`; every bit
+        // pattern is a valid `f64` or `f32`.
+        unsafe { std::slice::from_raw_parts_mut(self.chunks.as_mut_ptr().cast::<T>(), self.len) }
     }
 }
 

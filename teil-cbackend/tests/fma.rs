@@ -52,7 +52,23 @@ const TWO_LEVEL: &str = "input var A : [5 3 7 6]\ninput var B : [5 9 3 4]\noutpu
 const LONG_ROWS: &str = "input var A : [17 520]\ninput var x : [520]\noutput var y : [17]\n\
                          y = (A # x) .[2 3]";
 
-const PROGRAMS: [(&str, &str); 7] = [
+/// The matrix product in binary32: the packed product's `float` tile, fused in binary32.
+const MATMUL32: &str = "input var A : f32[20 18]\ninput var B : f32[18 321]\n\
+                        output var C : f32[20 321]\nC = (A # B) .[2 3]";
+/// The small contraction in binary32: a plain nest with a `float` accumulator (`teil_fmaf`).
+const SMALL32: &str = "input var A : f32[3 4]\ninput var B : f32[4 5]\noutput var C : f32[3 5]\n\
+                       C = (A # B) .[2 3]";
+/// The element-wise product-then-adds in binary32.
+const ELEMENTWISE32: &str = "input var A : f32[4 3]\ninput var B : f32[4 3]\ninput var D : f32[4 3]\n\
+                             output var E : f32[4 3]\noutput var F : f32[4 3]\noutput var G : f32[4 3]\n\
+                             output var s : f32[3]\n\
+                             E = A * B + D\nF = D + A * B\nG = A * B - D\ns = red+ 1 (A * B)";
+/// The two-level sum in binary32.
+const TWO_LEVEL32: &str = "input var A : f32[5 3 7 6]\ninput var B : f32[5 9 3 4]\n\
+                           output var C : f32[6 4 7 9]\n\
+                           C = transp 3 4 (transp 2 4 (transp 1 2 (contr 1 5 (contr 1 5 (prod A B)))))";
+
+const PROGRAMS: [(&str, &str); 11] = [
     ("matmul", MATMUL),
     ("matvec", MATVEC),
     ("long_rows", LONG_ROWS),
@@ -60,6 +76,10 @@ const PROGRAMS: [(&str, &str); 7] = [
     ("elementwise", ELEMENTWISE),
     ("chain", CHAIN),
     ("two_level", TWO_LEVEL),
+    ("matmul32", MATMUL32),
+    ("small32", SMALL32),
+    ("elementwise32", ELEMENTWISE32),
+    ("two_level32", TWO_LEVEL32),
 ];
 
 fn compile(src: &str) -> CheckedProgram {
@@ -148,14 +168,11 @@ fn random_floats(p: &CheckedProgram, seed: u64) -> BTreeMap<String, Tensor> {
         .filter(|d| p.is_input(d))
         .map(|d| {
             let shape: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
+            // In binary32, the value rounded to it.
             let t = Tensor::from_shape_simple_fn(shape, || {
                 let r = next();
                 let mag = 0.5 + 1.5 * ((r >> 11) as f64 / (1u64 << 53) as f64);
-                if r & 1 == 1 {
-                    -mag
-                } else {
-                    mag
-                }
+                d.elem.round(if r & 1 == 1 { -mag } else { mag })
             });
             (d.name.name.clone(), t)
         })
@@ -228,8 +245,12 @@ fn on_random_floats_fma_mode_stays_within_the_bound_of_the_spec() {
             }
         }
     }
-    // 3 seeds x 2 multiples x (6420 + 29 + 17 + 15 + 39 + 5 + 1512) output cells.
-    assert_eq!(cells, 3 * 2 * (6420 + 29 + 17 + 15 + 39 + 5 + 1512));
+    // 3 seeds x 2 multiples x (6420 + 29 + 17 + 15 + 39 + 5 + 1512, and in binary32 6420 +
+    // 15 + 39 + 1512) output cells.
+    assert_eq!(
+        cells,
+        3 * 2 * (6420 + 29 + 17 + 15 + 39 + 5 + 1512 + 6420 + 15 + 39 + 1512)
+    );
     // Where the target fuses, rounding once shows in some cells (not a vacuous comparison).
     assert_eq!(
         differing > 0,
@@ -247,6 +268,16 @@ const Y: [f64; 2] = [
     1.0 + 1.0 / (1u64 << 27) as f64,
 ];
 const FUSED: f64 = 1.0 / (1u64 << 54) as f64;
+
+/// The same in binary32: `x = [-1, 1 + 2^-12]`, `y = [1 + 2^-11, 1 + 2^-12]`; the product
+/// `(1 + 2^-12)^2 = 1 + 2^-11 + 2^-24` is a tie in binary32 and rounds to the even `1 + 2^-11`,
+/// so exact mode gives 0 and fma mode (in binary32) `2^-24`.
+const X32: [f32; 2] = [-1.0, 1.0 + 1.0 / (1u32 << 12) as f32];
+const Y32: [f32; 2] = [
+    1.0 + 1.0 / (1u32 << 11) as f32,
+    1.0 + 1.0 / (1u32 << 12) as f32,
+];
+const FUSED32: f32 = 1.0 / (1u32 << 24) as f32;
 
 #[test]
 fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form() {
@@ -293,8 +324,31 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
         ("B".to_string(), ea),
         ("D".to_string(), ed),
     ]);
+    // The same three forms in binary32, with X32 and Y32.
+    assert_eq!(X32[0] * Y32[0] + X32[1] * Y32[1], 0.0);
+    assert_eq!(X32[1].mul_add(Y32[1], X32[0] * Y32[0]), FUSED32);
+    let (x32, y32) = (X32.map(f64::from), Y32.map(f64::from));
+    let mm32 = compile(MATMUL32);
+    let mut mm32_in = mm_in.clone();
+    for k in 0..2 {
+        mm32_in.get_mut("A").unwrap()[[0, k]] = x32[k];
+        mm32_in.get_mut("B").unwrap()[[k, 0]] = y32[k];
+    }
+    let sm32 = compile(SMALL32);
+    let mut sm32_in = sm_in.clone();
+    for k in 0..2 {
+        sm32_in.get_mut("A").unwrap()[[0, k]] = x32[k];
+        sm32_in.get_mut("B").unwrap()[[k, 0]] = y32[k];
+    }
+    let ew32 = compile(ELEMENTWISE32);
+    let mut ew32_in = ew_in.clone();
+    for name in ["A", "B"] {
+        ew32_in.get_mut(name).unwrap()[[0, 0]] = x32[1];
+    }
+    ew32_in.get_mut("D").unwrap()[[0, 0]] = -y32[0];
 
-    // Each case: the program, its inputs, the output, the crafted cells (flat), the step kind.
+    // Each case: the program, its inputs, the output, the crafted cells (flat), the step kind,
+    // the fused value.
     type Case<'a> = (
         &'a str,
         &'a CheckedProgram,
@@ -302,12 +356,49 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
         &'a str,
         &'a [usize],
         Printing,
+        f64,
     );
-    let cases: [Case; 4] = [
-        ("matmul", &mm, &mm_in, "C", &[0], Printing::Packed),
-        ("matvec", &mv, &mv_in, "y", &[0, 28], Printing::Dot),
-        ("small", &sm, &sm_in, "C", &[0], Printing::Plain),
-        ("elementwise", &ew, &ew_in, "E", &[0], Printing::Plain),
+    let fused32 = f64::from(FUSED32);
+    let cases: [Case; 7] = [
+        ("matmul", &mm, &mm_in, "C", &[0], Printing::Packed, FUSED),
+        ("matvec", &mv, &mv_in, "y", &[0, 28], Printing::Dot, FUSED),
+        ("small", &sm, &sm_in, "C", &[0], Printing::Plain, FUSED),
+        (
+            "elementwise",
+            &ew,
+            &ew_in,
+            "E",
+            &[0],
+            Printing::Plain,
+            FUSED,
+        ),
+        (
+            "matmul32",
+            &mm32,
+            &mm32_in,
+            "C",
+            &[0],
+            Printing::Packed,
+            fused32,
+        ),
+        (
+            "small32",
+            &sm32,
+            &sm32_in,
+            "C",
+            &[0],
+            Printing::Plain,
+            fused32,
+        ),
+        (
+            "elementwise32",
+            &ew32,
+            &ew32_in,
+            "E",
+            &[0],
+            Printing::Plain,
+            fused32,
+        ),
     ];
     let (tc, fast_fma) = toolchain();
     // The compiler's own choice of target, plain C, and every vector target's variant forced
@@ -322,7 +413,7 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
     }
     for tc in &toolchains {
         let mut kernels = Vec::new();
-        for (name, p, inputs, _, _, form) in &cases {
+        for (name, p, inputs, _, _, form, _) in &cases {
             for fma in [false, true] {
                 let k = lower(p, &format!("{name}_f{}", fma as u8), 1, true, fma);
                 assert!(opt::printing(&k).contains(form), "{name}: {form:?} step");
@@ -330,13 +421,13 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
             }
         }
         let got = run_all(tc, &kernels);
-        for (name, _, _, out, cells, _) in &cases {
+        for (name, _, _, out, cells, _, want) in &cases {
             for &cell in *cells {
                 let exact = got[&format!("{name}_f0")][*out].iter().nth(cell).copied();
                 let fused = got[&format!("{name}_f1")][*out].iter().nth(cell).copied();
                 assert_eq!(exact, Some(0.0), "{name}: exact mode rounds the product");
                 if fast_fma {
-                    assert_eq!(fused, Some(FUSED), "{name} ({:?}): fma mode", tc.cflags);
+                    assert_eq!(fused, Some(*want), "{name} ({:?}): fma mode", tc.cflags);
                 } else {
                     eprintln!(
                         "skipped: `cc {}` does not define __FP_FAST_FMA (no FMA instructions), \
@@ -374,7 +465,11 @@ fn fma_kernels_validate_and_say_so_and_exact_mode_is_untouched() {
                 let header = |s: &str| s.lines().next().unwrap_or("").to_string();
                 assert!(header(&ir_fma).ends_with(", fma)"), "{ir_fma}");
                 assert!(!header(&ir_exact).contains("fma"), "{ir_exact}");
-                let tile = |p: &teil_cbackend::ir::Panels| format!("AVX-512: {}x{} ", p.mr, p.nr);
+                // A binary32 tile holds twice the columns of floats (spec/padding.md).
+                let columns = if name.ends_with("32") { 2 } else { 1 };
+                let tile = |p: &teil_cbackend::ir::Panels| {
+                    format!("AVX-512: {}x{} ", p.mr, p.nr * columns)
+                };
                 let (tile_fma, tile_exact) = (
                     tile(&opt::contract::PACKED_FMA_AVX512),
                     tile(
@@ -430,8 +525,11 @@ fn fma_kernels_validate_and_say_so_and_exact_mode_is_untouched() {
                     .filter(|l| l.starts_with("static void teil_tile"))
                     .collect();
                 assert_eq!(!tiles.is_empty(), packed, "{name}");
+                let suffix = if columns == 2 { "_fma_f32" } else { "_fma" };
                 assert!(
-                    tiles.iter().all(|l| l.contains("_fma(long long kc")),
+                    tiles
+                        .iter()
+                        .all(|l| l.contains(&format!("{suffix}(long long kc"))),
                     "{name}: an exact tile in fma mode: {tiles:?}"
                 );
             }

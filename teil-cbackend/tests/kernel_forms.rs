@@ -32,11 +32,11 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
     teil_cbackend::lower(p, &opts).expect("lowers")
 }
 
-/// The eight PERFORMANCE.md kernels at small sizes and seven more corpus programs, and the
+/// The eight PERFORMANCE.md kernels at small sizes and nine more corpus programs, and the
 /// forms each must get (`tccg`: two matrix products and a two-level sum; `two_level`: a
 /// two-level sum; `row_sums`: three sums of one operand; `lane_dots`: three dot products in
-/// lanes).
-const KERNELS: [(&str, &[Printing]); 15] = [
+/// lanes; `matmul_f32` and `two_level_f32`: binary32 packed products).
+const KERNELS: [(&str, &[Printing]); 17] = [
     ("matmul", &[Printing::Packed]),
     ("matmul_edges", &[Printing::Packed]),
     ("cfd", &[Printing::Packed]),
@@ -53,6 +53,8 @@ const KERNELS: [(&str, &[Printing]); 15] = [
         &[Printing::Packed, Printing::Packed, Printing::Packed],
     ),
     ("two_level", &[Printing::Packed]),
+    ("matmul_f32", &[Printing::Packed]),
+    ("two_level_f32", &[Printing::Packed]),
     ("row_sums", &[Printing::Dot, Printing::Dot, Printing::Dot]),
     (
         "lane_dots",
@@ -536,20 +538,21 @@ fn column_sliver_order_prefetches_the_next_tiles_cells() {
     let c = |m: u64, k: u64, n: u64| {
         teil_cbackend::emit_c(&matmul(m, k, n), &teil_cbackend::Options::default()).expect("prints")
     };
-    let helper = "static void teil_prefetch_tile(const double *t, const long long *rows, int mr,";
+    let helper =
+        "static void teil_prefetch_tile(const void *t, int size, const long long *rows, int mr,";
     // 512³: column sliver by column sliver on every target (above); 8 x 256 x 4096: one row
     // panel, row sliver by row sliver.
     let (columns, rows) = (c(512, 512, 512), c(8, 256, 4096));
     assert!(columns.contains(helper) && rows.contains(helper));
     let calls = |c: &str| {
-        c.matches("teil_prefetch_tile(teil_t, teil_mc + teil_ir + ")
+        c.matches("teil_prefetch_tile(teil_t, (int)sizeof *teil_t, teil_mc + teil_ir + ")
             .count()
     };
     // One prefetch per tile loop: the AVX-512 branch (16-row tiles) and the shared one (6).
     assert_eq!(calls(&columns), 2, "{columns}");
     for mr in [16, 6] {
         let call = format!(
-            "if (teil_ir + {mr} < teil_mcb) teil_prefetch_tile(teil_t, teil_mc + teil_ir + {mr}, "
+            "if (teil_ir + {mr} < teil_mcb) teil_prefetch_tile(teil_t, (int)sizeof *teil_t, teil_mc + teil_ir + {mr}, "
         );
         assert!(columns.contains(&call), "{call}\n{columns}");
     }

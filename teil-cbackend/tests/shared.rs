@@ -970,3 +970,59 @@ fn a_binary32_input_refuses_numbers_that_are_not_binary32() {
     )]);
     check_against_fast("binary32", &p, &k, &good);
 }
+
+/// `call_typed` passes float32 arrays to a binary32 kernel as they are (the packed product's
+/// `float` tiles read the caller's array in place, the result is written into a float32 `out`
+/// in place) and returns binary32 outputs as `f32`, with the evaluators' bits; float64 arrays
+/// of binary32 values give the same bits, and a float32 array for a binary64 output is refused.
+#[test]
+fn call_typed_passes_float32_arrays_through_with_the_evaluators_bits() {
+    use teil_cbackend::shared::{Arg, ArgMut, Value};
+    let cache = tempfile::tempdir().expect("temporary directory");
+    let p = program(
+        "input alloc A : f32[19, 23]\ninput alloc B : f32[23, 335]\n\
+         output alloc C : f32[19, 335]\noutput alloc D : [19, 335]\n\
+         C = (A # B) .[2 3]\nD = f64 C\n",
+    );
+    let inputs = teil_interp::uniform_inputs(&p, 5);
+    let want = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+    let narrow = |name: &str| inputs[name].mapv(|x| x as f32);
+    let (a, b) = (narrow("A"), narrow("B"));
+    for pad in [1, 4] {
+        let k = SharedKernel::compile(&p, &options(cache.path(), pad)).expect("compiles");
+        let args = BTreeMap::from([
+            ("A".to_string(), Arg::F32(a.view())),
+            ("B".to_string(), Arg::F32(b.view())),
+        ]);
+        let got = k.call_typed(&args, &mut BTreeMap::new()).expect("runs");
+        let Some(Value::F32(c)) = &got.get("C") else {
+            panic!("C is not binary32: {got:?}")
+        };
+        assert!(same_values(&want["C"], &c.mapv(f64::from)), "pad {pad}");
+        let Some(Value::F64(d)) = &got.get("D") else {
+            panic!("D is not binary64: {got:?}")
+        };
+        assert!(same_values(&want["D"], d), "pad {pad}");
+        // Into the caller's arrays: float32 for C, float64 for D.
+        let mut c_out = ArrayD::<f32>::from_elem(IxDyn(&[19, 335]), f32::NAN);
+        let mut d_out = ArrayD::<f64>::from_elem(IxDyn(&[19, 335]), f64::NAN);
+        let mut outs = BTreeMap::from([
+            ("C".to_string(), ArgMut::F32(c_out.view_mut())),
+            ("D".to_string(), ArgMut::F64(d_out.view_mut())),
+        ]);
+        assert!(k.call_typed(&args, &mut outs).expect("runs").is_empty());
+        drop(outs);
+        assert!(same_values(&want["C"], &c_out.mapv(f64::from)), "pad {pad}");
+        assert!(same_values(&want["D"], &d_out), "pad {pad}");
+        // Float64 arrays of the same values: the same bits through `call`.
+        let wide = k.call(&views(&inputs)).expect("runs");
+        assert!(same_values(&want["C"], &wide["C"]), "pad {pad}");
+        // A float32 array cannot receive a binary64 output.
+        let mut narrow_d = ArrayD::<f32>::zeros(IxDyn(&[19, 335]));
+        let mut outs = BTreeMap::from([("D".to_string(), ArgMut::F32(narrow_d.view_mut()))]);
+        match k.call_typed(&args, &mut outs) {
+            Err(KernelError::OutType(name)) => assert_eq!(name, "D"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -5,7 +5,8 @@
 //! quantities the bound is made of: the cell's term evaluated on absolute values (`M`) and its
 //! rounding depth (`D`); [`Rounding::fma_bound`] turns them into the largest difference the
 //! spec allows between a result computed with fused multiply-adds and the exact-mode result of
-//! the same term, `2 γ_D M` (with `γ_n = n u / (1 − n u)`, `u = 2^-53`). [`fma_bounds`] does
+//! the same term, `2 γ_D M` (with `γ_n = n u / (1 − n u)`, `u = 2^-53`, or `2^-24` where the
+//! term rounds to binary32, which then also counts each rounding to binary32). [`fma_bounds`] does
 //! this for every variable of a program. Both are the spec's definitions made executable, for
 //! the differential tests and the fuzzer.
 
@@ -19,6 +20,9 @@ use teil::CheckedProgram;
 
 /// Unit roundoff of binary64, round to nearest.
 pub const UNIT_ROUNDOFF: f64 = 1.0 / 9_007_199_254_740_992.0; // 2^-53
+
+/// Unit roundoff of binary32, round to nearest.
+pub const UNIT_ROUNDOFF_BINARY32: f64 = 1.0 / 16_777_216.0; // 2^-24
 
 /// One cell's `M`, `D` and the largest `M` of any of its subterms (spec/values.md, "Fused
 /// multiply-add"). `•` and NaN inputs have an undefined magnitude (NaN); a term with a division
@@ -34,12 +38,20 @@ pub struct Rounding {
     /// The largest magnitude of any subterm: every intermediate value of every evaluation that
     /// the bound covers is at most `(1 + γ_D)` times it, so it tells whether one can overflow.
     pub peak: f64,
+    /// Whether some subterm rounds to binary32: the bound then takes binary32's unit roundoff
+    /// for every rounding (binary64's is smaller) and binary32's overflow threshold.
+    pub binary32: bool,
 }
 
-/// `γ_n = n u / (1 − n u)`, or `None` when `n u ≥ 1/2` (the bound's derivation needs
-/// `n u < 1`; half leaves room for the rounding of the bound itself).
+/// `γ_n = n u / (1 − n u)` for binary64's `u`, or `None` when `n u ≥ 1/2` (the bound's
+/// derivation needs `n u < 1`; half leaves room for the rounding of the bound itself).
 pub fn gamma(n: u64) -> Option<f64> {
-    let nu = n as f64 * UNIT_ROUNDOFF;
+    gamma_with(n, UNIT_ROUNDOFF)
+}
+
+/// [`gamma`] for the unit roundoff `u`.
+pub fn gamma_with(n: u64, u: f64) -> Option<f64> {
+    let nu = n as f64 * u;
     (nu < 0.5).then(|| nu / (1.0 - nu))
 }
 
@@ -49,6 +61,7 @@ impl Rounding {
             magnitude,
             depth,
             peak: a.peak.max(b.peak).max(magnitude),
+            binary32: a.binary32 || b.binary32,
         }
     }
 
@@ -60,13 +73,20 @@ impl Rounding {
     /// too large, or magnitudes that could overflow.
     pub fn fma_bound(&self) -> Option<f64> {
         let d = self.depth?;
-        let g = gamma(d)?;
-        if !self.magnitude.is_finite() || !(self.peak * (1.0 + g) * 2.0).is_finite() {
+        let (u, largest) = if self.binary32 {
+            (UNIT_ROUNDOFF_BINARY32, f64::from(f32::MAX))
+        } else {
+            (UNIT_ROUNDOFF, f64::MAX)
+        };
+        let g = gamma_with(d, u)?;
+        // A NaN peak (an undefined cell) is not below the threshold either.
+        let fits = self.peak * (1.0 + g) * 2.0 <= largest;
+        if !self.magnitude.is_finite() || !fits {
             return None;
         }
         // `M` was computed in binary64 with at most `D` roundings per monomial, each by a
         // factor of at least `1 − u`, so the real `M` is at most `magnitude / (1 − γ_D)`; the
-        // last factor covers the few roundings of this expression.
+        // last factor covers the few roundings of this expression (in binary64).
         let bound = 2.0 * g / (1.0 - g) * self.magnitude * (1.0 + 8.0 * UNIT_ROUNDOFF);
         bound.is_finite().then_some(bound)
     }
@@ -78,6 +98,7 @@ impl Domain for Rounding {
             magnitude: x.abs(),
             depth: Some(0),
             peak: x.abs(),
+            binary32: false,
         }
     }
 
@@ -86,6 +107,7 @@ impl Domain for Rounding {
             magnitude: f64::NAN,
             depth: Some(0),
             peak: f64::NAN,
+            binary32: false,
         }
     }
 
@@ -124,13 +146,16 @@ impl Domain for Rounding {
         self.max(b)
     }
 
-    /// The bound is binary64's (`u = 2^-53`): a binary32 rounding, like a function, leaves
-    /// the term without one (depth `None`, as below a division).
+    /// A binary32 operation is its binary64 operation (one rounding, counted where it is
+    /// taken) rounded to binary32: one more rounding, and the term's bound is binary32's
+    /// (`u = 2^-24` for every rounding). Counting two roundings where a binary32 operation
+    /// rounds once (53 ≥ 2·24 + 2, spec/values.md) only loosens the bound.
     fn round(&self, t: ElemType) -> Self {
         match t {
             ElemType::F64 => *self,
             ElemType::F32 => Rounding {
-                depth: None,
+                depth: self.depth.map(|d| d.saturating_add(1)),
+                binary32: true,
                 ..*self
             },
         }
@@ -201,6 +226,28 @@ mod tests {
         let g = gamma(4).unwrap();
         let bound = s.fma_bound().unwrap();
         assert!(bound >= 2.0 * g * 8.5 && bound <= 2.0 * g * 8.5 * (1.0 + 1e-12));
+    }
+
+    #[test]
+    fn a_binary32_contraction_takes_binary32s_unit_roundoff() {
+        // The same sum with every product and addition rounded to binary32: each operation
+        // counts twice (its binary64 rounding and the binary32 one), u = 2^-24.
+        let f32 = |r: Rounding| r.round(ElemType::F32);
+        let (a, b) = ([1.5, -2.0, 0.5, 3.0], [2.0, 0.25, -4.0, 1.0]);
+        let mut s = f32(leaf(a[0]).mul(&leaf(b[0])));
+        for i in 1..4 {
+            s = f32(s.add(&f32(leaf(a[i]).mul(&leaf(b[i])))));
+        }
+        assert!(s.binary32);
+        assert_eq!(s.depth, Some(2 + 3 * 2));
+        let g = gamma_with(8, UNIT_ROUNDOFF_BINARY32).unwrap();
+        let bound = s.fma_bound().unwrap();
+        assert!(bound >= 2.0 * g * 8.5 && bound <= 2.0 * g * 8.5 * (1.0 + 1e-6));
+        // 2^-24 is far above 2^-53: the binary64 bound of the same term would be too small.
+        assert!(bound > 1e8 * 2.0 * gamma(8).unwrap() * 8.5);
+        // Binary32 overflows near 3.4e38: no bound where a value could reach it.
+        assert_eq!(f32(leaf(1e20).mul(&leaf(1e19))).fma_bound(), None);
+        assert!(leaf(1e20).mul(&leaf(1e19)).fma_bound().is_some());
     }
 
     #[test]

@@ -5,8 +5,7 @@
 use crate::arrays::{self, OutArray, Unsigned};
 use crate::diag;
 use crate::program;
-use ndarray::ArrayViewMutD;
-use numpy::{BorrowError, PyArrayMethods};
+use numpy::{BorrowError, IntoPyArray, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -17,7 +16,7 @@ use std::sync::Arc;
 use teil::ast::ElemType;
 use teil::CheckedProgram;
 use teil_cbackend::run::Cancel;
-use teil_cbackend::shared::{KernelError, SharedKernel, SharedOptions};
+use teil_cbackend::shared::{Arg, ArgMut, KernelError, SharedKernel, SharedOptions, Value};
 use teil_interp::budget::MemoryEstimate;
 
 /// A compiled TeIL program (``Program.compile``): the padding-aware C backend built once into
@@ -25,7 +24,8 @@ use teil_interp::budget::MemoryEstimate;
 /// else ``$XDG_CACHE_HOME/teil`` or ``~/.cache/teil``), and loaded into the process.
 ///
 /// Calling it runs the native code on the inputs (a mapping and/or keyword arguments, any
-/// numeric array-likes; C-contiguous float64 arrays are read in place; a variable named
+/// numeric array-likes; C-contiguous float64 arrays, and float32 ones of ``f32`` inputs, are
+/// read in place, unconverted; a variable named
 /// ``max_memory`` goes through the mapping) and returns ``{name: numpy.ndarray}`` for every
 /// output. Calls release the GIL and may run from several threads at once. Element types are
 /// those of ``Program.run``, with the same bits: an ``f32`` output is a float32 array, and an
@@ -34,8 +34,8 @@ use teil_interp::budget::MemoryEstimate;
 ///
 /// ``out`` (as NumPy's ``out=``) maps output names to NumPy arrays of the outputs' shapes and
 /// dtypes (float64, float32 for an ``f32`` output) that receive the results; the returned dict
-/// holds those same arrays. A C-contiguous float64 ``out`` array of a kernel compiled without
-/// padding (``pad=1``) is the native code's own buffer: a call that reuses its arrays allocates
+/// holds those same arrays. A C-contiguous ``out`` array of its output's dtype, of a kernel
+/// compiled without padding (``pad=1``), is the native code's own buffer: a call that reuses its arrays allocates
 /// and copies no result, as a C caller would. Any other ``out`` array is written from the
 /// call's buffer, and one that shares memory with an input after the call, so that inputs are
 /// read as they were given. A variable named ``out`` or ``max_memory`` goes through the inputs
@@ -154,7 +154,23 @@ impl Kernel {
             })
             .map_err(|e| diag::coded_run_error(py, &e))?;
         let given = arrays::gather(inputs, named_inputs)?;
-        let held = arrays::convert_all(&given)?;
+        // A C-contiguous float32 array of an `f32` input crosses as it is; anything else as
+        // float64 (which the kernel narrows exactly where the values are binary32, E0605).
+        let mut held32 = BTreeMap::new();
+        let mut held64 = BTreeMap::new();
+        for (name, obj) in &given {
+            match obj.extract::<PyReadonlyArrayDyn<'py, f32>>() {
+                Ok(a) if self.elem(name) == ElemType::F32 && a.is_c_contiguous() => {
+                    held32.insert(name.clone(), a);
+                }
+                _ => {
+                    held64.insert(
+                        name.clone(),
+                        arrays::to_f64(&format!("input `{name}`"), obj)?,
+                    );
+                }
+            }
+        }
         let targets = arrays::out_arrays(out, |name| self.elem(name))?;
         for (name, a) in &targets {
             self.inner
@@ -162,42 +178,55 @@ impl Kernel {
                 .map_err(|e| kernel_error(py, e))?;
         }
         // Borrowed for writing while the native code runs; an array that shares memory with
-        // an input (or another `out`) cannot be, and receives its result after the call, as
-        // does a float32 one (the native code writes doubles).
+        // an input (or another `out`) cannot be, and receives its result after the call.
         let read_only = |name: &str| {
             PyValueError::new_err(format!("the array for output `{name}` is read-only"))
         };
-        let mut writable = BTreeMap::new();
+        let mut writable64 = BTreeMap::new();
+        let mut writable32 = BTreeMap::new();
         let mut later = Vec::new();
         for (name, a) in &targets {
-            match a {
-                OutArray::F64(a) => match a.try_readwrite() {
-                    Ok(rw) => {
-                        writable.insert(name.clone(), rw);
-                    }
-                    Err(BorrowError::NotWriteable) => return Err(read_only(name)),
-                    Err(_) => later.push(name.clone()),
-                },
-                OutArray::F32(a) => {
-                    if let Err(BorrowError::NotWriteable) = a.try_readwrite() {
-                        return Err(read_only(name));
-                    }
-                    later.push(name.clone());
-                }
+            let borrowed = match a {
+                OutArray::F64(a) => a.try_readwrite().map(|rw| {
+                    writable64.insert(name.clone(), rw);
+                }),
+                OutArray::F32(a) => a.try_readwrite().map(|rw| {
+                    writable32.insert(name.clone(), rw);
+                }),
+            };
+            match borrowed {
+                Ok(()) => {}
+                Err(BorrowError::NotWriteable) => return Err(read_only(name)),
+                Err(_) => later.push(name.clone()),
             }
         }
-        let views = arrays::views(&held);
-        let mut outs: BTreeMap<String, ArrayViewMutD<'_, f64>> = writable
+        let views: BTreeMap<String, Arg<'_>> = held64
+            .iter()
+            .map(|(name, a)| (name.clone(), Arg::F64(a.as_array())))
+            .chain(
+                held32
+                    .iter()
+                    .map(|(name, a)| (name.clone(), Arg::F32(a.as_array()))),
+            )
+            .collect();
+        let mut outs: BTreeMap<String, ArgMut<'_>> = writable64
             .iter_mut()
-            .map(|(name, rw)| (name.clone(), rw.as_array_mut()))
+            .map(|(name, rw)| (name.clone(), ArgMut::F64(rw.as_array_mut())))
+            .chain(
+                writable32
+                    .iter_mut()
+                    .map(|(name, rw)| (name.clone(), ArgMut::F32(rw.as_array_mut()))),
+            )
             .collect();
         let mut results = py
-            .detach(|| self.inner.call_into(&views, &mut outs))
+            .detach(|| self.inner.call_typed(&views, &mut outs))
             .map_err(|e| kernel_error(py, e))?;
         drop(outs);
-        drop(writable);
+        drop(writable64);
+        drop(writable32);
         drop(views);
-        drop(held);
+        drop(held64);
+        drop(held32);
         let cannot =
             |name: &str, e: BorrowError| PyValueError::new_err(format!("output `{name}`: {e}"));
         for name in later {
@@ -206,9 +235,14 @@ impl Kernel {
                     .try_readwrite()
                     .map_err(|e| cannot(&name, e))?
                     .as_array_mut()
+                    .assign(&value.into_f64()),
+                (Some(Value::F32(value)), Some(OutArray::F32(a))) => a
+                    .try_readwrite()
+                    .map_err(|e| cannot(&name, e))?
+                    .as_array_mut()
                     .assign(&value),
                 // The values of an `f32` output are binary32: the narrowing is exact.
-                (Some(value), Some(OutArray::F32(a))) => a
+                (Some(Value::F64(value)), Some(OutArray::F32(a))) => a
                     .try_readwrite()
                     .map_err(|e| cannot(&name, e))?
                     .as_array_mut()
@@ -220,8 +254,12 @@ impl Kernel {
         for name in self.inner.outputs() {
             if let Some(a) = targets.get(name) {
                 dict.set_item(name, a.as_any())?;
-            } else if let Some(t) = results.remove(name) {
-                dict.set_item(name, arrays::to_numpy(py, t, self.elem(name)))?;
+            } else if let Some(v) = results.remove(name) {
+                let array = match v {
+                    Value::F64(t) => arrays::to_numpy(py, t, self.elem(name)),
+                    Value::F32(t) => t.into_pyarray(py).into_any(),
+                };
+                dict.set_item(name, array)?;
             }
         }
         Ok(dict)

@@ -31,7 +31,7 @@ use crate::ir::{
     Step, Strategy, Target, Val,
 };
 use crate::opt::lanes::MIN_SUM_TERMS;
-use teil::ast::{BinOp, RedOp};
+use teil::ast::{BinOp, ElemType, RedOp};
 
 /// The register tile (`mr` x `nr`) and the panel sizes (`kc` terms, `mc` rows, `nc` columns)
 /// of the packed product on each target, in [`Target::ALL`] order; a step's [`Panels`] are
@@ -329,10 +329,10 @@ pub fn run(k: &mut Kernel) {
         let Step::Nest { comment, body } = &k.steps[i] else {
             continue;
         };
-        if !crate::ir::binary64(k, body) {
+        let Some(elem) = crate::ir::arithmetic(k, body) else {
             continue;
-        }
-        let Some(mut c) = of(body) else {
+        };
+        let Some(mut c) = of(body, elem) else {
             continue;
         };
         let Some(strategy) = strategy(k, &c) else {
@@ -347,8 +347,8 @@ pub fn run(k: &mut Kernel) {
 }
 
 /// The contraction a nest computes, if it has exactly the shape above (with a placeholder
-/// strategy).
-fn of(body: &[Node]) -> Option<Contraction> {
+/// strategy), in `elem`, the one type of the nest ([`crate::ir::arithmetic`]).
+fn of(body: &[Node], elem: ElemType) -> Option<Contraction> {
     let (free, nodes) = crate::ir::perfect_nest(body);
     let [Node::AccInit {
         acc,
@@ -455,6 +455,7 @@ fn of(body: &[Node]) -> Option<Contraction> {
         },
         a,
         b,
+        elem,
         strategy: Strategy::Dot {
             lane: *k,
             rows_of: None,
@@ -540,6 +541,12 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         .as_ref()
         .is_some_and(|sb| two_sided(&labels, |l| sa.has(l), |l| sb.has(l)))
         && work >= PACKED_MIN_WORK;
+    if c.elem != ElemType::F64 {
+        // Binary32: the packed product only, its tiles holding twice the cells per vector
+        // (the dot products and lanes are written for binary64 vectors).
+        let sb = sb.as_ref().filter(|_| product)?;
+        return Some(packed(c, &sa, sb, &st, k.fma, k.sizes.l2_block));
+    }
     if !product && work >= DOT_MIN_WORK {
         if let Some(s) = lane_sums(k, c, &operands, lane) {
             return Some(s);
@@ -824,6 +831,11 @@ fn packed(
     } else {
         packed_panels(fma)
     };
+    // In binary32 the tile's vectors hold twice the cells, so a row of the tile has twice the
+    // columns in the same registers, and the caches hold twice the elements (`l2`: a quarter
+    // of L2 in elements).
+    let per_double = (8 / c.elem.size()) as u64;
+    let l2 = l2_block * per_double;
     Strategy::Packed {
         swap,
         batch,
@@ -834,17 +846,21 @@ fn packed(
         variants: tiles
             .iter()
             .map(|p| {
+                let p = Panels {
+                    nr: p.nr * per_double,
+                    ..*p
+                };
                 let mut v = Panels {
                     kc: c.panel_terms(p.kc).min(c.terms()),
                     mc: p.mc.min(m.next_multiple_of(p.mr)),
                     nc: p.nc.min(n.next_multiple_of(p.nr)),
-                    ..*p
+                    ..p
                 };
-                let fit = (l2_block / v.kc / v.nr * v.nr).max(v.nr);
+                let fit = (l2 / v.kc / v.nr * v.nr).max(v.nr);
                 if v.one_row_panel(m) || fit >= L2_PANEL_MIN_COLUMNS {
                     v.nc = v.nc.min(fit);
                 }
-                v.rows_outer = v.panel_in_l2(l2_block);
+                v.rows_outer = v.panel_in_l2(l2);
                 if !v.rows_outer {
                     v.kc = c.panel_terms(COLUMN_ORDER_KC).min(c.terms());
                 }

@@ -2,6 +2,7 @@
 //! add a product or a term to a sum in either mode.
 
 use crate::ir::{Access, Affine, Kernel};
+use teil::ast::ElemType;
 
 /// `name * stride` terms of an offset, `0` if there are none.
 pub(super) fn offset(terms: &[(String, u64)], constant: u64) -> String {
@@ -35,15 +36,34 @@ pub(super) fn affine(k: &Kernel, a: &Access) -> Affine {
     Affine::of(k, a.buf, &a.index)
 }
 
-/// The C statement `acc = acc + x * y` (the C expressions `x` and `y`) as printed: fused in
-/// fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y` otherwise. With `lanes > 1`
-/// the operands are GCC/Clang vectors of that many doubles and the fused form is the
-/// lane-by-lane macro `teil_fmav<lanes>` ([`target::fma_lanes`](super::target::fma_lanes)).
-pub(super) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -> String {
-    match (fma, lanes) {
-        (false, _) => format!("{acc} += {x} * {y};"),
-        (true, 1) => format!("{acc} = teil_fma({x}, {y}, {acc});"),
-        (true, n) => format!("{acc} = teil_fmav{n}({x}, {y}, {acc});"),
+/// The C statement `acc = acc + x * y` (the C expressions `x` and `y`, of type `elem`) as
+/// printed: fused in fma mode (spec/values.md, "Fused multiply-add"), `acc += x * y`
+/// otherwise. With `lanes > 1` the operands are GCC/Clang vectors of that many elements and
+/// the fused form is the lane-by-lane macro of [`fused`].
+pub(super) fn multiply_add(
+    fma: bool,
+    lanes: u64,
+    elem: ElemType,
+    acc: &str,
+    x: &str,
+    y: &str,
+) -> String {
+    if fma {
+        format!("{acc} = {}({x}, {y}, {acc});", fused(elem, lanes))
+    } else {
+        format!("{acc} += {x} * {y};")
+    }
+}
+
+/// The C function (or macro) computing `x * y + c` rounded once where the target fuses, in
+/// `elem` on `lanes`-element vectors (1: scalars): `teil_fma` and `teil_fmaf`
+/// (`print::fma_helper`), `teil_fmav<lanes>` and `teil_fmavf<lanes>`
+/// ([`target::fma_lanes`](super::target::fma_lanes)).
+pub(super) fn fused(elem: ElemType, lanes: u64) -> String {
+    let f = if elem == ElemType::F32 { "f" } else { "" };
+    match lanes {
+        1 => format!("teil_fma{f}"),
+        n => format!("teil_fmav{f}{n}"),
     }
 }
 
@@ -53,7 +73,8 @@ pub(super) fn multiply_add(fma: bool, lanes: u64, acc: &str, x: &str, y: &str) -
 /// fuse, in either mode).
 pub(super) fn add_term(fma: bool, lanes: u64, acc: &str, factors: &[String]) -> String {
     match factors {
-        [x, y] => multiply_add(fma, lanes, acc, x, y),
+        // The dot-product forms are binary64 only (`crate::ir::binary64`).
+        [x, y] => multiply_add(fma, lanes, ElemType::F64, acc, x, y),
         [x] => format!("{acc} += {x};"),
         _ => format!("#error \"a contraction term of {} factors\"", factors.len()),
     }

@@ -9,7 +9,7 @@ use super::expr::multiply_add;
 use super::nest::Printer;
 use super::writer::Writer;
 use crate::ir::{walk_val, LaneFold, Val, Visit};
-use teil::ast::RedOp;
+use teil::ast::{ElemType, RedOp};
 
 /// The vector helpers of lane folds, defined once per translation unit that has one (after
 /// `teil_vector_bits` is chosen). Macros, not functions: a function taking a vector of 32 bytes
@@ -159,10 +159,17 @@ impl Printer<'_> {
         let add = |p: &mut Self, sum: &str, at: &str, width: u64| -> String {
             p.names.insert(l.var, at.to_string());
             let line = match (l.value.product(), width) {
-                (Some((x, y)), 1) => multiply_add(fma, 1, sum, &p.val(x, true), &p.val(y, true)),
-                (Some((x, y)), _) => {
-                    multiply_add(fma, width, sum, &p.lanes_val(x, l), &p.lanes_val(y, l))
+                (Some((x, y)), 1) => {
+                    multiply_add(fma, 1, ElemType::F64, sum, &p.val(x, true), &p.val(y, true))
                 }
+                (Some((x, y)), _) => multiply_add(
+                    fma,
+                    width,
+                    ElemType::F64,
+                    sum,
+                    &p.lanes_val(x, l),
+                    &p.lanes_val(y, l),
+                ),
                 (None, 1) => format!("{sum} += {};", p.val(&l.value, true)),
                 (None, _) => format!("{sum} += {};", p.lanes_val(&l.value, l)),
             };

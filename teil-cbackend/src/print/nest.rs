@@ -2,7 +2,7 @@
 //! step, or a contraction step, which `contract` prints in its kernel form.
 
 use super::contract;
-use super::expr::{comment_text, literal, multiply_add};
+use super::expr::{comment_text, fused, literal, multiply_add};
 use super::writer::Writer;
 use crate::ir::*;
 use std::collections::BTreeMap;
@@ -220,12 +220,11 @@ impl Printer<'_> {
                 w.line(format!("{} acc{acc} = {init};", c_type(*elem)));
             }
             Node::AccUpdate { acc, op, value } => {
-                // fma mode fuses binary64 pairs only: a binary32 pair is printed unfused,
-                // which fma mode permits (spec/values.md, "Fused multiply-add").
-                let fuse = self.k.fma && self.elem(value) == ElemType::F64;
-                if let (true, RedOp::Sum, Some((x, y))) = (fuse, op, value.product()) {
+                // fma mode fuses the pair in its type (spec/values.md, "Fused multiply-add").
+                if let (true, RedOp::Sum, Some((x, y))) = (self.k.fma, op, value.product()) {
+                    let elem = self.elem(value);
                     let (x, y) = (self.val(x, true), self.val(y, true));
-                    w.line(multiply_add(true, 1, &format!("acc{acc}"), &x, &y));
+                    w.line(multiply_add(true, 1, elem, &format!("acc{acc}"), &x, &y));
                     return;
                 }
                 let v = self.val(value, true);
@@ -389,10 +388,10 @@ impl Printer<'_> {
             ),
             Val::Convert(t, a) => format!("({})({})", c_type(*t), self.val(a, true)),
             Val::Bin(op, a, b) => {
-                let fuse = self.k.fma && self.elem(v) == ElemType::F64;
-                if let Some((x, y, c)) = v.fused().filter(|_| fuse) {
+                if let Some((x, y, c)) = v.fused().filter(|_| self.k.fma) {
+                    let f = fused(self.elem(v), 1);
                     let (x, y, c) = (self.val(x, true), self.val(y, true), self.val(c, true));
-                    return format!("teil_fma({x}, {y}, {c})");
+                    return format!("{f}({x}, {y}, {c})");
                 }
                 let sym = op.symbol();
                 let s = format!("{} {sym} {}", self.val(a, false), self.val(b, false));

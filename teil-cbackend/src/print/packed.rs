@@ -4,6 +4,7 @@
 
 use super::expr::{affine, offset};
 use super::loops::{loops, Fresh};
+use super::nest::c_type;
 use super::tile::{Tile, PREFETCH};
 use super::writer::Writer;
 use crate::ir::{Affine, Bound, Contraction, Kernel, Panels, Strategy};
@@ -62,6 +63,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
         return;
     };
     let (m, n, kc, nc, nr) = (*m, *n, c.panel_terms(v.kc), v.nc, v.nr);
+    let ty = c_type(c.elem);
     let st = affine(k, &c.target);
     let (ra, rb) = if *swap { (b, &c.a) } else { (&c.a, b) };
     let (sa, sb) = (affine(k, ra), affine(k, rb));
@@ -83,7 +85,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
     ));
     w.block("", |w| {
         w.line(format!(
-            "double *teil_pb = teil_scratch({}, sizeof(double));",
+            "{ty} *teil_pb = teil_scratch({}, sizeof({ty}));",
             nc * kc
         ));
         w.line(format!(
@@ -115,11 +117,11 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
                     offset(&terms, s.constant)
                 };
                 w.line(format!(
-                    "const double *teil_a = {na} + {}, *teil_b = {nb} + {};",
+                    "const {ty} *teil_a = {na} + {}, *teil_b = {nb} + {};",
                     base(&sa),
                     base(&sb)
                 ));
-                w.line(format!("double *teil_t = {nt} + {};", base(&st)));
+                w.line(format!("{ty} *teil_t = {nt} + {};", base(&st)));
                 let jc = format!("for (long long teil_jc = 0; teil_jc < {n}; teil_jc += {nc})");
                 w.block(jc, |w| {
                     w.line(format!(
@@ -133,7 +135,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
                             "long long teil_kcb = {kn} - teil_pc < {kc} ? {kn} - teil_pc : {kc};"
                         ));
                         terms(c, &sa, &sb, w);
-                        pack_columns(by_terms, nr, k.openmp, w);
+                        pack_columns(ty, by_terms, nr, k.openmp, w);
                         row_panels(k, c, v, rows, &sa, &st, m, w);
                     });
                 });
@@ -208,14 +210,14 @@ fn terms(c: &Contraction, sa: &Affine, sb: &Affine, w: &mut Writer) {
     }
 }
 
-/// Packs the column panel: slivers of NR columns, zero beyond the last column. Where the
+/// Packs the column panel (of C type `ty`): slivers of NR columns, zero beyond the last column. Where the
 /// terms are adjacent in the column operand, sliver by sliver (each sliver's terms read
 /// along a row of it); otherwise (`by_terms`) term by term, each term's columns read along
 /// the operand's rows, and a sliver of NR adjacent columns copied as one run. With OpenMP
 /// (`openmp`) the outer loop is shared among the threads (its iterations write disjoint cells
 /// of the panel, and a copy's order changes no value), so that packing does not run on one
 /// thread while the others wait for the row panels' region.
-fn pack_columns(by_terms: bool, nr: u64, openmp: bool, w: &mut Writer) {
+fn pack_columns(ty: &str, by_terms: bool, nr: u64, openmp: bool, w: &mut Writer) {
     if openmp {
         w.directive("#pragma omp parallel for");
     }
@@ -239,7 +241,7 @@ fn pack_columns(by_terms: bool, nr: u64, openmp: bool, w: &mut Writer) {
         // The sliver's cell of term p and column j.
         let cell = format!("teil_d[teil_p * {nr} + teil_j]");
         w.block(slivers, |w| {
-            w.line("double *teil_d = teil_pb + teil_j0 * teil_kcb;");
+            w.line(format!("{ty} *teil_d = teil_pb + teil_j0 * teil_kcb;"));
             w.chain(&mut [
                 (
                     &format!("if (teil_j0 + {nr} <= teil_ncb)"),
@@ -256,11 +258,11 @@ fn pack_columns(by_terms: bool, nr: u64, openmp: bool, w: &mut Writer) {
         w.block(each_term, |w| {
             w.block(&slivers, |w| {
                 w.line(format!(
-                    "double *teil_d = teil_pb + teil_j0 * teil_kcb + teil_p * {nr};"
+                    "{ty} *teil_d = teil_pb + teil_j0 * teil_kcb + teil_p * {nr};"
                 ));
                 w.chain(&mut [
                     (&format!("if (teil_nd[teil_j0 / {nr}])"), &mut |w: &mut Writer| {
-                        w.line("const double *teil_s = teil_b + teil_kb[teil_p] + teil_nb[teil_j0];");
+                        w.line(format!("const {ty} *teil_s = teil_b + teil_kb[teil_p] + teil_nb[teil_j0];"));
                         w.line(format!(
                             "for (int teil_j = 0; teil_j < {nr}; teil_j++) teil_d[teil_j] = teil_s[teil_j];"
                         ));
@@ -292,6 +294,7 @@ fn row_panels(
     w: &mut Writer,
 ) {
     let (kc, mc, mr, nr) = (c.panel_terms(v.kc), v.mc, v.mr, v.nr);
+    let ty = c_type(c.elem);
     let panels = |w: &mut Writer| {
         let ic = format!("for (long long teil_ic = 0; teil_ic < {m}; teil_ic += {mc})");
         w.block(ic, |w| {
@@ -304,7 +307,7 @@ fn row_panels(
             }
             let i0 = format!("for (long long teil_i0 = 0; teil_i0 < teil_mcb; teil_i0 += {mr})");
             w.block(i0, |w| {
-                w.line("double *teil_d = teil_pa + teil_i0 * teil_kcb;");
+                w.line(format!("{ty} *teil_d = teil_pa + teil_i0 * teil_kcb;"));
                 w.line(format!("long long teil_ar[{mr}];"));
                 w.block(format!("for (int teil_i = 0; teil_i < {mr}; teil_i++)"), |w| {
                     w.chain(&mut [
@@ -347,7 +350,7 @@ fn row_panels(
             // prefetchers follow (prefetching them was 1-2 % slower on 64 x 7172 x 256).
             let next = (!v.rows_outer).then(|| {
                 format!(
-                    "if (teil_ir + {mr} < teil_mcb) {PREFETCH}(teil_t, teil_mc + teil_ir + {mr}, \
+                    "if (teil_ir + {mr} < teil_mcb) {PREFETCH}(teil_t, (int)sizeof *teil_t, teil_mc + teil_ir + {mr}, \
                      teil_mcb - teil_ir - {mr} < {mr} ? (int)(teil_mcb - teil_ir - {mr}) : {mr}, teil_nt + teil_jr, \
                      teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr});"
                 )
@@ -382,7 +385,7 @@ fn row_panels(
     };
     w.block("", |w| {
         w.line(format!(
-            "double *teil_pa = teil_scratch({}, sizeof(double));",
+            "{ty} *teil_pa = teil_scratch({}, sizeof({ty}));",
             mc * kc
         ));
         w.line(format!(

@@ -3,15 +3,17 @@
 //! per translation unit ([`tiles`]).
 
 use super::expr::multiply_add;
+use super::nest::c_type;
 use super::target::{branches, fma_lanes};
 use super::writer::Writer;
 use crate::ir::{Contraction, Kernel, Panels, Step, Strategy, Target};
 use std::collections::{BTreeMap, BTreeSet};
+use teil::ast::ElemType;
 
 /// A register tile: the `rows` x `nr` cells it computes, in slivers of `mr` rows and `nr`
 /// columns (its panels' [`Panels::mr`] and [`Panels::nr`]), whether it fuses its multiply-adds
-/// (fma mode), and whether it computes two-level sums. A full tile computes whole slivers; an
-/// edge tile ([`Tile::of`]) fewer rows of them.
+/// (fma mode), whether it computes two-level sums, and in which element type.
+/// A full tile computes whole slivers; an edge tile ([`Tile::of`]) fewer rows of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Tile {
     pub rows: u64,
@@ -19,6 +21,7 @@ pub(super) struct Tile {
     pub nr: u64,
     pub fma: bool,
     pub two_level: bool,
+    pub elem: ElemType,
 }
 
 impl Tile {
@@ -36,6 +39,7 @@ impl Tile {
             nr: v.nr,
             fma,
             two_level: c.outer.is_some(),
+            elem: c.elem,
         };
         let Strategy::Packed { m, .. } = &c.strategy else {
             return (full, None);
@@ -47,18 +51,23 @@ impl Tile {
     }
 
     /// The tile's C name: `teil_tile_MRxNR` (`teil_tile2_..` for two-level sums), an edge
-    /// tile's `teil_tile_ROWSxNR_of_MR`, and `_fma` in fma mode.
+    /// tile's `teil_tile_ROWSxNR_of_MR`, `_fma` in fma mode and `_f32` in binary32.
     pub fn name(&self) -> String {
         let Tile { rows, mr, nr, .. } = *self;
         format!(
-            "teil_tile{}_{rows}x{nr}{}{}",
+            "teil_tile{}_{rows}x{nr}{}{}{}",
             if self.two_level { "2" } else { "" },
             if rows == mr {
                 String::new()
             } else {
                 format!("_of_{mr}")
             },
-            if self.fma { "_fma" } else { "" }
+            if self.fma { "_fma" } else { "" },
+            if self.elem == ElemType::F32 {
+                "_f32"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -107,13 +116,15 @@ pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
     // first one of the section where nothing precedes it.
     let mut section = Writer::new();
     branches(&targets, &mut section, |w, t| {
-        let width = t.width();
-        if width > 1 && shapes[&t].iter().any(|s| s.fma) {
-            fma_lanes(w, width);
+        for elem in ElemType::ALL {
+            let width = t.lanes(elem);
+            if width > 1 && shapes[&t].iter().any(|s| s.fma && s.elem == elem) {
+                fma_lanes(w, width, elem);
+            }
         }
         for s in &shapes[&t] {
             w.blank();
-            tile(w, s, width);
+            tile(w, s, t.lanes(s.elem));
         }
     });
     prefetch(w);
@@ -125,7 +136,8 @@ pub(super) fn tiles(w: &mut Writer, kernels: &[&Kernel]) -> bool {
 /// The C name of [`prefetch`]'s function.
 pub(super) const PREFETCH: &str = "teil_prefetch_tile";
 
-/// `teil_prefetch_tile(t, rows, mr, cols, nr)`: asks the cache for the target cells of the
+/// `teil_prefetch_tile(t, size, rows, mr, cols, nr)`: asks the cache for the target cells (of
+/// `size` bytes) of the
 /// next tile the packed kernel calls (the first and the last of its `nr` columns in each of
 /// its `mr` rows, for writing) while the current tile computes, so that the next tile's
 /// loads of its partial sums do not wait for memory (`print::packed`: column sliver by column
@@ -140,16 +152,17 @@ fn prefetch(w: &mut Writer) {
     w.line("__attribute__((unused))");
     w.directive("#endif");
     w.line(format!(
-        "static void {PREFETCH}(const double *t, const long long *rows, int mr, const long long *cols, int nr)"
+        "static void {PREFETCH}(const void *t, int size, const long long *rows, int mr, const long long *cols, int nr)"
     ));
     w.block("", |w| {
         w.directive("#if defined(__GNUC__) && !defined(teil_portable)");
+        w.line("const char *c = t;");
         w.block("for (int i = 0; i < mr; i++)", |w| {
-            w.line("__builtin_prefetch(t + rows[i] + cols[0], 1);");
-            w.line("__builtin_prefetch(t + rows[i] + cols[nr - 1], 1);");
+            w.line("__builtin_prefetch(c + (rows[i] + cols[0]) * size, 1);");
+            w.line("__builtin_prefetch(c + (rows[i] + cols[nr - 1]) * size, 1);");
         });
         w.directive("#else");
-        w.line("(void)t, (void)rows, (void)mr, (void)cols, (void)nr;");
+        w.line("(void)t, (void)size, (void)rows, (void)mr, (void)cols, (void)nr;");
         w.directive("#endif");
     });
 }
@@ -159,10 +172,11 @@ fn prefetch(w: &mut Writer) {
 /// at most the tile's `ROWS` x `NR`; `pa` and `pb` in slivers of the tile's `MR` rows and
 /// `NR` columns), starting from `-0.0` when `first`, else from the cell's current
 /// value (the partial sum of the previous panels of terms). Products are added in the order of
-/// `p`. With `width > 1` the tile's rows live in vectors of `width` doubles (GCC's generic
-/// vector extensions; `NR` is a multiple of `width`), each vector operation one binary64
-/// operation per cell; with `width == 1` the same computation is plain C (the compiler may
-/// vectorise it).
+/// `p`. With `width > 1` the tile's rows live in vectors of `width` elements of the tile's
+/// type (GCC's generic vector extensions; `NR` is a multiple of `width`), each vector
+/// operation one operation of that type per cell; with `width == 1` the same computation is
+/// plain C (the compiler may vectorise it). The panels, the target and the sums are of the
+/// tile's type: in binary32 every product and addition is a C `float` operation.
 ///
 /// With `two_level`, the tile `teil_tile2_..` of a two-level sum: the
 /// same, with the terms in groups of `kin` (an extra argument; `kc` is a multiple of it), each
@@ -175,6 +189,7 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
     let name = s.name();
     // `mr` rows of the sliver's `s.mr` are computed; every column of it.
     let (mr, nr, fma, two_level) = (s.rows, s.nr, s.fma, s.two_level);
+    let ty = c_type(s.elem);
     let cells = mr * nr;
     // The continuation lines of the parameter list.
     let more = "                      ";
@@ -189,7 +204,7 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
             " * rows, pb kc rows of {nr} columns (packed panels, zero beyond mr and nr). */"
         ));
         w.line(format!(
-            "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
+            "static void {name}(long long kc, const {ty} *pa, const {ty} *pb, {ty} *t,"
         ));
         w.line(format!(
             "{more}const long long *rows, const long long *cols, int mr, int nr, int first,"
@@ -205,14 +220,14 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
             " * {nr} columns (packed panels, zero beyond mr and nr). */"
         ));
         w.line(format!(
-            "static void {name}(long long kc, const double *pa, const double *pb, double *t,"
+            "static void {name}(long long kc, const {ty} *pa, const {ty} *pb, {ty} *t,"
         ));
         w.line(format!(
             "{more}const long long *rows, const long long *cols, int mr, int nr, int first)"
         ));
     }
     w.block("", |w| {
-        w.line(format!("double w[{cells}];"));
+        w.line(format!("{ty} w[{cells}];"));
         w.line(format!("int i, j, dense = mr == {mr} && nr == {nr};"));
         w.line(if two_level {
             "long long p, q;"
@@ -248,15 +263,21 @@ fn tile(w: &mut Writer, s: &Tile, width: u64) {
             });
             // The products of one term, into the cells' sums (`sums` at `i * NR + j`).
             let products = |w: &mut Writer, sums: &str| {
-                let update =
-                    multiply_add(fma, 1, &format!("{sums}[i * {nr} + j]"), "pa[i]", "pb[j]");
+                let update = multiply_add(
+                    fma,
+                    1,
+                    s.elem,
+                    &format!("{sums}[i * {nr} + j]"),
+                    "pa[i]",
+                    "pb[j]",
+                );
                 each_cell(w, &mr.to_string(), &nr.to_string(), &update);
                 w.line(format!("pa += {};", s.mr));
                 w.line(format!("pb += {nr};"));
             };
             if two_level {
                 w.block("for (p = 0; p < kc; p += kin)", |w| {
-                    w.line(format!("double u[{cells}];"));
+                    w.line(format!("{ty} u[{cells}];"));
                     w.nested(format!("for (i = 0; i < {cells}; i++)"), |w| {
                         w.line("u[i] = -0.0;");
                     });
@@ -293,8 +314,12 @@ fn each_cell(w: &mut Writer, rows: &str, cols: &str, statement: &str) {
 fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
     let (mr, nr, fma, two_level) = (s.rows, s.nr, s.fma, s.two_level);
     let vecs = nr / width;
-    let bytes = 8 * width;
-    let ty = format!("teil_v{width}");
+    let elem = c_type(s.elem);
+    let bytes = s.elem.size() as u64 * width;
+    let ty = match s.elem {
+        ElemType::F64 => format!("teil_v{width}"),
+        ElemType::F32 => format!("teil_vf{width}"),
+    };
     let acc = |i: u64, v: u64| format!("c{i}_{v}");
     let part = |i: u64, v: u64| format!("u{i}_{v}");
     let splat = |x: &str| vec![x; width as usize].join(", ");
@@ -321,7 +346,7 @@ fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
         }
     };
     w.line(format!(
-        "typedef double {ty} __attribute__((vector_size({bytes})));"
+        "typedef {elem} {ty} __attribute__((vector_size({bytes})));"
     ));
     w.line(format!("{ty} {};", all(&acc)));
     w.chain(&mut [
@@ -332,7 +357,7 @@ fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
         ("else", &mut |w: &mut Writer| {
             for i in 0..mr {
                 w.line(format!(
-                    "const double *s{i} = dense ? t + rows[{i}] + cols[0] : w + {};",
+                    "const {elem} *s{i} = dense ? t + rows[{i}] + cols[0] : w + {};",
                     i * nr
                 ));
             }
@@ -356,7 +381,14 @@ fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
             let mut line = format!("a = ({ty}){{{}}};", splat(&format!("pa[{i}]")));
             for v in 0..vecs {
                 line.push(' ');
-                line.push_str(&multiply_add(fma, width, &sum(i, v), "a", &format!("b{v}")));
+                line.push_str(&multiply_add(
+                    fma,
+                    width,
+                    s.elem,
+                    &sum(i, v),
+                    "a",
+                    &format!("b{v}"),
+                ));
             }
             w.line(line);
         }
@@ -377,7 +409,7 @@ fn vector_tile(w: &mut Writer, s: &Tile, width: u64) {
     }
     w.block("if (dense)", |w| {
         for i in 0..mr {
-            w.line(format!("double *d{i} = t + rows[{i}] + cols[0];"));
+            w.line(format!("{elem} *d{i} = t + rows[{i}] + cols[0];"));
         }
         rows(w, &|i, v| {
             let dst = at(&format!("d{i}"), v * width);
@@ -402,6 +434,7 @@ mod tests {
             nr,
             fma,
             two_level: false,
+            elem: ElemType::F64,
         }
     }
 
@@ -452,6 +485,36 @@ mod tests {
             }
             assert_eq!(undone, exact);
         }
+    }
+
+    /// A binary32 tile holds floats (its panels, its target, its vectors of 8 floats on AVX)
+    /// and, in fma mode, fuses each multiply-add with the float macro `teil_fmavf8`, as the
+    /// binary64 tile does with `teil_fmav4`.
+    #[test]
+    fn a_binary32_tile_computes_in_floats_and_fuses_in_floats() {
+        let tile32 = |fma| Tile {
+            elem: ElemType::F32,
+            ..full(6, 16, fma)
+        };
+        let (exact, fused) = (printed(&tile32(false), 8), printed(&tile32(true), 8));
+        assert_eq!(tile32(true).name(), "teil_tile_6x16_fma_f32");
+        for c in [&exact, &fused] {
+            assert!(
+                c.contains("const float *pa, const float *pb, float *t,"),
+                "{c}"
+            );
+            assert!(
+                c.contains("typedef float teil_vf8 __attribute__((vector_size(32)));"),
+                "{c}"
+            );
+            assert!(c.contains("float w[96];") && !c.contains("double"), "{c}");
+        }
+        assert_eq!(fused.matches("teil_fmavf8(").count(), 6 * 2, "{fused}");
+        assert_eq!(exact.matches(" += a * b").count(), 6 * 2, "{exact}");
+        assert!(!exact.contains("fma"), "{exact}");
+        // Scalar (portable C): `teil_fmaf` on the cells.
+        let scalar = printed(&tile32(true), 1);
+        assert!(scalar.contains("w[i * 16 + j] = teil_fmaf(pa[i], pb[j], w[i * 16 + j]);"));
     }
 
     /// An edge tile computes its rows of slivers of the full tile's `MR` rows and `NR` columns

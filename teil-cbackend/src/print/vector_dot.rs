@@ -517,7 +517,7 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
         w.directive(format!(
             "#if teil_vector_bits == {bits} && !defined(teil_fmav{width})"
         ));
-        fma_lanes(w, width);
+        fma_lanes(w, width, teil::ast::ElemType::F64);
         w.directive("#endif");
     }
     shuffle || !fused.is_empty()

@@ -27,6 +27,23 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 Target::ALL
             )));
         }
+        // One element type throughout, as the pass chose it (`crate::ir::arithmetic`); the
+        // forms other than the packed product are printed for binary64 only.
+        let buffers = || std::iter::once(&c.target).chain(c.operands());
+        if let Some(x) = buffers().find(|x| self.k.buffer(x.buf).elem != c.elem) {
+            return Err(self.malformed(format!(
+                "a {} contraction reads or writes {} of type {}",
+                c.elem,
+                self.buffer_name(x.buf),
+                self.k.buffer(x.buf).elem
+            )));
+        }
+        if c.elem != teil::ast::ElemType::F64 && !matches!(c.strategy, Strategy::Packed { .. }) {
+            return Err(self.malformed(format!(
+                "a {} contraction in a kernel form printed for binary64 only",
+                c.elem
+            )));
+        }
         match &c.strategy {
             Strategy::Dot { .. } => self.dot_step(c),
             Strategy::LaneSums { .. } => self.lane_sums_step(c),

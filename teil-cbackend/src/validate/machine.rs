@@ -347,7 +347,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     }
 
     /// `acc + x * y` for the operands at the current labels, as a contraction step computes
-    /// it: `fma(x, y, acc)` in fma mode; `acc + x` without `y` (a sum of one operand).
+    /// it: `fma(x, y, acc)` in fma mode (binary64); `acc + x` without `y` (a sum of one
+    /// operand). In binary32 each operation rounds.
     pub(super) fn add_term(
         &self,
         x: &Access,
@@ -356,13 +357,16 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     ) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let Some(y) = y else {
-            return Ok(fold(acc, a));
+            return Ok(fold(acc, a).round(self.k.buffer(x.buf).elem));
         };
         let b = self.read(y.buf, &self.index(&y.index)?)?;
-        Ok(if self.k.fma {
-            fma(&a, &b, acc)
-        } else {
-            fold(acc, D::binary(BinOp::Mul, &a, &b))
+        // In binary32 the product and the sum each round (spec/values.md); a fused binary32
+        // pair is the same term (terms record operations: the rounding fma saves is bounded
+        // by spec/values.md, as a binary64 pair's, [`fma`]).
+        Ok(match self.k.buffer(x.buf).elem {
+            ElemType::F64 if self.k.fma => fma(&a, &b, acc),
+            ElemType::F64 => fold(acc, D::binary(BinOp::Mul, &a, &b)),
+            elem => fold(acc, D::binary(BinOp::Mul, &a, &b).round(elem)).round(elem),
         })
     }
 
@@ -450,7 +454,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                     ))
                 })?;
                 let elem = self.acc_elem(*acc);
-                // In fma mode the printer fuses a binary64 sum accumulator's `acc + x * y`.
+                // In fma mode the printer fuses a sum accumulator's `acc + x * y`; a binary32
+                // pair is interpreted unfused, with its roundings, as in `add_term`.
                 let fuse = self.k.fma && elem == ElemType::F64;
                 if let (true, RedOp::Sum, Some((x, y))) = (fuse, op, value.product()) {
                     let next = fma(&self.val(x)?, &self.val(y)?, &cur);

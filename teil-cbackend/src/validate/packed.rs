@@ -48,9 +48,10 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 "a packed panel of 0 rows, columns or terms for {t}"
             )));
         }
-        // The printed C packs whole slivers into panels of mc x kc and kc x nc doubles
-        // and keeps a tile row in vectors of the target's width.
-        if v.mr == 0 || v.nr == 0 || v.nr % t.width() != 0 || v.mc % v.mr != 0 || v.nc % v.nr != 0 {
+        // The printed C packs whole slivers into panels of mc x kc and kc x nc elements
+        // and keeps a tile row in vectors of the target's width (in elements of the type).
+        let lanes = t.lanes(c.elem);
+        if v.mr == 0 || v.nr == 0 || v.nr % lanes != 0 || v.mc % v.mr != 0 || v.nc % v.nr != 0 {
             return Err(self.malformed(format!(
                 "a {}x{} tile with panels of {} rows and {} columns for {t}",
                 v.mr, v.nr, v.mc, v.nc
@@ -130,7 +131,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                         &part,
                                     )?);
                                     if t % inner == inner - 1 {
-                                        acc = Acc::Value(fold(&acc, acc_value(part.clone())));
+                                        let sum = fold(&acc, acc_value(part.clone()));
+                                        acc = Acc::Value(sum.round(c.elem));
                                     }
                                 }
                                 self.write(c.target.buf, &idx, acc_value(acc))?;
