@@ -81,20 +81,26 @@ def target(k, mode):
     return (TARGET_BLAS if k["blas"] else TARGET)[mode]
 
 
-def gamma(n):
-    return n * U / (1.0 - n * U)
+def gamma(n, u=U):
+    return n * u / (1.0 - n * u)
 
 
-def operand(shape, seed):
-    """The deterministic values of bench_suite.rs `value()`: exact in binary64."""
+def dtype(k):
+    """The kernel's element type: float64, or float32 (the `float32` group)."""
+    return np.dtype(k.get("dtype", "float64"))
+
+
+def operand(shape, seed, dt=np.float64):
+    """The deterministic values of bench_suite.rs `value()`: exact in binary64, rounded to
+    binary32 for a float32 kernel (as the harness's `(float)` cast)."""
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     t = np.arange(n, dtype=np.uint64)
     h = (t * np.uint64(2654435761) + np.uint64(seed * 97)) % np.uint64(2**32)
-    return (h.astype(np.float64) / 4294967296.0 - 0.5).reshape(shape)
+    return (h.astype(np.float64) / 4294967296.0 - 0.5).reshape(shape).astype(dt)
 
 
 def operands(k):
-    return {o["name"]: operand(o["shape"], seed) for seed, o in enumerate(k["operands"])}
+    return {o["name"]: operand(o["shape"], seed, dtype(k)) for seed, o in enumerate(k["operands"])}
 
 
 def parse_eq(eq):
@@ -185,14 +191,15 @@ def bound(k, ops, exact):
             extent.update(zip(labels, op["shape"]))
         summed = set("".join(ins)) - set(o)
         n = math.prod(extent[c] for c in summed) + len(ins)
-        arrs = [np.abs(ops[op["name"]]) for op in k["operands"]]
+        arrs = [np.abs(ops[op["name"]].astype(np.float64)) for op in k["operands"]]
         terms = np.einsum(k["einsum"], *arrs, optimize=True)
     else:
         if not k["terms"]:
             sys.exit(f"error: {k['name']}: the manifest gives no `terms` for its error bound")
         n = k["roundings"]
         terms = eval(k["terms"], {"np": np, **ops})
-    g = gamma(n)
+    # In binary32 every operation rounds with u = 2^-24 (NumPy's float32 BLAS and TeIL alike).
+    g = gamma(n, 2.0**-24 if dtype(k) == np.float32 else U)
     return 2.0 * g * (1.0 + 2.0 * g) * np.asarray(terms)
 
 
@@ -201,14 +208,17 @@ def compare(got, ref, bnd):
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape:
         return False, f"shape {got.shape} instead of {ref.shape}"
+    if got.dtype != ref.dtype:
+        return False, f"dtype {got.dtype} instead of {ref.dtype}"
     if bnd is None:
-        same = np.array_equal(np.ascontiguousarray(got).view(np.uint64), np.ascontiguousarray(ref).view(np.uint64))
+        word = np.uint32 if got.dtype == np.float32 else np.uint64
+        same = np.array_equal(np.ascontiguousarray(got).view(word), np.ascontiguousarray(ref).view(word))
         if same:
             return True, "bit for bit"
-        bits = np.ascontiguousarray(got).view(np.uint64) != np.ascontiguousarray(ref).view(np.uint64)
-        diff = np.abs(got - ref)
+        bits = np.ascontiguousarray(got).view(word) != np.ascontiguousarray(ref).view(word)
+        diff = np.abs(got.astype(np.float64) - ref)
         return False, f"not bit for bit: {int(np.count_nonzero(bits))} cells differ, max |diff| {np.max(diff):.3e}"
-    diff = np.abs(got - ref)
+    diff = np.abs(got.astype(np.float64) - ref)
     ok = bool(np.all(diff <= bnd))
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(bnd > 0, diff / np.where(bnd > 0, bnd, 1.0), np.where(diff > 0, np.inf, 0.0))
@@ -320,7 +330,7 @@ class Runner:
     def check(self):
         for k in self.kernels:
             ops = operands(k)
-            out = np.empty(k["output"]["shape"])
+            out = np.empty(k["output"]["shape"], dtype(k))
             calls = peers(k, ops, out, ALL_PEERS)
             ref_name = "einsum" if "einsum" in calls else "expr"
             ref = np.array(calls[ref_name](), copy=True)
@@ -348,7 +358,7 @@ class Runner:
             for b in k["builds"]:
                 for t in self.threads:
                     run_teil(b, 0.0, 0, t)
-                    got = np.fromfile(b["out"], dtype=np.float64).reshape(k["output"]["shape"])
+                    got = np.fromfile(b["out"], dtype=dtype(k)).reshape(k["output"]["shape"])
                     ok, how = compare(got, ref, bound_for(b["mode"] == "exact"))
                     if not ok:
                         sys.exit(
@@ -370,7 +380,7 @@ class Runner:
                         best, med = run_teil(b, a.min_seconds, a.min_calls, t)
                         self.record((k["name"], ("teil", b["mode"], b["pad"]), t), best, med)
                 ops = operands(k)
-                out = np.empty(k["output"]["shape"])
+                out = np.empty(k["output"]["shape"], dtype(k))
                 calls = peers(k, ops, out, self.peer_names[k["name"]])
                 for name, f in calls.items():
                     for t in self.threads:

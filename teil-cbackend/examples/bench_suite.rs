@@ -44,6 +44,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
+use teil::ast::ElemType;
 use teil_cbackend::ir::{Kernel, Role};
 use teil_cbackend::Options;
 use teil_interp::random::SplitMix64;
@@ -105,6 +106,9 @@ struct Bench {
     blas: bool,
     /// A shape issue 16 reports as slower than NumPy (marked in the table).
     slow: bool,
+    /// The element type of every operand and of the output: `f32` for the `float32` group,
+    /// compared with NumPy on float32 arrays.
+    elem: ElemType,
 }
 
 /// Whether the einsum `eq` over operands of the extents `shapes` is a BLAS-bound matrix
@@ -164,6 +168,7 @@ fn contraction(
         statement: statement.into(),
         check: Check::Bound,
         slow: false,
+        elem: ElemType::F64,
     }
 }
 
@@ -217,6 +222,7 @@ fn expr(
         check: Check::Exact,
         blas: false,
         slow: false,
+        elem: ElemType::F64,
     }
 }
 
@@ -251,6 +257,11 @@ const GROUPS: &[(&str, &str)] = &[
         "the CFD operator at several n (n = 12 is `cfd` of `eight`)",
     ),
     ("layout", "diagonals and a rank-4 transposition"),
+    (
+        "float32",
+        "binary32 products and contractions (the packed kernel's float tiles) against NumPy on \
+         float32 arrays, and a binary32 matrix-vector product, which has no vector kernel",
+    ),
     (
         "random",
         "kernels drawn at random (`--random N --seed S`): one einsum statement of one or two \
@@ -656,6 +667,43 @@ fn suite() -> Vec<Bench> {
             "Y = transp 3 4 (transp 2 3 (transp 1 3 X))",
         )
     });
+    // -- float32: kernels of the groups above in binary32.
+    let float32 = |b: Bench| Bench {
+        name: format!("{}_f32", b.name),
+        group: "float32",
+        elem: ElemType::F32,
+        ..b
+    };
+    v.extend([
+        float32(matmul("matmul", "", 512, 512, 512)),
+        float32(matmul("matmul_256", "", 256, 256, 256)),
+        float32(matmul("matmul_1000x97x1023", "", 1000, 97, 1023)),
+        float32(matmul("matmul_257x263x269", "", 257, 263, 269)),
+        float32(contraction(
+            "ttm",
+            "",
+            "ijk,kl->ijl",
+            vec![("X", vec![96, 96, 96]), ("M", vec![96, 64])],
+            ("Y", vec![96, 96, 64]),
+            "Y = contr 3 4 (prod X M)",
+        )),
+        float32(contraction(
+            "tccg_abcd_aebf_dfce",
+            "",
+            "abcd,aebf->dfce",
+            vec![("A", vec![16, 16, 32, 32]), ("B", vec![16, 32, 16, 32])],
+            ("C", vec![32, 32, 32, 32]),
+            "C = transp 3 4 (transp 2 4 (transp 1 2 (contr 1 5 (contr 1 5 (prod A B)))))",
+        )),
+        float32(contraction(
+            "matvec_1024",
+            "",
+            "ij,j->i",
+            vec![("A", vec![1024, 1024]), ("x", vec![1024])],
+            ("y", vec![1024]),
+            "y = contr 2 3 (prod A x)",
+        )),
+    ]);
     v
 }
 
@@ -762,6 +810,7 @@ fn random_kernel(rng: &mut SplitMix64, index: usize) -> Option<Bench> {
         check: Check::Bound,
         blas,
         slow: false,
+        elem: ElemType::F64,
     })
 }
 
@@ -773,12 +822,17 @@ fn extents(s: &[u64]) -> String {
 /// The TeIL program of a benchmark, in prefix syntax.
 fn program(b: &Bench) -> String {
     let mut src = String::new();
+    // `f32[..]`, or the bare `[..]` of f64.
+    let ty = match b.elem {
+        ElemType::F64 => "",
+        ElemType::F32 => "f32",
+    };
     for (name, shape) in &b.operands {
-        let _ = writeln!(src, "input alloc {name} : {}", extents(shape));
+        let _ = writeln!(src, "input alloc {name} : {ty}{}", extents(shape));
     }
     let _ = writeln!(
         src,
-        "output alloc {} : {}",
+        "output alloc {} : {ty}{}",
         b.output.0,
         extents(&b.output.1)
     );
@@ -799,7 +853,16 @@ fn harness(k: &Kernel, b: &Bench) -> String {
         "#define _POSIX_C_SOURCE 200112L\n#define _DEFAULT_SOURCE\n#include <stdio.h>\n\
          #include <stdlib.h>\n#include <string.h>\n#include <time.h>\n#include <sys/mman.h>\n\n",
     );
-    let params = vec!["double *restrict"; k.params.len()];
+    let params: Vec<String> = k
+        .params
+        .iter()
+        .map(|&p| {
+            format!(
+                "{} *restrict",
+                teil_cbackend::print::c_type(k.buffer(p).elem)
+            )
+        })
+        .collect();
     let _ = writeln!(out, "void {}({});\n", k.name, params.join(", "));
     out.push_str(
         r#"static double now(void)
@@ -813,10 +876,10 @@ fn harness(k: &Kernel, b: &Bench) -> String {
  * Linux for transparent huge pages for every array of 4 MiB or more (its default
  * `hugepage` policy, madvise(MADV_HUGEPAGE) on the pages inside the array), so the kernels
  * and the peers stream their operands through the same kind of pages. */
-static double *buffer(size_t n)
+static void *buffer(size_t n, size_t size)
 {
     void *p = NULL;
-    size_t bytes = (n ? n : 1) * sizeof(double);
+    size_t bytes = (n ? n : 1) * size;
     if (posix_memalign(&p, 64, bytes) != 0) {
         fprintf(stderr, "out of memory\n");
         exit(2);
@@ -834,16 +897,18 @@ static double *buffer(size_t n)
 }
 
 /* The value of logical cell t (row-major, unpadded) of operand `seed`: the same formula as
- * bench/numpy_bench.py, exact in binary64. */
+ * bench/numpy_bench.py, exact in binary64 (a float operand holds it rounded to binary32, as
+ * NumPy's astype(float32)). */
 static double value(unsigned long long t, unsigned long long seed)
 {
     unsigned long long h = (t * 2654435761ULL + seed * 97ULL) % 4294967296ULL;
     return (double)h / 4294967296.0 - 0.5;
 }
 
-/* Visits the logical cells of a padded buffer in row-major order; mode 0 fills, 1 writes. */
-static void walk(double *b, int rank, const long long *logical, const long long *padded,
-                 unsigned long long seed, FILE *out)
+/* Visits the logical cells of a padded buffer of `size`-byte cells (double or float) in
+ * row-major order: fills them (out == NULL) or writes them to `out`. */
+static void walk(void *b, size_t size, int rank, const long long *logical,
+                 const long long *padded, unsigned long long seed, FILE *out)
 {
     long long idx[32] = {0};
     unsigned long long t = 0;
@@ -855,10 +920,12 @@ static void walk(double *b, int rank, const long long *logical, const long long 
         long long off = 0;
         for (d = 0; d < rank; d++)
             off = off * padded[d] + idx[d];
-        if (out == NULL)
-            b[off] = value(t, seed);
+        if (out != NULL)
+            fwrite((char *)b + off * size, size, 1, out);
+        else if (size == sizeof(float))
+            ((float *)b)[off] = (float)value(t, seed);
         else
-            fwrite(&b[off], sizeof(double), 1, out);
+            ((double *)b)[off] = value(t, seed);
         t++;
         for (d = rank - 1; d >= 0; d--) {
             if (++idx[d] < logical[d])
@@ -900,9 +967,17 @@ static int cmp(const void *a, const void *b)
                 padded.join(", ")
             },
         );
-        let _ = writeln!(out, "    double *b{j} = buffer({}u);", buf.padded_len());
+        let ty = teil_cbackend::print::c_type(buf.elem);
+        let _ = writeln!(
+            out,
+            "    {ty} *b{j} = buffer({}u, sizeof({ty}));",
+            buf.padded_len()
+        );
         if matches!(buf.role, Role::Param { input: true, .. }) {
-            let _ = writeln!(out, "    walk(b{j}, {rank}, l{j}, p{j}, {seed}u, NULL);");
+            let _ = writeln!(
+                out,
+                "    walk(b{j}, sizeof *b{j}, {rank}, l{j}, p{j}, {seed}u, NULL);"
+            );
             seed += 1;
         }
         calls.push(format!("b{j}"));
@@ -932,7 +1007,7 @@ static int cmp(const void *a, const void *b)
         fprintf(stderr, "cannot write %s\n", argv[1]);
         return 2;
     }}
-    walk(b{out_param}, {rank}, l{out_param}, p{out_param}, 0u, f);
+    walk(b{out_param}, sizeof *b{out_param}, {rank}, l{out_param}, p{out_param}, 0u, f);
     fclose(f);
     times = malloc((size_t)cap * sizeof(double));
     start = now();
@@ -1398,6 +1473,7 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
     format!(
         "  {{\"name\": {}, \"group\": {}, \"einsum\": {}, \"numpy\": {}, \"terms\": {}, \
          \"roundings\": {}, \"check\": {}, \"blas\": {}, \"slow\": {}, \"statement\": {},\n   \
+         \"dtype\": {},\n   \
          \"operands\": [{}],\n   \"output\": {{\"name\": {}, \"shape\": {}}},\n   \"builds\": [{}]}}",
         teil::json::string(&b.name),
         teil::json::string(b.group),
@@ -1409,6 +1485,10 @@ fn manifest_entry(b: &Bench, builds: &[Built]) -> String {
         b.blas,
         b.slow,
         teil::json::string(&b.statement),
+        teil::json::string(match b.elem {
+            ElemType::F64 => "float64",
+            ElemType::F32 => "float32",
+        }),
         operands.join(", "),
         teil::json::string(b.output.0),
         json_shape(&b.output.1),
