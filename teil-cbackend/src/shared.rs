@@ -529,31 +529,9 @@ impl SharedKernel {
         let mut pointers: Vec<*mut std::ffi::c_void> = Vec::with_capacity(self.params.len());
         for q in &self.params {
             let out = outs.get_mut(&q.var);
-            let (pointer, buffer) = match (q.elem, given(q)) {
-                (ElemType::F64, g) => {
-                    let out = out.and_then(|o| match o {
-                        ArgMut::F64(o) => Some(o),
-                        ArgMut::F32(_) => None,
-                    });
-                    let g = g.and_then(|g| match g {
-                        Arg::F64(v) => Some(v),
-                        Arg::F32(_) => None,
-                    });
-                    let (p, b) = slot(q, g, out)?;
-                    (p, b.map(Buffers::F64))
-                }
-                (ElemType::F32, g) => {
-                    let out = out.and_then(|o| match o {
-                        ArgMut::F32(o) => Some(o),
-                        ArgMut::F64(_) => None,
-                    });
-                    let g = g.and_then(|g| match g {
-                        Arg::F32(v) => Some(v),
-                        Arg::F64(_) => None,
-                    });
-                    let (p, b) = slot(q, g, out)?;
-                    (p, b.map(Buffers::F32))
-                }
+            let (pointer, buffer) = match q.elem {
+                ElemType::F64 => slot::<f64>(q, given(q), out)?,
+                ElemType::F32 => slot::<f32>(q, given(q), out)?,
             };
             pointers.push(pointer);
             owned.push(buffer);
@@ -1182,14 +1160,49 @@ fn openmp_process() -> Result<(), KernelError> {
 trait Element: Copy + Default + PartialEq + std::fmt::Debug + Send + Sync + 'static {
     /// The undefined value of an input not given (spec/abi.md: NaN).
     const NAN: Self;
+    /// The array of an argument of this type (`None`: of the other type).
+    fn of(a: Arg<'_>) -> Option<ArrayViewD<'_, Self>>;
+    /// The array receiving a result, of this type (`None`: of the other type).
+    fn of_mut<'b, 'a>(a: &'b mut ArgMut<'a>) -> Option<&'b mut ArrayViewMutD<'a, Self>>;
+    fn buffers(b: Buffer<Self>) -> Buffers;
 }
 
 impl Element for f64 {
     const NAN: f64 = f64::NAN;
+    fn of(a: Arg<'_>) -> Option<ArrayViewD<'_, f64>> {
+        match a {
+            Arg::F64(v) => Some(v),
+            Arg::F32(_) => None,
+        }
+    }
+    fn of_mut<'b, 'a>(a: &'b mut ArgMut<'a>) -> Option<&'b mut ArrayViewMutD<'a, f64>> {
+        match a {
+            ArgMut::F64(v) => Some(v),
+            ArgMut::F32(_) => None,
+        }
+    }
+    fn buffers(b: Buffer<f64>) -> Buffers {
+        Buffers::F64(b)
+    }
 }
 
 impl Element for f32 {
     const NAN: f32 = f32::NAN;
+    fn of(a: Arg<'_>) -> Option<ArrayViewD<'_, f32>> {
+        match a {
+            Arg::F32(v) => Some(v),
+            Arg::F64(_) => None,
+        }
+    }
+    fn of_mut<'b, 'a>(a: &'b mut ArgMut<'a>) -> Option<&'b mut ArrayViewMutD<'a, f32>> {
+        match a {
+            ArgMut::F32(v) => Some(v),
+            ArgMut::F64(_) => None,
+        }
+    }
+    fn buffers(b: Buffer<f32>) -> Buffers {
+        Buffers::F32(b)
+    }
 }
 
 /// An input array of either element type ([`SharedKernel::call_typed`]).
@@ -1257,18 +1270,20 @@ impl Value {
 
 /// The pointer a parameter passes to the function, and the buffer of this call behind it
 /// (`None`: the caller's array, passed in place).
-type Slot<T> = (*mut std::ffi::c_void, Option<Buffer<T>>);
+type Slot = (*mut std::ffi::c_void, Option<Buffers>);
 
-/// The buffer of parameter `q` for one call, given the caller's input `given` and array for
-/// the result `out` (both of `q`'s type): an input-only parameter without padding reads the
-/// caller's row-major array in place, an output-only one without padding writes the caller's
-/// row-major `out` in place, anything else gets a zeroed buffer of the call, filled with the
-/// input where `q` is one.
+/// The buffer of parameter `q` (of type `T`) for one call, given the caller's input `given`
+/// and array for the result `out` (each used where it is of `q`'s type; the caller converted
+/// an input of the other type, and writes a result into an array of the other type after the
+/// call): an input-only parameter without padding reads the caller's row-major array in
+/// place, an output-only one without padding writes the caller's row-major `out` in place,
+/// anything else gets a zeroed buffer of the call, filled with the input where `q` is one.
 fn slot<T: Element>(
     q: &Param,
-    given: Option<ArrayViewD<'_, T>>,
-    out: Option<&mut ArrayViewMutD<'_, T>>,
-) -> Result<Slot<T>, KernelError> {
+    given: Option<Arg<'_>>,
+    out: Option<&mut ArgMut<'_>>,
+) -> Result<Slot, KernelError> {
+    let (given, out) = (given.and_then(T::of), out.and_then(T::of_mut));
     let unpadded = q.padded == q.logical;
     if let Some(v) = given
         .as_ref()
@@ -1293,7 +1308,7 @@ fn slot<T: Element>(
         fill(buf.as_mut_slice(), q, given.as_ref());
     }
     let pointer = buf.as_mut_slice().as_mut_ptr().cast();
-    Ok((pointer, Some(buf)))
+    Ok((pointer, Some(T::buffers(buf))))
 }
 
 /// Writes the logical cells of an input parameter into its zeroed padded buffer: the caller's
