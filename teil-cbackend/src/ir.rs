@@ -1350,9 +1350,14 @@ impl fmt::Display for Kernel {
                                     ))
                                 })
                                 .collect();
+                            // The element type where it is not binary64's default.
+                            let elem = match c.elem {
+                                ElemType::F64 => String::new(),
+                                other => format!("{other} "),
+                            };
                             writeln!(
                                 f,
-                                "contract packed (rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
+                                "contract packed {elem}(rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
                                  tiles {}) // {}",
                                 if *swap { "b" } else { "a" },
                                 bounds(rows),
