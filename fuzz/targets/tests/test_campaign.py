@@ -243,3 +243,32 @@ def test_bad_campaigns_are_refused_with_a_clear_error(tmp_path):
             run(str(tmp_path / "c"), target=target, **kwargs)
         assert isinstance(e.value, ValueError) and message in e.value.reason
     assert not (tmp_path / "c").exists()  # nothing written for a refused campaign
+
+
+def test_a_refused_campaign_releases_its_lock_and_names_a_damaged_record(tmp_path):
+    # Issue 52, points 2 and 5: a refusal after the directory's lock was taken releases it,
+    # even while the exception is kept alive (as IPython keeps the last one), so the next call
+    # is refused for its own reason, not as "another campaign driver is running"; a
+    # campaign.json that is not a JSON object is refused by name, never a traceback.
+    from teil.campaign import CampaignError, run
+
+    os.environ.setdefault("TEIL_BIN", teil_bin())
+    target = f"{sys.executable} {TARGETS / 'numpy_ops.py'}"
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "campaign.json").write_text('{"format": "another"}')
+    kept = []
+    for _ in range(2):
+        with pytest.raises(CampaignError, match="holds another campaign") as info:
+            run(str(out), programs=10, target=target)
+        kept.append(info)
+    for text in ["[1, 2]", '"abc"', "5"]:
+        (out / "campaign.json").write_text(text)
+        with pytest.raises(CampaignError, match="is not a campaign's record") as info:
+            run(str(out), programs=10, target=target)
+        kept.append(info)
+        code, stdout, err = finish(driver(out, target, 10))
+        assert code == 2 and stdout == "", err
+        assert err.startswith("error: ") and "is not a campaign's record" in err, err
+        assert "Traceback" not in err
+    assert (out / "campaign.json").read_text() == "5"  # nothing recorded over it

@@ -226,6 +226,17 @@ class _Directory:
         except BlockingIOError:
             self._lock.close()
             raise CampaignError(f"another campaign driver is running in {root}") from None
+        try:
+            self._check_config(config)
+        except BaseException:
+            # Released on every refusal: an exception kept alive (IPython keeps the last one)
+            # holds this object, and with it the lock, until it is collected.
+            self._lock.close()
+            raise
+
+    def _check_config(self, config: Dict[str, Any]) -> None:
+        """Refuses a directory that holds another campaign; records ``config`` in a new one."""
+        root = self.root
         path = os.path.join(root, "campaign.json")
         if os.path.exists(path):
             try:
@@ -233,6 +244,11 @@ class _Directory:
                     recorded = json.load(f)
             except (OSError, ValueError) as e:
                 raise CampaignError(f"{path} cannot be read: {e}") from None
+            if not isinstance(recorded, dict):
+                raise CampaignError(
+                    f"{path} is not a campaign's record (a JSON object), but "
+                    f"{json.dumps(recorded)[:80]}; give a new directory"
+                )
             if recorded != config:
                 changed = sorted(
                     k for k in set(recorded) | set(config) if recorded.get(k) != config.get(k)
