@@ -272,3 +272,37 @@ def test_a_refused_campaign_releases_its_lock_and_names_a_damaged_record(tmp_pat
         assert err.startswith("error: ") and "is not a campaign's record" in err, err
         assert "Traceback" not in err
     assert (out / "campaign.json").read_text() == "5"  # nothing recorded over it
+
+
+def test_a_ledger_record_that_is_not_what_a_shard_writes_is_run_again_and_said_so(tmp_path):
+    # Issue 52, points 1 and 2: tampered or damaged ledger records (negative counts, a bare
+    # `{"shard": k}`, findings of the wrong type, a reproducer path out of the directory) are
+    # never counted: each shard runs again, the driver says why, and the totals are the
+    # campaign's own.
+    require("numpy")
+    require("ray")
+    target = planted_max_adapter(tmp_path)
+    out = tmp_path / "campaign"
+    code, stdout, err = finish(driver(out, target, 400))
+    assert code == 1, err
+    first = summary(out)
+    assert first["complete"] and first["programs"] == 400 and first["mismatches"] > 0
+    ledger = out / "shards"
+    good = json.loads((ledger / "00000000.json").read_text())
+    damaged = {
+        0: dict(good, programs=-1000, mismatches=-5),
+        1: {"shard": 1},
+        2: dict(json.loads((ledger / "00000002.json").read_text()), findings=5),
+        3: dict(json.loads((ledger / "00000003.json").read_text()), target=[1]),
+    }
+    for k, record in damaged.items():
+        (ledger / f"{k:08d}.json").write_text(json.dumps(record))
+    code, stdout, err = finish(driver(out, target, 400))
+    assert code == 1, err
+    for k, why in [(0, "programs -1000, not the shard's 100"), (1, 'format null'),
+                   (2, "findings 5, not a list"), (3, "target [1], not a string")]:
+        assert f"shard {k}: {ledger / f'{k:08d}.json'} is not a record a shard writes ({why}" in err, err
+    again = summary(out)
+    assert again["programs"] == 400 and again["mismatches"] == first["mismatches"]
+    assert again["this_run"]["programs"] == 400  # all four shards ran again
+    assert json.loads((ledger / "00000000.json").read_text())["programs"] == 100

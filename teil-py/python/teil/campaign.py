@@ -209,11 +209,63 @@ def _safe_relpath(rel: str) -> bool:
     )
 
 
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _record_problem(record: Any, k: int, config: Dict[str, Any]) -> Optional[str]:
+    """Why ``record`` is not the ledger record shard ``k`` of the campaign ``config`` writes
+    (`_record`: the shard's `teil fuzz --summary-json`, spec/fuzzing.md), or ``None``: every
+    figure a whole number within the shard's programs, the findings one per mismatch, each of
+    the types `teil fuzz` writes, a kept reproducer a path inside the campaign directory."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("format") != SHARD_FORMAT:
+        return f"format {json.dumps(record.get('format'))}, not {json.dumps(SHARD_FORMAT)}"
+    if not _count(record.get("shard")) or record["shard"] != k:
+        return f"shard {json.dumps(record.get('shard'))} in the file of shard {k}"
+    size = config["shard_size"]
+    expected = min(size, config["programs"] - k * size)
+    if not _count(record.get("programs")) or record["programs"] != expected:
+        return f"programs {json.dumps(record.get('programs'))}, not the shard's {expected}"
+    if not _count(record.get("mismatches")) or record["mismatches"] > expected:
+        return f"mismatches {json.dumps(record.get('mismatches'))}, not 0 to {expected}"
+    for key in ("unsupported", "skipped", "unjudged", "discarded"):
+        if key in record and not (_count(record[key]) and record[key] <= expected):
+            return f"{key} {json.dumps(record[key])}, not 0 to {expected}"
+    elapsed = record.get("elapsed_s", 0)
+    if isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)) or not 0 <= elapsed < float("inf"):
+        return f"elapsed_s {json.dumps(elapsed)}, not a number of seconds"
+    for key in ("target", "teil"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return f"{key} {json.dumps(record[key])}, not a string"
+    findings = record.get("findings")
+    if not isinstance(findings, list) or len(findings) != record["mismatches"]:
+        return f"findings {json.dumps(findings)[:60]}, not a list of one per mismatch"
+    for f in findings:
+        if not isinstance(f, dict):
+            return f"a finding {json.dumps(f)[:60]}, not a JSON object"
+        if f.get("index") is not None and not _count(f["index"]):
+            return f"a finding's index {json.dumps(f['index'])}"
+        for key in ("check", "describe", "signature", "skeleton"):
+            if f.get(key) is not None and not isinstance(f[key], str):
+                return f"a finding's {key} {json.dumps(f[key])[:60]}, not a string"
+        if f.get("statements") is not None and not _count(f["statements"]):
+            return f"a finding's statements {json.dumps(f['statements'])}"
+        rel = f.get("reproducer")
+        if rel is not None and not (isinstance(rel, str) and _safe_relpath(rel)):
+            return f"a finding's reproducer {json.dumps(rel)[:60]}, not a path inside the directory"
+    return None
+
+
 class _Directory:
     """The campaign directory: its configuration, ledger, findings and summary."""
 
     def __init__(self, root: str, config: Dict[str, Any]):
         self.root = root
+        self.config = config
+        #: Ledger files that are not a shard's record, by shard: why ([`ledger`]).
+        self.problems: Dict[int, str] = {}
         self.shards_dir = os.path.join(root, "shards")
         self.findings_dir = os.path.join(root, "findings")
         os.makedirs(self.shards_dir, exist_ok=True)
@@ -271,20 +323,27 @@ class _Directory:
         return os.path.join(self.shards_dir, f"{k:08d}.json")
 
     def ledger(self, total: int) -> Dict[int, Dict[str, Any]]:
-        """The finished shards, by index. A file that is not a complete record (none should
-        be: they are written atomically) is ignored, and its shard runs again."""
+        """The finished shards, by index. A file that is not exactly a record its shard writes
+        ([`_record_problem`]: a damaged or tampered file; none should be, they are written
+        atomically) is not counted: its shard runs again, and [`problems`] says why."""
         done: Dict[int, Dict[str, Any]] = {}
+        self.problems = {}
         for name in os.listdir(self.shards_dir):
             stem, ext = os.path.splitext(name)
             if ext != ".json" or not stem.isdigit() or int(stem) >= total:
                 continue
+            k = int(stem)
             try:
                 with open(os.path.join(self.shards_dir, name), encoding="utf-8") as f:
                     record = json.load(f)
-            except (OSError, ValueError):
+            except (OSError, ValueError) as e:
+                self.problems[k] = f"cannot be read as JSON ({e})"
                 continue
-            if isinstance(record, dict) and record.get("shard") == int(stem):
-                done[int(stem)] = record
+            problem = _record_problem(record, k, self.config)
+            if problem is None:
+                done[k] = record
+            else:
+                self.problems[k] = problem
         return done
 
     def gather(self, signature: str, finding: Dict[str, Any], old_root: str) -> Optional[str]:
@@ -599,6 +658,9 @@ def _drive(directory: _Directory, config: Dict[str, Any], total: int, address, n
     tally = _Tally(directory.root, config, total)
     for k, record in sorted(directory.ledger(total).items()):
         tally.add(k, record)
+    for k, problem in sorted(directory.problems.items()):
+        print(f"shard {k}: {directory.shard_path(k)} is not a record a shard writes "
+              f"({problem}); running the shard again", file=stream or sys.stderr)
     resumed = set(tally.shards)
     summary_path = os.path.join(directory.root, "summary.json")
     pending = [k for k in range(total) if k not in tally.shards]
