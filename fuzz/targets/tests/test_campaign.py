@@ -10,6 +10,7 @@ programs.
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -237,12 +238,22 @@ def test_bad_campaigns_are_refused_with_a_clear_error(tmp_path):
         (dict(programs=10, fuzz_args=["--out=x"]), "`--out` is set by the campaign"),
         (dict(programs=10, fuzz_args=["--bogus"]), "unexpected argument '--bogus'"),
         (dict(programs=10**8, shard_size=1), "more than 10000000"),
+        # Issue 52, point 3: shards no node can take would wait forever.
+        (dict(programs=10, num_cpus=0), "`num_cpus` must be a whole number of at least 1"),
+        (dict(programs=10, num_cpus=2, cpus_per_shard=4),
+         "each shard reserves 4 CPUs (`cpus_per_shard`), more than the local instance's 2"),
     ]
     for kwargs, message in cases:
-        with pytest.raises(CampaignError, match=message.replace("(", r"\(")) as e:
+        with pytest.raises(CampaignError, match=re.escape(message)) as e:
             run(str(tmp_path / "c"), target=target, **kwargs)
         assert isinstance(e.value, ValueError) and message in e.value.reason
     assert not (tmp_path / "c").exists()  # nothing written for a refused campaign
+    # The same from the command line: an `error:` line and exit status 2, within seconds.
+    for extra in [("--num-cpus", "0"), ("--cpus-per-shard", "4")]:
+        start = time.monotonic()
+        code, stdout, err = finish(driver(tmp_path / "c", target, 10, *extra), timeout=60)
+        assert code == 2 and err.startswith("error: ") and "Traceback" not in err, err
+        assert time.monotonic() - start < 30
 
 
 def test_a_refused_campaign_releases_its_lock_and_names_a_damaged_record(tmp_path):

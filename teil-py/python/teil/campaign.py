@@ -626,6 +626,18 @@ def run(
             raise CampaignError(f"`{name}` must be a whole number of at least {low}, not {value!r}")
     if seed >= 1 << 64 or programs >= 1 << 63:
         raise CampaignError("`seed` must fit in 64 bits and `programs` in 63")
+    if num_cpus is not None and (
+        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
+    ):
+        raise CampaignError(f"`num_cpus` must be a whole number of at least 1, not {num_cpus!r}")
+    # A shard no node can take waits forever (Ray calls it infeasible): refused before anything
+    # starts where the local instance's CPUs are known, and once joined on a cluster (`_drive`).
+    local_cpus = num_cpus if num_cpus is not None else os.cpu_count()
+    if address is None and local_cpus is not None and cpus_per_shard > local_cpus:
+        raise CampaignError(
+            f"each shard reserves {cpus_per_shard} CPUs (`cpus_per_shard`), more than the local "
+            f"instance's {local_cpus}: no shard could ever start"
+        )
     total = -(-programs // shard_size)
     if total > MAX_SHARDS:
         raise CampaignError(
@@ -679,6 +691,13 @@ def _drive(directory: _Directory, config: Dict[str, Any], total: int, address, n
         return write_summary(force=True)
     write_summary(force=True)
     with _ray_session(address, num_cpus) as ray:
+        largest = max((n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")),
+                      default=0)
+        if largest < cpus_per_shard:
+            raise CampaignError(
+                f"each shard reserves {cpus_per_shard} CPUs (`--cpus-per-shard`), and no node of "
+                f"the cluster has that many (the largest has {largest:g}): no shard could ever start"
+            )
         task = ray.remote(num_cpus=cpus_per_shard, max_retries=retries)(_run_shard)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         window = max(2, 2 * cpus // cpus_per_shard)
