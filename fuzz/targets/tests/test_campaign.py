@@ -317,3 +317,19 @@ def test_a_ledger_record_that_is_not_what_a_shard_writes_is_run_again_and_said_s
     assert again["programs"] == 400 and again["mismatches"] == first["mismatches"]
     assert again["this_run"]["programs"] == 400  # all four shards ran again
     assert json.loads((ledger / "00000000.json").read_text())["programs"] == 100
+
+
+def test_file_system_refusals_are_an_error_line_not_a_traceback(tmp_path):
+    # Issue 52, point 4: `--out` naming a regular file, or a campaign whose `shards` is a file.
+    target = f"{sys.executable} {TARGETS / 'numpy_ops.py'}"
+    plain = tmp_path / "plain"
+    plain.write_text("keep me")
+    code, stdout, err = finish(driver(plain, target, 10), timeout=60)
+    assert code == 2 and err.startswith("error: ") and str(plain) in err, err
+    assert "Traceback" not in err and plain.read_text() == "keep me"
+    out = tmp_path / "campaign"
+    out.mkdir()
+    (out / "shards").write_text("not a directory")
+    code, stdout, err = finish(driver(out, target, 10), timeout=60)
+    assert code == 2 and err.startswith("error: ") and str(out / "shards") in err, err
+    assert "Traceback" not in err and (out / "shards").read_text() == "not a directory"

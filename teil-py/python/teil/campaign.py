@@ -820,6 +820,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CampaignError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        # The file system refused (`--out` a regular file, `shards/` a file, a read-only or
+        # full disk): its message names the path. Every record already in the ledger stays,
+        # written atomically.
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"interrupted: {args.out} is left resumable; run the same command again",
               file=sys.stderr)
