@@ -530,3 +530,54 @@ def test_a_step_of_the_wrong_type_is_an_export_error():
     model = teil.onnx.from_ops(doc(inexact, ["A", "C"]))
     [c] = run_reference(model, {"A": np.array([1, 2], np.float32)})
     assert c.dtype == np.float32 and c.tolist() == [np.float32(0.1), np.float32(0.1) * np.float32(2)]
+
+
+def test_vectors_writes_only_inside_its_directory_and_names_what_is_wrong(tmp_path):
+    # Issue 52, points 6 and 7: `--vectors DIR` never writes outside DIR (a case named `..`, a
+    # case directory that is a symbolic link), and a damaged index or ops.json is an `error:`
+    # line naming the case, never a traceback.
+    cmd = [sys.executable, "-m", "teil.onnx", "--vectors"]
+    out, index = export_vectors(tmp_path, "--programs", "3", "--seed", "1")
+    pristine = {case["dir"]: (out / case["dir"] / "ops.json").read_text() for case in index["cases"]}
+    first = index["cases"][0]["dir"]
+
+    def refused(fragment):
+        r = subprocess.run([*cmd, str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1 and r.stderr.startswith("error: "), r.stderr
+        assert fragment in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+    def with_index(cases):
+        (out / "index.json").write_text(json.dumps(dict(index, cases=cases)))
+
+    with_index([{"dir": ".."}])
+    refused('case 0 names ".."')
+    assert not (tmp_path / "model.onnx").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "ops.json").write_text(pristine[first])
+    (out / "linked").symlink_to(elsewhere)
+    with_index([{"dir": "linked"}])
+    refused("case linked: ")
+    assert not (elsewhere / "model.onnx").exists()
+    with_index(5)
+    refused("`cases` is 5, not a list")
+    with_index([7])
+    refused("case 0 names null")
+
+    with_index(index["cases"][:1])
+    document = json.loads(pristine[first])
+    no_inputs = {k: v for k, v in document.items() if k != "inputs"}
+    for text, fragment in [("[]", "not an ops/1 document"), (json.dumps(no_inputs), "missing key 'inputs'")]:
+        (out / first / "ops.json").write_text(text)
+        refused(f"case {first}: ops.json: ")
+        refused(fragment)
+        assert not (out / first / "model.onnx").exists()
+    # A reduction of a kind ops/1 does not have.
+    avg = {"format": "ops/1", "inputs": {"x": [3]}, "outputs": {"y": []},
+           "steps": [{"op": "reduce", "kind": "avg", "args": ["x"], "axes": [0], "value": "y"}]}
+    (out / first / "ops.json").write_text(json.dumps(avg))
+    refused(f"case {first}: ops.json")
+    # Repaired, the same directory gets its model.
+    (out / first / "ops.json").write_text(pristine[first])
+    r = subprocess.run([*cmd, str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout == f"1 models written to {out}\n", r.stderr

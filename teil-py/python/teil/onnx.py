@@ -192,6 +192,24 @@ def from_ops(
     ``check`` (the default) the model is checked with ``full_check=True`` before it is
     returned. Raises :class:`ExportError` for a document it cannot read, or one whose steps
     read a value of another element type than they compute in."""
+    if not isinstance(document, Mapping):
+        raise ExportError(f"not an ops/1 document: a JSON array or value, not an object ({type(document).__name__})")
+    try:
+        return _from_ops(document, shapes=shapes, name=name, check=check)
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        # A document of the wrong shape (a missing key, a list where an object belongs, an
+        # unknown reduction): said as a refusal of the document, never a traceback.
+        what = f"missing key {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        raise ExportError(f"not a well-formed ops/1 document ({what})") from None
+
+
+def _from_ops(
+    document: Mapping[str, Any],
+    *,
+    shapes: Optional[Mapping[str, Sequence[int]]],
+    name: str,
+    check: bool,
+) -> Any:
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -373,16 +391,39 @@ def _save(model: Any, path: str) -> None:
 
 
 def _vectors(directory: str) -> int:
-    """Adds ``model.onnx`` to every case of a ``teil fuzz --export`` directory; the count."""
-    with open(os.path.join(directory, "index.json"), encoding="utf-8") as f:
-        index = json.load(f)
-    if index.get("format") != "teil-vectors/1":
-        raise ExportError(f"{directory}/index.json is not a teil-vectors/1 index")
-    for case in index["cases"]:
-        case_dir = os.path.join(directory, os.path.basename(case["dir"]))
-        with open(os.path.join(case_dir, "ops.json"), encoding="utf-8") as f:
-            document = json.load(f)
-        _save(from_ops(document, name=os.path.basename(case_dir)), os.path.join(case_dir, "model.onnx"))
+    """Adds ``model.onnx`` to every case of a ``teil fuzz --export`` directory; the count.
+    Every case is a directory of ``directory`` named by one plain path component (not ``..``,
+    not a symbolic link), so no model is written anywhere else."""
+    path = os.path.join(directory, "index.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            index = json.load(f)
+    except ValueError as e:
+        raise ExportError(f"{path} is not JSON: {e}") from None
+    if not isinstance(index, dict) or index.get("format") != "teil-vectors/1":
+        raise ExportError(f"{path} is not a teil-vectors/1 index")
+    cases = index.get("cases")
+    if not isinstance(cases, list):
+        raise ExportError(f"{path}: `cases` is {json.dumps(cases)[:40]}, not a list")
+    root = os.path.realpath(directory)
+    for i, case in enumerate(cases):
+        name = case.get("dir") if isinstance(case, dict) else None
+        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ExportError(f"{path}: case {i} names {json.dumps(name)[:60]}, not a directory of {directory}")
+        case_dir = os.path.join(directory, name)
+        if os.path.islink(case_dir) or not os.path.isdir(case_dir) or os.path.dirname(os.path.realpath(case_dir)) != root:
+            raise ExportError(f"case {name}: {case_dir} is not a directory inside {directory} (a symbolic link is not followed)")
+        try:
+            with open(os.path.join(case_dir, "ops.json"), encoding="utf-8") as f:
+                document = json.load(f)
+        except ValueError as e:
+            raise ExportError(f"case {name}: ops.json is not JSON: {e}") from None
+        try:
+            model = from_ops(document, name=name)
+        except ExportError as e:
+            where = f" step {e.step}" if e.step is not None else ""
+            raise ExportError(f"case {name}: ops.json{where}: {e.reason}") from None
+        _save(model, os.path.join(case_dir, "model.onnx"))
     return len(index["cases"])
 
 
