@@ -42,6 +42,8 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
+from ._files import write_atomically as _write_atomically
+
 try:
     from ._native import TeilError as _Base
 except ImportError:  # loaded by path, without the compiled package
@@ -171,28 +173,6 @@ def _run_shard(spec: Dict[str, Any]) -> Dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------
 # The campaign directory.
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    """Writes ``data`` to ``path`` so that a reader (or a driver killed at any instant) sees
-    the old file or the whole new one."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -63,7 +63,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from typing import Any, Mapping, Optional, Sequence
 
 try:
@@ -376,18 +375,12 @@ def nan_propagating_reductions(model: Any) -> Any:
 
 
 def _save(model: Any, path: str) -> None:
-    """Writes ``model`` to ``path`` atomically: a temporary file beside it, renamed."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".teil-onnx-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Writes ``model`` to ``path`` atomically: a temporary file beside it, with the mode
+    ``open()`` would give it, renamed. (Imported here: the fuzzing adapters load this module
+    on its own for :func:`from_ops`, which writes nothing.)"""
+    from ._files import write_atomically
+
+    write_atomically(path, model.SerializeToString(), prefix=".teil-onnx-")
 
 
 def _vectors(directory: str) -> int:
