@@ -468,9 +468,30 @@ mod host {
                 None => unknown.push(name),
             }
         }
-        let tuned = super::profile_path()
-            .and_then(read_small)
-            .and_then(|text| Machine::parse(&text).ok());
+        // A user's profile that exists but cannot be read or parsed is ignored, said once per
+        // process (this runs once): a FIFO or a damaged file must neither hang nor silently
+        // change the sizes.
+        let tuned = super::profile_path().and_then(|path| {
+            let text = match super::read_bounded(&path, super::MAX_DESCRIPTION as u64 + 1) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(e) => {
+                    eprintln!(
+                        "warning: ignoring the machine profile `{}`: {e}",
+                        path.display()
+                    );
+                    return None;
+                }
+            };
+            Machine::parse(&text)
+                .map_err(|e| {
+                    eprintln!(
+                        "warning: ignoring the machine profile `{}`: {e}",
+                        path.display()
+                    )
+                })
+                .ok()
+        });
         if let Some(t) = tuned {
             let unmeasured = Machine {
                 small_product: None,
@@ -530,14 +551,17 @@ mod host {
     }
 }
 
-/// A file's text, at most `limit` bytes of it (a longer file is cut there; a description's
-/// own length check then refuses it).
+/// A regular file's text, at most `limit` bytes of it (a longer file is cut there; a
+/// description's own length check then refuses it). A FIFO, device, socket or directory is
+/// refused at once, without waiting for a writer (`teil_io::files::open_regular`).
 fn read_bounded(path: impl AsRef<std::path::Path>, limit: u64) -> std::io::Result<String> {
     use std::io::Read;
+    let (f, _) = teil_io::files::open_regular(path.as_ref()).map_err(|e| match e {
+        teil_io::files::ReadError::Io(e) => e,
+        other => std::io::Error::other(other.to_string()),
+    })?;
     let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(limit)
-        .read_to_string(&mut text)?;
+    f.take(limit).read_to_string(&mut text)?;
     Ok(text)
 }
 

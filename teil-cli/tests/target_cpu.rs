@@ -273,3 +273,77 @@ fn tune_refuses_bad_candidates() {
     assert!(text(&o.stderr).contains("--seconds must be from 0.001 to 60"));
     assert!(!dir.path().join("teil").exists());
 }
+
+/// `teil ARGS` with `XDG_CONFIG_HOME` set, killed (and the test failed) if it runs past 30 s:
+/// what a hang looks like here.
+fn teil_within(args: &[&str], config_home: &std::path::Path) -> std::process::Output {
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", config_home)
+        .env_remove("TEIL_TARGET_CPU")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("teil runs");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("`teil {}` hangs", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success());
+}
+
+/// Issue 52, point 8: a FIFO named as the machine is refused at once, and a FIFO (or a
+/// damaged file) where the user's profile lives is ignored with one warning; neither waits
+/// for a writer.
+#[test]
+fn a_fifo_machine_description_is_refused_and_a_bad_profile_ignored_without_hanging() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(dir.path(), "mm.teil", PRODUCT);
+    let fifo = dir.path().join("machine.fifo");
+    mkfifo(&fifo);
+    let o = teil_within(
+        &["emit-c", &file, "--target-cpu", &fifo.to_string_lossy()],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("a named pipe (FIFO), not a regular file"),
+        "{}",
+        text(&o.stderr)
+    );
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("teil")).expect("config dir");
+    let reference = teil(&["emit-c", &file, "--target-cpu", "reference"]);
+    for profile in ["fifo", "l2 = 3 parsecs\n"] {
+        let path = config.join("teil").join("machine.txt");
+        let _ = std::fs::remove_file(&path);
+        if profile == "fifo" {
+            mkfifo(&path);
+        } else {
+            std::fs::write(&path, profile).expect("write profile");
+        }
+        let o = teil_within(&["emit-c", &file, "--target-cpu", "host"], &config);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let err = text(&o.stderr);
+        let warning = format!(
+            "warning: ignoring the machine profile `{}`: ",
+            path.display()
+        );
+        assert_eq!(err.matches(&warning).count(), 1, "{err}");
+        assert!(!o.stdout.is_empty() && !reference.stdout.is_empty());
+    }
+}
