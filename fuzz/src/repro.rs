@@ -137,13 +137,32 @@ pub fn write<'a>(
     Ok(file)
 }
 
+/// The UTF-8 text of the regular file at `path`, read as `teil check` reads a program
+/// (`teil_io::files::read_regular`): a FIFO, device or directory is refused at once, never
+/// waited on or read without end. Every program file the fuzzer replays is read so.
+pub fn read_text(path: &Path) -> Result<String, FileError> {
+    let fail = |source: std::io::Error| FileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = teil_io::files::read_regular(path).map_err(|e| {
+        fail(match e {
+            teil_io::files::ReadError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        })
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            e.utf8_error(),
+        ))
+    })
+}
+
 /// Reads a reproducer written by [`write()`] (or a hand-written program with such a header line;
 /// without one, seed 0 and no pads are assumed).
 pub fn read(path: &Path) -> Result<Reproducer, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_text(path)?;
     let parsed = teil::parse(&text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
         return Err(FileError::DoesNotParse(path.to_path_buf()));

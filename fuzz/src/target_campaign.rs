@@ -645,10 +645,7 @@ fn reproducer_header(
 pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, TargetError> {
     let start = Instant::now();
     let path = dir.join("program.teil");
-    let text = std::fs::read_to_string(&path).map_err(|source| FileError::Read {
-        path: path.clone(),
-        source,
-    })?;
+    let text = crate::repro::read_text(&path)?;
     let parsed = teil::parse(&text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
         return Err(FileError::DoesNotParse(path).into());

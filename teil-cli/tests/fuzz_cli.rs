@@ -358,3 +358,62 @@ fn a_kernel_target_the_compiler_refuses_is_left_out_or_refused() {
     );
     assert_eq!(stdout(&o), "");
 }
+
+/// `teil ARGS` in `dir`, failed if it runs past 30 s (a hang).
+fn teil_within(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    use std::time::{Duration, Instant};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("teil runs");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("`teil {}` hangs", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Issue 52, point 9: every program file a replay reads is read as `teil check` reads one: a
+/// FIFO or a link to `/dev/zero` is refused at once (exit 2, naming it), never waited on or
+/// read until memory runs out, in both replays.
+#[test]
+fn replays_refuse_a_fifo_or_a_device_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("repro_1.teil");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs")
+        .success());
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.teil")).expect("symlink");
+    let case = dir.path().join("target_1");
+    std::fs::create_dir(&case).expect("case dir");
+    std::os::unix::fs::symlink("/dev/zero", case.join("program.teil")).expect("symlink");
+    for (args, what) in [
+        (
+            vec!["fuzz", "--replay", "repro_1.teil"],
+            "a named pipe (FIFO), not a regular file",
+        ),
+        (
+            vec!["fuzz", "--replay", "zero.teil"],
+            "a character device, not a regular file",
+        ),
+        (
+            vec!["fuzz", "--target", "true", "--replay", "target_1"],
+            "a character device, not a regular file",
+        ),
+    ] {
+        let o = teil_within(dir.path(), &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+    }
+}
