@@ -371,6 +371,30 @@ fn load_replay(
     let r = repro::read(file).map_err(|e| e.to_string())?;
     // The oracle computes the expected values: refuse a reproducer it could not finish.
     if let Ok((checked, _)) = teil::check(r.program.clone()) {
+        // Inputs that do not fit the program (a missing, extra or reshaped `.npy`, a value
+        // an `f32` input cannot hold) would be discarded as the oracle refuses them, and the
+        // replay would read as a fixed bug (`0 programs, 0 mismatches`): refused, naming them.
+        let dir = file.with_extension("");
+        let damaged = |what: String| {
+            format!(
+                "the reproducer's inputs in `{}` do not fit its program: {what}",
+                dir.display()
+            )
+        };
+        let shapes: Vec<(&str, Vec<u64>)> = r
+            .inputs
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.shape().iter().map(|&d| d as u64).collect()))
+            .collect();
+        teil::interface::check_inputs(
+            &checked,
+            shapes.iter().map(|(n, s)| (*n, Some(s.as_slice()))),
+        )
+        .map_err(|errors| damaged(teil::interface::Coded(&errors).to_string()))?;
+        for (name, t) in &r.inputs {
+            teil_interp::check_input(&checked, name, t)
+                .map_err(|e| damaged(format!("{} (`{name}.npy`)", e.coded())))?;
+        }
         let budget = teil_interp::Budget::default();
         budget
             .check_memory(&teil_interp::budget::oracle_bytes(&checked))

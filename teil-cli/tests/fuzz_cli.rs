@@ -417,3 +417,54 @@ fn replays_refuse_a_fifo_or_a_device_at_once() {
         assert!(err.contains(what), "{args:?}: {err}");
     }
 }
+
+/// Issue 52, point 10: a reproducer whose inputs do not fit its program (a reshaped `.npy`,
+/// an extra one, a missing one) is refused with exit 2 naming the directory and the input,
+/// never replayed as `0 programs, 0 mismatches` (which reads as a fixed bug).
+#[test]
+fn a_damaged_reproducer_is_refused_not_passed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("repro_1.teil"),
+        "// fuzz-replay: seed=1\ninput var A : [3 4]\noutput var B : [3 4]\nB = A + A\n",
+    )
+    .expect("write");
+    let inputs = dir.path().join("repro_1");
+    std::fs::create_dir(&inputs).expect("inputs dir");
+    let npy = |shape: &[usize]| {
+        let t = teil_interp::Tensor::from_elem(shape, 1.5);
+        teil_io::npy::to_bytes_as(&t, teil::ast::ElemType::F64)
+    };
+    let replay = || teil_within(dir.path(), &["fuzz", "--replay", "repro_1.teil"]);
+    // Intact: one program, replayed and passing.
+    std::fs::write(inputs.join("A.npy"), npy(&[3, 4])).expect("write");
+    let o = replay();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("1 programs, 0 mismatches"));
+    for (damage, name) in [("reshaped", "`A`"), ("extra", "`Z`"), ("missing", "`A`")] {
+        match damage {
+            "reshaped" => std::fs::write(inputs.join("A.npy"), npy(&[4, 3])).expect("write"),
+            "extra" => {
+                std::fs::write(inputs.join("A.npy"), npy(&[3, 4])).expect("write");
+                std::fs::write(inputs.join("Z.npy"), npy(&[2])).expect("write");
+            }
+            _ => {
+                std::fs::remove_file(inputs.join("Z.npy")).expect("remove");
+                std::fs::remove_file(inputs.join("A.npy")).expect("remove");
+            }
+        }
+        let o = replay();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{damage}: {err}");
+        assert!(
+            err.contains("the reproducer's inputs in `repro_1` do not fit") && err.contains(name),
+            "{damage}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{damage}");
+    }
+}
