@@ -555,3 +555,57 @@ fn the_bound_of_a_contraction_is_two_gamma_k_times_the_sum_of_absolute_products(
         );
     }
 }
+
+/// Issue 52, point 11: the machine a kernel is sized for (`--target-cpu`) can change which
+/// kernel form a step gets, and in fma mode which product-then-add pairs a form fuses, so two
+/// machines' fma-mode kernels may differ; both stay within the bound of spec/values.md, and in
+/// exact mode both give the oracle's bits (spec/padding.md, *Sizes from the machine*).
+#[test]
+fn machines_change_fma_results_only_within_the_bound_and_exact_results_never() {
+    use teil_cbackend::machine::Machine;
+    let p = compile(
+        "input var A : [40 50 60]\ninput var B : [40 50 60]\noutput var C : [40 60]\n\
+         C = red+ 2 (A * B)",
+    );
+    let inputs = random_floats(&p, 3);
+    let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+    let bounds = teil_interp::rounding::fma_bounds(&p, &inputs).expect("bounds");
+    let small_l2 = Machine {
+        l2: 64 << 10,
+        ..Machine::reference()
+    };
+    let (tc, _) = toolchain();
+    let mut kernels = Vec::new();
+    for (m, machine) in [Machine::reference(), small_l2].iter().enumerate() {
+        for fma in [false, true] {
+            let opts = Options {
+                name: format!("k_m{m}_f{}", fma as u8),
+                lift: false,
+                fma,
+                sizes: machine.sizes(),
+                ..Options::default()
+            };
+            kernels.push((
+                teil_cbackend::lower(&p, &opts).expect("lowers"),
+                inputs.clone(),
+            ));
+        }
+    }
+    // The two machines choose different kernel forms for this sum (not a vacuous test).
+    assert_ne!(opt::printing(&kernels[0].0), opt::printing(&kernels[2].0));
+    let got = run_all(&tc, &kernels);
+    for m in 0..2 {
+        let exact = &got[&format!("k_m{m}_f0")]["C"];
+        assert!(
+            teil_interp::same_values(&oracle["C"], exact),
+            "machine {m}, exact mode"
+        );
+        let fused = &got[&format!("k_m{m}_f1")]["C"];
+        for ((x, y), b) in oracle["C"].iter().zip(fused.iter()).zip(bounds["C"].iter()) {
+            assert!(
+                (x - y).abs() <= *b,
+                "machine {m}: oracle {x}, fma {y}, bound {b}"
+            );
+        }
+    }
+}

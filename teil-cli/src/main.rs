@@ -177,7 +177,8 @@ enum Command {
         /// `host` (this CPU: caches from /sys, vector width from cpuid), `reference` (the
         /// documented default) or a description file such as `teil tune` writes. Default:
         /// `$TEIL_TARGET_CPU`, else `host`. Changes which kernel forms and blockings are
-        /// printed, never a result.
+        /// printed, never an exact-mode result (with `--fma`, which pairs fuse may differ,
+        /// within the bound of spec/values.md).
         #[arg(long, value_name = "MACHINE")]
         target_cpu: Option<String>,
         #[command(flatten)]
@@ -273,7 +274,8 @@ enum Command {
         /// `host` (this CPU: caches from /sys, vector width from cpuid), `reference` (the
         /// documented default) or a description file such as `teil tune` writes. Default:
         /// `$TEIL_TARGET_CPU`, else `host`. Changes which kernel forms and blockings are
-        /// printed, never a result.
+        /// printed, never an exact-mode result (with `--fma`, which pairs fuse may differ,
+        /// within the bound of spec/values.md).
         #[arg(long, value_name = "MACHINE")]
         target_cpu: Option<String>,
 
