@@ -3,7 +3,7 @@
 //! errors.
 
 mod support;
-use support::{stderr, stdout, summary, teil_in};
+use support::{mkfifo, stderr, stdout, summary, teil_in, teil_within};
 
 #[test]
 fn a_clean_campaign_prints_one_summary_line_and_exits_0() {
@@ -359,40 +359,13 @@ fn a_kernel_target_the_compiler_refuses_is_left_out_or_refused() {
     assert_eq!(stdout(&o), "");
 }
 
-/// `teil ARGS` in `dir`, failed if it runs past 30 s (a hang).
-fn teil_within(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    use std::time::{Duration, Instant};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("teil runs");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("`teil {}` hangs", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
 /// Issue 52, point 9: every program file a replay reads is read as `teil check` reads one: a
 /// FIFO or a link to `/dev/zero` is refused at once (exit 2, naming it), never waited on or
 /// read until memory runs out, in both replays.
 #[test]
 fn replays_refuse_a_fifo_or_a_device_at_once() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let fifo = dir.path().join("repro_1.teil");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs")
-        .success());
+    mkfifo(&dir.path().join("repro_1.teil"));
     std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.teil")).expect("symlink");
     let case = dir.path().join("target_1");
     std::fs::create_dir(&case).expect("case dir");
@@ -411,7 +384,7 @@ fn replays_refuse_a_fifo_or_a_device_at_once() {
             "a character device, not a regular file",
         ),
     ] {
-        let o = teil_within(dir.path(), &args);
+        let o = teil_within(dir.path(), &args, &[]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(what), "{args:?}: {err}");
@@ -435,7 +408,7 @@ fn a_damaged_reproducer_is_refused_not_passed() {
         let t = teil_interp::Tensor::from_elem(shape, 1.5);
         teil_io::npy::to_bytes_as(&t, teil::ast::ElemType::F64)
     };
-    let replay = || teil_within(dir.path(), &["fuzz", "--replay", "repro_1.teil"]);
+    let replay = || teil_within(dir.path(), &["fuzz", "--replay", "repro_1.teil"], &[]);
     // Intact: one program, replayed and passing.
     std::fs::write(inputs.join("A.npy"), npy(&[3, 4])).expect("write");
     let o = replay();

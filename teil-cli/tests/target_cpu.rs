@@ -5,7 +5,7 @@
 mod support;
 
 use std::process::Command;
-use support::{teil, text, write};
+use support::{mkfifo, teil, teil_within, text, write};
 
 /// Issue 43's product: a small product (dot kernel) on a 1 MiB L2, packed on a 512 KiB one.
 const PRODUCT: &str = "input var A : [257 263]\ninput var B : [263 269]\n\
@@ -274,38 +274,6 @@ fn tune_refuses_bad_candidates() {
     assert!(!dir.path().join("teil").exists());
 }
 
-/// `teil ARGS` with `XDG_CONFIG_HOME` set, killed (and the test failed) if it runs past 30 s:
-/// what a hang looks like here.
-fn teil_within(args: &[&str], config_home: &std::path::Path) -> std::process::Output {
-    use std::time::{Duration, Instant};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_teil"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", config_home)
-        .env_remove("TEIL_TARGET_CPU")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("teil runs");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("`teil {}` hangs", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn mkfifo(path: &std::path::Path) {
-    let ok = Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo runs");
-    assert!(ok.success());
-}
-
 /// Issue 52, point 8: a FIFO named as the machine is refused at once, and a FIFO (or a
 /// damaged file) where the user's profile lives is ignored with one warning; neither waits
 /// for a writer.
@@ -316,8 +284,9 @@ fn a_fifo_machine_description_is_refused_and_a_bad_profile_ignored_without_hangi
     let fifo = dir.path().join("machine.fifo");
     mkfifo(&fifo);
     let o = teil_within(
-        &["emit-c", &file, "--target-cpu", &fifo.to_string_lossy()],
         dir.path(),
+        &["emit-c", &file, "--target-cpu", &fifo.to_string_lossy()],
+        &[],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(
@@ -336,7 +305,11 @@ fn a_fifo_machine_description_is_refused_and_a_bad_profile_ignored_without_hangi
         } else {
             std::fs::write(&path, profile).expect("write profile");
         }
-        let o = teil_within(&["emit-c", &file, "--target-cpu", "host"], &config);
+        let o = teil_within(
+            dir.path(),
+            &["emit-c", &file, "--target-cpu", "host"],
+            &[("XDG_CONFIG_HOME", &config)],
+        );
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         let err = text(&o.stderr);
         let warning = format!(

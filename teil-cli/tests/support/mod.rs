@@ -96,3 +96,39 @@ pub fn summary(o: &Output) -> (u64, u64) {
     assert!(r >= 0.0, "{line}");
     (n, k)
 }
+
+/// `teil ARGS` in `dir` with the environment variables `envs` set (and `TEIL_TARGET_CPU`
+/// removed), failing the test if it runs past 30 s: what a hang looks like to a test.
+pub fn teil_within(dir: &Path, args: &[&str], envs: &[(&str, &Path)]) -> Output {
+    use std::time::{Duration, Instant};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_teil"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("TEIL_TARGET_CPU")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("teil runs");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("`teil {}` hangs", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Makes a named pipe (FIFO) at `path` (`mkfifo`).
+pub fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success());
+}
