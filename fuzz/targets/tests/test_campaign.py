@@ -310,7 +310,7 @@ def test_a_ledger_record_that_is_not_what_a_shard_writes_is_run_again_and_said_s
         (ledger / f"{k:08d}.json").write_text(json.dumps(record))
     code, stdout, err = finish(driver(out, target, 400))
     assert code == 1, err
-    for k, why in [(0, "programs -1000, not the shard's 100"), (1, 'format null'),
+    for k, why in [(0, "programs -1000, not 0 to the shard's 100"), (1, 'format null'),
                    (2, "findings 5, not a list"), (3, "target [1], not a string")]:
         assert f"shard {k}: {ledger / f'{k:08d}.json'} is not a record a shard writes ({why}" in err, err
     again = summary(out)
@@ -333,3 +333,29 @@ def test_file_system_refusals_are_an_error_line_not_a_traceback(tmp_path):
     code, stdout, err = finish(driver(out, target, 10), timeout=60)
     assert code == 2 and err.startswith("error: ") and str(out / "shards") in err, err
     assert "Traceback" not in err and (out / "shards").read_text() == "not a directory"
+
+
+def test_a_shards_own_record_passes_with_discarded_and_skipped_programs():
+    # What `teil fuzz` writes for a shard of 100 programs, 10 of them discarded (too large for
+    # the oracle) or skipped (a target that cannot take them), which `programs` does not count:
+    # counted, not run again on every resume; counts beyond the shard's programs are not.
+    from teil.campaign import SHARD_FORMAT, _record_problem
+
+    config = {"programs": 250, "shard_size": 100}
+    finding = {"index": 107, "check": "wrong value", "describe": "…", "signature": "0" * 16,
+               "skeleton": "v0 = redmax(v1)\n", "statements": 1, "reproducer": "findings/" + "0" * 16}
+    record = {"format": SHARD_FORMAT, "shard": 1, "programs": 90, "mismatches": 1,
+              "discarded": 6, "skipped": 4, "unsupported": 3, "unjudged": 0, "elapsed_s": 1.5,
+              "target": "numpy", "teil": "0.1.0", "findings": [finding]}
+    assert _record_problem(record, 1, config) is None
+    assert _record_problem(dict(record, shard=2, programs=50, discarded=0, skipped=0), 2, config) is None
+    for bad, why in [
+        (dict(record, programs=91), "add up to 101, more than the shard's 100"),
+        (dict(record, programs=50), None),
+        (dict(record, programs=True), "programs true, not 0 to the shard's 100"),
+        (dict(record, elapsed_s=float("nan")), "elapsed_s NaN"),
+        (dict(record, findings=[dict(finding, reproducer="../x")]), "not a path inside"),
+        (dict(record, findings=[]), "not a list of one per mismatch"),
+    ]:
+        problem = _record_problem(bad, 1, config)
+        assert (problem is None) if why is None else (why in (problem or "")), (bad, problem)
