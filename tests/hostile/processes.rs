@@ -374,6 +374,15 @@ fn impossible_campaign_options_are_usage_errors() {
         "// fuzz-replay: seed=1 pads=1000\nvar x : [2]\nx = 2 * x\n",
     )
     .expect("reproducer");
+    // Its input, so that only the header's multiple is wrong (a reproducer without it is
+    // refused for that first, `fuzz_cli.rs`).
+    std::fs::create_dir(sb.path("repro")).expect("inputs");
+    let x = teil_interp::Tensor::from_elem(vec![2], 1.0);
+    std::fs::write(
+        sb.path("repro/x.npy"),
+        teil_io::npy::to_bytes_as(&x, teil::ast::ElemType::F64),
+    )
+    .expect("input");
     let replay = replay.display().to_string();
     let cases: &[(&[&str], &str)] = &[
         (
