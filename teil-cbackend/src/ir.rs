@@ -814,6 +814,12 @@ impl Contraction {
             .map_or(self.k.extent, |o| o.extent.saturating_mul(self.k.extent))
     }
 
+    /// Elements of the contraction's type in the bytes of one double: 1 in binary64, 2 in
+    /// binary32. The kernels' cache and register sizes are counted in doubles.
+    pub fn per_double(&self) -> u64 {
+        (8 / self.elem.size()) as u64
+    }
+
     /// The terms of a packed product's term panel for the panel size `kc` of its
     /// [`Panels`]: `kc`, or for a two-level sum the largest multiple of `K` not above `kc`
     /// (at least `K`), so that every panel holds whole inner sums.
@@ -1127,7 +1133,7 @@ pub fn arithmetic(k: &Kernel, ns: &[Node]) -> Option<ElemType> {
 }
 
 /// Whether a loop nest computes in binary64 with `+ - * /` and folds only ([`arithmetic`]).
-/// The kernel forms written for binary64 vectors only (dot products, lanes) and contraction
+/// The kernel forms written for binary64 vectors only (sums in lanes) and contraction
 /// lifting are chosen only for such nests; other nests are printed plain, interchanged or
 /// tiled, which keep every cell's operations in either type.
 pub fn binary64(k: &Kernel, ns: &[Node]) -> bool {

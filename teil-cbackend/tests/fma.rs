@@ -55,6 +55,10 @@ const LONG_ROWS: &str = "input var A : [17 520]\ninput var x : [520]\noutput var
 /// The matrix product in binary32: the packed product's `float` tile, fused in binary32.
 const MATMUL32: &str = "input var A : f32[20 18]\ninput var B : f32[18 321]\n\
                         output var C : f32[20 321]\nC = (A # B) .[2 3]";
+/// The matrix-vector product in binary32: dot products of 16 float lanes (rows transposed in
+/// registers), whose last block (from row 21) computes again the rows it shares with the first.
+const MATVEC32: &str = "input var A : f32[37 20]\ninput var x : f32[20]\noutput var y : f32[37]\n\
+                        y = (A # x) .[2 3]";
 /// The small contraction in binary32: a plain nest with a `float` accumulator (`teil_fmaf`).
 const SMALL32: &str = "input var A : f32[3 4]\ninput var B : f32[4 5]\noutput var C : f32[3 5]\n\
                        C = (A # B) .[2 3]";
@@ -68,7 +72,7 @@ const TWO_LEVEL32: &str = "input var A : f32[5 3 7 6]\ninput var B : f32[5 9 3 4
                            output var C : f32[6 4 7 9]\n\
                            C = transp 3 4 (transp 2 4 (transp 1 2 (contr 1 5 (contr 1 5 (prod A B)))))";
 
-const PROGRAMS: [(&str, &str); 11] = [
+const PROGRAMS: [(&str, &str); 12] = [
     ("matmul", MATMUL),
     ("matvec", MATVEC),
     ("long_rows", LONG_ROWS),
@@ -77,6 +81,7 @@ const PROGRAMS: [(&str, &str); 11] = [
     ("chain", CHAIN),
     ("two_level", TWO_LEVEL),
     ("matmul32", MATMUL32),
+    ("matvec32", MATVEC32),
     ("small32", SMALL32),
     ("elementwise32", ELEMENTWISE32),
     ("two_level32", TWO_LEVEL32),
@@ -246,10 +251,10 @@ fn on_random_floats_fma_mode_stays_within_the_bound_of_the_spec() {
         }
     }
     // 3 seeds x 2 multiples x (6420 + 29 + 17 + 15 + 39 + 5 + 1512, and in binary32 6420 +
-    // 15 + 39 + 1512) output cells.
+    // 37 + 15 + 39 + 1512) output cells.
     assert_eq!(
         cells,
-        3 * 2 * (6420 + 29 + 17 + 15 + 39 + 5 + 1512 + 6420 + 15 + 39 + 1512)
+        3 * 2 * (6420 + 29 + 17 + 15 + 39 + 5 + 1512 + 6420 + 37 + 15 + 39 + 1512)
     );
     // Where the target fuses, rounding once shows in some cells (not a vacuous comparison).
     assert_eq!(
@@ -334,6 +339,17 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
         mm32_in.get_mut("A").unwrap()[[0, k]] = x32[k];
         mm32_in.get_mut("B").unwrap()[[k, 0]] = y32[k];
     }
+    // Rows 1 (in the first block of lanes) and 37 (in the last block) of A are x.
+    let mv32 = compile(MATVEC32);
+    let mut v32 = Tensor::zeros(vec![20]);
+    let mut a37 = Tensor::zeros(vec![37, 20]);
+    for k in 0..2 {
+        v32[[k]] = y32[k];
+        for row in [0, 36] {
+            a37[[row, k]] = x32[k];
+        }
+    }
+    let mv32_in = BTreeMap::from([("A".to_string(), a37), ("x".to_string(), v32)]);
     let sm32 = compile(SMALL32);
     let mut sm32_in = sm_in.clone();
     for k in 0..2 {
@@ -359,7 +375,7 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
         f64,
     );
     let fused32 = f64::from(FUSED32);
-    let cases: [Case; 7] = [
+    let cases: [Case; 8] = [
         ("matmul", &mm, &mm_in, "C", &[0], Printing::Packed, FUSED),
         ("matvec", &mv, &mv_in, "y", &[0, 28], Printing::Dot, FUSED),
         ("small", &sm, &sm_in, "C", &[0], Printing::Plain, FUSED),
@@ -379,6 +395,15 @@ fn a_product_that_does_not_round_exactly_shows_the_fusion_in_every_kernel_form()
             "C",
             &[0],
             Printing::Packed,
+            fused32,
+        ),
+        (
+            "matvec32",
+            &mv32,
+            &mv32_in,
+            "y",
+            &[0, 36],
+            Printing::Dot,
             fused32,
         ),
         (

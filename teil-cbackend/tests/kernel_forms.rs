@@ -35,8 +35,9 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
 /// The eight PERFORMANCE.md kernels at small sizes and nine more corpus programs, and the
 /// forms each must get (`tccg`: two matrix products and a two-level sum; `two_level`: a
 /// two-level sum; `row_sums`: three sums of one operand; `lane_dots`: three dot products in
-/// lanes; `matmul_f32` and `two_level_f32`: binary32 packed products).
-const KERNELS: [(&str, &[Printing]); 17] = [
+/// lanes; `matmul_f32` and `two_level_f32`: binary32 packed products; `dot_f32`: binary32 dot
+/// products).
+const KERNELS: [(&str, &[Printing]); 18] = [
     ("matmul", &[Printing::Packed]),
     ("matmul_edges", &[Printing::Packed]),
     ("cfd", &[Printing::Packed]),
@@ -55,6 +56,7 @@ const KERNELS: [(&str, &[Printing]); 17] = [
     ("two_level", &[Printing::Packed]),
     ("matmul_f32", &[Printing::Packed]),
     ("two_level_f32", &[Printing::Packed]),
+    ("dot_f32", &[Printing::Dot, Printing::Dot, Printing::Dot]),
     ("row_sums", &[Printing::Dot, Printing::Dot, Printing::Dot]),
     (
         "lane_dots",

@@ -541,13 +541,11 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         .as_ref()
         .is_some_and(|sb| two_sided(&labels, |l| sa.has(l), |l| sb.has(l)))
         && work >= PACKED_MIN_WORK;
-    if c.elem != ElemType::F64 {
-        // Binary32: the packed product only, its tiles holding twice the cells per vector
-        // (the dot products and lanes are written for binary64 vectors).
-        let sb = sb.as_ref().filter(|_| product)?;
-        return Some(packed(c, &sa, sb, &st, k.fma, k.sizes.l2_block));
-    }
-    if !product && work >= DOT_MIN_WORK {
+    // The sizes below count doubles; in binary32 the same bytes hold twice the elements.
+    let per_double = c.per_double();
+    // Dot products in lanes are binary64 only: their lane tree (`print::lanes`) is written
+    // for vectors of doubles.
+    if !product && work >= DOT_MIN_WORK && c.elem == ElemType::F64 {
         if let Some(s) = lane_sums(k, c, &operands, lane) {
             return Some(s);
         }
@@ -581,7 +579,8 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         let lane_ops = || [&sa, &sb].into_iter().filter(|s| s.has(l.var));
         lane_ops().any(|s| s.get(c.k.var) == 1)
             || lane_ops().all(|s| {
-                u128::from(s.get(c.k.var)) * u128::from(c.k.extent) <= u128::from(k.sizes.l2_block)
+                u128::from(s.get(c.k.var)) * u128::from(c.k.extent)
+                    <= u128::from(k.sizes.l2_block) * u128::from(per_double)
             })
     });
     // The product of the extents of the labels `x` reads and `y` does not.
@@ -603,7 +602,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
             [&sa, &sb]
                 .into_iter()
                 .filter(|s| s.has(l.var))
-                .all(|s| s.get(c.k.var) <= DOT_MAX_STRIDE)
+                .all(|s| s.get(c.k.var) <= DOT_MAX_STRIDE * per_double)
         });
         // Small products: packing both operands costs as much as the product, and the dot
         // kernel's register tile (rows times vectors of lanes, over the operands where they
@@ -614,7 +613,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
             && lane.is_some_and(|l| {
                 [&sa, &sb].into_iter().filter(|s| s.has(l.var)).all(|s| {
                     u128::from(s.get(c.k.var)) * u128::from(c.k.extent)
-                        <= u128::from(k.sizes.small_span)
+                        <= u128::from(k.sizes.small_span) * u128::from(per_double)
                 })
             });
         if (thin && close) || small {
@@ -636,7 +635,8 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         let lane = lane?;
         // fma mode over long rows: a chain of fused multiply-adds per block (CHAIN_LANES).
         let long_rows = [&sa, &sb].into_iter().any(|s| {
-            reads(s, lane.var, c.k.var) == Reads::Rows && s.get(lane.var) > PREFETCH_MAX_ROW
+            reads(s, lane.var, c.k.var) == Reads::Rows
+                && s.get(lane.var) > PREFETCH_MAX_ROW * per_double
         });
         let table = if k.fma && long_rows {
             &CHAIN_LANES
@@ -709,6 +709,7 @@ pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
 /// PERFORMANCE.md). Not with OpenMP, whose parallel loop is the outermost: the lane's blocks
 /// are too few to share.
 fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes; 4]) -> Strategy {
+    let (table, base) = (&in_elements(table, c.elem), &in_elements(&LANES, c.elem));
     let kinds: Vec<Reads> = ss.iter().map(|s| reads(s, lane.var, c.k.var)).collect();
     let vectors = kinds.iter().all(|r| *r != Reads::Gather);
     let transposed = kinds.contains(&Reads::Rows);
@@ -727,7 +728,7 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
         .filter(|_| vectors && !transposed);
     let variants: Vec<Lanes> = table
         .iter()
-        .zip(&LANES)
+        .zip(base)
         .map(|(l, base)| {
             // More lanes than the target's base blocking only where they leave no more cells
             // to scalars after the blocks (`Lanes::cells`; `kji,ik->jk` with 30 lanes: none
@@ -780,7 +781,7 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
     let prefetch = ss
         .iter()
         .zip(&kinds)
-        .map(|(s, r)| *r == Reads::Rows && s.get(lane.var) <= PREFETCH_MAX_ROW)
+        .map(|(s, r)| *r == Reads::Rows && s.get(lane.var) <= PREFETCH_MAX_ROW * c.per_double())
         .collect();
     Strategy::Dot {
         lane: lane.var,
@@ -790,6 +791,24 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
         prefetch,
         variants,
     }
+}
+
+/// A dot-product blocking table ([`LANES`], [`CHAIN_LANES`]) for sums of type `elem`: in
+/// binary32 a vector holds twice the cells ([`Target::lanes`]), so each target's vectors of
+/// sums hold twice the lanes in the same registers; scalar sums (width 1) keep their chains.
+fn in_elements(table: &[Lanes; 4], elem: ElemType) -> [Lanes; 4] {
+    table.map(|l| {
+        let per = l.target.lanes(elem) / l.target.lanes(ElemType::F64);
+        if l.width > 1 {
+            Lanes {
+                lanes: l.lanes * per,
+                width: l.width * per,
+                ..l
+            }
+        } else {
+            l
+        }
+    })
 }
 
 /// The packed strategy's layout: which operand gives the rows, the label groups, the panels.
@@ -834,7 +853,7 @@ fn packed(
     // In binary32 the tile's vectors hold twice the cells, so a row of the tile has twice the
     // columns in the same registers, and the caches hold twice the elements (`l2`: a quarter
     // of L2 in elements).
-    let per_double = (8 / c.elem.size()) as u64;
+    let per_double = c.per_double();
     let l2 = l2_block * per_double;
     Strategy::Packed {
         swap,

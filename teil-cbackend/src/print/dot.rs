@@ -5,8 +5,10 @@
 
 use super::expr::{add_term, affine, offset, plus};
 use super::loops::{name_inner, named_loops, within_loops, Fresh};
+use super::nest::c_type;
 use super::writer::Writer;
 use crate::ir::{Affine, Contraction, Kernel, Label};
+use teil::ast::ElemType;
 
 /// `lanes` cells at a time along the target label with the smallest stride in the target; the
 /// remaining labels are ordinary loops outside, but those of `inner`, inside
@@ -62,7 +64,7 @@ pub(super) fn print(
             format!("/* {lanes} cells at a time */"),
             |w| named_loops(w, &inner, &|w| {
                 for u in 0..lanes {
-                    w.line(format!("double teil_s{u} = -0.0;"));
+                    w.line(format!("{} teil_s{u} = -0.0;", c_type(c.elem)));
                 }
                 w.block(format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"), |w| {
                     // Lanes that are rows of an operand stream through several cache lines at
@@ -87,7 +89,7 @@ pub(super) fn print(
                     }
                     for u in 0..lanes {
                         let factors: Vec<String> = operands.iter().map(|x| x.at(u)).collect();
-                        w.line(add_term(k.fma, 1, &format!("teil_s{u}"), &factors));
+                        w.line(add_term(k.fma, 1, c.elem, &format!("teil_s{u}"), &factors));
                     }
                 });
                 for u in 0..lanes {
@@ -100,6 +102,7 @@ pub(super) fn print(
                 lane: (&lv, full, lane_n),
                 k: (&kv, kn),
                 fma: k.fma,
+                elem: c.elem,
             };
             let rows = [(operands, target)];
             named_loops(w, &inner, &|w| cells.print(w, &rows));
@@ -109,7 +112,8 @@ pub(super) fn print(
 
 /// The cells of a lane past the last whole group of lanes (`lane.1..lane.2` of the lane label
 /// `lane.0`), fewer than a group, in each row of a block: each its own sum from `-0.0` over
-/// `k = 0..k.1` in order, the remainder of the scalar and the vector dot kernels. The sums run
+/// `k = 0..k.1` in order (in `elem`), the remainder of the scalar and the vector dot kernels.
+/// The sums run
 /// side by side, at least [`Remainder::CHAINS`] (or all of one row's cells) in one loop over
 /// `k`, so that their chains of additions overlap: the rows' sums of one cell next to each
 /// other (they share the column operand's element), cell after cell. Each sum keeps its order.
@@ -117,6 +121,7 @@ pub(super) struct Remainder<'a> {
     pub(super) lane: (&'a str, u64, u64),
     pub(super) k: (&'a str, u64),
     pub(super) fma: bool,
+    pub(super) elem: ElemType,
 }
 
 /// An operand or the target of consecutive cells along the lane: its C name, the offset of the
@@ -176,13 +181,13 @@ impl Remainder<'_> {
         let (kv, kn) = self.k;
         let names: Vec<String> = (0..group.len()).map(|x| format!("teil_s{x}")).collect();
         let init: Vec<String> = names.iter().map(|s| format!("{s} = -0.0")).collect();
-        w.line(format!("double {};", init.join(", ")));
+        w.line(format!("{} {};", c_type(self.elem), init.join(", ")));
         w.block(
             format!("for (long long {kv} = 0; {kv} < {kn}; {kv}++)"),
             |w| {
                 for (s, (u, (operands, _))) in names.iter().zip(group) {
                     let factors: Vec<String> = operands.iter().map(|x| x.at(*u)).collect();
-                    w.line(add_term(self.fma, 1, s, &factors));
+                    w.line(add_term(self.fma, 1, self.elem, s, &factors));
                 }
             },
         );

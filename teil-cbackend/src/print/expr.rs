@@ -67,14 +67,19 @@ pub(super) fn fused(elem: ElemType, lanes: u64) -> String {
     }
 }
 
-/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) to `acc`,
-/// given its factors (C expressions, one per operand): the product `x * y` as
+/// The C statement adding one term of a contraction ([`crate::ir::Contraction`]) of type
+/// `elem` to `acc`, given its factors (C expressions, one per operand): the product `x * y` as
 /// [`multiply_add`] prints it, or `x` itself for a sum of one operand (there is no product to
 /// fuse, in either mode).
-pub(super) fn add_term(fma: bool, lanes: u64, acc: &str, factors: &[String]) -> String {
+pub(super) fn add_term(
+    fma: bool,
+    lanes: u64,
+    elem: ElemType,
+    acc: &str,
+    factors: &[String],
+) -> String {
     match factors {
-        // The dot-product forms are binary64 only (`crate::ir::binary64`).
-        [x, y] => multiply_add(fma, lanes, ElemType::F64, acc, x, y),
+        [x, y] => multiply_add(fma, lanes, elem, acc, x, y),
         [x] => format!("{acc} += {x};"),
         _ => format!("#error \"a contraction term of {} factors\"", factors.len()),
     }

@@ -4,13 +4,15 @@
 //! vectors of the variant's width (an array of 16 doubles in plain C); an operand that does not
 //! read the rows gives one vector per block of terms to all of them. After the whole blocks of
 //! terms each row's lanes combine as [`LaneFold::TREE`] (`lanes::lane_tree`, shared with sums
-//! in lanes) and its remaining terms are added in order.
+//! in lanes) and its remaining terms are added in order. Binary64 only (the pass chooses
+//! them for binary64 contractions, `crate::opt::contract`).
 
 use super::expr::{add_term, affine, offset, plus};
 use super::lanes::{lane_tree, lane_tree_array};
 use super::loops::{within_loops, Fresh};
 use super::writer::Writer;
 use crate::ir::{Affine, Contraction, Kernel, LaneFold, Lanes, Strategy};
+use teil::ast::ElemType;
 
 /// The variant `v` of the lane sums `c`: the other target labels as loops, outermost first,
 /// then blocks of `v.rows` rows (while a whole block fits, then one by one).
@@ -181,7 +183,7 @@ impl Block<'_> {
                                 }
                             })
                             .collect();
-                        w.line(add_term(fma, width, &format!("teil_s{u}_{q}"), &factors));
+                        w.line(add_term(fma, width, ElemType::F64, &format!("teil_s{u}_{q}"), &factors));
                     }
                 }
             },
@@ -226,7 +228,7 @@ impl Block<'_> {
                             let at = format!("{kv} + teil_j");
                             let factors: Vec<String> =
                                 self.ops.iter().map(|op| op.at(u, &at)).collect();
-                            w.line(add_term(fma, 1, &format!("teil_s{u}[teil_j]"), &factors));
+                            w.line(add_term(fma, 1, ElemType::F64, &format!("teil_s{u}[teil_j]"), &factors));
                         }
                     },
                 );
@@ -250,7 +252,7 @@ impl Block<'_> {
                 format!("for (long long {kv} = {whole}; {kv} < {n}; {kv}++)"),
                 |w| {
                     let factors: Vec<String> = self.ops.iter().map(|op| op.at(u, kv)).collect();
-                    w.line(add_term(self.k.fma, 1, "teil_c", &factors));
+                    w.line(add_term(self.k.fma, 1, ElemType::F64, "teil_c", &factors));
                 },
             );
         }

@@ -5,10 +5,12 @@
 use super::dot::{Cell, Remainder};
 use super::expr::{add_term, affine, offset, plus};
 use super::loops::{name_inner, named_loops, within_loops, Fresh};
+use super::nest::c_type;
 use super::target::fma_lanes;
 use super::writer::Writer;
 use crate::ir::{Affine, BufId, Contraction, Kernel, Label, Lanes, Reads, Step, Strategy};
 use std::collections::BTreeSet;
+use teil::ast::ElemType;
 
 /// The dot products of the variant `v` with sums in vectors of `v.width` doubles (the order of
 /// [`Strategy::Dot`]; spec/padding.md, "Contraction kernels"): a block is `v.rows` rows of
@@ -151,14 +153,34 @@ impl Block<'_> {
         self.rows.map_or(0, |r| s.get(r))
     }
 
-    /// The type of the vectors.
-    fn ty(&self) -> String {
-        format!("teil_v{}", self.v.width)
+    /// The type of the vectors (named apart by element type: 8 floats and 8 doubles are both
+    /// targets' widths), and their size in bytes.
+    fn ty(&self) -> (String, u64) {
+        let f = if self.c.elem == ElemType::F32 { "f" } else { "" };
+        let bytes = self.c.elem.size() as u64 * self.v.width;
+        (format!("teil_v{f}{}", self.v.width), bytes)
+    }
+
+    /// The vectors' typedef.
+    fn typedef(&self) -> String {
+        let (ty, bytes) = self.ty();
+        format!(
+            "typedef {} {ty} __attribute__((vector_size({bytes})));",
+            c_type(self.c.elem)
+        )
+    }
+
+    /// The C literal `-0.0` of the contraction's type.
+    fn negative_zero(&self) -> &'static str {
+        match self.c.elem {
+            ElemType::F64 => "-0.0",
+            ElemType::F32 => "-0.0f",
+        }
     }
 
     /// A vector literal; parenthesised in fma mode, where it is a macro's argument.
     fn literal(&self, cells: Vec<String>) -> String {
-        let v = format!("({}){{{}}}", self.ty(), cells.join(", "));
+        let v = format!("({}){{{}}}", self.ty().0, cells.join(", "));
         if self.k.fma {
             format!("({v})")
         } else {
@@ -194,7 +216,7 @@ impl Block<'_> {
     /// block of `nr` rows.
     fn loads(&self, w: &mut Writer, nr: u64, terms: u64) {
         let (width, nv) = (self.v.width, self.v.lanes / self.v.width);
-        let (ty, bytes) = (self.ty(), 8 * width);
+        let (ty, bytes) = self.ty();
         for op in self.ops.iter().filter(|op| op.reads == Reads::Lane) {
             let (buf, var) = (&op.buf, op.var);
             let rs = if self.srow(&op.strides) == 0 { 1 } else { nr };
@@ -244,6 +266,7 @@ impl Block<'_> {
                 w.line(add_term(
                     self.k.fma,
                     self.v.width,
+                    self.c.elem,
                     &format!("teil_s{}", r * nv + u),
                     &factors,
                 ));
@@ -256,8 +279,9 @@ impl Block<'_> {
     fn print(&self, w: &mut Writer, nr: u64, pragma: bool) {
         let (lv, kv, full, lanes) = (self.lv, self.kv, self.full, self.v.lanes);
         let (width, nv) = (self.v.width, lanes / self.v.width);
-        let (ty, bytes, kn) = (self.ty(), 8 * width, self.c.k.extent);
+        let ((ty, bytes), kn) = (self.ty(), self.c.k.extent);
         let (nt, ot, st) = &self.target;
+        let elem = c_type(self.c.elem);
         let transposed = self.ops.iter().any(|op| op.reads == Reads::Rows);
         let whole = if transposed { kn - kn % width } else { 0 };
         // The lane's cells after the last whole block: where they are more than a block's
@@ -266,10 +290,8 @@ impl Block<'_> {
         let last = self.v.last_block(self.lane_n);
         // One block of lanes from the lane variable's value on.
         let block = |w: &mut Writer| {
-            w.line(format!(
-                "typedef double {ty} __attribute__((vector_size({bytes})));"
-            ));
-            let zero = vec!["-0.0"; width as usize].join(", ");
+            w.line(self.typedef());
+            let zero = vec![self.negative_zero(); width as usize].join(", ");
             let inits: Vec<String> = (0..nr * nv)
                 .map(|i| format!("teil_s{i} = {{{zero}}}"))
                 .collect();
@@ -313,10 +335,10 @@ impl Block<'_> {
                         };
                         w.line(format!("if (teil_skip <= {first}) {store}"));
                         w.line(format!(
-                            "else if (teil_skip < {}) {{ double teil_c[{width}]; \
+                            "else if (teil_skip < {}) {{ {elem} teil_c[{width}]; \
                              __builtin_memcpy(teil_c, &{s}, {bytes}); \
                              __builtin_memcpy(&{nt}[{} + teil_skip], teil_c + {from}, \
-                             ({} - teil_skip) * sizeof(double)); }}",
+                             ({} - teil_skip) * sizeof({elem})); }}",
                             first + width,
                             plus(ot, r * self.srow(st)),
                             first + width
@@ -373,6 +395,7 @@ impl Block<'_> {
             lane: (lv, full, self.lane_n),
             k: (kv, kn),
             fma: self.k.fma,
+            elem: self.c.elem,
         };
         let rows: Vec<(Vec<Cell>, Cell)> = (0..nr)
             .map(|r| {
@@ -402,7 +425,8 @@ impl Block<'_> {
     fn transposed_terms(&self, w: &mut Writer, nr: u64) {
         let (lv, kv, full, lanes) = (self.lv, self.kv, self.full, self.v.lanes);
         let (width, nv) = (self.v.width, lanes / self.v.width);
-        let (ty, bytes, kn) = (self.ty(), 8 * width, self.c.k.extent);
+        let ((ty, bytes), kn) = (self.ty(), self.c.k.extent);
+        let shuffle = shuffle_macro(self.c.elem);
         // As in the scalar dot products: the next block's rows, one cache line per `lanes`
         // terms, while this block runs (where they follow this block's rows), for the operands
         // whose rows are short enough (`prefetch`, chosen by the contraction pass: fetching the
@@ -446,7 +470,7 @@ impl Block<'_> {
                             .map(|x| if x & b != 0 { width + x } else { x + b }.to_string())
                             .collect();
                         w.line(format!(
-                            "{{ {ty} teil_x = teil_shuffle({width}, {}, {}, {}), teil_y = teil_shuffle({width}, {}, {}, {}); {} = teil_x; {} = teil_y; }}",
+                            "{{ {ty} teil_x = {shuffle}({width}, {}, {}, {}), teil_y = {shuffle}({width}, {}, {}, {}); {} = teil_x; {} = teil_y; }}",
                             m(i), m(i + b), lo.join(", "), m(i), m(i + b), hi.join(", "), m(i), m(i + b)
                         ));
                     }
@@ -462,16 +486,25 @@ impl Block<'_> {
     }
 }
 
+/// The macro that shuffles two vectors of `elem` ([`dot_helpers`]).
+fn shuffle_macro(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F64 => "teil_shuffle",
+        ElemType::F32 => "teil_shufflef",
+    }
+}
+
 /// What the vector dot products of `kernels` (and their dot products in lanes) use besides the
-/// vectors themselves: the macro
-/// `teil_shuffle(w, a, b, i, ...)` (the vector of elements `i, ...` of `a`'s elements followed
-/// by `b`'s, for `w` doubles: `__builtin_shufflevector` on Clang, `__builtin_shuffle` on GCC)
-/// where some operand is transposed, and in fma mode the vector multiply-add `teil_fmav<width>` of
-/// each vector width ([`fma_lanes`]). Returns whether it wrote anything (nothing without vector
+/// vectors themselves: the macros `teil_shuffle(w, a, b, i, ...)` and `teil_shufflef` (the
+/// vector of elements `i, ...` of `a`'s elements followed by `b`'s, for `w` doubles or floats:
+/// `__builtin_shufflevector` on Clang, `__builtin_shuffle` on GCC, whose index vector has
+/// integers of the elements' size) for each type in which some operand is transposed, and in
+/// fma mode the vector multiply-add `teil_fmav<width>` (`teil_fmavf<width>`) of each vector
+/// width and type ([`fma_lanes`]). Returns whether it wrote anything (nothing without vector
 /// dot products).
 pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
-    let mut shuffle = false;
-    let mut fused: BTreeSet<(u64, u64)> = BTreeSet::new();
+    let mut shuffles: BTreeSet<ElemType> = BTreeSet::new();
+    let mut fused: BTreeSet<(u64, u64, ElemType)> = BTreeSet::new();
     for k in kernels {
         for s in &k.steps {
             let Step::Contract { c, .. } = s else {
@@ -485,40 +518,54 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
                 Strategy::Packed { .. } => continue,
             };
             for v in variants.iter().filter(|v| v.width > 1) {
-                shuffle |= rows;
+                if rows {
+                    shuffles.insert(c.elem);
+                }
                 if k.fma && c.b.is_some() {
-                    fused.insert((v.target.vector_bits(), v.width));
+                    fused.insert((v.target.vector_bits(), v.width, c.elem));
                 }
             }
         }
     }
-    if shuffle {
+    if !shuffles.is_empty() {
         w.line("/* Element shuffles of the dot-product kernels (spec/padding.md, \"Contraction kernels\"):");
-        w.line(" * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's. */");
+        w.line(" * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's;");
+        w.line(" * teil_shufflef the same of floats. */");
         w.directive("#if teil_vector_bits != 0");
         w.directive("#if defined(__clang__)");
-        w.directive(
-            "#define teil_shuffle(w, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)",
-        );
-        w.directive("#else");
-        for n in [2, 4, 8] {
+        for &elem in &shuffles {
             w.directive(format!(
-                "typedef long long teil_mask{n} __attribute__((vector_size({})));",
-                8 * n
+                "#define {}(w, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)",
+                shuffle_macro(elem)
             ));
         }
-        w.directive(
-            "#define teil_shuffle(w, a, b, ...) __builtin_shuffle(a, b, (teil_mask##w){__VA_ARGS__})",
-        );
+        w.directive("#else");
+        for &elem in &shuffles {
+            let (index, mask, widths): (&str, &str, &[u64]) = match elem {
+                ElemType::F64 => ("long long", "teil_mask", &[2, 4, 8]),
+                ElemType::F32 => ("int", "teil_maskf", &[4, 8, 16]),
+            };
+            for n in widths {
+                w.directive(format!(
+                    "typedef {index} {mask}{n} __attribute__((vector_size({})));",
+                    elem.size() as u64 * n
+                ));
+            }
+            w.directive(format!(
+                "#define {}(w, a, b, ...) __builtin_shuffle(a, b, ({mask}##w){{__VA_ARGS__}})",
+                shuffle_macro(elem)
+            ));
+        }
         w.directive("#endif");
         w.directive("#endif");
     }
-    for &(bits, width) in &fused {
+    for &(bits, width, elem) in &fused {
+        let name = super::expr::fused(elem, width);
         w.directive(format!(
-            "#if teil_vector_bits == {bits} && !defined(teil_fmav{width})"
+            "#if teil_vector_bits == {bits} && !defined({name})"
         ));
-        fma_lanes(w, width, teil::ast::ElemType::F64);
+        fma_lanes(w, width, elem);
         w.directive("#endif");
     }
-    shuffle || !fused.is_empty()
+    !shuffles.is_empty() || !fused.is_empty()
 }

@@ -27,8 +27,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 Target::ALL
             )));
         }
-        // One element type throughout, as the pass chose it (`crate::ir::arithmetic`); the
-        // forms other than the packed product are printed for binary64 only.
+        // One element type throughout, as the pass chose it (`crate::ir::arithmetic`); dot
+        // products in lanes are printed for binary64 only.
         let buffers = || std::iter::once(&c.target).chain(c.operands());
         if let Some(x) = buffers().find(|x| self.k.buffer(x.buf).elem != c.elem) {
             return Err(self.malformed(format!(
@@ -38,9 +38,9 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 self.k.buffer(x.buf).elem
             )));
         }
-        if c.elem != teil::ast::ElemType::F64 && !matches!(c.strategy, Strategy::Packed { .. }) {
+        if c.elem != teil::ast::ElemType::F64 && matches!(c.strategy, Strategy::LaneSums { .. }) {
             return Err(self.malformed(format!(
-                "a {} contraction in a kernel form printed for binary64 only",
+                "a {} contraction as dot products in lanes, printed for binary64 only",
                 c.elem
             )));
         }

@@ -61,10 +61,12 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         let Some(v) = variants.iter().find(|v| v.target == t) else {
             return Err(self.malformed(format!("no dot variant for {t}")));
         };
-        if v.lanes == 0 || v.rows == 0 || v.width == 0 || v.lanes % v.width != 0 {
+        // Sums in scalars, or in the target's vectors of the contraction's type.
+        let width_ok = v.width == 1 || v.width == t.lanes(c.elem);
+        if v.lanes == 0 || v.rows == 0 || !width_ok || v.lanes % v.width != 0 {
             return Err(self.malformed(format!(
-                "dot products with {} lanes x {} rows in vectors of {} for {t}",
-                v.lanes, v.rows, v.width
+                "dot products with {} lanes x {} rows in vectors of {} {}s for {t}",
+                v.lanes, v.rows, v.width, c.elem
             )));
         }
         // The row label is blocked only where the variant has more than one row.

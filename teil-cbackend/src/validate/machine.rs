@@ -356,17 +356,23 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         acc: &Acc<D>,
     ) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
+        let elem = self.k.buffer(x.buf).elem;
+        // `acc + v` in `elem`: the first step, from the sum's identity, is `v` itself, exactly.
+        let step = |v: D| match acc {
+            Acc::Identity(RedOp::Sum) => v,
+            _ => fold(acc, v).round(elem),
+        };
         let Some(y) = y else {
-            return Ok(fold(acc, a).round(self.k.buffer(x.buf).elem));
+            return Ok(step(a));
         };
         let b = self.read(y.buf, &self.index(&y.index)?)?;
         // In binary32 the product and the sum each round (spec/values.md); a fused binary32
         // pair is the same term (terms record operations: the rounding fma saves is bounded
         // by spec/values.md, as a binary64 pair's, [`fma`]).
-        Ok(match self.k.buffer(x.buf).elem {
+        Ok(match elem {
             ElemType::F64 if self.k.fma => fma(&a, &b, acc),
             ElemType::F64 => fold(acc, D::binary(BinOp::Mul, &a, &b)),
-            elem => fold(acc, D::binary(BinOp::Mul, &a, &b).round(elem)).round(elem),
+            ElemType::F32 => step(D::binary(BinOp::Mul, &a, &b).round(elem)),
         })
     }
 
