@@ -62,6 +62,10 @@ enum Check {
     /// Within the error bound of a sum of products in any order: both sides compute the same
     /// sums with different association (and BLAS uses fused multiply-adds).
     Bound,
+    /// Within a few units in the last place of NumPy's value (numpy_bench.py's
+    /// `FUNCTION_ULPS`): an element-wise function, correctly rounded in TeIL, within a few ulps
+    /// of the truth in NumPy.
+    Ulps,
 }
 
 impl Check {
@@ -70,6 +74,7 @@ impl Check {
             Check::Exact => "exact",
             Check::ExactUnlessFma => "exact-unless-fma",
             Check::Bound => "bound",
+            Check::Ulps => "ulps",
         }
     }
 }
@@ -259,8 +264,14 @@ const GROUPS: &[(&str, &str)] = &[
     ("layout", "diagonals and a rank-4 transposition"),
     (
         "float32",
-        "binary32 products and contractions (the packed kernel's float tiles) against NumPy on \
-         float32 arrays, and a binary32 matrix-vector product, which has no vector kernel",
+        "binary32 products and contractions (the packed kernel's float tiles, and the dot \
+         products' float vectors for small products and the matrix-vector product) against \
+         NumPy on float32 arrays",
+    ),
+    (
+        "functions",
+        "element-wise functions over 10^6 elements in both types (CORE-MATH's correctly \
+         rounded `exp`, `log`, `tanh`) against NumPy's `np.exp`, `np.log`, `np.tanh`",
     ),
     (
         "random",
@@ -679,6 +690,9 @@ fn suite() -> Vec<Bench> {
         float32(matmul("matmul_256", "", 256, 256, 256)),
         float32(matmul("matmul_1000x97x1023", "", 1000, 97, 1023)),
         float32(matmul("matmul_257x263x269", "", 257, 263, 269)),
+        // Small products: the dot products' register tile of float vectors.
+        float32(matmul("matmul_128", "", 128, 128, 128)),
+        float32(matmul("matmul_97", "", 97, 97, 97)),
         float32(contraction(
             "ttm",
             "",
@@ -704,6 +718,37 @@ fn suite() -> Vec<Bench> {
             "y = contr 2 3 (prod A x)",
         )),
     ]);
+    // -- functions: 10^6 values of [-0.5, 0.5) through each function, in both types; `log`
+    // of their absolute values, on both sides (issue 50, point 6).
+    for elem in ElemType::ALL {
+        for (f, numpy, statement) in [
+            ("exp", "np.exp(X, out=out)", "Y = exp X"),
+            (
+                "log",
+                "np.log(np.abs(X, out=out), out=out)",
+                "Y = log (abs X)",
+            ),
+            ("tanh", "np.tanh(X, out=out)", "Y = tanh X"),
+        ] {
+            let suffix = match elem {
+                ElemType::F64 => "",
+                ElemType::F32 => "_f32",
+            };
+            v.push(Bench {
+                name: format!("{f}_1e6{suffix}"),
+                check: Check::Ulps,
+                elem,
+                ..expr(
+                    "",
+                    "functions",
+                    numpy,
+                    vec![("X", vec![1_000_000])],
+                    ("Y", vec![1_000_000]),
+                    statement,
+                )
+            });
+        }
+    }
     v
 }
 
@@ -1298,6 +1343,11 @@ fn build(
     // The program itself, for `bench/compare` (another build of `teil emit-c` on it).
     write(&dir.join(format!("{stem}.teil")), src.clone())?;
     write(&main_c, harness(&kernel, b))?;
+    // The CORE-MATH functions the kernel calls, each its own translation unit, as
+    // `teil run --backend c` compiles them (spec/abi.md, "Functions").
+    let units = teil_cbackend::math::units(&[&kernel]);
+    let math = teil_cbackend::math::write_units(&dir.join(format!("{stem}_core-math")), &units)
+        .map_err(|e| format!("{}: cannot write the CORE-MATH sources: {e}", b.name))?;
     let out = Command::new(&a.cc)
         .args(a.cflags(mode).split_whitespace())
         .args(a.openmp.then_some("-fopenmp"))
@@ -1305,6 +1355,8 @@ fn build(
         .arg(&exe)
         .arg(&kernel_c)
         .arg(&main_c)
+        .args(&math)
+        .args(teil_cbackend::math::needs_libm(&[&kernel]).then_some("-lm"))
         .output()
         .map_err(|e| format!("cannot run `{}`: {e}", a.cc))?;
     if !out.status.success() {

@@ -184,3 +184,47 @@ fn a_product_with_rows_and_columns_stays_packed() {
     let k = lower(&p, 1, true, false);
     assert_eq!(printing(&k), [Printing::Packed], "{k}");
 }
+
+#[test]
+fn binary32_sums_keep_their_order_where_the_kernel_may_reassociate() {
+    // The validator proves a regrouping permitted for binary64 sums only (a binary32 sum is
+    // the atom `f32(a + b)` to the symbolic normal form), so a binary32 matrix-vector product
+    // gets the dot products, which keep every cell's order, and computes the oracle's bits
+    // even where the kernel may reassociate.
+    let src = matvec(37, 135).replace(" : [", " : f32[");
+    let p = compile(&src);
+    let k = lower(&p, 1, true, false);
+    assert!(k.reassociate && !k.reassociates(), "{k}");
+    assert_eq!(printing(&k), [Printing::Dot], "{k}");
+    validate::validate(&p, &k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+    let inputs = rounding::inputs(&p, 7, None);
+    let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
+    for (flags, tc) in toolchains() {
+        let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
+        assert_same(&format!("`cc {flags}`: {src}"), &c.values, &oracle);
+    }
+    // The same step recorded as dot products in lanes is refused.
+    let mut lanes = k.clone();
+    for s in &mut lanes.steps {
+        if let Step::Contract { c, .. } = s {
+            let rows_of = c.free[0].var;
+            let Strategy::Dot { variants, .. } = &c.strategy else {
+                panic!("{k}");
+            };
+            let variants = variants
+                .iter()
+                .map(|v| teil_cbackend::ir::Lanes {
+                    lanes: LaneFold::LANES,
+                    rows: 1,
+                    width: 1,
+                    ..*v
+                })
+                .collect();
+            c.strategy = Strategy::LaneSums { rows_of, variants };
+        }
+    }
+    match validate::validate(&p, &lanes) {
+        Err(validate::ValidationError::Malformed { .. }) => {}
+        other => panic!("{other:?}\n{lanes}"),
+    }
+}

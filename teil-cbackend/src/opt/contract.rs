@@ -543,8 +543,9 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         && work >= PACKED_MIN_WORK;
     // The sizes below count doubles; in binary32 the same bytes hold twice the elements.
     let per_double = c.per_double();
-    // Dot products in lanes are binary64 only: their lane tree (`print::lanes`) is written
-    // for vectors of doubles.
+    // Dot products in lanes reassociate, and the validator proves a regrouping permitted for
+    // binary64 sums only (a binary32 sum is the atom `f32(a + b)` to its normal form,
+    // `teil_interp::symbolic`): binary32 sums keep their order.
     if !product && work >= DOT_MIN_WORK && c.elem == ElemType::F64 {
         if let Some(s) = lane_sums(k, c, &operands, lane) {
             return Some(s);
@@ -709,10 +710,13 @@ pub fn reads(s: &Affine, lane: Label, k: Label) -> Reads {
 /// PERFORMANCE.md). Not with OpenMP, whose parallel loop is the outermost: the lane's blocks
 /// are too few to share.
 fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes; 4]) -> Strategy {
-    let (table, base) = (&in_elements(table, c.elem), &in_elements(&LANES, c.elem));
     let kinds: Vec<Reads> = ss.iter().map(|s| reads(s, lane.var, c.k.var)).collect();
     let vectors = kinds.iter().all(|r| *r != Reads::Gather);
     let transposed = kinds.contains(&Reads::Rows);
+    let (table, base) = (
+        &in_elements(table, c.elem, transposed),
+        &in_elements(&LANES, c.elem, transposed),
+    );
     let rows_of = c
         .free
         .iter()
@@ -795,16 +799,21 @@ fn dot(k: &Kernel, c: &Contraction, lane: &Bound, ss: &[&Affine], table: &[Lanes
 
 /// A dot-product blocking table ([`LANES`], [`CHAIN_LANES`]) for sums of type `elem`: in
 /// binary32 a vector holds twice the cells ([`Target::lanes`]), so each target's vectors of
-/// sums hold twice the lanes in the same registers; scalar sums (width 1) keep their chains.
-fn in_elements(table: &[Lanes; 4], elem: ElemType) -> [Lanes; 4] {
+/// sums hold twice the lanes in the same registers; but where an operand is `transposed`
+/// (each lane a row of it, streamed in parallel) a block keeps binary64's lanes, at least one
+/// vector: twice the rows at once slowed the 1024 x 1024 binary32 matrix-vector product on
+/// AVX from 0.14 to 0.27 ms (PERFORMANCE.md). Scalar sums (width 1) keep their chains.
+fn in_elements(table: &[Lanes; 4], elem: ElemType, transposed: bool) -> [Lanes; 4] {
     table.map(|l| {
         let per = l.target.lanes(elem) / l.target.lanes(ElemType::F64);
+        let width = l.width * per;
+        let lanes = if transposed {
+            l.lanes.max(width)
+        } else {
+            l.lanes * per
+        };
         if l.width > 1 {
-            Lanes {
-                lanes: l.lanes * per,
-                width: l.width * per,
-                ..l
-            }
+            Lanes { lanes, width, ..l }
         } else {
             l
         }

@@ -183,7 +183,13 @@ impl Block<'_> {
                                 }
                             })
                             .collect();
-                        w.line(add_term(fma, width, ElemType::F64, &format!("teil_s{u}_{q}"), &factors));
+                        w.line(add_term(
+                            fma,
+                            width,
+                            ElemType::F64,
+                            &format!("teil_s{u}_{q}"),
+                            &factors,
+                        ));
                     }
                 }
             },
@@ -228,7 +234,13 @@ impl Block<'_> {
                             let at = format!("{kv} + teil_j");
                             let factors: Vec<String> =
                                 self.ops.iter().map(|op| op.at(u, &at)).collect();
-                            w.line(add_term(fma, 1, ElemType::F64, &format!("teil_s{u}[teil_j]"), &factors));
+                            w.line(add_term(
+                                fma,
+                                1,
+                                ElemType::F64,
+                                &format!("teil_s{u}[teil_j]"),
+                                &factors,
+                            ));
                         }
                     },
                 );

@@ -156,7 +156,11 @@ impl Block<'_> {
     /// The type of the vectors (named apart by element type: 8 floats and 8 doubles are both
     /// targets' widths), and their size in bytes.
     fn ty(&self) -> (String, u64) {
-        let f = if self.c.elem == ElemType::F32 { "f" } else { "" };
+        let f = if self.c.elem == ElemType::F32 {
+            "f"
+        } else {
+            ""
+        };
         let bytes = self.c.elem.size() as u64 * self.v.width;
         (format!("teil_v{f}{}", self.v.width), bytes)
     }
@@ -529,7 +533,9 @@ pub(super) fn dot_helpers(w: &mut Writer, kernels: &[&Kernel]) -> bool {
     }
     if !shuffles.is_empty() {
         w.line("/* Element shuffles of the dot-product kernels (spec/padding.md, \"Contraction kernels\"):");
-        w.line(" * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's;");
+        w.line(
+            " * teil_shuffle(w, a, b, i, ...) has the elements i, ... of a's w doubles then b's;",
+        );
         w.line(" * teil_shufflef the same of floats. */");
         w.directive("#if teil_vector_bits != 0");
         w.directive("#if defined(__clang__)");

@@ -28,7 +28,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             )));
         }
         // One element type throughout, as the pass chose it (`crate::ir::arithmetic`); dot
-        // products in lanes are printed for binary64 only.
+        // products in lanes for binary64 only (a regrouped binary32 sum is not proved
+        // permitted, `opt::contract`).
         let buffers = || std::iter::once(&c.target).chain(c.operands());
         if let Some(x) = buffers().find(|x| self.k.buffer(x.buf).elem != c.elem) {
             return Err(self.malformed(format!(
@@ -40,7 +41,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         }
         if c.elem != teil::ast::ElemType::F64 && matches!(c.strategy, Strategy::LaneSums { .. }) {
             return Err(self.malformed(format!(
-                "a {} contraction as dot products in lanes, printed for binary64 only",
+                "a {} contraction as dot products in lanes, which reassociate binary64 sums only",
                 c.elem
             )));
         }

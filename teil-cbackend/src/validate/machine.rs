@@ -51,6 +51,15 @@ pub(super) fn fold<D: Domain>(acc: &Acc<D>, v: D) -> D {
     }
 }
 
+/// `acc + v` in `elem`, as a sum's step computes it: rounded to `elem`, but for the first step
+/// from the sum's identity, which is `v` itself, exactly (spec/padding.md).
+pub(super) fn sum_step<D: Domain>(acc: &Acc<D>, v: D, elem: ElemType) -> D {
+    match acc {
+        Acc::Identity(RedOp::Sum) => v,
+        _ => fold(acc, v).round(elem),
+    }
+}
+
 /// `fma(x, y, c)` in the symbolic domain: the term `c + x * y` (spec/validation.md, "Fused
 /// multiply-add"), with `c` an accumulator (`fma(x, y, -0.0)` is `x * y`, as `-0.0 + x * y`
 /// is). Terms record operations, not roundings, so it is the term of the unfused `c + x * y`:
@@ -357,11 +366,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     ) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let elem = self.k.buffer(x.buf).elem;
-        // `acc + v` in `elem`: the first step, from the sum's identity, is `v` itself, exactly.
-        let step = |v: D| match acc {
-            Acc::Identity(RedOp::Sum) => v,
-            _ => fold(acc, v).round(elem),
-        };
+        let step = |v: D| sum_step(acc, v, elem);
         let Some(y) = y else {
             return Ok(step(a));
         };

@@ -32,7 +32,8 @@ pub fn lower(p: &CheckedProgram, pad: u64, lift: bool, fma: bool) -> Kernel {
     teil_cbackend::lower(p, &opts).expect("lowers")
 }
 
-/// The campaign's random small integers `n` as `n / 3 + n / 10`, which round; with
+/// The campaign's random small integers `n` as `n / 3 + n / 10`, which round (rounded once
+/// more to binary32 for an `f32` input); with
 /// `specials: Some(period)`, in every `period` cells one is `∞`, one `−∞` and one NaN, a
 /// third of a period apart.
 pub fn inputs(
@@ -44,13 +45,14 @@ pub fn inputs(
     teil_interp::random_inputs(p, seed)
         .into_iter()
         .map(|(name, t)| {
+            let elem = p.var_elem(&name).unwrap_or_default();
             let t = t.mapv(|n| {
                 k += 1;
                 match specials.map(|period| (k % period, period / 3)) {
                     Some((0, _)) => f64::INFINITY,
                     Some((r, third)) if r == third => f64::NEG_INFINITY,
                     Some((r, third)) if r == 2 * third => f64::NAN,
-                    _ => n / 3.0 + n / 10.0,
+                    _ => elem.round(n / 3.0 + n / 10.0),
                 }
             });
             (name, t)
