@@ -114,6 +114,157 @@ pub fn profile_path() -> Option<std::path::PathBuf> {
     Some(config.join("teil").join("machine.txt"))
 }
 
+/// A CPU model on which the project measured `teil tune`'s choices, shipped in the binary:
+/// [`Machine::host`] takes its sizes on a CPU of that vendor, family and model when the user
+/// has no profile of their own ([`profile_path`]), so that no manual step gives the tuned
+/// kernels there (issue 53). PERFORMANCE.md's record per CPU has the measurements.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Shipped {
+    /// The `cpuid` vendor (`vendor_id` of `/proc/cpuinfo`): `AuthenticAMD`, `GenuineIntel`.
+    pub vendor: &'static str,
+    pub family: u32,
+    /// `None`: every model of the family (where the measured CPU's model was not recorded).
+    pub model: Option<u32>,
+    /// For people: which CPU, and where it was measured.
+    pub name: &'static str,
+    pub small_product: u64,
+    /// In doubles, as [`Machine::small_span`].
+    pub small_span: u64,
+}
+
+/// The shipped profiles, a model's own before a whole family's. Entries come from `teil tune`
+/// on each CPU (PERFORMANCE.md, *The record per CPU*); the Xeon of family 6 model 167 has no
+/// measured choices on record, so it has none.
+pub const SHIPPED: [Shipped; 4] = [
+    Shipped {
+        vendor: "AuthenticAMD",
+        family: 25,
+        model: Some(1),
+        name: "AMD Zen 3 (EPYC, family 25 model 1), measured 2026-12-07",
+        small_product: 96,
+        small_span: 16384,
+    },
+    Shipped {
+        vendor: "AuthenticAMD",
+        family: 25,
+        model: Some(17),
+        name: "AMD Zen 4 (EPYC, family 25 model 17), measured 2026-12-05",
+        small_product: 192,
+        small_span: 1 << 20,
+    },
+    Shipped {
+        vendor: "GenuineIntel",
+        family: 6,
+        model: Some(207),
+        name: "Intel Xeon, Emerald Rapids (family 6 model 207), measured 2026-11-28",
+        small_product: 320,
+        small_span: 1 << 17,
+    },
+    Shipped {
+        vendor: "AuthenticAMD",
+        family: 26,
+        model: None,
+        name: "AMD Zen 5 (family 26), the reference machine, measured 2026-11-27",
+        small_product: 320,
+        small_span: 7 << 18,
+    },
+];
+
+/// The shipped profile of a CPU, if the project measured one of its vendor, family and model.
+pub fn shipped(vendor: &str, family: u32, model: u32) -> Option<&'static Shipped> {
+    let of = |s: &&Shipped| s.vendor == vendor && s.family == family;
+    let own = SHIPPED.iter().filter(of).find(|s| s.model == Some(model));
+    own.or_else(|| SHIPPED.iter().filter(of).find(|s| s.model.is_none()))
+}
+
+/// Where [`Machine::host`]'s measured sizes came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The user's own profile, which `teil tune` wrote ([`profile_path`]).
+    Profile,
+    /// The project's measurement of this CPU model ([`SHIPPED`]).
+    Shipped(&'static Shipped),
+    /// No measurement: the formulas of [`Sizes`].
+    Formula,
+}
+
+impl Source {
+    /// Where each size came from, for `teil tune --describe`.
+    pub fn describe(self) -> String {
+        match self {
+            Source::Profile => match profile_path() {
+                Some(p) => format!("your profile {}, written by `teil tune`", p.display()),
+                None => "your profile, written by `teil tune`".to_string(),
+            },
+            Source::Shipped(s) => format!("the profile shipped with teil for {}", s.name),
+            Source::Formula => "the formula (no measurement for this CPU)".to_string(),
+        }
+    }
+}
+
+/// Where the hint for CPUs without measured sizes is remembered as shown:
+/// `$XDG_CACHE_HOME/teil/cpus`, else `~/.cache/teil/cpus`.
+fn hint_dir() -> Option<std::path::PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = var("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    Some(cache.join("teil").join("cpus"))
+}
+
+/// The one line telling the user that `teil tune` measures this machine, the first time a
+/// kernel is compiled for `host` on a CPU with neither a shipped profile nor one of the user's
+/// own ([`Source::Formula`]); `None` on every later call, in any process, for the same CPU
+/// (vendor, family, model), which is remembered by an empty file under `hint_dir`, created
+/// at most once. Where that file cannot be created (no home, a read-only cache) the hint is not
+/// shown at all rather than on every run.
+pub fn unknown_host_hint() -> Option<String> {
+    let (m, _, vendor, source) = host::described();
+    hint_for(m, vendor, *source, &hint_dir()?)
+}
+
+/// [`unknown_host_hint`] where a kernel is compiled for `host`: `choice` names the machine as
+/// [`Machine::target`] takes it (`--target-cpu`, else [`TARGET_CPU_VAR`], else `host`).
+pub fn hint_for_target(choice: Option<&str>) -> Option<String> {
+    let from_env = std::env::var(TARGET_CPU_VAR).ok();
+    (choice.or(from_env.as_deref()).unwrap_or("host") == "host")
+        .then(unknown_host_hint)
+        .flatten()
+}
+
+/// [`unknown_host_hint`] for the machine `m` of `vendor` whose sizes came from `source`,
+/// remembered in `dir`.
+pub fn hint_for(
+    m: &Machine,
+    vendor: &str,
+    source: Source,
+    dir: &std::path::Path,
+) -> Option<String> {
+    if source != Source::Formula {
+        return None;
+    }
+    let key: String = format!("{vendor}-{}-{}", m.family, m.model)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    std::fs::create_dir_all(dir).ok()?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(key))
+        .ok()?;
+    Some(format!(
+        "note: teil has no measured kernel sizes for this CPU ({}, family {} model {}) and uses          its formulas; `teil tune` measures them in about 20 s (shown once per CPU)",
+        m.name, m.family, m.model
+    ))
+}
+
 /// Bounds on a description's values: a value outside them is refused, not clamped.
 const CACHE_RANGE: (u64, u64) = (1 << 10, 1 << 40);
 const SMALL_PRODUCT_RANGE: (u64, u64) = (16, 4096);
@@ -169,6 +320,28 @@ impl Machine {
     /// The fields [`Machine::host`] could not read and took from the reference instead.
     pub fn unknown() -> &'static [&'static str] {
         &host::described().1
+    }
+
+    /// Where [`Machine::host`]'s measured sizes came from: the user's profile, a shipped one
+    /// ([`SHIPPED`]), or none (the formulas).
+    pub fn host_source() -> Source {
+        host::described().3
+    }
+
+    /// This machine with a shipped profile's measured sizes, where [`SHIPPED`] has one for
+    /// `vendor` and this family and model; unchanged otherwise.
+    pub fn with_shipped(&self, vendor: &str) -> (Machine, Option<&'static Shipped>) {
+        match shipped(vendor, self.family, self.model) {
+            Some(s) => (
+                Machine {
+                    small_product: Some(s.small_product),
+                    small_span: Some(s.small_span),
+                    ..self.clone()
+                },
+                Some(s),
+            ),
+            None => (self.clone(), None),
+        }
     }
 
     /// The machine a kernel is emitted for, as a user names it (`--target-cpu`, or the
@@ -424,15 +597,18 @@ fn parse_bytes(s: &str) -> Option<u64> {
 
 mod host {
     //! Reading the host's description (the module documentation says from where).
-    use super::{parse_bytes, Machine};
+    use super::{parse_bytes, Machine, Source};
 
-    /// The host and the fields taken from the reference, read once per process.
-    pub(super) fn described() -> &'static (Machine, Vec<&'static str>) {
-        static HOST: std::sync::OnceLock<(Machine, Vec<&'static str>)> = std::sync::OnceLock::new();
+    /// The host, the fields taken from the reference, the `cpuid` vendor and where the
+    /// measured sizes came from, read once per process.
+    type Described = (Machine, Vec<&'static str>, String, Source);
+
+    pub(super) fn described() -> &'static Described {
+        static HOST: std::sync::OnceLock<Described> = std::sync::OnceLock::new();
         HOST.get_or_init(read)
     }
 
-    fn read() -> (Machine, Vec<&'static str>) {
+    fn read() -> Described {
         let mut m = Machine::reference();
         let mut unknown = Vec::new();
         m.name = "unknown CPU".to_string();
@@ -453,7 +629,8 @@ mod host {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         m.model = field("model").and_then(|v| v.parse().ok()).unwrap_or(0);
-        m.fast_l3 = field("vendor_id").as_deref() == Some("AuthenticAMD") && m.family >= 23;
+        let vendor = field("vendor_id").unwrap_or_default();
+        m.fast_l3 = vendor == "AuthenticAMD" && m.family >= 23;
         match isa() {
             Some((bits, fma)) => (m.vector_bits, m.fma) = (bits, fma),
             None => unknown.push("vector_bits"),
@@ -492,6 +669,7 @@ mod host {
                 })
                 .ok()
         });
+        // The user's own measurement of this same CPU first, then the project's of its model.
         if let Some(t) = tuned {
             let unmeasured = Machine {
                 small_product: None,
@@ -500,9 +678,12 @@ mod host {
             };
             if unmeasured == m {
                 (m.small_product, m.small_span) = (t.small_product, t.small_span);
+                return (m, unknown, vendor, Source::Profile);
             }
         }
-        (m, unknown)
+        let (m, shipped) = m.with_shipped(&vendor);
+        let source = shipped.map_or(Source::Formula, Source::Shipped);
+        (m, unknown, vendor, source)
     }
 
     /// The widest vectors of doubles and FMA, from `cpuid` through the standard library.
@@ -700,6 +881,92 @@ mod tests {
         }
         let long = "# x\n".repeat(MAX_DESCRIPTION);
         assert_eq!(Machine::parse(&long).unwrap_err().line, 0);
+    }
+
+    /// Issue 53: a described CPU selects the profile shipped for its vendor, family and model
+    /// (a model's own before its family's), and yields its measured sizes; other CPUs keep the
+    /// formulas.
+    #[test]
+    fn a_described_cpu_selects_its_shipped_profile() {
+        let amd = "AuthenticAMD";
+        let zen4 = Machine {
+            name: "AMD EPYC 9B14".into(),
+            family: 25,
+            model: 17,
+            l2: 1 << 20,
+            ..Machine::reference()
+        };
+        // The formula gives 320 on Zen 4's 1 MiB of L2; the measurement 192 and 2^20 doubles.
+        assert_eq!(zen4.sizes().small_product, 320);
+        let (tuned, s) = zen4.with_shipped(amd);
+        assert_eq!(s.map(|s| s.name), Some(SHIPPED[1].name));
+        let sizes = tuned.sizes();
+        assert_eq!((sizes.small_product, sizes.small_span), (192, 1 << 20));
+        assert_eq!(sizes.l2_block, zen4.sizes().l2_block);
+        // A Zen 3 of model 1; the Emerald Rapids Xeon; any Zen 5 (family 26) takes the
+        // reference's measured sizes.
+        assert_eq!(shipped(amd, 25, 1).map(|s| s.small_product), Some(96));
+        let emr = shipped("GenuineIntel", 6, 207).expect("Emerald Rapids");
+        assert_eq!((emr.small_product, emr.small_span), (320, 1 << 17));
+        for model in [0, 2, 68] {
+            let zen5 = shipped(amd, 26, model).expect("Zen 5");
+            let reference = Machine::reference().sizes();
+            assert_eq!(
+                (zen5.small_product, zen5.small_span),
+                (reference.small_product, reference.small_span)
+            );
+        }
+        // Unmeasured: another model of family 25, the Xeon of model 167, another vendor.
+        assert_eq!(shipped(amd, 25, 33), None);
+        assert_eq!(shipped("GenuineIntel", 6, 167), None);
+        assert_eq!(shipped("GenuineIntel", 25, 17), None);
+        let other = Machine {
+            model: 33,
+            ..zen4.clone()
+        };
+        assert_eq!(other.with_shipped(amd), (other.clone(), None));
+    }
+
+    /// Issue 53: the hint for a CPU without measured sizes is given once per CPU, remembered
+    /// across calls (and processes) in its directory, and never for a measured one.
+    #[test]
+    fn the_tune_hint_is_given_once_per_unmeasured_cpu() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cpus = dir.path().join("teil").join("cpus");
+        let m = Machine {
+            name: "Some CPU".into(),
+            family: 6,
+            model: 167,
+            ..Machine::reference()
+        };
+        let first = hint_for(&m, "GenuineIntel", Source::Formula, &cpus).expect("a hint");
+        assert!(first.contains("`teil tune`"), "{first}");
+        assert!(first.contains("Some CPU, family 6 model 167"), "{first}");
+        assert_eq!(first.lines().count(), 1);
+        assert_eq!(hint_for(&m, "GenuineIntel", Source::Formula, &cpus), None);
+        // Another model is another CPU: its own hint, once.
+        let other = Machine {
+            model: 85,
+            ..m.clone()
+        };
+        assert!(hint_for(&other, "GenuineIntel", Source::Formula, &cpus).is_some());
+        assert_eq!(
+            hint_for(&other, "GenuineIntel", Source::Formula, &cpus),
+            None
+        );
+        // Measured sizes: no hint, and nothing remembered.
+        let fresh = dir.path().join("fresh");
+        for source in [Source::Profile, Source::Shipped(&SHIPPED[0])] {
+            assert_eq!(hint_for(&m, "GenuineIntel", source, &fresh), None);
+        }
+        assert!(!fresh.exists());
+        // Where the hint cannot be remembered, it is not given (rather than on every run).
+        let blocked = dir.path().join("a-file");
+        std::fs::write(&blocked, "").unwrap();
+        assert_eq!(
+            hint_for(&m, "GenuineIntel", Source::Formula, &blocked),
+            None
+        );
     }
 
     #[test]

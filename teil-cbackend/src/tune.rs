@@ -17,8 +17,10 @@
 //! the same inputs; the two forms of a mode alternate, and each time is the minimum over
 //! `rounds` rounds of at least `seconds` and 3 calls. The size is the largest candidate up to
 //! which the dot kernel is at least as fast as the packed one at every candidate, over both
-//! modes ([`Timing::dot_wins`]; half the first candidate where it never is). Both forms' exact-mode results are
-//! compared bit for bit on the way.
+//! modes ([`Timing::dot_wins`]; half the first candidate where it never is), so candidates are
+//! timed in ascending order until the first the packed kernel wins (issue 53: 56 s became 3 s
+//! on the Zen 3 of PERFORMANCE.md, with the same choices), and a candidate's four kernels are
+//! compiled side by side. Both forms' exact-mode results are compared bit for bit on the way.
 
 use crate::machine::{Machine, Sizes};
 use crate::opt::{self, Printing};
@@ -112,7 +114,7 @@ impl Default for TuneOptions {
         TuneOptions {
             candidates: vec![96, 128, 160, 192, 224, 256, 288, 320, 384, 448, 512],
             span_candidates: vec![128, 256, 512, 1024, 2048, 4096, 7168],
-            seconds: 0.2,
+            seconds: 0.05,
             rounds: 3,
             cc: SharedOptions::default().cc,
             cflags: Some("-O3 -march=native".to_string()),
@@ -209,12 +211,25 @@ pub enum TuneError {
     },
 }
 
+/// What [`tune`] tells its caller as it goes: what it is doing, and how many candidates are
+/// measured of how many it may measure (`total` shrinks where a question is decided early).
+#[derive(Clone, Copy, Debug)]
+pub struct Step<'a> {
+    pub what: &'a str,
+    pub done: usize,
+    pub total: usize,
+}
+
 /// Measures every [`Question`] on this machine, starting from `base` (usually
 /// [`Machine::host`] without measured sizes); `progress` is told what is being done.
+///
+/// A question's size is the largest candidate up to which the dot kernel wins at every
+/// candidate, so its candidates are measured in ascending order until the first that the
+/// packed kernel wins: the ones above it cannot change the size, and are not measured.
 pub fn tune(
     base: &Machine,
     opts: &TuneOptions,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Step<'_>),
 ) -> Result<Tuned, TuneError> {
     let questions = [
         (Question::SmallProduct, &opts.candidates),
@@ -236,18 +251,27 @@ pub fn tune(
     let scratch = tempfile::tempdir().map_err(TuneError::Scratch)?;
     let mut machine = base.clone();
     let mut timings = Vec::new();
+    let mut total: usize = questions.iter().map(|(_, c)| c.len()).sum();
+    let mut done = 0;
     for (question, c) in questions {
-        let mut found = Vec::new();
+        let mut found: Vec<Timing> = Vec::new();
         for &x in c.iter() {
-            found.push(measure(
-                question,
-                x,
-                &machine,
-                opts,
-                scratch.path(),
-                progress,
-            )?);
+            let mut step = |what: &str| {
+                progress(Step { what, done, total });
+            };
+            let t = measure(question, x, &machine, opts, scratch.path(), &mut step)?;
+            found.push(t);
+            done += 1;
+            if !t.dot_wins() {
+                total -= c.len() - found.len();
+                break;
+            }
         }
+        progress(Step {
+            what: &format!("{} measured", question.name()),
+            done,
+            total,
+        });
         let wins = found.iter().take_while(|t| t.dot_wins()).count();
         let size = match wins {
             0 => question.size(c[0] / 2),
@@ -303,12 +327,11 @@ fn measure(
         ("dot", true, Printing::Dot),
         ("packed", false, Printing::Packed),
     ];
-    let mut kernels = Vec::new();
+    // The four kernels (each form in each mode), checked to take their form, then compiled
+    // side by side: the compiler is most of a candidate's time.
+    let mut jobs = Vec::new();
     for (mode, fma) in [("exact", false), ("fma", true)] {
         for (form, dot, want) in forms {
-            if opts.cancel.is_cancelled() {
-                return Err(TuneError::Interrupted);
-            }
             let fail = kernel_error(question, x, form, mode);
             let sizes = question.sizes(machine.sizes(), x, dot);
             let lower = crate::Options {
@@ -325,7 +348,6 @@ fn measure(
                     got,
                 });
             }
-            progress(&format!("compiling {m} x {k} x {n}, {form}, {mode}"));
             let shared = SharedOptions {
                 cc: opts.cc.clone(),
                 cflags: opts.cflags.clone(),
@@ -335,14 +357,30 @@ fn measure(
                 cancel: opts.cancel.clone(),
                 ..SharedOptions::default()
             };
-            let compiled = SharedKernel::compile(&p, &shared).map_err(|error| match error {
-                KernelError::Compile(crate::run::DriverError::Interrupted) => {
-                    TuneError::Interrupted
-                }
-                error => fail(error),
-            })?;
-            kernels.push((form, mode, compiled));
+            jobs.push((form, mode, shared));
         }
+    }
+    if opts.cancel.is_cancelled() {
+        return Err(TuneError::Interrupted);
+    }
+    progress(&format!("compiling {m} x {k} x {n}"));
+    let compiled: Vec<Result<SharedKernel, KernelError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(_, _, shared)| s.spawn(|| SharedKernel::compile(&p, shared)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut kernels = Vec::new();
+    for ((form, mode, _), c) in jobs.iter().zip(compiled) {
+        let compiled = c.map_err(|error| match error {
+            KernelError::Compile(crate::run::DriverError::Interrupted) => TuneError::Interrupted,
+            error => kernel_error(question, x, form, mode)(error),
+        })?;
+        kernels.push((*form, *mode, compiled));
     }
     let mut best = [f64::INFINITY; 4];
     let mut results: Vec<Option<ndarray::ArrayD<f64>>> = vec![None; 4];

@@ -60,6 +60,9 @@ pub fn emit_c(
             return 2;
         }
     };
+    if let Some(hint) = teil_cbackend::machine::hint_for_target(target_cpu) {
+        crate::out::eprint(&format!("{hint}\n"));
+    }
     let src = match read_source(path) {
         Ok(s) => s,
         Err(e) => return e.report(Format::Text, color),

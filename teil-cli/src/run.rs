@@ -643,6 +643,9 @@ impl CBackend {
     ) -> Result<BTreeMap<String, Tensor>, Failure> {
         let machine = teil_cbackend::machine::Machine::target(self.target_cpu.as_deref())
             .map_err(|e| Failure::Usage(format!("--target-cpu: {e}")))?;
+        if let Some(hint) = teil_cbackend::machine::hint_for_target(self.target_cpu.as_deref()) {
+            crate::out::eprint(&format!("{hint}\n"));
+        }
         let opts = Options {
             pad: self.pad,
             fma: self.fma,

@@ -27,8 +27,8 @@ pub struct TuneArgs {
     /// ascending, each from 16 to 65536 [default: 128,256,512,1024,2048,4096,7168].
     #[arg(long, value_delimiter = ',', value_name = "K,K,...")]
     pub span_candidates: Option<Vec<u64>>,
-    /// Each timing calls a kernel for at least this long.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    /// Each timing calls a kernel for at least this long (and at least 3 times).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.05)]
     pub seconds: f64,
     /// Rounds of timings (each form's time is its minimum over them).
     #[arg(long, default_value_t = 3)]
@@ -48,7 +48,23 @@ pub struct TuneArgs {
 
 pub fn tune(a: &TuneArgs) -> u8 {
     if a.describe {
-        let mut text = Machine::host().to_text();
+        let host = Machine::host();
+        let mut text = host.to_text();
+        // Where each size came from: a measurement (the user's profile or the one shipped for
+        // this CPU model), or the formula.
+        let source = Machine::host_source().describe();
+        for (size, measured) in [
+            ("small_product", host.small_product.is_some()),
+            ("small_span", host.small_span.is_some()),
+        ] {
+            let from = if measured {
+                source.as_str()
+            } else {
+                "the formula (no measurement for this CPU)"
+            };
+            text.push_str(&format!("# {size}: from {from}\n"));
+        }
+        text.push_str("# l2_block: from the formula (a quarter of L2)\n");
         if !Machine::unknown().is_empty() {
             text.push_str(&format!(
                 "# not readable here, the reference's values: {}\n",
@@ -82,9 +98,28 @@ pub fn tune(a: &TuneArgs) -> u8 {
         ..Machine::host().clone()
     };
     crate::out::eprint(&format!("tuning for {}\n", host.summary()));
-    let tuned = match tune::tune(&host, &opts, &mut |what| {
-        crate::out::eprint(&format!("  {what}\n"))
-    }) {
+    // A bar on a terminal (candidates measured of those that may be), else a line per step.
+    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} candidates, {msg}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    });
+    let outcome = tune::tune(&host, &opts, &mut |step| match &bar {
+        Some(bar) => {
+            bar.set_length(step.total as u64);
+            bar.set_position(step.done as u64);
+            bar.set_message(step.what.to_string());
+        }
+        None => crate::out::eprint(&format!("  {}\n", step.what)),
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let tuned = match outcome {
         Ok(t) => t,
         Err(TuneError::Interrupted) => {
             fail("interrupted; nothing written");

@@ -142,7 +142,13 @@ fn a_profile_of_this_cpu_is_what_host_means() {
         "{}",
         text(&described.stderr)
     );
-    let host = text(&described.stdout);
+    // The description without its measured sizes (where a profile shipped for this CPU
+    // gives them), as `teil tune` starts from.
+    let host: String = text(&described.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("small_product =") && !l.starts_with("small_span ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
     assert!(
         host.contains("\nl2 = ") && host.contains("# sizes: small_product "),
         "{host}"
@@ -213,16 +219,23 @@ fn tune_measures_and_writes_a_profile_host_reads() {
         .unwrap();
     // Half the first candidate's span (no win), or 32 or 64 terms of 256 columns.
     assert!([4096, 8192, 16384].contains(&span), "{profile}");
+    // Candidates are measured in order until the packed kernel wins one (issue 53): a limit
+    // of 16 (the first lost) has one timing, 24 and 40 two.
     assert_eq!(
         profile.matches("\n# small_product ").count(),
-        2,
+        if limit == 16 { 1 } else { 2 },
         "{profile}"
     );
     assert_eq!(
         profile.matches("\n# small_span 64 x ").count(),
-        2,
+        if span == 4096 { 1 } else { 2 },
         "{profile}"
     );
+    let lost = profile
+        .lines()
+        .filter(|l| l.starts_with("# small_") && l.ends_with("  packed"))
+        .count();
+    assert!(lost <= 2, "{profile}");
     // `host` now means this profile: a product of 40 is small exactly when the limit is 40.
     let file = write(
         dir.path(),
@@ -319,4 +332,63 @@ fn a_fifo_machine_description_is_refused_and_a_bad_profile_ignored_without_hangi
         assert_eq!(err.matches(&warning).count(), 1, "{err}");
         assert!(!o.stdout.is_empty() && !reference.stdout.is_empty());
     }
+}
+
+/// `teil` with its own configuration and cache directories (no user profile, no hint shown
+/// yet), as a new user runs it.
+fn teil_as_new_user(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_teil"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env_remove("TEIL_TARGET_CPU")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("teil runs")
+}
+
+/// Issue 53: `teil tune --describe` names where each size came from (a profile shipped for
+/// this CPU model, or the formula), and on a CPU with no measurement the first kernel
+/// compiled for `host` says once that `teil tune` measures it; never for another target.
+#[test]
+fn the_host_says_where_its_sizes_come_from_and_an_unmeasured_one_hints_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(dir.path(), "mm.teil", PRODUCT);
+    let described = teil_as_new_user(dir.path(), &["tune", "--describe"]);
+    assert_eq!(described.status.code(), Some(0));
+    let description = text(&described.stdout);
+    let source = description
+        .lines()
+        .find_map(|l| l.strip_prefix("# small_product: from "))
+        .unwrap_or_else(|| panic!("{description}"))
+        .to_string();
+    assert!(
+        description.contains("# small_span: from ")
+            && description.contains("# l2_block: from the formula"),
+        "{description}"
+    );
+    let measured = source.starts_with("the profile shipped with teil for");
+    assert!(
+        measured || source.starts_with("the formula"),
+        "{description}"
+    );
+    // A shipped profile's sizes are the description's measured ones.
+    assert_eq!(
+        description.contains("\nsmall_product = "),
+        measured,
+        "{description}"
+    );
+    let hint = "`teil tune` measures them";
+    let emit = |args: &[&str]| {
+        let o = teil_as_new_user(dir.path(), args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    assert!(!emit(&["emit-c", &file, "--target-cpu", "reference"]).contains(hint));
+    let first = emit(&["emit-c", &file]);
+    assert_eq!(first.contains(hint), !measured, "{first}");
+    assert_eq!(first.matches(hint).count(), usize::from(!measured));
+    // Once per CPU: never again, from any command.
+    assert!(!emit(&["emit-c", &file]).contains(hint));
+    assert!(!emit(&["emit-c", &file, "--target-cpu", "host"]).contains(hint));
 }

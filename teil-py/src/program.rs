@@ -315,6 +315,20 @@ pub(crate) fn target_sizes() -> Result<teil_cbackend::machine::Sizes, Failure> {
         .map_err(|e| Failure::Usage(format!("{}: {e}", teil_cbackend::machine::TARGET_CPU_VAR)))
 }
 
+/// [`target_sizes`] for a kernel compiled here, with the hint for a CPU that has no measured
+/// sizes (`teil_cbackend::machine::unknown_host_hint`, once per CPU) as a Python
+/// `UserWarning`.
+fn compiled_sizes(py: Python<'_>) -> PyResult<teil_cbackend::machine::Sizes> {
+    let sizes = target_sizes().map_err(|e| e.into_py(py))?;
+    if let Some(hint) = teil_cbackend::machine::hint_for_target(None) {
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        let message = std::ffi::CString::new(hint.replace('\0', " "))
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        PyErr::warn(py, category.as_any(), &message, 1)?;
+    }
+    Ok(sizes)
+}
+
 /// The C backend as `teil run --backend c` runs it: lowered with padding multiple `pad`,
 /// compiled with the system compiler and run in a separate process (so a crash of the compiled
 /// code cannot take the Python process down).
@@ -785,7 +799,7 @@ impl Program {
     ) -> PyResult<crate::kernel::Kernel> {
         let c = COptions::of(pad, cc, cflags, openmp, fma, reassociate)?;
         let mut opts = crate::kernel::options(c, cache_dir);
-        opts.sizes = target_sizes().map_err(|e| e.into_py(py))?;
+        opts.sizes = compiled_sizes(py)?;
         crate::kernel::compile(py, &self.checked, opts)
     }
 
