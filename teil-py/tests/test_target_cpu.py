@@ -65,3 +65,49 @@ def test_a_bad_description_is_a_value_error(tmp_path, monkeypatch):
     ]:
         with pytest.raises(ValueError, match=r"TEIL_TARGET_CPU: `.*bad.txt`, line 2: `l2` must be a size"):
             call()
+
+
+def test_compiling_for_an_unmeasured_host_warns_once_per_cpu(tmp_path):
+    # Issue 53: `compile` on a CPU with neither a profile shipped for its model nor the user's
+    # own warns once (a UserWarning naming `teil tune`), remembered per CPU in the cache
+    # directory; on a measured CPU, and for another target, never. Each run is a new process
+    # with fresh configuration and cache directories, as a new user's.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    teil_bin = pathlib.Path(os.environ.get("TEIL_BIN", root / "target" / "debug" / "teil"))
+    if not teil_bin.exists():
+        pytest.fail(f"no teil binary at {teil_bin}: run `cargo build -p teil-cli` or set TEIL_BIN")
+    env = dict(os.environ)
+    env.pop("TEIL_TARGET_CPU", None)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    described = subprocess.run(
+        [str(teil_bin), "tune", "--describe"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    measured = "# small_product: from the profile shipped with teil" in described
+    assert measured or "# small_product: from the formula" in described, described
+    script = (
+        "import warnings, teil\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    teil.Program('input var A : [4 4]\\noutput var B : [4 4]\\nB = A + A\\n')"
+        ".compile(cache_dir=%r)\n"
+        "print(sum('teil tune' in str(x.message) and x.category is UserWarning for x in w))\n"
+    ) % str(tmp_path / "kernels")
+
+    def warnings_of(target=None):
+        e = dict(env)
+        if target:
+            e["TEIL_TARGET_CPU"] = target
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=e, capture_output=True, text=True, check=True
+        )
+        return int(out.stdout.strip())
+
+    assert warnings_of("reference") == 0
+    assert warnings_of() == (0 if measured else 1)
+    assert warnings_of() == 0
