@@ -70,6 +70,9 @@ def main():
         m = json.load(f)
     cc = m["cc"].split(" (")[0]
     pairs = []
+    # Kernels the old commit's language cannot write (`f32`, the functions: issue 50): left
+    # out, and said so.
+    unwritable = []
     only = set(filter(None, args.only.split(",")))
     for k in m["kernels"]:
         if only and k["name"] not in only:
@@ -80,7 +83,10 @@ def main():
             mode = b["mode"]
             emit = [args.old_teil, "emit-c", exe + ".teil", "--name", "bench_" + k["name"],
                     "-o", old + ".c"] + (["--fma"] if mode == "fma" else [])
-            subprocess.run(emit, check=True, timeout=600)
+            emitted = subprocess.run(emit, capture_output=True, text=True, timeout=600)
+            if emitted.returncode != 0:
+                unwritable.append(f"{k['name']} ({mode})")
+                continue
             flags = shlex.split(m["cflags"][mode]) + (["-fopenmp"] if m["openmp"] else [])
             subprocess.run([cc] + flags + ["-o", old, old + ".c", exe + "_main.c"],
                            check=True, timeout=600)
@@ -118,6 +124,9 @@ def main():
           f"worst {ratios[-1][0]:.2f} ({ratios[-1][1]} {ratios[-1][2]}); "
           f"{len(slower)} more than {args.slower:.2f}x slower"
           + (": " + ", ".join(f"{n} {md} {r:.2f}" for r, n, md in slower) if slower else ""))
+    if unwritable:
+        print(f"\nLeft out, not in {args.label}'s language (its `teil emit-c` refuses them): "
+              + ", ".join(unwritable))
     if mismatches:
         print(f"\nOutputs that differ from {args.label}'s (permitted reassociations; bench/run "
               f"checks them against NumPy): " + ", ".join(f"{n} ({md})" for n, md in mismatches))
