@@ -226,10 +226,15 @@ pub fn unknown_host_hint() -> Option<String> {
 /// [`unknown_host_hint`] where a kernel is compiled for `host`: `choice` names the machine as
 /// [`Machine::target`] takes it (`--target-cpu`, else [`TARGET_CPU_VAR`], else `host`).
 pub fn hint_for_target(choice: Option<&str>) -> Option<String> {
-    let from_env = std::env::var(TARGET_CPU_VAR).ok();
-    (choice.or(from_env.as_deref()).unwrap_or("host") == "host")
+    (target_name(choice) == "host")
         .then(unknown_host_hint)
         .flatten()
+}
+
+/// The machine a user names: `choice` (`--target-cpu`), else [`TARGET_CPU_VAR`], else `host`.
+fn target_name(choice: Option<&str>) -> String {
+    let from_env = std::env::var(TARGET_CPU_VAR).ok();
+    choice.or(from_env.as_deref()).unwrap_or("host").to_string()
 }
 
 /// [`unknown_host_hint`] for the machine `m` of `vendor` whose sizes came from `source`,
@@ -350,8 +355,8 @@ impl Machine {
     /// tune` writes). The file is read through [`Machine::parse`], at most
     /// [`MAX_DESCRIPTION`] bytes.
     pub fn target(choice: Option<&str>) -> Result<Machine, DescriptionError> {
-        let from_env = std::env::var(TARGET_CPU_VAR).ok();
-        let choice = choice.or(from_env.as_deref()).unwrap_or("host");
+        let name = target_name(choice);
+        let choice = name.as_str();
         let whole = |message: String| DescriptionError {
             file: None,
             line: 0,
