@@ -264,9 +264,9 @@ const GROUPS: &[(&str, &str)] = &[
     ("layout", "diagonals and a rank-4 transposition"),
     (
         "float32",
-        "binary32 products and contractions (the packed kernel's float tiles, and the dot \
-         products' float vectors for small products and the matrix-vector product) against \
-         NumPy on float32 arrays",
+        "binary32 products and contractions (the packed kernel's float tiles, the dot \
+         products' float vectors for small products, and the dot products in lanes of floats \
+         for the matrix-vector product and row sums) against NumPy on float32 arrays",
     ),
     (
         "functions",
@@ -716,6 +716,14 @@ fn suite() -> Vec<Bench> {
             vec![("A", vec![1024, 1024]), ("x", vec![1024])],
             ("y", vec![1024]),
             "y = contr 2 3 (prod A x)",
+        )),
+        float32(contraction(
+            "rowsums_1024",
+            "",
+            "ij->i",
+            vec![("A", vec![1024, 1024])],
+            ("y", vec![1024]),
+            "y = red+ 2 A",
         )),
     ]);
     // -- functions: 10^6 values of [-0.5, 0.5) through each function, in both types; `log`

@@ -36,8 +36,8 @@ fn lower(p: &teil::CheckedProgram, pad: u64) -> Kernel {
 /// forms each must get (`tccg`: two matrix products and a two-level sum; `two_level`: a
 /// two-level sum; `row_sums`: three sums of one operand; `lane_dots`: three dot products in
 /// lanes; `matmul_f32` and `two_level_f32`: binary32 packed products; `dot_f32`: binary32 dot
-/// products).
-const KERNELS: [(&str, &[Printing]); 18] = [
+/// products; `lane_dots_f32`: binary32 dot products in lanes).
+const KERNELS: [(&str, &[Printing]); 19] = [
     ("matmul", &[Printing::Packed]),
     ("matmul_edges", &[Printing::Packed]),
     ("cfd", &[Printing::Packed]),
@@ -60,6 +60,10 @@ const KERNELS: [(&str, &[Printing]); 18] = [
     ("row_sums", &[Printing::Dot, Printing::Dot, Printing::Dot]),
     (
         "lane_dots",
+        &[Printing::LaneSums, Printing::LaneSums, Printing::LaneSums],
+    ),
+    (
+        "lane_dots_f32",
         &[Printing::LaneSums, Printing::LaneSums, Printing::LaneSums],
     ),
 ];

@@ -15,6 +15,9 @@
 //! - in fma mode each product is fused into its lane, and on small integers the results are
 //!   the oracle's;
 //! - the validator refuses lane sums whose printed loads or lanes would not be their meaning.
+//!
+//! Every program runs in binary64 and in binary32, where each lane's operations are `float`
+//! ones and the validator proves the regrouping with the laws of binary32 `+` and `*`.
 
 mod rounding;
 
@@ -36,8 +39,19 @@ fn matvec(rows: u64, terms: u64) -> String {
 /// rows: 9 blocks of 4 and one, or 18 of 2 and one; 1031 terms: 7 after 64 blocks of 16) and
 /// with none (8 x 64); a batched one (`bij,bj->bi`, the batch a loop outside the rows); row
 /// sums (`ij->i`, one operand); sums of products of two rows (`ij,ij->i`, both operands
-/// per row).
+/// per row). Each in binary64, then each in binary32.
 fn programs() -> Vec<String> {
+    let f64s = binary64_programs();
+    let f32s = f64s.iter().map(|p| binary32(p)).collect::<Vec<_>>();
+    f64s.into_iter().chain(f32s).collect()
+}
+
+/// `src` with every variable in binary32.
+fn binary32(src: &str) -> String {
+    src.replace(" : [", " : f32[")
+}
+
+fn binary64_programs() -> Vec<String> {
     vec![
         matvec(37, 1031),
         matvec(8, 64),
@@ -70,7 +84,11 @@ fn the_c_computes_the_lanes_the_ir_means_and_the_validator_permits_them() {
     for (i, src) in programs().into_iter().enumerate() {
         let p = compile(&src);
         // Padding changes the strides, not the association: one program is enough for it.
-        let pads: &[u64] = if i == 0 { &[1, 4] } else { &[1] };
+        let pads: &[u64] = if i == 0 || src == binary32(&matvec(37, 1031)) {
+            &[1, 4]
+        } else {
+            &[1]
+        };
         for &pad in pads {
             let k = lower(&p, pad, true, false);
             assert_eq!(printing(&k), [Printing::LaneSums], "M = {pad}\n{src}\n{k}");
@@ -89,7 +107,7 @@ fn the_c_computes_the_lanes_the_ir_means_and_the_validator_permits_them() {
         }
     }
     // Another association: on inputs that round, many cells differ from the spec's fold.
-    assert!(differs_from_the_fold >= 10, "{differs_from_the_fold}");
+    assert!(differs_from_the_fold >= 20, "{differs_from_the_fold}");
 }
 
 #[test]
@@ -124,8 +142,12 @@ fn fma_mode_fuses_each_product_into_its_lane() {
         let products = !src.ends_with("red+ 2 A");
         validate::validate(&p, &k).unwrap_or_else(|e| panic!("{src}: {e}"));
         let c_src = teil_cbackend::print::module(&[&k]);
-        for width in [8, 4, 2] {
-            let fused = format!("= teil_fmav{width}(");
+        let (f, widths) = match src.contains("f32[") {
+            true => ("f", [16, 8, 4]),
+            false => ("", [8, 4, 2]),
+        };
+        for width in widths {
+            let fused = format!("= teil_fmav{f}{width}(");
             assert_eq!(c_src.contains(&fused), products, "{fused}: {src}");
         }
         // Small integers: no product and no partial sum rounds, so every association and
@@ -186,45 +208,41 @@ fn a_product_with_rows_and_columns_stays_packed() {
 }
 
 #[test]
-fn binary32_sums_keep_their_order_where_the_kernel_may_reassociate() {
-    // The validator proves a regrouping permitted for binary64 sums only (a binary32 sum is
-    // the atom `f32(a + b)` to the symbolic normal form), so a binary32 matrix-vector product
-    // gets the dot products, which keep every cell's order, and computes the oracle's bits
-    // even where the kernel may reassociate.
-    let src = matvec(37, 135).replace(" : [", " : f32[");
-    let p = compile(&src);
+fn binary32_lane_sums_are_vectors_of_floats_with_twice_the_rows() {
+    // A binary32 vector holds twice binary64's lanes: the same 16 lanes take half the vectors,
+    // and a block has twice the rows, the same number of independent sums.
+    let p = compile(&binary32(&matvec(37, 135)));
     let k = lower(&p, 1, true, false);
-    assert!(k.reassociate && !k.reassociates(), "{k}");
-    assert_eq!(printing(&k), [Printing::Dot], "{k}");
-    validate::validate(&p, &k).unwrap_or_else(|e| panic!("{e}\n{k}"));
-    let inputs = rounding::inputs(&p, 7, None);
-    let oracle = teil_interp::run_oracle(&p, &inputs).expect("oracle");
-    for (flags, tc) in toolchains() {
-        let c = teil_cbackend::run::run(&tc, &k, &inputs).expect("runs");
-        assert_same(&format!("`cc {flags}`: {src}"), &c.values, &oracle);
+    let p64 = compile(&matvec(37, 135));
+    let mut k64 = lower(&p64, 1, true, false);
+    let mut k32 = k.clone();
+    let (Strategy::LaneSums { variants: v32, .. }, Strategy::LaneSums { variants: v64, .. }) =
+        (lane_sums(&mut k32), lane_sums(&mut k64))
+    else {
+        panic!("{k}");
+    };
+    for (a, b) in v32.iter().zip(v64.iter()) {
+        assert_eq!(a.target, b.target);
+        let per = if b.width == 1 { 1 } else { 2 };
+        assert_eq!(
+            (a.lanes, a.width, a.rows),
+            (b.lanes, b.width * per, b.rows * per)
+        );
     }
-    // The same step recorded as dot products in lanes is refused.
-    let mut lanes = k.clone();
-    for s in &mut lanes.steps {
-        if let Step::Contract { c, .. } = s {
-            let rows_of = c.free[0].var;
-            let Strategy::Dot { variants, .. } = &c.strategy else {
-                panic!("{k}");
-            };
-            let variants = variants
-                .iter()
-                .map(|v| teil_cbackend::ir::Lanes {
-                    lanes: LaneFold::LANES,
-                    rows: 1,
-                    width: 1,
-                    ..*v
-                })
-                .collect();
-            c.strategy = Strategy::LaneSums { rows_of, variants };
+    let c_src = teil_cbackend::print::module(&[&k]);
+    assert!(c_src.contains("typedef float teil_vf8 __attribute__((vector_size(32)));"));
+    assert!(c_src.contains("float teil_c = teil_l[0];"), "{c_src}");
+    assert!(!c_src.contains("double teil_c"), "{c_src}");
+    // The same lanes in vectors of binary64's width are refused: the printed loads would not
+    // be the target's vectors of floats.
+    let mut narrow = k.clone();
+    if let Strategy::LaneSums { variants, .. } = lane_sums(&mut narrow) {
+        for v in variants.iter_mut().filter(|v| v.width > 1) {
+            v.width /= 2;
         }
     }
-    match validate::validate(&p, &lanes) {
+    match validate::validate(&p, &narrow) {
         Err(validate::ValidationError::Malformed { .. }) => {}
-        other => panic!("{other:?}\n{lanes}"),
+        other => panic!("{other:?}\n{narrow}"),
     }
 }

@@ -23,9 +23,9 @@ pub trait Domain: Clone + std::fmt::Debug {
     fn max(&self, b: &Self) -> Self;
     /// The binary operation folded by `redmin`.
     fn min(&self, b: &Self) -> Self;
-    /// The value rounded to element type `t` (spec/values.md, "Binary32"): every operation of
-    /// a binary32 expression is the binary64 operation followed by this, and so is `f32 e`.
-    /// The identity for `f64`.
+    /// The value rounded to element type `t` (spec/values.md, "Binary32"): `f32 e`, and, in
+    /// every domain but the symbolic one, each operation of a binary32 expression after its
+    /// binary64 operation ([`Domain::arith`]). The identity for `f64`.
     fn round(&self, t: ElemType) -> Self;
     /// The function `f` in element type `t` ([`crate::functions`]).
     fn func(f: Func, t: ElemType, a: &Self) -> Self;
@@ -49,6 +49,24 @@ pub trait Domain: Clone + std::fmt::Debug {
             RedOp::Product => acc.mul(b),
             RedOp::Max => acc.max(b),
             RedOp::Min => acc.min(b),
+        }
+    }
+
+    /// The element-wise operator `op` in element type `t` (spec/values.md, "Binary32"): the
+    /// binary64 operation rounded to `t` (exact for binary32 operands, 53 ≥ 2·24 + 2). A
+    /// domain that tells binary32 arithmetic apart from a rounding of binary64 arithmetic
+    /// (the symbolic one, whose laws of `+` and `*` hold within each type) overrides it.
+    fn arith(op: BinOp, t: ElemType, a: &Self, b: &Self) -> Self {
+        Self::binary(op, a, b).round(t)
+    }
+
+    /// One step of the fold `op` in element type `t`: [`Domain::arith`] for `+` and `*`, the
+    /// binary64 step rounded to `t` for `max` and `min` (which round nothing).
+    fn fold_step_in(op: RedOp, t: ElemType, acc: &Self, b: &Self) -> Self {
+        match op {
+            RedOp::Sum => Self::arith(BinOp::Add, t, acc, b),
+            RedOp::Product => Self::arith(BinOp::Mul, t, acc, b),
+            RedOp::Max | RedOp::Min => Self::fold_step(op, acc, b).round(t),
         }
     }
 }

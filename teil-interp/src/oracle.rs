@@ -116,7 +116,7 @@ impl<'p, V: Domain> Oracle<'p, V> {
 
     fn eval_in(&self, e: &Expr, idx: &[u64], t: ElemType) -> Result<V, RunError> {
         let shape = |e: &Expr| self.prog.shape(e);
-        let r = |v: V| v.round(t);
+        let op = |o: BinOp, a: V, b: V| V::arith(o, t, &a, &b);
         match &e.kind {
             // [S-Var] ⟦x⟧ μ ī = μ x ī
             ExprKind::Var(x) => self.store.read(&x.name, idx),
@@ -131,27 +131,27 @@ impl<'p, V: Domain> Oracle<'p, V> {
             }
             // [S-SMul] ⟦mul e0 e1⟧ μ ī = ⟦e0⟧ μ [] · ⟦e1⟧ μ ī   if type(e0) = []
             ExprKind::Binary(BinOp::Mul, a, b) if shape(a).is_empty() => {
-                Ok(r(self.eval(a, &[])?.mul(&self.eval(b, idx)?)))
+                Ok(op(BinOp::Mul, self.eval(a, &[])?, self.eval(b, idx)?))
             }
             // [S-SDiv] ⟦div e0 e1⟧ μ ī = ⟦e0⟧ μ ī / ⟦e1⟧ μ []   if type(e1) = []
             ExprKind::Binary(BinOp::Div, a, b) if shape(b).is_empty() => {
-                Ok(r(self.eval(a, idx)?.div(&self.eval(b, &[])?)))
+                Ok(op(BinOp::Div, self.eval(a, idx)?, self.eval(b, &[])?))
             }
             // [S-Add] ⟦add e0 e1⟧ μ ī = ⟦e0⟧ μ ī + ⟦e1⟧ μ ī
             ExprKind::Binary(BinOp::Add, a, b) => {
-                Ok(r(self.eval(a, idx)?.add(&self.eval(b, idx)?)))
+                Ok(op(BinOp::Add, self.eval(a, idx)?, self.eval(b, idx)?))
             }
             // [S-Sub] ⟦sub e0 e1⟧ μ ī = ⟦e0⟧ μ ī − ⟦e1⟧ μ ī
             ExprKind::Binary(BinOp::Sub, a, b) => {
-                Ok(r(self.eval(a, idx)?.sub(&self.eval(b, idx)?)))
+                Ok(op(BinOp::Sub, self.eval(a, idx)?, self.eval(b, idx)?))
             }
             // [S-Mul] ⟦mul e0 e1⟧ μ ī = ⟦e0⟧ μ ī · ⟦e1⟧ μ ī
             ExprKind::Binary(BinOp::Mul, a, b) => {
-                Ok(r(self.eval(a, idx)?.mul(&self.eval(b, idx)?)))
+                Ok(op(BinOp::Mul, self.eval(a, idx)?, self.eval(b, idx)?))
             }
             // [S-Div] ⟦div e0 e1⟧ μ ī = ⟦e0⟧ μ ī / ⟦e1⟧ μ ī
             ExprKind::Binary(BinOp::Div, a, b) => {
-                Ok(r(self.eval(a, idx)?.div(&self.eval(b, idx)?)))
+                Ok(op(BinOp::Div, self.eval(a, idx)?, self.eval(b, idx)?))
             }
             // [S-Prod] ⟦prod e0 e1⟧ μ (ī0 # ī1) = ⟦e0⟧ μ ī0 · ⟦e1⟧ μ ī1   with length(ī0) = rank(e0)
             ExprKind::Prod(a, b) => {
@@ -160,14 +160,14 @@ impl<'p, V: Domain> Oracle<'p, V> {
                     return Err(malformed("a product", idx));
                 }
                 let (i0, i1) = idx.split_at(k);
-                Ok(r(self.eval(a, i0)?.mul(&self.eval(b, i1)?)))
+                Ok(op(BinOp::Mul, self.eval(a, i0)?, self.eval(b, i1)?))
             }
             // [S-Func] ⟦f e⟧ μ ī = f_t(⟦e⟧ μ ī), correctly rounded in t
             ExprKind::Func(f, a) => Ok(V::func(*f, t, &self.eval(a, idx)?)),
             // [S-Func2] ⟦max e0 e1⟧ μ ī = maximum(⟦e0⟧ μ ī, ⟦e1⟧ μ ī), likewise min
             ExprKind::Func2(f, a, b) => Ok(V::func2(*f, &self.eval(a, idx)?, &self.eval(b, idx)?)),
             // [S-Conv] ⟦t e⟧ μ ī = round_t(⟦e⟧ μ ī)
-            ExprKind::Convert(_, a) => Ok(r(self.eval(a, idx)?)),
+            ExprKind::Convert(_, a) => Ok(self.eval(a, idx)?.round(t)),
             // [S-Red] ⟦red⊕ i e⟧ μ [j1..j(i-1), ji..jk] = fold⊕ over m = 1..n of
             //         ⟦e⟧ μ [j1..j(i-1), m, ji..jk]   where type(e) has extent n at i;
             //         a left fold in index order starting from the first element
@@ -176,7 +176,7 @@ impl<'p, V: Domain> Oracle<'p, V> {
                 let mut acc = self.eval(inner, &insert_at(idx, i.value, 1)?)?;
                 for m in 2..=n {
                     let v = self.eval(inner, &insert_at(idx, i.value, m)?)?;
-                    acc = r(V::fold_step(*op, &acc, &v));
+                    acc = V::fold_step_in(*op, t, &acc, &v);
                 }
                 Ok(acc)
             }
@@ -203,7 +203,7 @@ impl<'p, V: Domain> Oracle<'p, V> {
                 let at = |m: u64| insert_at(&insert_at(idx, l, m)?, h, m);
                 let mut acc = self.eval(inner, &at(1)?)?;
                 for m in 2..=n {
-                    acc = r(acc.add(&self.eval(inner, &at(m)?)?));
+                    acc = op(BinOp::Add, acc, self.eval(inner, &at(m)?)?);
                 }
                 Ok(acc)
             }

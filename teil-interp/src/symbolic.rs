@@ -28,15 +28,22 @@
 //!   if they apply the same operation, in the same type, to equal operands in the same order:
 //!   `exp(x)` is not `expf(x)`, `abs(abs(x))` is not `abs(x)`, `maximum(a, b)` is neither
 //!   `maximum(b, a)` nor `max(a, b)`.
+//! - Binary32 `+` and `*` ([`Sym::arith`] in `f32`) are a semiring of their own: the atom
+//!   `f32{P}`, whose operand `P` is a polynomial over the binary32 operands, normalised like any
+//!   other (an operand `f32{Q}` contributes `Q`). So binary32 sums and products reassociate,
+//!   commute and distribute among themselves, as binary64 ones do (spec/values.md,
+//!   "Reassociation"), but the two never mix: `f32{a + b}` is one atom to binary64 arithmetic,
+//!   and the rounding of a binary64 sum, `f32(a + b)` (what `f32 e` gives), is one atom to
+//!   binary32 arithmetic. Binary32 `-` and `/` are the rounding of the uninterpreted binary64
+//!   atom, `f32(a - b)`.
 //! - The one simplification is that rounding a binary32 number to binary32 is exact: `f32(x)` is
 //!   `x` itself where `x` is a single atom that is a binary32 number whatever the leaves hold: a
-//!   literal exactly representable in binary32 (`±0` and `±inf` included), an `f32(..)`, a
-//!   binary32 function (`expf(..)`, ...), or a `maximum`/`minimum` of two such operands (it
-//!   returns one of them, or NaN). That is what makes the oracle, which rounds every binary32
-//!   operation's result, and the C model, whose binary32 functions return binary32 values,
-//!   produce equal terms. Nothing else is known to be binary32: a leaf's term says nothing of the
-//!   caller's value (callers never round a bare leaf), and a sum or product of binary32 numbers
-//!   is rounded (`f32(a + b)` stays an atom).
+//!   literal exactly representable in binary32 (`±0` and `±inf` included), an `f32(..)`, an
+//!   `f32{..}`, a binary32 function (`expf(..)`, ...), or a `maximum`/`minimum` of two such
+//!   operands (it returns one of them, or NaN). That is what makes the oracle, which rounds
+//!   every binary32 operation's result, and the C model, whose binary32 functions return
+//!   binary32 values, produce equal terms. Nothing else is known to be binary32: a leaf's term
+//!   says nothing of the caller's value (callers never round a bare leaf).
 //!
 //! This is sound for exact real arithmetic, not for binary64: reassociating a floating-point
 //! sum changes its rounding, and distributivity fails with infinities. That is exactly the
@@ -55,7 +62,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
-use teil::ast::{ElemType, Func, Func2};
+use teil::ast::{BinOp, ElemType, Func, Func2};
 
 /// Where a leaf's value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -92,13 +99,16 @@ pub enum Op {
     Func(Func, ElemType),
     /// IEEE 754-2019 `maximum`/`minimum` (binary).
     Func2(Func2),
+    /// Binary32 arithmetic (unary): its operand is the polynomial of the binary32 sums and
+    /// products, whose laws hold within the type ([`Sym::arith`]).
+    Arith32,
 }
 
 impl Op {
     /// The number of operands.
     fn arity(self) -> usize {
         match self {
-            Op::Round32 | Op::Func(..) => 1,
+            Op::Round32 | Op::Func(..) | Op::Arith32 => 1,
             Op::Sub | Op::Div | Op::Max | Op::Min | Op::Func2(_) => 2,
         }
     }
@@ -127,6 +137,7 @@ impl fmt::Display for Op {
             Op::Func(g, ElemType::F32) => write!(f, "{}f", g.keyword()),
             Op::Func2(Func2::Max) => f.write_str("maximum"),
             Op::Func2(Func2::Min) => f.write_str("minimum"),
+            Op::Arith32 => f.write_str("f32"),
         }
     }
 }
@@ -315,7 +326,9 @@ impl OpNode {
             // 0 - 0, max(0, 0), min(0, 0), maximum(0, 0), minimum(0, 0) and the rounding of a
             // zero are zero. maximum/minimum return an operand (or NaN for a NaN one), so they
             // are finite where both operands are; a rounding to binary32 may overflow.
-            (Op::Sub | Op::Max | Op::Min | Op::Round32, _) => (zeros, false),
+            // A binary32 polynomial is zero where every monomial has a zero factor and only
+            // finite ones (its operand's own answer).
+            (Op::Sub | Op::Max | Op::Min | Op::Round32 | Op::Arith32, _) => (zeros, false),
             (Op::Func2(_), _) => (zeros, all(Poly::is_finite)),
             (Op::Func(f, _), _) => match f {
                 // Exact, and NaN only for a NaN operand.
@@ -329,7 +342,7 @@ impl OpNode {
             },
         };
         let binary32 = match op {
-            Op::Round32 | Op::Func(_, ElemType::F32) => true,
+            Op::Round32 | Op::Func(_, ElemType::F32) | Op::Arith32 => true,
             Op::Func2(_) => all(Poly::is_binary32),
             Op::Sub | Op::Div | Op::Max | Op::Min | Op::Func(_, ElemType::F64) => false,
         };
@@ -534,6 +547,32 @@ fn operation(op: Op, args: &[&Arc<Poly>]) -> Option<Poly> {
     Poly::new(vec![vec![Atom::Op(Arc::new(OpNode::new(op, args)))]])
 }
 
+/// The binary32 sum or product (`combine`: [`sum`] or [`product`]) of two binary32 terms: the
+/// atom `f32{P}` whose polynomial `P` is `combine` of the operands' polynomials, an operand
+/// `f32{Q}` giving `Q` and any other single atom itself. So binary32 `+` and `*` are
+/// associative, commutative and distributive among themselves (spec/values.md,
+/// "Reassociation") and never mix with binary64 ones: `f32{..}` is an atom to binary64
+/// arithmetic, and a rounding of binary64 arithmetic (`f32 e`, printed `f32(..)`) is an atom to
+/// binary32 arithmetic. An operand that is not a single atom is not a binary32 number; it
+/// enters as the number it rounds to, `f32(..)`, so both sides of a comparison build the same
+/// term from it.
+fn arith32(
+    p: &Arc<Poly>,
+    q: &Arc<Poly>,
+    combine: fn(&Poly, &Poly) -> Option<Poly>,
+) -> Option<Poly> {
+    let inner = |p: &Arc<Poly>| -> Option<Arc<Poly>> {
+        Some(match p.single_atom() {
+            Some(Atom::Op(o)) if o.op == Op::Arith32 => o.args[0].clone(),
+            Some(_) => p.clone(),
+            None => Arc::new(operation(Op::Round32, &[p])?),
+        })
+    };
+    let (p, q) = (inner(p)?, inner(q)?);
+    let r = Arc::new(combine(&p, &q)?);
+    operation(Op::Arith32, &[&r])
+}
+
 impl Sym {
     fn atom(a: Atom) -> Sym {
         match Poly::new(vec![vec![a]]) {
@@ -670,6 +709,18 @@ impl Domain for Sym {
             (ElemType::F32, _) => Sym::lift([self], |[p]| operation(Op::Round32, &[p])),
         }
     }
+    /// Binary32 `+` and `*` are the atom `f32{P}` of their polynomial (the module
+    /// documentation): they reassociate among themselves, as binary64 ones do, but never with
+    /// binary64 arithmetic.
+    /// Every other operation, and every binary64 one, is the default: the binary64 operation
+    /// rounded to `t` (`f32(a - b)`, `f32(a / b)`).
+    fn arith(op: BinOp, t: ElemType, a: &Self, b: &Self) -> Self {
+        match (t, op) {
+            (ElemType::F32, BinOp::Add) => a.combine(b, |p, q| arith32(p, q, sum)),
+            (ElemType::F32, BinOp::Mul) => a.combine(b, |p, q| arith32(p, q, product)),
+            _ => Self::binary(op, a, b).round(t),
+        }
+    }
     /// The uninterpreted atom `f(a)` in type `t`, printed `exp(a)` for `f64` and `expf(a)` for
     /// `f32`: equal only to the same function in the same type of an equal operand (no
     /// simplification, not even `abs(abs(a))`).
@@ -734,6 +785,11 @@ impl Printer {
                     ""
                 };
                 self.push(&format!("{mark}{}[{}]", l.var, idx.join(",")));
+            }
+            Atom::Op(o) if o.op == Op::Arith32 => {
+                self.push("f32{");
+                self.poly(&o.args[0], false);
+                self.push("}");
             }
             Atom::Op(o) => match (o.op.infix(), o.args.as_slice()) {
                 (Some(sym), [a, b]) => {
@@ -919,6 +975,41 @@ mod tests {
 
     fn minimum(a: &Sym, b: &Sym) -> Sym {
         Sym::func2(Func2::Min, a, b)
+    }
+
+    #[test]
+    fn binary32_sums_and_products_reassociate_among_themselves_only() {
+        let add = |a: &Sym, b: &Sym| Sym::arith(BinOp::Add, F32, a, b);
+        let mul = |a: &Sym, b: &Sym| Sym::arith(BinOp::Mul, F32, a, b);
+        let (a, b, c) = (x(1), x(2), x(3));
+        // In order, and in lanes.
+        let left = add(&add(&mul(&a, &b), &mul(&b, &c)), &mul(&c, &a));
+        let lanes = add(&mul(&b, &c), &add(&mul(&a, &c), &mul(&b, &a)));
+        assert_eq!(left, lanes);
+        assert_eq!(left.to_string(), "f32{x[1]*x[2] + x[1]*x[3] + x[2]*x[3]}");
+        // A binary32 sum is a binary32 number; rounding it again is exact.
+        assert_eq!(f32(&left), left);
+        // Distributive within the type.
+        assert_eq!(mul(&add(&a, &b), &c), add(&mul(&a, &c), &mul(&b, &c)));
+        // Not the rounding of the binary64 sum, nor the binary64 sum.
+        assert_ne!(add(&a, &b), f32(&a.add(&b)));
+        assert_ne!(add(&a, &b), a.add(&b));
+        // The types do not mix: (a +32 b) +64 c is not a +32 (b +32 c), and a binary64 sum
+        // enters binary32 arithmetic as its rounding.
+        assert_ne!(add(&a, &b).add(&c), add(&a, &add(&b, &c)));
+        let r = add(&a.add(&b), &c);
+        assert_eq!(r, add(&c, &f32(&a.add(&b))));
+        assert_eq!(r.to_string(), "f32{x[3] + f32(x[1] + x[2])}");
+        // Subtraction and division stay roundings of uninterpreted atoms.
+        assert_eq!(Sym::arith(BinOp::Sub, F32, &a, &b), f32(&a.sub(&b)));
+        // Binary64 arithmetic is the plain one.
+        assert_eq!(Sym::arith(BinOp::Add, F64, &a, &b), a.add(&b));
+        // Zeros: a binary32 product with a zero literal and finite factors is zero.
+        assert!(mul(&lit(0.0), &lit(2.0)).is_zero());
+        assert!(!mul(&lit(0.0), &a).is_zero());
+        // `•` absorbs, `TooLarge` stays too large.
+        assert!(add(&a, &Sym::Undefined).is_undefined());
+        assert!(mul(&Sym::TooLarge, &a).is_too_large());
     }
 
     #[test]

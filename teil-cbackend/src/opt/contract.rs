@@ -543,10 +543,9 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         && work >= PACKED_MIN_WORK;
     // The sizes below count doubles; in binary32 the same bytes hold twice the elements.
     let per_double = c.per_double();
-    // Dot products in lanes reassociate, and the validator proves a regrouping permitted for
-    // binary64 sums only (a binary32 sum is the atom `f32(a + b)` to its normal form,
-    // `teil_interp::symbolic`): binary32 sums keep their order.
-    if !product && work >= DOT_MIN_WORK && c.elem == ElemType::F64 {
+    // Dot products in lanes reassociate, within the contraction's type (the validator's
+    // normal form has the laws of `+` and `*` in each type, `teil_interp::symbolic`).
+    if !product && work >= DOT_MIN_WORK {
         if let Some(s) = lane_sums(k, c, &operands, lane) {
             return Some(s);
         }
@@ -655,7 +654,8 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
 /// terms over its logical extent (the threshold of sums in lanes), and every operand (strides
 /// `ss`) reads `k` with unit stride, so that each cell's terms are a row of it and a lane's
 /// vector is one load. The rows are the target label with the smallest stride (`lane`): its
-/// cells are stored next to each other.
+/// cells are stored next to each other. In binary32 a vector holds twice the lanes, so a
+/// block has twice the rows: the same number of independent vector sums as in binary64.
 fn lane_sums(
     k: &Kernel,
     c: &Contraction,
@@ -673,9 +673,16 @@ fn lane_sums(
         rows_of: rows.var,
         variants: LANE_SUMS
             .iter()
-            .map(|v| Lanes {
-                rows: v.rows.min(rows.extent),
-                ..*v
+            .map(|v| {
+                let per = match v.width {
+                    1 => 1,
+                    _ => v.target.lanes(c.elem) / v.target.lanes(ElemType::F64),
+                };
+                Lanes {
+                    rows: (v.rows * per).min(rows.extent),
+                    width: v.width * per,
+                    ..*v
+                }
             })
             .collect(),
     })

@@ -60,10 +60,40 @@ pub(super) fn multiply_add(
 /// (`print::fma_helper`), `teil_fmav<lanes>` and `teil_fmavf<lanes>`
 /// ([`target::fma_lanes`](super::target::fma_lanes)).
 pub(super) fn fused(elem: ElemType, lanes: u64) -> String {
-    let f = if elem == ElemType::F32 { "f" } else { "" };
+    let f = type_suffix(elem);
     match lanes {
         1 => format!("teil_fma{f}"),
         n => format!("teil_fmav{f}{n}"),
+    }
+}
+
+/// What tells the binary32 version of a helper or vector type apart from the binary64 one in
+/// its name: `f` (`teil_fmaf`, `teil_vf8`, as C's `expf`), nothing for binary64.
+pub(super) fn type_suffix(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F64 => "",
+        ElemType::F32 => "f",
+    }
+}
+
+/// The GCC/Clang vector type of `width` elements of `elem`: its name (`teil_v4` for four
+/// doubles, `teil_vf8` for eight floats; named apart by type, since 8 floats and 8 doubles are
+/// both targets' widths), its size in bytes and its typedef.
+pub(super) fn vector_type(elem: ElemType, width: u64) -> (String, u64, String) {
+    let name = format!("teil_v{}{width}", type_suffix(elem));
+    let bytes = elem.size() as u64 * width;
+    let typedef = format!(
+        "typedef {} {name} __attribute__((vector_size({bytes})));",
+        super::nest::c_type(elem)
+    );
+    (name, bytes, typedef)
+}
+
+/// The C literal `-0.0` in `elem`, the start of a sum.
+pub(super) fn negative_zero(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F64 => "-0.0",
+        ElemType::F32 => "-0.0f",
     }
 }
 

@@ -4,12 +4,13 @@
 //! vectors of the variant's width (an array of 16 doubles in plain C); an operand that does not
 //! read the rows gives one vector per block of terms to all of them. After the whole blocks of
 //! terms each row's lanes combine as [`LaneFold::TREE`] (`lanes::lane_tree`, shared with sums
-//! in lanes) and its remaining terms are added in order. Binary64 only (the pass chooses
-//! them for binary64 contractions, `crate::opt::contract`).
+//! in lanes) and its remaining terms are added in order. In binary32 every operation is a
+//! `float` one: the lanes are vectors of floats, the tree combines vectors of four floats.
 
-use super::expr::{add_term, affine, offset, plus};
+use super::expr::{add_term, affine, negative_zero, offset, plus, vector_type};
 use super::lanes::{lane_tree, lane_tree_array};
 use super::loops::{within_loops, Fresh};
+use super::nest::c_type;
 use super::writer::Writer;
 use crate::ir::{Affine, Contraction, Kernel, LaneFold, Lanes, Strategy};
 use teil::ast::ElemType;
@@ -43,6 +44,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
         };
         let block = Block {
             k,
+            elem: c.elem,
             v,
             ops: c.operands().map(cell).collect(),
             target: cell(&c.target),
@@ -99,6 +101,8 @@ impl Cell {
 /// What every row block of one variant shares.
 struct Block<'a> {
     k: &'a Kernel,
+    /// The type of every operand, the target and each operation.
+    elem: ElemType,
     v: &'a Lanes,
     /// The operands, `a`'s first (one for a sum of one operand); their terms have unit stride.
     ops: Vec<Cell>,
@@ -126,14 +130,11 @@ impl Block<'_> {
         let lanes = LaneFold::LANES;
         let whole = n - n % lanes;
         let fma = self.k.fma;
-        let width = self.v.width;
+        let (elem, width) = (self.elem, self.v.width);
         let nv = lanes / width;
-        let ty = format!("teil_v{width}");
-        w.line(format!(
-            "typedef double {ty} __attribute__((vector_size({})));",
-            8 * width
-        ));
-        let zero = vec!["-0.0"; width as usize].join(", ");
+        let (ty, bytes, typedef) = vector_type(elem, width);
+        w.line(typedef);
+        let zero = vec![negative_zero(elem); width as usize].join(", ");
         let sums: Vec<String> = (0..rows)
             .flat_map(|u| (0..nv).map(move |q| format!("teil_s{u}_{q}")))
             .collect();
@@ -151,9 +152,8 @@ impl Block<'_> {
                 _ => format!("{kv} + {}", q * width),
             };
             w.line(format!(
-                "{ty} {var}; __builtin_memcpy(&{var}, &{}, {});",
+                "{ty} {var}; __builtin_memcpy(&{var}, &{}, {bytes});",
                 x.at(u, &at),
-                8 * width
             ));
         };
         w.block(
@@ -186,7 +186,7 @@ impl Block<'_> {
                         w.line(add_term(
                             fma,
                             width,
-                            ElemType::F64,
+                            elem,
                             &format!("teil_s{u}_{q}"),
                             &factors,
                         ));
@@ -201,14 +201,23 @@ impl Block<'_> {
                 // memory through the loop).
                 let lane = |j: u64| format!("teil_s{u}_{}[{}]", j / width, j % width);
                 let four = LaneFold::WIDTH;
+                // Binary64's are the lane folds' `teil_lanes` (`print::lanes::HELPERS`).
+                let four_ty = match elem {
+                    ElemType::F64 => "teil_lanes".to_string(),
+                    ElemType::F32 => {
+                        let (name, _, typedef) = vector_type(elem, four);
+                        w.line(typedef);
+                        name
+                    }
+                };
                 for q in 0..lanes / four {
                     let elements: Vec<String> = (0..four).map(|j| lane(q * four + j)).collect();
                     w.line(format!(
-                        "teil_lanes teil_v{q} = {{{}}};",
+                        "{four_ty} teil_v{q} = {{{}}};",
                         elements.join(", ")
                     ));
                 }
-                lane_tree(w);
+                lane_tree(w, elem);
                 self.finish(w, u, "teil_l[0]", whole);
             });
         }
@@ -220,9 +229,10 @@ impl Block<'_> {
         let lanes = LaneFold::LANES;
         let whole = n - n % lanes;
         let fma = self.k.fma;
-        let zeros = vec!["-0.0"; lanes as usize].join(", ");
+        let zeros = vec![negative_zero(self.elem); lanes as usize].join(", ");
+        let ctype = c_type(self.elem);
         for u in 0..rows {
-            w.line(format!("double teil_s{u}[{lanes}] = {{{zeros}}};"));
+            w.line(format!("{ctype} teil_s{u}[{lanes}] = {{{zeros}}};"));
         }
         w.block(
             format!("for (long long {kv} = 0; {kv} < {whole}; {kv} += {lanes})"),
@@ -237,7 +247,7 @@ impl Block<'_> {
                             w.line(add_term(
                                 fma,
                                 1,
-                                ElemType::F64,
+                                self.elem,
                                 &format!("teil_s{u}[teil_j]"),
                                 &factors,
                             ));
@@ -258,13 +268,13 @@ impl Block<'_> {
     /// Row `u`'s cell: its combined lanes `sum`, then its terms from `whole` on in order, stored.
     fn finish(&self, w: &mut Writer, u: u64, sum: &str, whole: u64) {
         let (kv, n) = (self.kv, self.terms);
-        w.line(format!("double teil_c = {sum};"));
+        w.line(format!("{} teil_c = {sum};", c_type(self.elem)));
         if whole < n {
             w.block(
                 format!("for (long long {kv} = {whole}; {kv} < {n}; {kv}++)"),
                 |w| {
                     let factors: Vec<String> = self.ops.iter().map(|op| op.at(u, kv)).collect();
-                    w.line(add_term(self.k.fma, 1, ElemType::F64, "teil_c", &factors));
+                    w.line(add_term(self.k.fma, 1, self.elem, "teil_c", &factors));
                 },
             );
         }

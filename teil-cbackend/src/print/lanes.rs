@@ -47,8 +47,8 @@ fn lane_vectors(w: &mut Writer, init: &str) {
 /// Combines the lanes of a sum held in the vectors `teil_v0`, ... (`teil_lanes`, vector `v`
 /// holding lanes `4v .. 4v + 3`) as [`LaneFold::TREE`]: its steps between vectors (lane `j` of
 /// one vector to lane `j` of another, for every `j`) as vector additions, then its steps within
-/// the first vector on `double teil_l[4]`, declared here. The sum ends in `teil_l[0]`.
-pub(super) fn lane_tree(w: &mut Writer) {
+/// the first vector on `teil_l[4]` of `elem`, declared here. The sum ends in `teil_l[0]`.
+pub(super) fn lane_tree(w: &mut Writer, elem: ElemType) {
     let width = LaneFold::WIDTH as usize;
     let within = |&(dst, src): &(usize, usize)| dst / width == src / width;
     for (dst, src) in LaneFold::TREE.iter().filter(|s| !within(s)) {
@@ -56,7 +56,7 @@ pub(super) fn lane_tree(w: &mut Writer) {
             w.line(format!("teil_v{} += teil_v{};", dst / width, src / width));
         }
     }
-    w.line(format!("double teil_l[{width}];"));
+    w.line(format!("{} teil_l[{width}];", super::nest::c_type(elem)));
     w.line("__builtin_memcpy(teil_l, &teil_v0, sizeof teil_l);");
     for (dst, src) in LaneFold::TREE.iter().filter(|s| within(s)) {
         w.line(format!("teil_l[{dst}] += teil_l[{src}];"));
@@ -185,7 +185,7 @@ impl Printer<'_> {
                 let at = p.names[&l.var].clone();
                 w.line(add(p, &format!("teil_v{v}"), &at, width));
             });
-            lane_tree(w);
+            lane_tree(w, ElemType::F64);
             w.line(format!("{acc} += teil_l[0];"));
             w.directive("#else");
             let zeros = vec!["-0.0"; lanes as usize].join(", ");

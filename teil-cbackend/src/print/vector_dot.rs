@@ -3,7 +3,7 @@
 //! ([`dot_helpers`]).
 
 use super::dot::{Cell, Remainder};
-use super::expr::{add_term, affine, offset, plus};
+use super::expr::{add_term, affine, negative_zero, offset, plus, vector_type};
 use super::loops::{name_inner, named_loops, within_loops, Fresh};
 use super::nest::c_type;
 use super::target::fma_lanes;
@@ -156,30 +156,18 @@ impl Block<'_> {
     /// The type of the vectors (named apart by element type: 8 floats and 8 doubles are both
     /// targets' widths), and their size in bytes.
     fn ty(&self) -> (String, u64) {
-        let f = if self.c.elem == ElemType::F32 {
-            "f"
-        } else {
-            ""
-        };
-        let bytes = self.c.elem.size() as u64 * self.v.width;
-        (format!("teil_v{f}{}", self.v.width), bytes)
+        let (name, bytes, _) = vector_type(self.c.elem, self.v.width);
+        (name, bytes)
     }
 
     /// The vectors' typedef.
     fn typedef(&self) -> String {
-        let (ty, bytes) = self.ty();
-        format!(
-            "typedef {} {ty} __attribute__((vector_size({bytes})));",
-            c_type(self.c.elem)
-        )
+        vector_type(self.c.elem, self.v.width).2
     }
 
     /// The C literal `-0.0` of the contraction's type.
     fn negative_zero(&self) -> &'static str {
-        match self.c.elem {
-            ElemType::F64 => "-0.0",
-            ElemType::F32 => "-0.0f",
-        }
+        negative_zero(self.c.elem)
     }
 
     /// A vector literal; parenthesised in fma mode, where it is a macro's argument.

@@ -27,9 +27,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 Target::ALL
             )));
         }
-        // One element type throughout, as the pass chose it (`crate::ir::arithmetic`); dot
-        // products in lanes for binary64 only (a regrouped binary32 sum is not proved
-        // permitted, `opt::contract`).
+        // One element type throughout, as the pass chose it (`crate::ir::arithmetic`).
         let buffers = || std::iter::once(&c.target).chain(c.operands());
         if let Some(x) = buffers().find(|x| self.k.buffer(x.buf).elem != c.elem) {
             return Err(self.malformed(format!(
@@ -37,12 +35,6 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 c.elem,
                 self.buffer_name(x.buf),
                 self.k.buffer(x.buf).elem
-            )));
-        }
-        if c.elem != teil::ast::ElemType::F64 && matches!(c.strategy, Strategy::LaneSums { .. }) {
-            return Err(self.malformed(format!(
-                "a {} contraction as dot products in lanes, which reassociate binary64 sums only",
-                c.elem
             )));
         }
         match &c.strategy {

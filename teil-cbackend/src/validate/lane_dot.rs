@@ -41,7 +41,9 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         let Some(v) = variants.iter().find(|v| v.target == t) else {
             return Err(self.malformed(format!("no lane-sum variant for {t}")));
         };
-        if v.lanes != LaneFold::LANES || v.rows == 0 || v.width == 0 || v.lanes % v.width != 0 {
+        // A vector holds the target's width in the contraction's type (or the sums are scalars).
+        let width_ok = (v.width == 1 || v.width == t.lanes(c.elem)) && v.lanes % v.width == 0;
+        if v.lanes != LaneFold::LANES || v.rows == 0 || !width_ok {
             return Err(self.malformed(format!(
                 "lane sums in {} lanes x {} rows in vectors of {} for {t}",
                 v.lanes, v.rows, v.width
@@ -98,7 +100,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             let lane = &mut lanes[(kv % LaneFold::LANES) as usize];
             *lane = Acc::Value(self.add_term(&c.a, c.b.as_ref(), lane)?);
         }
-        let mut sum = Acc::Value(lane_tree(lanes));
+        let mut sum = Acc::Value(lane_tree(lanes, c.elem));
         for kv in whole..n {
             self.env.insert(c.k.var, kv);
             sum = Acc::Value(self.add_term(&c.a, c.b.as_ref(), &sum)?);

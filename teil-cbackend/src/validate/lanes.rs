@@ -69,13 +69,15 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             (0..LaneFold::LANES as usize)
                 .map(|j| get(j).unwrap_or(Acc::Identity(RedOp::Sum)))
                 .collect(),
+            self.acc_elem(acc),
         );
         let cur = self.accs.get(&acc).cloned().ok_or_else(|| {
             self.malformed(format!(
                 "accumulator acc{acc} is used before it is declared"
             ))
         })?;
-        self.accs.insert(acc, Acc::Value(fold(&cur, total)));
+        let elem = self.acc_elem(acc);
+        self.accs.insert(acc, Acc::Value(fold(&cur, total, elem)));
         Ok(())
     }
 }

@@ -42,21 +42,14 @@ pub(super) enum Acc<D> {
     Value(D),
 }
 
-/// `acc + v` for a sum accumulator (`-0.0 + v` is `v` exactly).
-pub(super) fn fold<D: Domain>(acc: &Acc<D>, v: D) -> D {
+/// `acc + v` in `elem` for a sum accumulator, as a sum's step computes it: the first step from
+/// the sum's identity is `v` itself, exactly (`-0.0 + v` is `v`, spec/padding.md); every other
+/// step is an addition in `elem` ([`Domain::arith`]).
+pub(super) fn fold<D: Domain>(acc: &Acc<D>, v: D, elem: ElemType) -> D {
     match acc {
         Acc::Identity(RedOp::Sum) => v,
-        Acc::Identity(op) => D::fold_step(RedOp::Sum, &identity(*op), &v),
-        Acc::Value(a) => D::fold_step(RedOp::Sum, a, &v),
-    }
-}
-
-/// `acc + v` in `elem`, as a sum's step computes it: rounded to `elem`, but for the first step
-/// from the sum's identity, which is `v` itself, exactly (spec/padding.md).
-pub(super) fn sum_step<D: Domain>(acc: &Acc<D>, v: D, elem: ElemType) -> D {
-    match acc {
-        Acc::Identity(RedOp::Sum) => v,
-        _ => fold(acc, v).round(elem),
+        Acc::Identity(op) => D::arith(BinOp::Add, elem, &identity(*op), &v),
+        Acc::Value(a) => D::arith(BinOp::Add, elem, a, &v),
     }
 }
 
@@ -65,16 +58,16 @@ pub(super) fn sum_step<D: Domain>(acc: &Acc<D>, v: D, elem: ElemType) -> D {
 /// is). Terms record operations, not roundings, so it is the term of the unfused `c + x * y`:
 /// the rounding fma saves is bounded by spec/values.md, not seen here.
 pub(super) fn fma<D: Domain>(x: &D, y: &D, c: &Acc<D>) -> D {
-    fold(c, D::binary(BinOp::Mul, x, y))
+    fold(c, D::binary(BinOp::Mul, x, y), ElemType::F64)
 }
 
 /// The [`LaneFold::LANES`] lanes of a sum in lanes (a lane that added no term is the
 /// identity), combined as [`LaneFold::TREE`]: the one meaning of that step, for sums in lanes
-/// ([`LaneFold`]) and dot products in lanes ([`Strategy::LaneSums`]).
-pub(super) fn lane_tree<D: Domain>(mut lanes: Vec<Acc<D>>) -> D {
+/// ([`LaneFold`]) and dot products in lanes ([`Strategy::LaneSums`]), each addition in `elem`.
+pub(super) fn lane_tree<D: Domain>(mut lanes: Vec<Acc<D>>, elem: ElemType) -> D {
     for (dst, src) in LaneFold::TREE {
         let v = acc_value(lanes[src].clone());
-        lanes[dst] = Acc::Value(fold(&lanes[dst], v));
+        lanes[dst] = Acc::Value(fold(&lanes[dst], v, elem));
     }
     acc_value(lanes.swap_remove(0))
 }
@@ -366,7 +359,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     ) -> Result<D, ValidationError> {
         let a = self.read(x.buf, &self.index(&x.index)?)?;
         let elem = self.k.buffer(x.buf).elem;
-        let step = |v: D| sum_step(acc, v, elem);
+        let step = |v: D| fold(acc, v, elem);
         let Some(y) = y else {
             return Ok(step(a));
         };
@@ -374,10 +367,10 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         // In binary32 the product and the sum each round (spec/values.md); a fused binary32
         // pair is the same term (terms record operations: the rounding fma saves is bounded
         // by spec/values.md, as a binary64 pair's, [`fma`]).
-        Ok(match elem {
-            ElemType::F64 if self.k.fma => fma(&a, &b, acc),
-            ElemType::F64 => fold(acc, D::binary(BinOp::Mul, &a, &b)),
-            ElemType::F32 => step(D::binary(BinOp::Mul, &a, &b).round(elem)),
+        Ok(if self.k.fma && elem == ElemType::F64 {
+            fma(&a, &b, acc)
+        } else {
+            step(D::arith(BinOp::Mul, elem, &a, &b))
         })
     }
 
@@ -479,8 +472,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 let next = match cur {
                     // identity ⊙ x = x, exactly (spec/padding.md).
                     Acc::Identity(init) if init == *op => v,
-                    Acc::Identity(init) => D::fold_step(*op, &identity(init), &v).round(elem),
-                    Acc::Value(a) => D::fold_step(*op, &a, &v).round(elem),
+                    Acc::Identity(init) => D::fold_step_in(*op, elem, &identity(init), &v),
+                    Acc::Value(a) => D::fold_step_in(*op, elem, &a, &v),
                 };
                 self.accs.insert(*acc, Acc::Value(next));
                 Ok(())
@@ -519,7 +512,7 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 let next = if fresh && cur.is_literal(crate::ir::identity(*op)) {
                     v
                 } else {
-                    D::fold_step(*op, &cur, &v).round(self.k.buffer(*buf).elem)
+                    D::fold_step_in(*op, self.k.buffer(*buf).elem, &cur, &v)
                 };
                 self.write(*buf, &idx, next)
             }
@@ -556,8 +549,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                 match v.fused().filter(|_| self.k.fma && elem == ElemType::F64) {
                     // `x * y + c` as the printer fuses it (spec/validation.md).
                     Some((x, y, c)) => fma(&self.val(x)?, &self.val(y)?, &Acc::Value(self.val(c)?)),
-                    // A binary32 operation is the binary64 one rounded (spec/values.md).
-                    None => D::binary(*op, &self.val(a)?, &self.val(b)?).round(elem),
+                    // An operation in its element type (spec/values.md).
+                    None => D::arith(*op, elem, &self.val(a)?, &self.val(b)?),
                 }
             }
             Val::Func(f, a) => D::func(*f, self.elem(a), &self.val(a)?),

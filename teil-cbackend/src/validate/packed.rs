@@ -131,8 +131,8 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                         &part,
                                     )?);
                                     if t % inner == inner - 1 {
-                                        let sum = fold(&acc, acc_value(part.clone()));
-                                        acc = Acc::Value(sum.round(c.elem));
+                                        acc =
+                                            Acc::Value(fold(&acc, acc_value(part.clone()), c.elem));
                                     }
                                 }
                                 self.write(c.target.buf, &idx, acc_value(acc))?;
