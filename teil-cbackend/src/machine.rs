@@ -56,6 +56,9 @@ pub struct Machine {
     /// The small products' span limit `teil tune` measured on this machine, in doubles, in
     /// place of [`Sizes::small_span`]'s default.
     pub small_span: Option<u64>,
+    /// The small-product limit of binary32 products `teil tune` measured on this machine, in
+    /// place of [`Sizes::small_product_f32`]'s default (the binary64 limit).
+    pub small_product_f32: Option<u64>,
 }
 
 /// The sizes the kernel-form passes read, derived from a [`Machine`] ([`Machine::sizes`]).
@@ -90,6 +93,22 @@ pub struct Sizes {
     /// was 1.1-1.4x slower from `K` = 1024, 2 MiB of terms; PERFORMANCE.md, *Sizes from the
     /// machine*).
     pub small_span: u64,
+    /// [`Sizes::small_product`] for binary32 products. The tile's vectors hold twice the
+    /// columns and packing costs the same per element, so the tile can win further: on the Zen
+    /// 3 of PERFORMANCE.md the binary64 limit is 96 and binary32 products gained from the tile
+    /// up to 192 (*Binary32 small products*). Measured per CPU by `teil tune`; without a
+    /// measurement, the binary64 limit (no CPU gets a binary32 limit nobody measured).
+    pub small_product_f32: u64,
+}
+
+impl Sizes {
+    /// The small-product limit for products of element type `elem`.
+    pub fn small_product_in(&self, elem: teil::ast::ElemType) -> u64 {
+        match elem {
+            teil::ast::ElemType::F64 => self.small_product,
+            teil::ast::ElemType::F32 => self.small_product_f32,
+        }
+    }
 }
 
 impl Default for Sizes {
@@ -107,11 +126,23 @@ pub const TARGET_CPU_VAR: &str = "TEIL_TARGET_CPU";
 /// `$XDG_CONFIG_HOME/teil/machine.txt`, else `~/.config/teil/machine.txt`; `None` without
 /// either variable.
 pub fn profile_path() -> Option<std::path::PathBuf> {
+    Some(
+        base_dir("XDG_CONFIG_HOME", ".config")?
+            .join("teil")
+            .join("machine.txt"),
+    )
+}
+
+/// An XDG base directory: `$xdg` where it is an absolute path (the XDG base directory
+/// specification ignores relative ones), else `$HOME/home_dir`; `None` without either. The one
+/// place `teil` resolves them: the profile, the hint's memory and the kernel cache
+/// ([`crate::shared::default_cache_dir`]).
+pub(crate) fn base_dir(xdg: &str, home_dir: &str) -> Option<std::path::PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let config = var("XDG_CONFIG_HOME")
+    var(xdg)
         .map(std::path::PathBuf::from)
-        .or_else(|| var("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
-    Some(config.join("teil").join("machine.txt"))
+        .filter(|d| d.is_absolute())
+        .or_else(|| var("HOME").map(|h| std::path::PathBuf::from(h).join(home_dir)))
 }
 
 /// A CPU model on which the project measured `teil tune`'s choices, shipped in the binary:
@@ -130,6 +161,8 @@ pub struct Shipped {
     pub small_product: u64,
     /// In doubles, as [`Machine::small_span`].
     pub small_span: u64,
+    /// Where binary32 products were measured ([`Machine::small_product_f32`]).
+    pub small_product_f32: Option<u64>,
 }
 
 /// The shipped profiles, a model's own before a whole family's. Entries come from `teil tune`
@@ -143,6 +176,7 @@ pub const SHIPPED: [Shipped; 4] = [
         name: "AMD Zen 3 (EPYC, family 25 model 1), measured 2026-12-07",
         small_product: 96,
         small_span: 16384,
+        small_product_f32: Some(192),
     },
     Shipped {
         vendor: "AuthenticAMD",
@@ -151,6 +185,7 @@ pub const SHIPPED: [Shipped; 4] = [
         name: "AMD Zen 4 (EPYC, family 25 model 17), measured 2026-12-05",
         small_product: 192,
         small_span: 1 << 20,
+        small_product_f32: None,
     },
     Shipped {
         vendor: "GenuineIntel",
@@ -159,6 +194,7 @@ pub const SHIPPED: [Shipped; 4] = [
         name: "Intel Xeon, Emerald Rapids (family 6 model 207), measured 2026-11-28",
         small_product: 320,
         small_span: 1 << 17,
+        small_product_f32: None,
     },
     Shipped {
         vendor: "AuthenticAMD",
@@ -167,6 +203,7 @@ pub const SHIPPED: [Shipped; 4] = [
         name: "AMD Zen 5 (family 26), the reference machine, measured 2026-11-27",
         small_product: 320,
         small_span: 7 << 18,
+        small_product_f32: None,
     },
 ];
 
@@ -205,11 +242,11 @@ impl Source {
 /// Where the hint for CPUs without measured sizes is remembered as shown:
 /// `$XDG_CACHE_HOME/teil/cpus`, else `~/.cache/teil/cpus`.
 fn hint_dir() -> Option<std::path::PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let cache = var("XDG_CACHE_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| var("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
-    Some(cache.join("teil").join("cpus"))
+    Some(
+        base_dir("XDG_CACHE_HOME", ".cache")?
+            .join("teil")
+            .join("cpus"),
+    )
 }
 
 /// The one line telling the user that `teil tune` measures this machine, the first time a
@@ -265,7 +302,8 @@ pub fn hint_for(
         .open(dir.join(key))
         .ok()?;
     Some(format!(
-        "note: teil has no measured kernel sizes for this CPU ({}, family {} model {}) and uses          its formulas; `teil tune` measures them in about 20 s (shown once per CPU)",
+        "note: teil has no measured kernel sizes for this CPU ({}, family {} model {}) and uses \
+         its formulas; `teil tune` measures them in under 20 s (shown once per CPU)",
         m.name, m.family, m.model
     ))
 }
@@ -293,6 +331,18 @@ impl Machine {
             fast_l3: true,
             small_product: None,
             small_span: None,
+            small_product_f32: None,
+        }
+    }
+
+    /// This machine without the sizes `teil tune` measured: what it measures from, and what a
+    /// profile of this same CPU is compared with.
+    pub fn unmeasured(&self) -> Machine {
+        Machine {
+            small_product: None,
+            small_span: None,
+            small_product_f32: None,
+            ..self.clone()
         }
     }
 
@@ -306,10 +356,12 @@ impl Machine {
         } else {
             doubles / 2
         };
+        let small_product = self.small_product.unwrap_or(formula);
         Sizes {
-            small_product: self.small_product.unwrap_or(formula),
+            small_product,
             l2_block: (doubles / 4).clamp(512, 1 << 15),
             small_span: self.small_span.unwrap_or(span.max(SMALL_SPAN_RANGE.0)),
+            small_product_f32: self.small_product_f32.unwrap_or(small_product),
         }
     }
 
@@ -341,6 +393,7 @@ impl Machine {
                 Machine {
                     small_product: Some(s.small_product),
                     small_span: Some(s.small_span),
+                    small_product_f32: s.small_product_f32,
                     ..self.clone()
                 },
                 Some(s),
@@ -459,15 +512,19 @@ impl Machine {
                         _ => &mut m.l3,
                     } = bytes;
                 }
-                "small_product" => {
+                "small_product" | "small_product_f32" => {
                     let n = u64::from(number(value)?);
                     if !(SMALL_PRODUCT_RANGE.0..=SMALL_PRODUCT_RANGE.1).contains(&n) {
                         return Err(err(format!(
-                            "`small_product` must be from {} to {}, found {n}",
+                            "`{key}` must be from {} to {}, found {n}",
                             SMALL_PRODUCT_RANGE.0, SMALL_PRODUCT_RANGE.1
                         )));
                     }
-                    m.small_product = Some(n);
+                    *if key == "small_product" {
+                        &mut m.small_product
+                    } else {
+                        &mut m.small_product_f32
+                    } = Some(n);
                 }
                 "small_span" => {
                     let n = parse_count(value)
@@ -482,7 +539,7 @@ impl Machine {
                 _ => {
                     return Err(err(format!(
                         "unknown key `{key}` (known: name, family, model, vector_bits, fma, l1d, \
-                         l2, l3, fast_l3, small_product, small_span)"
+                         l2, l3, fast_l3, small_product, small_span, small_product_f32)"
                     )))
                 }
             }
@@ -510,11 +567,15 @@ impl Machine {
         if let Some(n) = self.small_span {
             let _ = writeln!(s, "small_span = {n}");
         }
+        if let Some(n) = self.small_product_f32 {
+            let _ = writeln!(s, "small_product_f32 = {n}");
+        }
         let sizes = self.sizes();
         let _ = writeln!(
             s,
-            "# sizes: small_product {}, small_span {} doubles, l2_block {} doubles",
-            sizes.small_product, sizes.small_span, sizes.l2_block
+            "# sizes: small_product {}, small_span {} doubles, l2_block {} doubles, \
+             small_product_f32 {}",
+            sizes.small_product, sizes.small_span, sizes.l2_block, sizes.small_product_f32
         );
         s
     }
@@ -676,14 +737,8 @@ mod host {
         });
         // The user's own measurement of this same CPU first, then the project's of its model.
         if let Some(t) = tuned {
-            let unmeasured = Machine {
-                small_product: None,
-                small_span: None,
-                ..t.clone()
-            };
-            if unmeasured == m {
-                (m.small_product, m.small_span) = (t.small_product, t.small_span);
-                return (m, unknown, vendor, Source::Profile);
+            if t.unmeasured() == m {
+                return (t, unknown, vendor, Source::Profile);
             }
         }
         let (m, shipped) = m.with_shipped(&vendor);
@@ -822,6 +877,24 @@ mod tests {
         };
         assert_eq!(m.sizes().small_product, 256);
         assert_eq!(m.sizes().l2_block, 1 << 15);
+        // Binary32 products take the binary64 limit until their own is measured.
+        assert_eq!(m.sizes().small_product_f32, 256);
+        assert_eq!(Machine::reference().sizes().small_product_f32, 320);
+        let both = Machine {
+            small_product_f32: Some(384),
+            ..m.clone()
+        };
+        let sizes = both.sizes();
+        assert_eq!((sizes.small_product, sizes.small_product_f32), (256, 384));
+        use teil::ast::ElemType;
+        assert_eq!(
+            (
+                sizes.small_product_in(ElemType::F64),
+                sizes.small_product_in(ElemType::F32)
+            ),
+            (256, 384)
+        );
+        assert_eq!(both.unmeasured(), Machine::reference());
     }
 
     #[test]
@@ -838,6 +911,7 @@ mod tests {
             fast_l3: true,
             small_product: Some(192),
             small_span: Some(1 << 19),
+            small_product_f32: Some(256),
         };
         let text = m.to_text();
         assert!(
@@ -846,11 +920,22 @@ mod tests {
         );
         assert!(
             text.contains(
-                "# sizes: small_product 192, small_span 524288 doubles, l2_block 16384 doubles"
+                "# sizes: small_product 192, small_span 524288 doubles, l2_block 16384 doubles, \
+                 small_product_f32 256"
             ),
             "{text}"
         );
-        assert_eq!(Machine::parse(&text), Ok(m));
+        assert!(text.contains("small_product_f32 = 256\n"), "{text}");
+        assert_eq!(Machine::parse(&text), Ok(m.clone()));
+        // Without a measured binary32 limit the line is absent, and the binary64 one serves.
+        let f64_only = Machine {
+            small_product_f32: None,
+            ..m
+        };
+        let text = f64_only.to_text();
+        assert!(!text.contains("small_product_f32 ="), "{text}");
+        assert!(text.ends_with("small_product_f32 192\n"), "{text}");
+        assert_eq!(Machine::parse(&text), Ok(f64_only));
     }
 
     #[test]
@@ -876,6 +961,16 @@ mod tests {
                 "small_product = 5",
                 1,
                 "`small_product` must be from 16 to 4096",
+            ),
+            (
+                "small_product_f32 = 5000",
+                1,
+                "`small_product_f32` must be from 16 to 4096",
+            ),
+            (
+                "small_product_f32 = 64\nsmall_product_f32 = 64",
+                2,
+                "`small_product_f32` is given twice",
             ),
             ("family = -1", 1, "`family` must be a number"),
         ];
@@ -908,9 +1003,29 @@ mod tests {
         let sizes = tuned.sizes();
         assert_eq!((sizes.small_product, sizes.small_span), (192, 1 << 20));
         assert_eq!(sizes.l2_block, zen4.sizes().l2_block);
-        // A Zen 3 of model 1; the Emerald Rapids Xeon; any Zen 5 (family 26) takes the
-        // reference's measured sizes.
-        assert_eq!(shipped(amd, 25, 1).map(|s| s.small_product), Some(96));
+        // Binary32 products were not measured on the Zen 4: the binary64 limit.
+        assert_eq!(sizes.small_product_f32, 192);
+        // A Zen 3 of model 1 (binary32 products measured too); the Emerald Rapids Xeon; any
+        // Zen 5 (family 26) takes the reference's measured sizes.
+        let zen3 = shipped(amd, 25, 1).expect("Zen 3");
+        assert_eq!(
+            (zen3.small_product, zen3.small_product_f32),
+            (96, Some(192))
+        );
+        let (zen3_host, _) = Machine {
+            family: 25,
+            model: 1,
+            l2: 512 << 10,
+            ..Machine::reference()
+        }
+        .with_shipped(amd);
+        assert_eq!(
+            (
+                zen3_host.sizes().small_product,
+                zen3_host.sizes().small_product_f32
+            ),
+            (96, 192)
+        );
         let emr = shipped("GenuineIntel", 6, 207).expect("Emerald Rapids");
         assert_eq!((emr.small_product, emr.small_span), (320, 1 << 17));
         for model in [0, 2, 68] {

@@ -149,11 +149,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     if cfg!(target_os = "macos") {
         return var("HOME").map(|h| h.join("Library/Caches/teil"));
     }
-    // The XDG base directory specification ignores relative paths.
-    match var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
-        Some(d) => Some(d.join("teil")),
-        None => var("HOME").map(|h| h.join(".cache/teil")),
-    }
+    Some(crate::machine::base_dir("XDG_CACHE_HOME", ".cache")?.join("teil"))
 }
 
 /// Why a kernel could not be compiled, loaded or called.

@@ -10,8 +10,8 @@
 //! function of the program and the description.
 //!
 //! The measurement, one [`Question`] at a time: for each candidate, a matrix product of the
-//! shape class the size decides (`n x n x n` for the small-product limit, `64 x K x 256` for
-//! the span limit), lowered with the size just at the candidate (the dot kernel's register
+//! shape class the size decides (`n x n x n` for the small-product limit, in binary64 and, for
+//! [`Machine::small_product_f32`], in binary32; `64 x K x 256` for the span limit), lowered with the size just at the candidate (the dot kernel's register
 //! tile) and just below it (the packed kernel), each compiled into a shared object
 //! ([`crate::shared`], a private scratch cache) in exact and fma mode and called in-process on
 //! the same inputs; the two forms of a mode alternate, and each time is the minimum over
@@ -25,10 +25,11 @@
 use crate::machine::{Machine, Sizes};
 use crate::opt::{self, Printing};
 use crate::run::Cancel;
-use crate::shared::{KernelError, SharedKernel, SharedOptions};
+use crate::shared::{Arg, ArgMut, KernelError, SharedKernel, SharedOptions};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Instant;
+use teil::ast::ElemType;
 
 /// A size that decides between the dot kernel's register tile and the packed kernel, with the
 /// products that measure it.
@@ -39,6 +40,9 @@ pub enum Question {
     /// [`Sizes::small_span`]: `64 x K x 256` products, whose `B` spans `256 K` doubles;
     /// candidates `K` (16 to 65536).
     SmallSpan,
+    /// [`Sizes::small_product_f32`]: `n x n x n` binary32 products, the candidates of
+    /// [`Question::SmallProduct`].
+    SmallProductF32,
 }
 
 impl Question {
@@ -46,13 +50,22 @@ impl Question {
         match self {
             Question::SmallProduct => "small_product",
             Question::SmallSpan => "small_span",
+            Question::SmallProductF32 => "small_product_f32",
+        }
+    }
+
+    /// The element type of the products.
+    fn elem(self) -> ElemType {
+        match self {
+            Question::SmallProductF32 => ElemType::F32,
+            Question::SmallProduct | Question::SmallSpan => ElemType::F64,
         }
     }
 
     /// The candidates' bounds.
     fn range(self) -> (u64, u64) {
         match self {
-            Question::SmallProduct => (17, 4096),
+            Question::SmallProduct | Question::SmallProductF32 => (17, 4096),
             Question::SmallSpan => (16, 65536),
         }
     }
@@ -60,7 +73,7 @@ impl Question {
     /// `(rows, terms, columns)` of candidate `x`'s product.
     fn shape(self, x: u64) -> (u64, u64, u64) {
         match self {
-            Question::SmallProduct => (x, x, x),
+            Question::SmallProduct | Question::SmallProductF32 => (x, x, x),
             Question::SmallSpan => (64, x, 256),
         }
     }
@@ -79,13 +92,18 @@ impl Question {
                 small_span: 256 * x - below,
                 ..base
             },
+            Question::SmallProductF32 => Sizes {
+                small_product_f32: x - below,
+                small_span: u64::MAX,
+                ..base
+            },
         }
     }
 
     /// The size a measured candidate `x` gives.
     fn size(self, x: u64) -> u64 {
         match self {
-            Question::SmallProduct => x.max(16),
+            Question::SmallProduct | Question::SmallProductF32 => x.max(16),
             Question::SmallSpan => (256 * x).max(1 << 10),
         }
     }
@@ -94,7 +112,8 @@ impl Question {
 /// How [`tune`] measures.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
-    /// Candidates of [`Question::SmallProduct`] (`n`), ascending.
+    /// Candidates of [`Question::SmallProduct`] and [`Question::SmallProductF32`] (`n`),
+    /// ascending.
     pub candidates: Vec<u64>,
     /// Candidates of [`Question::SmallSpan`] (`K`), ascending.
     pub span_candidates: Vec<u64>,
@@ -234,6 +253,7 @@ pub fn tune(
     let questions = [
         (Question::SmallProduct, &opts.candidates),
         (Question::SmallSpan, &opts.span_candidates),
+        (Question::SmallProductF32, &opts.candidates),
     ];
     for (question, c) in questions {
         let (lo, hi) = question.range();
@@ -280,6 +300,7 @@ pub fn tune(
         match question {
             Question::SmallProduct => machine.small_product = Some(size),
             Question::SmallSpan => machine.small_span = Some(size),
+            Question::SmallProductF32 => machine.small_product_f32 = Some(size),
         }
         timings.extend(found);
     }
@@ -312,17 +333,32 @@ fn measure(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Timing, TuneError> {
     let (m, k, n) = question.shape(x);
+    let elem = question.elem();
+    let ty = match elem {
+        ElemType::F64 => "",
+        ElemType::F32 => "f32",
+    };
     let src = format!(
-        "input var A : [{m} {k}]\ninput var B : [{k} {n}]\noutput var C : [{m} {n}]\n\
+        "input var A : {ty}[{m} {k}]\ninput var B : {ty}[{k} {n}]\noutput var C : {ty}[{m} {n}]\n\
          C = (A # B) .[2 3]\n"
     );
     let (p, _) = teil::compile(&src).expect("the product checks");
+    // Multiples of 2^-10 in [-0.5, 0.5): binary32 numbers too.
     let value = |i: usize| ((i * 7919) % 1024) as f64 / 1024.0 - 0.5;
     let (mu, ku, nu) = (m as usize, k as usize, n as usize);
     let a = ndarray::Array::from_shape_fn((mu, ku), |(i, j)| value(i * ku + j)).into_dyn();
     let b = ndarray::Array::from_shape_fn((ku, nu), |(i, j)| value(i * nu + j + 1)).into_dyn();
-    let inputs = BTreeMap::from([("A".to_string(), a.view()), ("B".to_string(), b.view())]);
+    // The arrays in the kernel's own type, so that a call converts nothing.
+    let (a32, b32) = (a.mapv(|v| v as f32), b.mapv(|v| v as f32));
+    let inputs: BTreeMap<String, Arg<'_>> = match elem {
+        ElemType::F64 => [("A", Arg::F64(a.view())), ("B", Arg::F64(b.view()))],
+        ElemType::F32 => [("A", Arg::F32(a32.view())), ("B", Arg::F32(b32.view()))],
+    }
+    .into_iter()
+    .map(|(name, v)| (name.to_string(), v))
+    .collect();
     let mut out = ndarray::ArrayD::<f64>::zeros(vec![mu, nu]);
+    let mut out32 = ndarray::ArrayD::<f32>::zeros(vec![mu, nu]);
     let forms = [
         ("dot", true, Printing::Dot),
         ("packed", false, Printing::Packed),
@@ -392,8 +428,12 @@ fn measure(
         ));
         for (i, (form, mode, kernel)) in kernels.iter().enumerate() {
             let fail = kernel_error(question, x, form, mode);
-            let mut outs = BTreeMap::from([("C".to_string(), out.view_mut())]);
-            kernel.call_into(&inputs, &mut outs).map_err(&fail)?;
+            let target = match elem {
+                ElemType::F64 => ArgMut::F64(out.view_mut()),
+                ElemType::F32 => ArgMut::F32(out32.view_mut()),
+            };
+            let mut outs = BTreeMap::from([("C".to_string(), target)]);
+            kernel.call_typed(&inputs, &mut outs).map_err(&fail)?;
             let started = Instant::now();
             let mut calls = 0;
             while calls < 3 || started.elapsed().as_secs_f64() < opts.seconds {
@@ -401,12 +441,15 @@ fn measure(
                     return Err(TuneError::Interrupted);
                 }
                 let t = Instant::now();
-                kernel.call_into(&inputs, &mut outs).map_err(&fail)?;
+                kernel.call_typed(&inputs, &mut outs).map_err(&fail)?;
                 best[i] = best[i].min(t.elapsed().as_secs_f64());
                 calls += 1;
             }
             drop(outs);
-            results[i].get_or_insert_with(|| out.clone());
+            results[i].get_or_insert_with(|| match elem {
+                ElemType::F64 => out.clone(),
+                ElemType::F32 => out32.mapv(f64::from),
+            });
         }
     }
     // In exact mode both forms computed every cell with the same operations in the same

@@ -1415,4 +1415,31 @@ fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
         tile(&product(257, 263, 269)),
         "the reference machine's limit is 320"
     );
+    // Binary32 products have a limit of their own (`Sizes::small_product_f32`): with the Zen
+    // 3's shipped 96 and 192, a product of 97 or 192 takes the tile in binary32 and is packed
+    // in binary64; one of 193 is packed in both.
+    let shipped = Machine {
+        small_product: Some(96),
+        small_product_f32: Some(192),
+        ..zen3.clone()
+    };
+    let on = |src: &str| {
+        let opts = Options {
+            sizes: shipped.sizes(),
+            ..Options::default()
+        };
+        let k = teil_cbackend::lower(&compile(src), &opts).expect("lowers");
+        matches!(&k.steps[..], [Step::Contract { c, .. }] if matches!(c.strategy, Strategy::Dot { .. }))
+    };
+    let binary32 = |src: String| src.replace(" : [", " : f32[");
+    for (n, f64_tile, f32_tile) in [
+        (96, true, true),
+        (97, false, true),
+        (192, false, true),
+        (193, false, false),
+    ] {
+        let src = product(n, n, n);
+        assert_eq!(on(&src), f64_tile, "{src}");
+        assert_eq!(on(&binary32(src.clone())), f32_tile, "binary32 {src}");
+    }
 }

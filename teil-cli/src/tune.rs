@@ -53,15 +53,24 @@ pub fn tune(a: &TuneArgs) -> u8 {
         // Where each size came from: a measurement (the user's profile or the one shipped for
         // this CPU model), or the formula.
         let source = Machine::host_source().describe();
-        for (size, measured) in [
-            ("small_product", host.small_product.is_some()),
-            ("small_span", host.small_span.is_some()),
+        for (size, measured, otherwise) in [
+            (
+                "small_product",
+                host.small_product.is_some(),
+                "the formula (no measurement for this CPU)",
+            ),
+            (
+                "small_span",
+                host.small_span.is_some(),
+                "the formula (no measurement for this CPU)",
+            ),
+            (
+                "small_product_f32",
+                host.small_product_f32.is_some(),
+                "small_product (no measurement of binary32 products for this CPU)",
+            ),
         ] {
-            let from = if measured {
-                source.as_str()
-            } else {
-                "the formula (no measurement for this CPU)"
-            };
+            let from = if measured { source.as_str() } else { otherwise };
             text.push_str(&format!("# {size}: from {from}\n"));
         }
         text.push_str("# l2_block: from the formula (a quarter of L2)\n");
@@ -92,11 +101,7 @@ pub fn tune(a: &TuneArgs) -> u8 {
         cflags: a.cflags.clone().or(defaults.cflags),
         cancel: crate::interrupt::cancel_on_signal(),
     };
-    let host = Machine {
-        small_product: None,
-        small_span: None,
-        ..Machine::host().clone()
-    };
+    let host = Machine::host().unmeasured();
     crate::out::eprint(&format!("tuning for {}\n", host.summary()));
     // A bar on a terminal (candidates measured of those that may be), else a line per step.
     let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
@@ -159,9 +164,10 @@ pub fn tune(a: &TuneArgs) -> u8 {
                 return 2;
             }
             crate::out::eprint(&format!(
-                "small products up to {} rows and columns and {} doubles of terms take the dot \
-                 kernel's tile; written to {}\n",
+                "small products up to {} rows and columns ({} in binary32) and {} doubles of \
+                 terms take the dot kernel's tile; written to {}\n",
                 sizes.small_product,
+                sizes.small_product_f32,
                 sizes.small_span,
                 path.display()
             ));

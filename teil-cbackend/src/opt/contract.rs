@@ -608,8 +608,9 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
         // kernel's register tile (rows times vectors of lanes, over the operands where they
         // are) is faster (PERFORMANCE.md, *Small products*) while the lane operands' terms
         // span at most `Sizes::small_span` doubles. Only the tile was measured: dot products that
-        // would transpose rows in registers (`ik,jk->ij`) stay packed.
-        let small = m.max(n) <= k.sizes.small_product
+        // would transpose rows in registers (`ik,jk->ij`) stay packed. Binary32 products have
+        // a limit of their own (`Sizes::small_product_f32`).
+        let small = m.max(n) <= k.sizes.small_product_in(c.elem)
             && lane.is_some_and(|l| {
                 [&sa, &sb].into_iter().filter(|s| s.has(l.var)).all(|s| {
                     u128::from(s.get(c.k.var)) * u128::from(c.k.extent)
