@@ -1416,11 +1416,11 @@ fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
         "the reference machine's limit is 320"
     );
     // Binary32 products have a limit of their own (`Sizes::small_product_f32`): with the Zen
-    // 3's shipped 96 and 192, a product of 97 or 192 takes the tile in binary32 and is packed
-    // in binary64; one of 193 is packed in both.
+    // 3's shipped 96 and 128, a product of 97 or 128 takes the tile in binary32 and is packed
+    // in binary64; one of 129 is packed in both.
     let shipped = Machine {
         small_product: Some(96),
-        small_product_f32: Some(192),
+        small_product_f32: Some(128),
         ..zen3.clone()
     };
     let on = |src: &str| {
@@ -1435,8 +1435,8 @@ fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
     for (n, f64_tile, f32_tile) in [
         (96, true, true),
         (97, false, true),
-        (192, false, true),
-        (193, false, false),
+        (128, false, true),
+        (129, false, false),
     ] {
         let src = product(n, n, n);
         assert_eq!(on(&src), f64_tile, "{src}");
