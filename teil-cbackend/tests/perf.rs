@@ -1399,14 +1399,16 @@ fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
         assert_eq!(tile(&src), small, "{src}");
     }
     let zen3 = Machine::parse("l1d = 32K\nl2 = 512K\nvector_bits = 256").expect("describes");
-    let on_zen3 = |src: &str| {
+    // Whether `src` emitted for `machine` gets the dot kernel.
+    let dot_on = |machine: &Machine, src: &str| {
         let opts = Options {
-            sizes: zen3.sizes(),
+            sizes: machine.sizes(),
             ..Options::default()
         };
         let k = teil_cbackend::lower(&compile(src), &opts).expect("lowers");
         matches!(&k.steps[..], [Step::Contract { c, .. }] if matches!(c.strategy, Strategy::Dot { .. }))
     };
+    let on_zen3 = |src: &str| dot_on(&zen3, src);
     assert_eq!(zen3.sizes().small_product, 224);
     assert!(on_zen3(&product(224, 224, 224)));
     assert!(!on_zen3(&product(225, 224, 224)));
@@ -1423,14 +1425,7 @@ fn small_products_take_the_dot_kernels_tile_up_to_the_threshold() {
         small_product_f32: Some(128),
         ..zen3.clone()
     };
-    let on = |src: &str| {
-        let opts = Options {
-            sizes: shipped.sizes(),
-            ..Options::default()
-        };
-        let k = teil_cbackend::lower(&compile(src), &opts).expect("lowers");
-        matches!(&k.steps[..], [Step::Contract { c, .. }] if matches!(c.strategy, Strategy::Dot { .. }))
-    };
+    let on = |src: &str| dot_on(&shipped, src);
     let binary32 = |src: String| src.replace(" : [", " : f32[");
     for (n, f64_tile, f32_tile) in [
         (96, true, true),

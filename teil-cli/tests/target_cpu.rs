@@ -204,19 +204,18 @@ fn tune_measures_and_writes_a_profile_host_reads() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let profile =
         std::fs::read_to_string(config.join("teil").join("machine.txt")).expect("written");
-    let limit: u64 = profile
-        .lines()
-        .find_map(|l| l.strip_prefix("small_product = "))
-        .expect("a measured limit")
-        .parse()
-        .unwrap();
+    // The value of a measured size's `key = value` line.
+    let measured = |key: &str| -> u64 {
+        profile
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no measured {key}: {profile}"))
+            .parse()
+            .unwrap()
+    };
+    let limit = measured("small_product");
     assert!([16, 24, 40].contains(&limit), "{profile}");
-    let span: u64 = profile
-        .lines()
-        .find_map(|l| l.strip_prefix("small_span = "))
-        .expect("a measured span limit")
-        .parse()
-        .unwrap();
+    let span = measured("small_span");
     // Half the first candidate's span (no win), or 32 or 64 terms of 256 columns.
     assert!([4096, 8192, 16384].contains(&span), "{profile}");
     // Candidates are measured in order until the packed kernel wins one (issue 53): a limit
@@ -232,12 +231,7 @@ fn tune_measures_and_writes_a_profile_host_reads() {
         "{profile}"
     );
     // Binary32 products, measured on the same candidates (issue 53).
-    let limit32: u64 = profile
-        .lines()
-        .find_map(|l| l.strip_prefix("small_product_f32 = "))
-        .expect("a measured binary32 limit")
-        .parse()
-        .unwrap();
+    let limit32 = measured("small_product_f32");
     assert!([16, 24, 40].contains(&limit32), "{profile}");
     assert_eq!(
         profile.matches("\n# small_product_f32 ").count(),
