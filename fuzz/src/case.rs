@@ -14,9 +14,10 @@ use crate::hazard::{self, Hazards};
 use crate::shrink::Inputs;
 use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
-use teil::ast::{BinOp, ExprKind, Program, Qualifier};
+use teil::ast::{BinOp, ElemType, ExprKind, Program, Qualifier};
 use teil::ops::Ops;
 use teil::CheckedProgram;
+use teil_interp::rounding::Permit;
 
 /// Which programs a campaign draws.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -137,7 +138,20 @@ pub struct Case {
     pub exact: bool,
     /// Output cells not judged: a correct target may compute them otherwise ([`hazard`]).
     pub hazards: Hazards,
+    /// For a program with functions or binary32 values, what a target may compute in each
+    /// output cell ([`teil_interp::rounding::permitted`], function results within
+    /// [`FUNCTION_ULPS`]), in place of [`Case::exact`]'s tolerance (spec/fuzzing.md, "Judging
+    /// functions").
+    pub permits: Option<Permits>,
 }
+
+/// What a target may compute in each cell of each output.
+pub type Permits = BTreeMap<String, ndarray::ArrayD<Permit>>;
+
+/// The ulps a target's function result may be from the correctly rounded value
+/// (spec/fuzzing.md, "Judging functions"): NumPy's float32 `exp`, `log` and `tanh` are
+/// documented within 4 ulps (and measured within 2-3, PERFORMANCE.md).
+pub const FUNCTION_ULPS: f64 = 4.0;
 
 impl Case {
     /// `Err` when the program does not check, reads an undefined value, or the oracle refuses
@@ -166,16 +180,45 @@ impl Case {
         } else {
             Hazards::new()
         };
+        let permits = match new_vocabulary(&checked) {
+            true => {
+                let all = teil_interp::rounding::permitted(&checked, &inputs, FUNCTION_ULPS)
+                    .map_err(NotACase::Oracle)?;
+                Some(
+                    all.into_iter()
+                        .filter(|(n, _)| expected.contains_key(n))
+                        .collect(),
+                )
+            }
+            false => None,
+        };
         Ok(Case {
             seed,
             checked,
             inputs,
             expected,
             ops,
-            exact,
+            exact: exact && permits.is_none(),
             hazards,
+            permits,
         })
     }
+}
+
+/// Whether `p` has a function, a conversion or a binary32 variable: the cases judged by
+/// [`Case::permits`]. Programs of `+ - * /` in binary64 keep the comparisons they had
+/// (spec/fuzzing.md, "Comparisons").
+pub fn new_vocabulary(p: &CheckedProgram) -> bool {
+    let mut found = p.program().decls.iter().any(|d| d.elem != ElemType::F64);
+    for s in &p.program().stmts {
+        s.value.walk(&mut |e| {
+            found |= matches!(
+                e.kind,
+                ExprKind::Func(..) | ExprKind::Func2(..) | ExprKind::Convert(..)
+            )
+        });
+    }
+    found
 }
 
 fn has_division(p: &CheckedProgram) -> bool {

@@ -22,6 +22,7 @@
 
 use crate::error::Difference;
 use std::collections::BTreeMap;
+use teil_interp::rounding::Permit;
 use teil_interp::{ulps_apart, Tensor};
 
 /// A final store: every variable's value (the oracle's and the fast evaluator's results).
@@ -168,6 +169,49 @@ pub fn tensors_within(
         want,
         got,
         bound: Some(b),
+        differing,
+        sides: labels.into(),
+    })
+}
+
+/// Compares one variable cell by cell with what each cell permits (spec/fuzzing.md, "Judging
+/// functions"; [`teil_interp::rounding::Permit`]): a cell equal to the oracle's (NaN and `±0`
+/// included) always passes, any other must be what its permit allows.
+pub fn tensors_permitted(
+    name: &str,
+    want: &Tensor,
+    got: &Tensor,
+    permits: &ndarray::ArrayD<Permit>,
+    labels: (&str, &str),
+) -> Result<Cells, Difference> {
+    if want.shape() != got.shape() || want.shape() != permits.shape() {
+        return tensors(name, want, got, Tolerance::Exact, labels);
+    }
+    let mut cells = Cells::default();
+    let mut first: Option<(usize, f64, f64, Permit)> = None;
+    let mut differing = 0u64;
+    for (flat, ((&x, &y), &p)) in want.iter().zip(got.iter()).zip(permits.iter()).enumerate() {
+        cells.compared += 1;
+        if p == Permit::Any && !(x.is_finite() && y.is_finite()) {
+            cells.nonfinite_tolerated += 1;
+        }
+        if ulps_apart(x, y) != 0 && !p.allows(x, y) {
+            differing += 1;
+            first.get_or_insert((flat, x, y, p));
+        }
+    }
+    let Some((flat, want, got, p)) = first else {
+        return Ok(cells);
+    };
+    Err(Difference::Cell {
+        name: name.to_string(),
+        at: one_based(&unflatten(flat, permits.shape())),
+        want,
+        got,
+        bound: match p {
+            Permit::Within(b) => Some(b),
+            Permit::NotFinite | Permit::Any => None,
+        },
         differing,
         sides: labels.into(),
     })

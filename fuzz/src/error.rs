@@ -333,9 +333,6 @@ pub enum BadAnswer {
 pub enum OpsEvalError {
     #[error("`{0}` is not bound")]
     Unbound(String),
-    /// A binary32 step: this evaluator computes binary64 steps only.
-    #[error("step `{0}` computes in float32, which this evaluator does not implement")]
-    Float32(String),
     #[error("step `{out}` has shape {got:?}, its `shape` field says {says:?}")]
     StepShape {
         out: String,

@@ -52,6 +52,11 @@ pub struct GenConfig {
     /// subexpression), a reduction of a broadcast along the broadcast axis, a reduction of a
     /// reduction (several axes), a contraction of a transpose; and extents of 1 twice as often.
     pub compiler: bool,
+    /// The element-wise functions (`exp`, `log`, `sqrt`, `tanh`, `erf`, `abs`, `max`, `min`)
+    /// and a round trip through the other element type (`f64 (f32 e)`, `f32 (f64 e)`).
+    pub functions: bool,
+    /// Half the programs declare every variable `f32` (the other half `f64`).
+    pub binary32: bool,
 }
 
 impl Default for GenConfig {
@@ -69,6 +74,8 @@ impl Default for GenConfig {
             qualifiers: true,
             einsum_only: false,
             compiler: false,
+            functions: false,
+            binary32: false,
         }
     }
 }
@@ -329,6 +336,38 @@ fn expr_now(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
     if cfg.compiler && !cfg.einsum_only {
         options.extend(compiler_forms(&shape, d, &cfg));
     }
+    // T-Func, T-Func2, and T-Conv twice (a rounding to binary32 in a binary64 program: the
+    // pair is written `f32 (f64 e)` here and turned round for binary64 programs, `program`).
+    if cfg.functions && !cfg.einsum_only {
+        options.push((
+            3,
+            (
+                proptest::sample::select(Func::ALL.to_vec()),
+                expr(shape.clone(), d, cfg.clone()),
+            )
+                .prop_map(|(f, e)| node(ExprKind::Func(f, bx(e))))
+                .boxed(),
+        ));
+        options.push((
+            2,
+            (
+                proptest::sample::select(vec![Func2::Max, Func2::Min]),
+                expr(shape.clone(), d, cfg.clone()),
+                expr(shape.clone(), d, cfg.clone()),
+            )
+                .prop_map(|(f, a, b)| node(ExprKind::Func2(f, bx(a), bx(b))))
+                .boxed(),
+        ));
+        options.push((
+            1,
+            expr(shape.clone(), d, cfg.clone())
+                .prop_map(|e| {
+                    let inner = node(ExprKind::Convert(ElemType::F64, bx(e)));
+                    node(ExprKind::Convert(ElemType::F32, bx(inner)))
+                })
+                .boxed(),
+        ));
+    }
     // T-Paren
     options.push((
         1,
@@ -524,9 +563,44 @@ pub fn program(cfg: GenConfig) -> BoxedStrategy<Program> {
             })
     });
     let q = cfg.qualifiers;
-    proptest::collection::vec(stmt, 1..=cfg.max_stmts)
-        .prop_map(move |stmts| finish(stmts, q))
+    let binary32 = if cfg.binary32 {
+        any::<bool>().boxed()
+    } else {
+        Just(false).boxed()
+    };
+    (proptest::collection::vec(stmt, 1..=cfg.max_stmts), binary32)
+        .prop_map(move |(stmts, binary32)| {
+            let mut p = finish(stmts, q);
+            let elem = if binary32 {
+                ElemType::F32
+            } else {
+                ElemType::F64
+            };
+            for d in &mut p.decls {
+                d.elem = elem;
+            }
+            if elem == ElemType::F64 {
+                for s in &mut p.stmts {
+                    round_trips_through_binary32(&mut s.value);
+                }
+            }
+            p
+        })
         .boxed()
+}
+
+/// Turns every generated round trip `f32 (f64 e)` into `f64 (f32 e)`, for a binary64 program.
+fn round_trips_through_binary32(e: &mut Expr) {
+    if let ExprKind::Convert(outer, inner) = &mut e.kind {
+        if let ExprKind::Convert(t, operand) = &mut inner.kind {
+            *outer = ElemType::F64;
+            *t = ElemType::F32;
+            return round_trips_through_binary32(operand);
+        }
+    }
+    for c in e.children_mut() {
+        round_trips_through_binary32(c);
+    }
 }
 
 /// Draws one program from `strategy` deterministically: the same seed gives the same program.

@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
+use teil::ast::{ElemType, Func};
 use teil::ops::{Op, ReduceKind, Step};
 use teil_interp::Tensor;
 
@@ -27,13 +28,21 @@ pub enum Bug {
     /// `einsum` drops the second occurrence of a label repeated in one operand, summing over
     /// that axis instead of taking the diagonal.
     EinsumDropsRepeated,
+    /// `exp` is off by a relative `2^-12`, up or down (an approximation a fused kernel might
+    /// use in float32): far outside any allowance in ulps.
+    ExpOff,
+    /// `exp` is one ulp of its type above the correctly rounded value: inside the allowance
+    /// ([`crate::case::FUNCTION_ULPS`]), so not a bug a campaign may report.
+    ExpOneUlp,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 3] = [
+    pub const ALL: [Bug; 5] = [
         Bug::TakeOffByOne,
         Bug::MaxFromZero,
         Bug::EinsumDropsRepeated,
+        Bug::ExpOff,
+        Bug::ExpOneUlp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +50,8 @@ impl Bug {
             Bug::TakeOffByOne => "take-off-by-one",
             Bug::MaxFromZero => "max-from-zero",
             Bug::EinsumDropsRepeated => "einsum-drops-repeated",
+            Bug::ExpOff => "exp-off",
+            Bug::ExpOneUlp => "exp-one-ulp",
         }
     }
 
@@ -61,10 +72,7 @@ pub fn run(
             .iter()
             .map(|a| env.get(a).ok_or_else(|| OpsEvalError::Unbound(a.clone())))
             .collect::<Result<Vec<_>, _>>()?;
-        if s.elem != teil::ast::ElemType::F64 {
-            return Err(OpsEvalError::Float32(s.out.clone()));
-        }
-        let v = step(&s.op, &args, bug)?;
+        let v = step(&s.op, &args, bug, s.elem)?;
         if v.shape()
             .iter()
             .map(|&n| n as u64)
@@ -85,16 +93,22 @@ fn arg<'a>(args: &[&'a Tensor], k: usize) -> Result<&'a Tensor, OpsEvalError> {
     args.get(k).copied().ok_or(OpsEvalError::MissingArgument(k))
 }
 
-fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalError> {
+/// One step whose result has element type `t`: in binary32 every operation (each fold step,
+/// each product and addition of an `einsum`) is the binary64 one rounded to binary32, which is
+/// the binary32 operation (spec/values.md, "Binary32").
+fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>, t: ElemType) -> Result<Tensor, OpsEvalError> {
+    let round = |x: f64| t.round(x);
     match op {
         Op::Const { value } => Ok(ArrayD::from_elem(IxDyn(&[]), *value)),
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
             let (a, b) = (arg(args, 0)?, arg(args, 1)?);
-            let f = |x: f64, y: f64| match op {
-                Op::Add => x + y,
-                Op::Sub => x - y,
-                Op::Mul => x * y,
-                _ => x / y,
+            let f = |x: f64, y: f64| {
+                round(match op {
+                    Op::Add => x + y,
+                    Op::Sub => x - y,
+                    Op::Mul => x * y,
+                    _ => x / y,
+                })
             };
             if a.shape() == b.shape() {
                 Ok(ndarray::Zip::from(a).and(b).map_collect(|&x, &y| f(x, y)))
@@ -121,11 +135,13 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalEr
                 } else {
                     it.next().unwrap_or(f64::NAN)
                 };
-                it.fold(first, |acc, x| match kind {
-                    ReduceKind::Sum => acc + x,
-                    ReduceKind::Prod => acc * x,
-                    ReduceKind::Max => max(acc, x),
-                    ReduceKind::Min => min(acc, x),
+                it.fold(first, |acc, x| {
+                    round(match kind {
+                        ReduceKind::Sum => acc + x,
+                        ReduceKind::Prod => acc * x,
+                        ReduceKind::Max => max(acc, x),
+                        ReduceKind::Min => min(acc, x),
+                    })
                 })
             }))
         }
@@ -153,12 +169,27 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalEr
             }
             Ok(a.index_axis(Axis(*axis), index as usize).to_owned())
         }
-        Op::Einsum { equation } => einsum(equation, args, bug),
-        // Binary64 only (`run` refuses float32 steps): a cast to binary64 is one from binary32.
-        Op::Func { func } => Ok(arg(args, 0)?.mapv(teil_interp::functions::unary(
-            *func,
-            teil::ast::ElemType::F64,
-        ))),
+        Op::Einsum { equation } => einsum(equation, args, bug, round),
+        Op::Func { func } => {
+            let f = teil_interp::functions::unary(*func, t);
+            let planted = |y: f64| match bug {
+                // Up or down by the last bit of the result: an error no normalisation cancels.
+                Some(Bug::ExpOff) => {
+                    let sign = if (y as f32).to_bits() & 1 == 0 {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    round(y * (1.0 + sign / 4096.0))
+                }
+                Some(Bug::ExpOneUlp) => next_up(y, t),
+                _ => y,
+            };
+            Ok(match func {
+                Func::Exp => arg(args, 0)?.mapv(|x| planted(f(x))),
+                _ => arg(args, 0)?.mapv(f),
+            })
+        }
         Op::Max | Op::Min => {
             let (a, b) = (arg(args, 0)?, arg(args, 1)?);
             if a.shape() != b.shape() {
@@ -173,7 +204,27 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalEr
                 .and(b)
                 .map_collect(|&x, &y| teil_interp::functions::apply2(f, x, y)))
         }
-        Op::Cast { .. } => Ok(arg(args, 0)?.clone()),
+        Op::Cast { .. } => Ok(arg(args, 0)?.mapv(round)),
+    }
+}
+
+/// The next value of type `t` above the finite `y` (`y` itself where it is not finite).
+fn next_up(y: f64, t: ElemType) -> f64 {
+    if !y.is_finite() {
+        return y;
+    }
+    match t {
+        ElemType::F64 if y == 0.0 => f64::from_bits(1),
+        ElemType::F64 if y > 0.0 => f64::from_bits(y.to_bits() + 1),
+        ElemType::F64 => f64::from_bits(y.to_bits() - 1),
+        ElemType::F32 => {
+            let x = y as f32;
+            f64::from(match x {
+                0.0 => f32::from_bits(1),
+                _ if x > 0.0 => f32::from_bits(x.to_bits() + 1),
+                _ => f32::from_bits(x.to_bits() - 1),
+            })
+        }
     }
 }
 
@@ -201,7 +252,12 @@ fn min(a: f64, b: f64) -> f64 {
 /// `einsum` by definition: for every output index, the left fold with `+` over every
 /// assignment of the summed labels (row-major, in order of first appearance) of the product of
 /// the operands' elements, left to right.
-fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, OpsEvalError> {
+fn einsum(
+    equation: &str,
+    args: &[&Tensor],
+    bug: Option<Bug>,
+    round: impl Fn(f64) -> f64,
+) -> Result<Tensor, OpsEvalError> {
     let (ins, out) = equation
         .split_once("->")
         .ok_or_else(|| OpsEvalError::NoArrow(equation.to_string()))?;
@@ -282,10 +338,10 @@ fn einsum(equation: &str, args: &[&Tensor], bug: Option<Bug>) -> Result<Tensor, 
             for (ls, t) in operands.iter().zip(args) {
                 let at: Vec<usize> = ls.iter().map(|l| value[l]).collect();
                 let x = t[IxDyn(&at)];
-                prod = Some(prod.map_or(x, |p| p * x));
+                prod = Some(prod.map_or(x, |p| round(p * x)));
             }
             let p = prod.unwrap_or(1.0);
-            acc = Some(acc.map_or(p, |a| a + p));
+            acc = Some(acc.map_or(p, |a| round(a + p)));
         }
         *cell = acc.unwrap_or(0.0);
     }

@@ -357,11 +357,6 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> 
 
 /// Reads the outputs the target wrote and compares them with the oracle's.
 fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
-    let tol = if case.exact {
-        Tolerance::Exact
-    } else {
-        Tolerance::Bound
-    };
     let mut actual = Store::new();
     let mut problems = Vec::new();
     let mut kind = Kind::Wrong;
@@ -383,27 +378,8 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
                 continue;
             }
         };
-        if let Some(want) = case.expected.get(name) {
-            // A cell a correct target may compute otherwise is not judged: the target's value
-            // stands in for the oracle's.
-            let want = match case.hazards.get(name) {
-                Some(h) if h.shape() == got.shape() => {
-                    let mut w = want.clone();
-                    ndarray::Zip::from(&mut w)
-                        .and(h)
-                        .and(&got)
-                        .for_each(|w, &h, &g| {
-                            if h {
-                                *w = g;
-                            }
-                        });
-                    std::borrow::Cow::Owned(w)
-                }
-                _ => std::borrow::Cow::Borrowed(want),
-            };
-            if let Err(e) = compare::tensors(name, &want, &got, tol, ("oracle", "target")) {
-                problems.push(e.to_string());
-            }
+        if let Err(e) = judge_output(case, name, &got) {
+            problems.push(e.to_string());
         }
         actual.insert(name.clone(), got);
     }
@@ -415,6 +391,43 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
             detail: problems.join("\n"),
             actual,
         }
+    }
+}
+
+/// Judges the output `name` a target computed (`got`) against the oracle's (spec/fuzzing.md,
+/// "Comparisons" and "Judging functions"): exactly or within the bound as [`Case::exact`]
+/// says, or as [`Case::permits`] says for a program with functions or binary32 values, with
+/// the hazardous cells not judged. An output the oracle does not give passes.
+pub fn judge_output(
+    case: &Case,
+    name: &str,
+    got: &teil_interp::Tensor,
+) -> Result<compare::Cells, crate::error::Difference> {
+    let Some(want) = case.expected.get(name) else {
+        return Ok(compare::Cells::default());
+    };
+    // A cell a correct target may compute otherwise is not judged: the target's value stands
+    // in for the oracle's.
+    let want = match case.hazards.get(name) {
+        Some(h) if h.shape() == got.shape() => {
+            let mut w = want.clone();
+            ndarray::Zip::from(&mut w)
+                .and(h)
+                .and(got)
+                .for_each(|w, &h, &g| {
+                    if h {
+                        *w = g;
+                    }
+                });
+            std::borrow::Cow::Owned(w)
+        }
+        _ => std::borrow::Cow::Borrowed(want),
+    };
+    let sides = ("oracle", "target");
+    match case.permits.as_ref().and_then(|p| p.get(name)) {
+        Some(permits) => compare::tensors_permitted(name, &want, got, permits, sides),
+        None if case.exact => compare::tensors(name, &want, got, Tolerance::Exact, sides),
+        None => compare::tensors(name, &want, got, Tolerance::Bound, sides),
     }
 }
 

@@ -113,6 +113,11 @@ const GUARD: &str = "\
     || __FLT_EVAL_METHOD__ == 32)
 #error \"CORE-MATH needs float and double arithmetic without excess precision\"
 #endif
+/* CORE-MATH writes GNU C's `asm`, which the strict ISO modes (-std=c99, -std=c11) only know
+ * as `__asm__`. */
+#if defined(__GNUC__) && defined(__STRICT_ANSI__) && !defined(asm)
+#define asm __asm__
+#endif
 ";
 
 /// The files of `units`, as paths relative to the directory that holds them and their
