@@ -58,7 +58,8 @@ impl Profile {
 }
 
 /// The generator settings of program `index` of the compiler profile (spec/fuzzing.md,
-/// "Programs that exercise compilers"): [`gen::GenConfig::compiler`] always, intermediates up
+/// "Programs that exercise compilers"): [`gen::GenConfig::compiler`], the functions and
+/// binary32 for half the programs always, intermediates up
 /// to rank 6, and by `index mod 4`: 0 plain (declared ranks up to 3, depth 4, 4 statements);
 /// 1 the same with division; 2 declared ranks up to 6 with extents 1–2, depth 3; 3 deep
 /// (depth 5, 1024 elements per intermediate, every variable a parameter).
@@ -68,6 +69,8 @@ pub fn compiler_flavour(index: u64) -> gen::GenConfig {
         max_inner_rank: 6,
         max_elements: 729,
         max_stmts: 4,
+        functions: true,
+        binary32: true,
         ..gen::GenConfig::default()
     };
     match index % 4 {
@@ -205,20 +208,38 @@ impl Case {
     }
 }
 
+/// What a program has beyond `+ - * /` and the tensor operations in binary64.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    /// A variable declared `f32`.
+    pub binary32: bool,
+    /// A function (`exp`, ..., `max`, `min`) or a conversion (`f32 e`, `f64 e`).
+    pub functions: bool,
+}
+
+impl Vocabulary {
+    pub fn of(p: &CheckedProgram) -> Vocabulary {
+        let mut functions = false;
+        for s in &p.program().stmts {
+            s.value.walk(&mut |e| {
+                functions |= matches!(
+                    e.kind,
+                    ExprKind::Func(..) | ExprKind::Func2(..) | ExprKind::Convert(..)
+                )
+            });
+        }
+        Vocabulary {
+            binary32: p.program().decls.iter().any(|d| d.elem != ElemType::F64),
+            functions,
+        }
+    }
+}
+
 /// Whether `p` has a function, a conversion or a binary32 variable: the cases judged by
 /// [`Case::permits`]. Programs of `+ - * /` in binary64 keep the comparisons they had
 /// (spec/fuzzing.md, "Comparisons").
 pub fn new_vocabulary(p: &CheckedProgram) -> bool {
-    let mut found = p.program().decls.iter().any(|d| d.elem != ElemType::F64);
-    for s in &p.program().stmts {
-        s.value.walk(&mut |e| {
-            found |= matches!(
-                e.kind,
-                ExprKind::Func(..) | ExprKind::Func2(..) | ExprKind::Convert(..)
-            )
-        });
-    }
-    found
+    Vocabulary::of(p) != Vocabulary::default()
 }
 
 fn has_division(p: &CheckedProgram) -> bool {

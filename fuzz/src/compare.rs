@@ -217,6 +217,27 @@ pub fn tensors_permitted(
     })
 }
 
+/// [`tensors_permitted`] for the variables `names`, with `permits` by variable.
+pub fn stores_permitted(
+    names: &[String],
+    want: &BTreeMap<String, Tensor>,
+    got: &BTreeMap<String, Tensor>,
+    permits: &BTreeMap<String, ndarray::ArrayD<Permit>>,
+    labels: (&str, &str),
+) -> Result<Cells, Difference> {
+    let mut cells = Cells::default();
+    for name in names {
+        let (Some(w), Some(g), Some(p)) = (want.get(name), got.get(name), permits.get(name)) else {
+            return Err(Difference::Missing {
+                name: name.clone(),
+                sides: labels.into(),
+            });
+        };
+        cells.add(tensors_permitted(name, w, g, p, labels)?);
+    }
+    Ok(cells)
+}
+
 /// [`tensors_within`] for the variables `names`, with `bounds` by variable.
 pub fn stores_within(
     names: &[String],

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use teil::ast::ElemType;
 use teil::ops::{Op, Ops};
 
 /// Counts over the programs sent.
@@ -17,6 +18,8 @@ pub struct Constructs {
     pub special_inputs: u64,
     /// Programs with a step of rank 5 or more.
     pub rank_5_or_more: u64,
+    /// Programs with a binary32 step.
+    pub float32: u64,
 }
 
 /// The compositions counted, in the order the summary prints them.
@@ -39,6 +42,7 @@ impl Constructs {
             let key = format!("{:?}", step.op); // the op with its fields
             let name = match &step.op {
                 Op::Reduce { kind, .. } => format!("reduce {}", kind.name()),
+                Op::Func { func } => format!("func {}", func.keyword()),
                 op => op.name().to_string(),
             };
             let args: Vec<Option<&Op>> = step
@@ -81,13 +85,14 @@ impl Constructs {
             made_by.insert(&step.out, &step.op);
         }
         self.rank_5_or_more += u64::from(deep);
+        self.float32 += u64::from(ops.steps.iter().any(|s| s.elem == ElemType::F32));
         self.special_inputs += u64::from(special_inputs);
     }
 }
 
 impl fmt::Display for Constructs {
-    /// `einsum 812, add 120, ...; element-wise on einsum 40, ...; rank ≥ 5 in 31 programs,
-    /// special inputs in 200`.
+    /// `einsum 812, add 120, func exp 30, ...; element-wise on einsum 40, ...; rank 5 or more
+    /// in 31 programs, special inputs in 200, float32 in 96`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ops: Vec<String> = self.ops.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let patterns: Vec<String> = PATTERNS
@@ -96,11 +101,12 @@ impl fmt::Display for Constructs {
             .collect();
         write!(
             f,
-            "{}; {}; rank 5 or more in {} programs, special inputs in {}",
+            "{}; {}; rank 5 or more in {} programs, special inputs in {}, float32 in {}",
             ops.join(", "),
             patterns.join(", "),
             self.rank_5_or_more,
-            self.special_inputs
+            self.special_inputs,
+            self.float32
         )
     }
 }
@@ -128,9 +134,24 @@ mod tests {
         assert_eq!(c.patterns["reduce of reduce"], 1);
         assert_eq!(c.patterns.get("einsum of einsum"), None);
         assert!(c.patterns["extent-1 axis"] >= 3);
-        assert_eq!((c.rank_5_or_more, c.special_inputs), (0, 1));
+        assert_eq!((c.rank_5_or_more, c.special_inputs, c.float32), (0, 1, 0));
         assert!(c
             .to_string()
             .starts_with("add 1, einsum 2, expand 1, reduce max 2; "));
+    }
+
+    #[test]
+    fn counts_each_function_and_binary32_programs() {
+        let source =
+            "input var x : f32[3]\noutput var y : f32[3]\ny = exp (tanh x) + max x (exp x)";
+        let (checked, _) = teil::compile(source).unwrap();
+        let mut c = Constructs::default();
+        c.add(&teil::ops::lower(&checked), false);
+        assert_eq!(
+            (c.ops["func exp"], c.ops["func tanh"], c.ops["max"]),
+            (2, 1, 1)
+        );
+        assert_eq!(c.float32, 1);
+        assert!(c.to_string().ends_with(", float32 in 1"), "{c}");
     }
 }

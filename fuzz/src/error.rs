@@ -148,6 +148,8 @@ pub enum CheckFailed {
     NonzeroPadding { names: Vec<String> },
     #[error("the oracle cannot compute the fma bound: {0}")]
     FmaBound(teil_interp::RunError),
+    #[error("the oracle cannot compute what the cells permit: {0}")]
+    Permits(teil_interp::RunError),
     #[error("the kernel wrote its input-only parameter: {0}")]
     WroteInput(Box<Difference>),
     #[error("{difference}\n    judgement: {judgement}")]

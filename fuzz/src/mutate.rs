@@ -116,10 +116,14 @@ pub fn ill_typed(checked: &CheckedProgram, m: Mutation, choice: usize) -> Option
                 None => {
                     let mut extents: Vec<Nat> = want.iter().map(|&n| nat(n)).collect();
                     extents.push(nat(2));
+                    // The target's element type: only the shape may mismatch.
+                    let target = &p.stmts[k].target.name;
+                    let elem = (p.decls.iter().find(|d| d.name.name == *target))
+                        .map_or(ElemType::F64, |d| d.elem);
                     out.decls.push(Decl {
                         qualifier: None,
                         name: Ident::new("mismatched_target", 0..0),
-                        elem: ElemType::F64,
+                        elem,
                         elem_span: None,
                         extents,
                         span: 0..0,

@@ -209,9 +209,13 @@ fn shrinks_and_replays(bug: Bug) -> teil::ast::Program {
         unreachable!()
     };
     assert_eq!(r.pads, vec![pad]);
+    // On the kernel target the reproducer names, as `teil fuzz --replay` does.
     let replay_cfg = Config {
         pads: r.pads.clone(),
         plant: r.plant,
+        isas: r
+            .isa
+            .map_or_else(|| Config::default().isas, |isa| vec![isa]),
         ..Config::default()
     };
     let again = campaign::replay(&replay_cfg, r.program.clone(), r.inputs.clone(), r.seed);

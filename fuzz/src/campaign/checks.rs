@@ -64,6 +64,9 @@ pub(super) fn prepare(
     };
     let division = has_division(&checked);
     stats.division += u64::from(division);
+    let vocabulary = crate::case::Vocabulary::of(&checked);
+    stats.binary32 += u64::from(vocabulary.binary32);
+    stats.functions += u64::from(vocabulary.functions);
     let mut failures = Vec::new();
     let mut interpreter_checks = vec![
         Check::Fast,
@@ -199,13 +202,34 @@ pub(super) fn prepare(
     }))
 }
 
-/// The tolerance between the oracle and an evaluator that reassociates (the fast evaluator).
-pub(super) fn fast_tolerance(division: bool) -> Tolerance {
-    if division {
+/// Compares the fast evaluator's results `got` for `c` with the oracle's (`expected`): it
+/// reassociates, so exactly where nothing rounds, by the loose rule with division, and for a
+/// program with functions or binary32 values by what each cell permits (spec/fuzzing.md,
+/// "Comparisons and tolerances"; its functions are correctly rounded, so the allowance is
+/// half an ulp).
+pub(super) fn compare_fast(
+    c: &CheckedProgram,
+    inputs: &Inputs,
+    expected: &Store,
+    got: &Store,
+    label: &str,
+) -> Result<compare::Cells, CheckFailed> {
+    let all = names(expected);
+    let sides = ("oracle", label);
+    if crate::case::new_vocabulary(c) {
+        let permits =
+            teil_interp::rounding::permitted(c, inputs, teil_interp::rounding::CORRECTLY_ROUNDED)
+                .map_err(CheckFailed::Permits)?;
+        return Ok(compare::stores_permitted(
+            &all, expected, got, &permits, sides,
+        )?);
+    }
+    let tol = if has_division(c) {
         Tolerance::Loose
     } else {
         Tolerance::Exact
-    }
+    };
+    Ok(compare::stores(&all, expected, got, tol, sides)?)
 }
 
 pub(super) fn names(s: &Store) -> Vec<String> {
@@ -244,18 +268,11 @@ pub(super) fn run_check(
     stats: &mut Stats,
 ) -> Result<(), NotPassed> {
     let division = has_division(c);
-    let all = names(expected);
     match check {
         Check::Generator | Check::Oracle => Ok(()),
         Check::Fast => {
             let got = teil_interp::run_fast(c, inputs).map_err(CheckFailed::Fast)?;
-            let cells = compare::stores(
-                &all,
-                expected,
-                &got,
-                fast_tolerance(division),
-                ("oracle", "fast evaluator"),
-            )?;
+            let cells = compare_fast(c, inputs, expected, &got, "fast evaluator")?;
             stats.cells.add(cells);
             Ok(())
         }
@@ -274,9 +291,7 @@ pub(super) fn run_check(
             }
             let (again, _) = teil::check(parsed.program)
                 .map_err(|d| CheckFailed::ReparsedDoesNotCheck(codes(&d)))?;
-            Ok(evaluate_variant(
-                &again, inputs, expected, division, false, stats,
-            )?)
+            Ok(evaluate_variant(&again, inputs, expected, false, stats)?)
         }
         Check::Core => {
             let core = teil::core::desugar(c).map_err(|d| CheckFailed::Desugar {
@@ -285,20 +300,17 @@ pub(super) fn run_check(
             })?;
             let (core, _) =
                 teil::check(core).map_err(|d| CheckFailed::CoreDoesNotCheck(codes(&d)))?;
-            Ok(evaluate_variant(
-                &core, inputs, expected, division, true, stats,
-            )?)
+            Ok(evaluate_variant(&core, inputs, expected, true, stats)?)
         }
         Check::Laws(_) => match law_variant(c, seed)? {
             None => Ok(()),
-            Some((variant, _)) => {
-                evaluate_variant(&variant, inputs, expected, division, true, stats).map_err(|e| {
+            Some((variant, _)) => evaluate_variant(&variant, inputs, expected, true, stats)
+                .map_err(|e| {
                     NotPassed::Failed(CheckFailed::LawVariant {
                         failed: Box::new(e),
                         text: teil::fmt::program(variant.program(), Style::Infix),
                     })
-                })
-            }
+                }),
         },
         Check::IllTyped { mutation, choice } => {
             let Some(bad) = mutate::ill_typed(c, *mutation, *choice) else {
@@ -363,7 +375,6 @@ pub(super) fn evaluate_variant(
     v: &CheckedProgram,
     inputs: &Inputs,
     expected: &Store,
-    division: bool,
     oracle: bool,
     stats: &mut Stats,
 ) -> Result<(), CheckFailed> {
@@ -380,13 +391,7 @@ pub(super) fn evaluate_variant(
         stats.cells.add(cells);
     }
     let got = teil_interp::run_fast(v, inputs).map_err(CheckFailed::FastOnVariant)?;
-    let cells = compare::stores(
-        &all,
-        expected,
-        &got,
-        fast_tolerance(division),
-        ("oracle", "fast evaluator on the variant"),
-    )?;
+    let cells = compare_fast(v, inputs, expected, &got, "fast evaluator on the variant")?;
     stats.cells.add(cells);
     Ok(())
 }

@@ -253,9 +253,14 @@ pub const FLAVOURS: [&str; 4] = ["plain", "division", "deep", "rank-5"];
 
 /// The generator settings for program `index` (see [`FLAVOURS`]): the default settings; with
 /// division; deeper, longer programs without qualifiers (every variable a parameter); ranks up
-/// to 5 for declared variables.
+/// to 5 for declared variables. Every flavour draws the functions, and binary32 for half its
+/// programs.
 pub fn flavour(index: u64) -> GenConfig {
-    let base = GenConfig::default();
+    let base = GenConfig {
+        functions: true,
+        binary32: true,
+        ..GenConfig::default()
+    };
     match index % 4 {
         0 => base,
         1 => GenConfig {

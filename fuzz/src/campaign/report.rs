@@ -48,6 +48,10 @@ pub struct Stats {
     pub by_flavour: [u64; 4],
     /// Programs with division.
     pub division: u64,
+    /// Programs whose variables are binary32.
+    pub binary32: u64,
+    /// Programs with a function (`exp`, ..., `max`, `min`) or a conversion.
+    pub functions: u64,
     /// Programs with a statement retargeted in place ([`generate`](super::generate)).
     pub retargeted: u64,
     /// C kernel runs.
@@ -94,6 +98,8 @@ impl Stats {
             self.by_flavour[i] += o.by_flavour[i];
         }
         self.division += o.division;
+        self.binary32 += o.binary32;
+        self.functions += o.functions;
         self.retargeted += o.retargeted;
         self.kernels += o.kernels;
         self.lifted += o.lifted;

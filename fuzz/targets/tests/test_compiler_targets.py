@@ -46,7 +46,9 @@ def test_onnxruntime_agrees_with_the_oracle(tmp_path, level):
     target = f"{sys.executable} {TARGETS / 'onnxruntime_ops.py'} --level {level}"
     result = fuzz(target, "--programs", "300", "--seed", "1", "--out", str(tmp_path))
     passed, exact = assert_clean(result, 300)
-    assert passed == 300 and exact >= 250
+    # Unsupported: the programs with a float64 `erf` (ONNX Runtime has no such kernel); exact:
+    # the binary64 programs without functions (spec/fuzzing.md, "Judging functions").
+    assert passed >= 270 and exact >= 60
 
 
 def test_xla_agrees_with_the_oracle(tmp_path):

@@ -32,12 +32,14 @@ def test_numpy_adapter_agrees_with_the_oracle(tmp_path):
     require("numpy")
     result = campaign("numpy_ops.py", tmp_path=tmp_path)
     assert_clean(result)
-    # Every program was judged: none unsupported, most compared bit for bit.
+    # Every program was judged but those with `erf`, which NumPy lacks (about 1 in 10); those
+    # without functions in binary64 bit for bit, the others as their cells permit
+    # (spec/fuzzing.md, "Judging functions").
     m = re.search(r"target: (\d+) passed \((\d+) compared exactly.*?(\d+) unsupported", result.stderr)
     assert m, result.stderr
     passed, exact, unsupported = map(int, m.groups())
-    assert (passed, unsupported) == (200, 0)
-    assert exact >= 150
+    assert passed + unsupported == 200 and 0 < unsupported <= 40, result.stderr
+    assert exact >= 30
 
 
 def test_numpy_agrees_on_the_compiler_profile_with_special_values(tmp_path):
@@ -47,8 +49,9 @@ def test_numpy_agrees_on_the_compiler_profile_with_special_values(tmp_path):
     result = campaign("numpy_ops.py", "--profile", "compiler", tmp_path=tmp_path)
     assert_clean(result)
     # What was sent: `sent: OP N, ...; PATTERN N, ...; rank 5 or more in N programs, special
-    # inputs in N`.
-    sent = re.search(r"^sent: (.*); (.*); rank 5 or more in (\d+) programs, special inputs in (\d+)$",
+    # inputs in N, float32 in N`.
+    sent = re.search(r"^sent: (.*); (.*); rank 5 or more in (\d+) programs, special inputs in (\d+), "
+                     r"float32 in (\d+)$",
                      result.stderr, re.M)
     assert sent, result.stderr
     counts = {}
@@ -59,6 +62,12 @@ def test_numpy_agrees_on_the_compiler_profile_with_special_values(tmp_path):
                       "reduce of expand", "reduce of reduce", "einsum of einsum", "repeated step"):
         assert counts[construct] > 0, (construct, counts)
     assert int(sent.group(3)) > 0 and int(sent.group(4)) == 100
+    # The new vocabulary: binary32 programs and every function (spec/fuzzing.md, "Judging
+    # functions").
+    assert int(sent.group(5)) > 0, sent.group(0)
+    for f in ("exp", "log", "sqrt", "tanh", "erf", "abs"):
+        assert counts.get("func " + f, 0) > 0, (f, counts)
+    assert counts.get("max", 0) > 0 and counts.get("min", 0) > 0, counts
 
 
 def test_opt_einsum_adapter_agrees_on_einsum_programs(tmp_path):
