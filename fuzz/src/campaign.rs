@@ -68,6 +68,18 @@ use teil::ast::Program;
 /// configuration should have passed [`Config::validate`]; out-of-range counts are clamped.
 pub fn run(cfg: &Config, progress: &(dyn Fn(Progress) + Sync)) -> Report {
     let start = Instant::now();
+    // CORE-MATH's units compiled once for the whole campaign, not in every batch (where the
+    // private directory cannot be made, every batch compiles them).
+    let with_math;
+    let cfg = match teil_cbackend::run::CompiledMath::new(&cfg.toolchain) {
+        Ok(math) if cfg.toolchain.math.is_none() => {
+            let mut c = cfg.clone();
+            c.toolchain.math = Some(std::sync::Arc::new(math));
+            with_math = c;
+            &with_math
+        }
+        _ => cfg,
+    };
     let total = cfg.programs;
     let jobs = cfg.jobs.clamp(1, MAX_JOBS);
     let chunk = match total {
