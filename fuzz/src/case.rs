@@ -151,15 +151,26 @@ pub struct Case {
 /// What a target may compute in each cell of each output.
 pub type Permits = BTreeMap<String, ndarray::ArrayD<Permit>>;
 
-/// The ulps a target's function result may be from the correctly rounded value
-/// (spec/fuzzing.md, "Judging functions"): NumPy's float32 `exp`, `log` and `tanh` are
-/// documented within 4 ulps (and measured within 2-3, PERFORMANCE.md).
+/// The ulps a target's function result may be from the correctly rounded value by default
+/// (`teil fuzz --function-ulps`; spec/fuzzing.md, "Judging functions"): NumPy's float32 `exp`,
+/// `log` and `tanh` are documented within 4 ulps (and measured within 2-3, PERFORMANCE.md).
 pub const FUNCTION_ULPS: f64 = 4.0;
+
+/// The largest allowance `--function-ulps` takes (2^20 ulps: a relative error of 1/16 in
+/// binary32).
+pub const MAX_FUNCTION_ULPS: f64 = 1_048_576.0;
 
 impl Case {
     /// `Err` when the program does not check, reads an undefined value, or the oracle refuses
     /// it (too large).
-    pub fn new(seed: u64, program: Program, inputs: Option<Inputs>) -> Result<Case, NotACase> {
+    /// Function results may be `ulps` ulps from the correctly rounded values
+    /// ([`Case::permits`]).
+    pub fn new(
+        seed: u64,
+        program: Program,
+        inputs: Option<Inputs>,
+        ulps: f64,
+    ) -> Result<Case, NotACase> {
         let (checked, _) = teil::check(program).map_err(|_| NotACase::DoesNotCheck)?;
         let inputs = inputs.unwrap_or_else(|| teil_interp::random_inputs(&checked, seed));
         let ops = teil::ops::lower(&checked);
@@ -185,7 +196,7 @@ impl Case {
         };
         let permits = match new_vocabulary(&checked) {
             true => {
-                let all = teil_interp::rounding::permitted(&checked, &inputs, FUNCTION_ULPS)
+                let all = teil_interp::rounding::permitted(&checked, &inputs, ulps)
                     .map_err(NotACase::Oracle)?;
                 Some(
                     all.into_iter()
@@ -283,7 +294,7 @@ impl Generators {
     /// campaign's program ([`campaign::generate`]); for `einsum`, the first of up to
     /// `EINSUM_ATTEMPTS` (64) seeds whose einsum-only program lowers to `einsum` steps only. Then
     /// [`supply`]. `None` when no case results (see [`Case::new`]).
-    pub fn case(&mut self, profile: Profile, seed: u64, index: u64) -> Option<Case> {
+    pub fn case(&mut self, profile: Profile, seed: u64, index: u64, ulps: f64) -> Option<Case> {
         let base = program_seed(seed, index);
         let strategy =
             self.strategies
@@ -311,7 +322,7 @@ impl Generators {
                     seed,
                 ))
             });
-            let case = Case::new(seed, p, inputs.flatten()).ok()?;
+            let case = Case::new(seed, p, inputs.flatten(), ulps).ok()?;
             (profile != Profile::Einsum || case.ops.einsum_only()).then_some(case)
         })
     }

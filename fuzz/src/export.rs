@@ -131,7 +131,7 @@ pub fn export(
         let mut entries = Vec::new();
         for k in 0..programs {
             let index = skip.saturating_add(k);
-            let Some(case) = gens.case(profile, seed, index) else {
+            let Some(case) = gens.case(profile, seed, index, crate::case::FUNCTION_ULPS) else {
                 exported.skipped += 1;
                 continue;
             };

@@ -50,6 +50,9 @@ pub struct Config {
     /// Stops the campaign between cases and any wait for an answer once set (a signal
     /// handler sets it): the report then says so ([`Report::interrupted`]).
     pub cancel: teil_io::process::Cancel,
+    /// The ulps a target's function result may be from the correctly rounded value
+    /// ([`crate::case::FUNCTION_ULPS`] by default; spec/fuzzing.md, "Judging functions").
+    pub function_ulps: f64,
 }
 
 /// How a target failed on a case; shrinking keeps the kind.
@@ -464,7 +467,8 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
                     {
                         break;
                     }
-                    let case = gens.case(cfg.profile, cfg.seed, cfg.skip.saturating_add(k));
+                    let k = cfg.skip.saturating_add(k);
+                    let case = gens.case(cfg.profile, cfg.seed, k, cfg.function_ulps);
                     if tx.send((k, case)).is_err() {
                         break;
                     }
@@ -557,7 +561,13 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         _ => SHRINK_BUDGET,
     };
     let fails = |c: &CheckedProgram, inputs: &Inputs| {
-        Case::new(seed, c.program().clone(), Some(inputs.clone())).is_ok_and(
+        Case::new(
+            seed,
+            c.program().clone(),
+            Some(inputs.clone()),
+            cfg.function_ulps,
+        )
+        .is_ok_and(
             |case| matches!(runner.check(&case), Verdict::Found { kind, .. } if kind == f.kind),
         )
     };
@@ -567,7 +577,8 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         fails,
         budget,
     );
-    let case = Case::new(seed, program, Some(inputs)).unwrap_or_else(|_| f.case.clone());
+    let case = Case::new(seed, program, Some(inputs), cfg.function_ulps)
+        .unwrap_or_else(|_| f.case.clone());
     let (detail, actual) = match runner.check(&case) {
         Verdict::Found { detail, actual, .. } => (detail, actual),
         // A flaky target: report the shrunk program with the original message.
@@ -580,7 +591,7 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         export::atomically(&dir, true, |tmp| {
             export::write_case_files(tmp, &case, &header)?;
             export::write_outputs(tmp, &actual)?;
-            let replay = replay_command(&cfg.command, &dir);
+            let replay = replay_command(cfg, &dir);
             let message = format!(
                 "{}\nclass: {}\ntarget: {}\n{detail}\nreplay: {replay}\n",
                 f.kind.describe(),
@@ -610,11 +621,17 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// The command that replays the reproducer directory `dir` against `command`.
-pub fn replay_command(command: &TargetCommand, dir: &Path) -> String {
+/// The command that replays the reproducer directory `dir` against the campaign's target,
+/// with its allowance for functions where it is not the default.
+pub fn replay_command(cfg: &Config, dir: &Path) -> String {
+    let ulps = if cfg.function_ulps == crate::case::FUNCTION_ULPS {
+        String::new()
+    } else {
+        format!(" --function-ulps {}", cfg.function_ulps)
+    };
     format!(
-        "teil fuzz --target {} --replay {}",
-        shell_quote(&command.text),
+        "teil fuzz --target {}{ulps} --replay {}",
+        shell_quote(&cfg.command.text),
         shell_quote(&dir.to_string_lossy())
     )
 }
@@ -646,10 +663,7 @@ fn reproducer_header(
             cfg.profile.flag()
         ));
     }
-    lines.push(format!(
-        "run again with: {}",
-        replay_command(&cfg.command, dir)
-    ));
+    lines.push(format!("run again with: {}", replay_command(cfg, dir)));
     lines
 }
 
@@ -664,7 +678,7 @@ pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, TargetError> {
         return Err(FileError::DoesNotParse(path).into());
     }
     let inputs = export::read_inputs(dir)?;
-    let case = Case::new(0, parsed.program, Some(inputs))
+    let case = Case::new(0, parsed.program, Some(inputs), cfg.function_ulps)
         .map_err(|reason| FileError::NotACase { path, reason })?;
     let mut runner = Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())?;
     let mut stats = Stats {

@@ -139,13 +139,21 @@ fn kernel_targets_take_turns_with_their_flags() {
     let log = std::fs::read_to_string(&log).expect("the wrapper ran");
     // CORE-MATH's units, compiled once each for the whole campaign with its own flags
     // (`CompiledMath`); the rest are the batches.
-    let (math, compiles): (Vec<&str>, Vec<&str>) =
-        log.lines().partition(|c| c.contains(" -c -o ") && c.contains("/cr_"));
+    let (math, compiles): (Vec<&str>, Vec<&str>) = log
+        .lines()
+        .partition(|c| c.contains(" -c -o ") && c.contains("/cr_"));
     assert!(!math.is_empty() && math.len() <= 8, "{log}");
     for unit in &math {
-        assert!(unit.starts_with("-std=c99 -O0 ") && !unit.contains(" -m"), "{unit}");
+        assert!(
+            unit.starts_with("-std=c99 -O0 ") && !unit.contains(" -m"),
+            "{unit}"
+        );
         let name = unit.rsplit('/').next().unwrap_or("");
-        assert_eq!(math.iter().filter(|u| u.ends_with(name)).count(), 1, "{log}");
+        assert_eq!(
+            math.iter().filter(|u| u.ends_with(name)).count(),
+            1,
+            "{log}"
+        );
     }
     // One translation unit per block of programs, each with its target's flags alone.
     assert_eq!(compiles.len() as u64, report.stats.compiles, "{log}");

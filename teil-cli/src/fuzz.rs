@@ -98,6 +98,11 @@ pub struct FuzzArgs {
     /// With `--target`: seconds the target may take for one program before it is restarted.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub target_timeout: f64,
+    /// With `--target`: how many ulps of its type a target's function result (`exp`, `log`,
+    /// `sqrt`, `tanh`, `erf`) may be from the correctly rounded value, from 0.5 to 2^20
+    /// (spec/fuzzing.md, "Judging functions").
+    #[arg(long, value_name = "U", default_value_t = teil_fuzz::case::FUNCTION_ULPS)]
+    pub function_ulps: f64,
     /// With `--target` or `--export`: `all` constructs, `einsum` steps only, or `compiler`:
     /// what compilers transform, with special values (±0, ±inf, NaN) in half the programs'
     /// inputs (spec/fuzzing.md).
@@ -133,6 +138,7 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
             seed: args.seed,
             skip: args.skip,
             target_timeout: args.target_timeout,
+            function_ulps: args.function_ulps,
             time: args.time,
             jobs: args.jobs,
             shrink: args.shrink,

@@ -9,8 +9,10 @@
 use crate::input::fail;
 use std::path::PathBuf;
 use std::time::Duration;
+use teil_fuzz::case::MAX_FUNCTION_ULPS;
 use teil_fuzz::target::TargetCommand;
 use teil_fuzz::target_campaign::{self, Config, Finding, Profile, Report};
+use teil_interp::rounding::CORRECTLY_ROUNDED;
 
 /// The flags of `teil fuzz` that a campaign against a target or an export reads (`teil fuzz`'s
 /// own module, `crate::fuzz`, parses them and hands them over).
@@ -25,6 +27,7 @@ pub struct TargetArgs {
     pub seed: u64,
     pub skip: u64,
     pub target_timeout: f64,
+    pub function_ulps: f64,
     pub time: Option<f64>,
     pub jobs: Option<usize>,
     pub shrink: usize,
@@ -74,6 +77,12 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
             "`--target-timeout {t}` is not a positive number of seconds"
         ));
     }
+    let u = args.function_ulps;
+    if !(CORRECTLY_ROUNDED..=MAX_FUNCTION_ULPS).contains(&u) {
+        return Err(format!(
+            "`--function-ulps {u}` is not a number of ulps from 0.5 to 2^20"
+        ));
+    }
     let time = match args.time {
         Some(t) if !(t.is_finite() && t >= 0.0) => {
             return Err(format!("`--time {t}` is not a number of seconds"))
@@ -101,6 +110,7 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
         shrink: args.shrink,
         out: Some(args.out.clone()),
         cancel: crate::interrupt::cancel_on_signal(),
+        function_ulps: u,
     };
     let every = crate::progress::interval(args.progress)?;
     let report = match &args.replay {
@@ -176,7 +186,7 @@ fn describe(f: &Finding, cfg: &Config) -> String {
         match &s.dir {
             Some(Ok(dir)) => out.push_str(&format!(
                 "  reproduce: {}\n",
-                target_campaign::replay_command(&cfg.command, dir)
+                target_campaign::replay_command(&cfg, dir)
             )),
             Some(Err(e)) => out.push_str(&format!("  the reproducer was not written: {e}\n")),
             None => {}

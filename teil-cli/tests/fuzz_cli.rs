@@ -441,3 +441,21 @@ fn a_damaged_reproducer_is_refused_not_passed() {
         assert!(o.stdout.is_empty(), "{damage}");
     }
 }
+
+#[test]
+fn the_function_allowance_is_a_number_of_ulps_in_range() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["0.25", "-1", "nan", "inf", "2000000"] {
+        let flag = format!("--function-ulps={bad}");
+        let o = teil_in(
+            dir.path(),
+            &["fuzz", "--target", "true", "--programs", "1", flag.as_str()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is not a number of ulps from 0.5 to 2^20"),
+            "{bad}: {}",
+            stderr(&o)
+        );
+    }
+}
