@@ -186,7 +186,7 @@ fn describe(f: &Finding, cfg: &Config) -> String {
         match &s.dir {
             Some(Ok(dir)) => out.push_str(&format!(
                 "  reproduce: {}\n",
-                target_campaign::replay_command(&cfg, dir)
+                target_campaign::replay_command(cfg, dir)
             )),
             Some(Err(e)) => out.push_str(&format!("  the reproducer was not written: {e}\n")),
             None => {}
