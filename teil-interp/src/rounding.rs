@@ -430,7 +430,7 @@ impl Domain for Rounding {
     }
 
     /// A leaf whose error is the argument's through the function's slope plus the allowance
-    /// ([`Rounding::function`]); `abs` is exact and keeps its operand's term.
+    /// (spec/fuzzing.md, "Judging functions"); `abs` is exact and keeps its operand's term.
     fn func(f: Func, t: ElemType, a: &Self) -> Self {
         let value = crate::functions::apply(f, t, a.value);
         if f == Func::Abs {
