@@ -89,10 +89,15 @@ thread_local! {
 /// least half an ulp: the oracle's own results are permitted ones) in the [`Rounding`] values
 /// it computes.
 pub fn with_allowance<R>(ulps: f64, f: impl FnOnce() -> R) -> R {
-    let before = ALLOWANCE.with(|a| a.replace(ulps.max(CORRECTLY_ROUNDED)));
-    let r = f();
-    ALLOWANCE.with(|a| a.set(before));
-    r
+    /// Puts the previous allowance back, also when `f` unwinds.
+    struct Restore(f64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ALLOWANCE.with(|a| a.set(self.0));
+        }
+    }
+    let _restore = Restore(ALLOWANCE.with(|a| a.replace(ulps.max(CORRECTLY_ROUNDED))));
+    f()
 }
 
 /// What a function or a division of the oracle's argument(s) gives every permitted evaluation.
