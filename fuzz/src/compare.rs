@@ -225,17 +225,7 @@ pub fn stores_permitted(
     permits: &BTreeMap<String, ndarray::ArrayD<Permit>>,
     labels: (&str, &str),
 ) -> Result<Cells, Difference> {
-    let mut cells = Cells::default();
-    for name in names {
-        let (Some(w), Some(g), Some(p)) = (want.get(name), got.get(name), permits.get(name)) else {
-            return Err(Difference::Missing {
-                name: name.clone(),
-                sides: labels.into(),
-            });
-        };
-        cells.add(tensors_permitted(name, w, g, p, labels)?);
-    }
-    Ok(cells)
+    each_variable(names, want, got, permits, labels, tensors_permitted)
 }
 
 /// [`tensors_within`] for the variables `names`, with `bounds` by variable.
@@ -246,15 +236,28 @@ pub fn stores_within(
     bounds: &BTreeMap<String, Tensor>,
     labels: (&str, &str),
 ) -> Result<Cells, Difference> {
+    each_variable(names, want, got, bounds, labels, tensors_within)
+}
+
+/// `compare` on each variable of `names`, with its entry of `by`; a variable missing from
+/// any of the three is a difference.
+fn each_variable<T>(
+    names: &[String],
+    want: &BTreeMap<String, Tensor>,
+    got: &BTreeMap<String, Tensor>,
+    by: &BTreeMap<String, T>,
+    labels: (&str, &str),
+    compare: impl Fn(&str, &Tensor, &Tensor, &T, (&str, &str)) -> Result<Cells, Difference>,
+) -> Result<Cells, Difference> {
     let mut cells = Cells::default();
     for name in names {
-        let (Some(w), Some(g), Some(b)) = (want.get(name), got.get(name), bounds.get(name)) else {
+        let (Some(w), Some(g), Some(b)) = (want.get(name), got.get(name), by.get(name)) else {
             return Err(Difference::Missing {
                 name: name.clone(),
                 sides: labels.into(),
             });
         };
-        cells.add(tensors_within(name, w, g, b, labels)?);
+        cells.add(compare(name, w, g, b, labels)?);
     }
     Ok(cells)
 }
