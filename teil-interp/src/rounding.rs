@@ -278,8 +278,8 @@ impl Rounding {
             Func::Tanh => within(1.0, (lo.tanh().abs().max(hi.tanh().abs()) * up).min(1.0)),
             // The slope of erf is at most 2 / √π.
             Func::Erf => within(std::f64::consts::FRAC_2_SQRT_PI * up, up),
-            // Exact, with slope 1: handled as a node by `func`.
-            Func::Abs => within(1.0, lo.abs().max(hi.abs())),
+            // Exact, with slope 1 (`func` keeps it a node, which is tighter).
+            Func::Abs => Leaf::Within(b),
         }
     }
 }
