@@ -174,7 +174,7 @@ impl Rounding {
 
     /// The largest distance between the true value of the term and any permitted evaluation of
     /// it (the oracle's included): `(γ_D (M + Δ) + Δ) / (1 − γ_D)`, enlarged for the binary64
-    /// rounding of this computation, plus half the spacing near zero per rounding (gradual
+    /// rounding of this computation, plus the spacing near zero per rounding (gradual
     /// underflow). `None` where the spec gives none: an undefined or NaN cell, a depth too
     /// large, magnitudes that could overflow, a term the rules do not bound.
     pub fn real_bound(&self) -> Option<f64> {
