@@ -121,7 +121,8 @@ const HANGING_CC: &str = "echo $$ >> PIDS\nsleep 1000 &\necho $! >> PIDS\nwait\n
 
 /// A compiler that compiles with the real `cc`, then replaces the driver by a script that
 /// never finishes, except for the kernel named `teil_kernel` when `spare_teil_kernel` (the one
-/// `teil fuzz` compiles before its campaign).
+/// `teil fuzz` compiles before its campaign), and for objects (`-c`: the CORE-MATH units a
+/// campaign compiles once).
 fn hanging_driver_cc(sandbox: &Sandbox, spare_teil_kernel: bool) -> String {
     let spare = if spare_teil_kernel {
         "grep -q 'void teil_kernel(' \"$(dirname \"$out\")/kernels.c\" && exit 0\n"
@@ -132,6 +133,7 @@ fn hanging_driver_cc(sandbox: &Sandbox, spare_teil_kernel: bool) -> String {
         "cc-hanging-driver",
         &format!(
             "cc \"$@\" || exit $?\n\
+             case \" $* \" in *\" -c \"*) exit 0;; esac\n\
              out=\"\"; prev=\"\"\n\
              for a in \"$@\"; do [ \"$prev\" = \"-o\" ] && out=\"$a\"; prev=\"$a\"; done\n\
              {spare}\
