@@ -467,8 +467,8 @@ pub fn run(cfg: &Config, progress: &dyn Fn(Progress)) -> Result<Report, TargetEr
                     {
                         break;
                     }
-                    let k = cfg.skip.saturating_add(k);
-                    let case = gens.case(cfg.profile, cfg.seed, k, cfg.function_ulps);
+                    let index = cfg.skip.saturating_add(k);
+                    let case = gens.case(cfg.profile, cfg.seed, index, cfg.function_ulps);
                     if tx.send((k, case)).is_err() {
                         break;
                     }

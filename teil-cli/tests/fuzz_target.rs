@@ -483,3 +483,15 @@ fn lower_ops_prints_the_ops_form_of_teil_and_tin_files() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).is_empty());
 }
+
+/// `--skip K` runs programs K.. of the campaign: as many as asked, each the one a campaign
+/// from 0 would send at that index (a shard of `python -m teil.campaign`).
+#[test]
+fn skipping_runs_the_later_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = ops_target(None);
+    let o = campaign(dir.path(), &target, 10, 1, &["--skip", "50"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(summary(&o), (10, 0));
+    assert!(stderr(&o).contains("target: 10 passed"), "{}", stderr(&o));
+}
