@@ -127,7 +127,7 @@ pub fn export(
         skipped: 0,
     };
     atomically(dir, false, |tmp| {
-        let mut gens = Generators::default();
+        let mut gens = Generators::binary64_only();
         let mut entries = Vec::new();
         for k in 0..programs {
             let index = skip.saturating_add(k);
