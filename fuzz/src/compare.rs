@@ -137,15 +137,8 @@ pub fn tensors_within(
     bounds: &Tensor,
     labels: (&str, &str),
 ) -> Result<Cells, Difference> {
-    if want.shape() != got.shape() || want.shape() != bounds.shape() {
-        return tensors(name, want, got, Tolerance::Exact, labels);
-    }
-    let mut cells = Cells::default();
-    let mut first: Option<(usize, f64, f64, f64)> = None;
-    let mut differing = 0u64;
-    for (flat, ((&x, &y), &b)) in want.iter().zip(got.iter()).zip(bounds.iter()).enumerate() {
-        cells.compared += 1;
-        let ok = if ulps_apart(x, y) == 0 {
+    let judge = |x: f64, y: f64, b: f64, equal: bool, cells: &mut Cells| {
+        if equal {
             true
         } else if b.is_finite() {
             (x - y).abs() <= b
@@ -154,24 +147,9 @@ pub fn tensors_within(
         } else {
             cells.nonfinite_tolerated += 1;
             true
-        };
-        if !ok {
-            differing += 1;
-            first.get_or_insert((flat, x, y, b));
         }
-    }
-    let Some((flat, want, got, b)) = first else {
-        return Ok(cells);
     };
-    Err(Difference::Cell {
-        name: name.to_string(),
-        at: one_based(&unflatten(flat, bounds.shape())),
-        want,
-        got,
-        bound: Some(b),
-        differing,
-        sides: labels.into(),
-    })
+    cell_by_cell(name, want, got, bounds, labels, judge, Some)
 }
 
 /// Compares one variable cell by cell with what each cell permits (spec/fuzzing.md, "Judging
@@ -184,34 +162,53 @@ pub fn tensors_permitted(
     permits: &ndarray::ArrayD<Permit>,
     labels: (&str, &str),
 ) -> Result<Cells, Difference> {
-    if want.shape() != got.shape() || want.shape() != permits.shape() {
-        return tensors(name, want, got, Tolerance::Exact, labels);
-    }
-    let mut cells = Cells::default();
-    let mut first: Option<(usize, f64, f64, Permit)> = None;
-    let mut differing = 0u64;
-    for (flat, ((&x, &y), &p)) in want.iter().zip(got.iter()).zip(permits.iter()).enumerate() {
-        cells.compared += 1;
+    let judge = |x: f64, y: f64, p: Permit, equal: bool, cells: &mut Cells| {
         if p == Permit::Any && !(x.is_finite() && y.is_finite()) {
             cells.nonfinite_tolerated += 1;
         }
-        if ulps_apart(x, y) != 0 && !p.allows(x, y) {
+        equal || p.allows(x, y)
+    };
+    let bound = |p: Permit| match p {
+        Permit::Within(b) => Some(b),
+        Permit::NotFinite | Permit::Any => None,
+    };
+    cell_by_cell(name, want, got, permits, labels, judge, bound)
+}
+
+/// One variable cell by cell, each cell with its entry of `by` (same shape; otherwise the
+/// comparison is exact), as `judge` says, told whether the cell equals the oracle's (NaN and
+/// `±0` included); the first that fails is reported with the bound `bound` gives it.
+fn cell_by_cell<T: Copy>(
+    name: &str,
+    want: &Tensor,
+    got: &Tensor,
+    by: &ndarray::ArrayD<T>,
+    labels: (&str, &str),
+    judge: impl Fn(f64, f64, T, bool, &mut Cells) -> bool,
+    bound: impl Fn(T) -> Option<f64>,
+) -> Result<Cells, Difference> {
+    if want.shape() != got.shape() || want.shape() != by.shape() {
+        return tensors(name, want, got, Tolerance::Exact, labels);
+    }
+    let mut cells = Cells::default();
+    let mut first: Option<(usize, f64, f64, T)> = None;
+    let mut differing = 0u64;
+    for (flat, ((&x, &y), &e)) in want.iter().zip(got.iter()).zip(by.iter()).enumerate() {
+        cells.compared += 1;
+        if !judge(x, y, e, ulps_apart(x, y) == 0, &mut cells) {
             differing += 1;
-            first.get_or_insert((flat, x, y, p));
+            first.get_or_insert((flat, x, y, e));
         }
     }
-    let Some((flat, want, got, p)) = first else {
+    let Some((flat, want, got, e)) = first else {
         return Ok(cells);
     };
     Err(Difference::Cell {
         name: name.to_string(),
-        at: one_based(&unflatten(flat, permits.shape())),
+        at: one_based(&unflatten(flat, by.shape())),
         want,
         got,
-        bound: match p {
-            Permit::Within(b) => Some(b),
-            Permit::NotFinite | Permit::Any => None,
-        },
+        bound: bound(e),
         differing,
         sides: labels.into(),
     })
