@@ -287,21 +287,9 @@ pub fn supply(p: Program) -> Program {
 #[derive(Default)]
 pub struct Generators {
     strategies: BTreeMap<(Profile, u64), BoxedStrategy<Program>>,
-    /// Programs of `+ - * /` and the tensor operations in binary64 only
-    /// ([`Generators::binary64_only`]).
-    binary64_only: bool,
 }
 
 impl Generators {
-    /// The generators of `teil fuzz --export`: no functions and no binary32, whose programs
-    /// the ONNX export does not yet take whole (spec/fuzzing.md, "Test vectors").
-    pub fn binary64_only() -> Generators {
-        Generators {
-            binary64_only: true,
-            ..Generators::default()
-        }
-    }
-
     /// Program `index` of the campaign with seed `seed`: for `all`, the self-checking
     /// campaign's program ([`campaign::generate`]); for `einsum`, the first of up to
     /// `EINSUM_ATTEMPTS` (64) seeds whose einsum-only program lowers to `einsum` steps only. Then
@@ -320,14 +308,7 @@ impl Generators {
                     },
                     Profile::Compiler => compiler_flavour(index),
                 };
-                gen::program(match self.binary64_only {
-                    true => gen::GenConfig {
-                        functions: false,
-                        binary32: false,
-                        ..cfg
-                    },
-                    false => cfg,
-                })
+                gen::program(cfg)
             });
         let attempts = match profile {
             Profile::All | Profile::Compiler => 1,

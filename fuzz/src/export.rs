@@ -4,8 +4,9 @@
 //! A *case directory* is the one layout shared by exported test vectors and by reproducers of
 //! target campaigns: `program.teil` (infix syntax, after comment lines), `program.prefix.teil`,
 //! `ops.json` (the document of `teil lower --ops`), `inputs/NAME.npy` and `expected/NAME.npy`
-//! (the oracle's value of every output), all float64. A reproducer adds `outputs/NAME.npy`
-//! (the target's values) and `message.txt`.
+//! (the oracle's value of every output), each `.npy` in its variable's declared element type
+//! (float32 for `f32`, float64 otherwise: what `teil run --in` and ONNX's typed inputs take). A
+//! reproducer adds `outputs/NAME.npy` (the target's values) and `message.txt`.
 //!
 //! A directory is built in a staging directory beside the destination and renamed into place
 //! (`teil_io::files::StagedDir`), so a directory that exists is complete.
@@ -15,7 +16,9 @@ use crate::case::{Case, Generators, Profile};
 use crate::error::FileError;
 use crate::shrink::Inputs;
 use std::path::{Path, PathBuf};
+use teil::ast::{ElemType, Program};
 use teil::fmt::Style;
+use teil_interp::rounding::Permit;
 use teil_io::files::{write_new, StagedDir};
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
@@ -25,13 +28,21 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
     }
 }
 
-fn write_tensors(dir: &Path, values: &Store) -> Result<(), FileError> {
+fn write_tensors(dir: &Path, values: &Store, program: &Program) -> Result<(), FileError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     for (name, t) in values {
         let path = dir.join(format!("{name}.npy"));
-        write_new(&path, &teil_io::npy::to_bytes(t))?;
+        write_new(&path, &npy_bytes(program, name, t))?;
     }
     Ok(())
+}
+
+/// The `.npy` bytes of variable `name`'s value `t`, in the element type `program` declares it
+/// with (float32 for `f32`: exact, its values are binary32), float64 for a name it does not
+/// declare.
+pub fn npy_bytes(program: &Program, name: &str, t: &teil_io::npy::Tensor) -> Vec<u8> {
+    let elem = program.decl(name).map_or(ElemType::F64, |d| d.elem);
+    teil_io::npy::to_bytes_as(t, elem)
 }
 
 /// Writes the files of a case directory into `dir` (which must exist): the program after the
@@ -51,14 +62,25 @@ pub fn write_case_files(dir: &Path, case: &Case, header: &[String]) -> Result<()
     for (name, text) in files {
         write_new(&dir.join(name), text.as_bytes())?;
     }
-    write_tensors(&dir.join("inputs"), &case.inputs)?;
-    write_tensors(&dir.join("expected"), &case.expected)?;
+    write_tensors(&dir.join("inputs"), &case.inputs, program)?;
+    write_tensors(&dir.join("expected"), &case.expected, program)?;
+    if let Some(permits) = &case.permits {
+        let dir = dir.join("permitted");
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        for (name, p) in permits {
+            let t = p.mapv(permit_value);
+            write_new(
+                &dir.join(format!("{name}.npy")),
+                &teil_io::npy::to_bytes(&t),
+            )?;
+        }
+    }
     Ok(())
 }
 
 /// Writes `outputs/` (the target's values) into a case directory.
-pub fn write_outputs(dir: &Path, outputs: &Store) -> Result<(), FileError> {
-    write_tensors(&dir.join("outputs"), outputs)
+pub fn write_outputs(dir: &Path, outputs: &Store, program: &Program) -> Result<(), FileError> {
+    write_tensors(&dir.join("outputs"), outputs, program)
 }
 
 /// Fills a fresh staging directory beside `dest` with `fill`, then renames it to `dest`
@@ -88,10 +110,24 @@ pub struct Exported {
 
 /// The tolerance name of the index file.
 fn tolerance_name(case: &Case) -> &'static str {
-    if case.exact {
+    if case.permits.is_some() {
+        "permitted"
+    } else if case.exact {
         "exact"
     } else {
         "bound"
+    }
+}
+
+/// The file form of one cell's [`Permit`]: the distance a finite value may be from the
+/// expected one; NaN where the value must not be finite; `+∞` where any value is correct.
+/// (`Within(∞)`, any finite value, is written as the largest finite float64.)
+fn permit_value(p: Permit) -> f64 {
+    match p {
+        Permit::Within(b) if b.is_finite() => b,
+        Permit::Within(_) => f64::MAX,
+        Permit::NotFinite => f64::NAN,
+        Permit::Any => f64::INFINITY,
     }
 }
 
@@ -127,7 +163,7 @@ pub fn export(
         skipped: 0,
     };
     atomically(dir, false, |tmp| {
-        let mut gens = Generators::binary64_only();
+        let mut gens = Generators::default();
         let mut entries = Vec::new();
         for k in 0..programs {
             let index = skip.saturating_add(k);
@@ -174,6 +210,7 @@ pub fn export(
             "tolerances": {
                 "exact": "every cell equal; NaN equals NaN, -0 equals +0",
                 "bound": "finite cells within 1e-9 * (1 + max(|x|, |y|)); a cell not finite on one side is not finite on the other",
+                "permitted": format!("per cell, as permitted/NAME.npy (float64, the output's shape) says: a finite number d, a finite value within d of the expected one; NaN, a value that is not finite; +inf, any value. Covers every order of the sums, fused or not, and each function result within {} ulps of its type of the correctly rounded one", crate::case::FUNCTION_ULPS),
                 "unjudged": "cells listed under a case's \"unjudged\" (0-based indices per output) depend on the sign of a zero or a cancellation residue through a division: any value is correct there",
             },
             "cases": entries,

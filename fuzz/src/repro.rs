@@ -81,7 +81,7 @@ pub fn write<'a>(
     let mut staged = Staged::new();
     for (name, t) in inputs {
         let path = data.join(format!("{name}.npy"));
-        staged.add(&path, &teil_io::npy::to_bytes(t))?;
+        staged.add(&path, &crate::export::npy_bytes(program, name, t))?;
     }
 
     let pads: Vec<u64> = match failure.check {

@@ -590,7 +590,7 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         let header = reproducer_header(cfg, f, target.as_deref(), &detail, &dir);
         export::atomically(&dir, true, |tmp| {
             export::write_case_files(tmp, &case, &header)?;
-            export::write_outputs(tmp, &actual)?;
+            export::write_outputs(tmp, &actual, case.checked.program())?;
             let replay = replay_command(cfg, &dir);
             let message = format!(
                 "{}\nclass: {}\ntarget: {}\n{detail}\nreplay: {replay}\n",

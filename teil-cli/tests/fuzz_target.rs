@@ -128,6 +128,31 @@ fn planted_bugs_are_found_shrunk_and_replayed() {
             for sub in ["inputs", "expected", "outputs"] {
                 assert!(repro.join(sub).is_dir(), "{bug}: no {sub}/");
             }
+            // `teil run` takes the reproducer's inputs as they are (each file in its variable's
+            // declared type) and prints the expected outputs.
+            let mut run: Vec<String> = vec![
+                "run".into(),
+                "program.teil".into(),
+                "--out".into(),
+                "got".into(),
+            ];
+            for f in std::fs::read_dir(repro.join("inputs")).unwrap() {
+                let f = f.unwrap().path();
+                let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+                run.extend(["--in".into(), format!("{name}=inputs/{name}.npy")]);
+            }
+            let args: Vec<&str> = run.iter().map(String::as_str).collect();
+            let o = teil_in(repro, &args);
+            assert_eq!(o.status.code(), Some(0), "{bug}: {}", stderr(&o));
+            for f in std::fs::read_dir(repro.join("expected")).unwrap() {
+                let f = f.unwrap().path();
+                let got = repro.join("got").join(f.file_name().unwrap());
+                assert!(
+                    teil_interp::same_values(&npy(&got), &npy(&f)),
+                    "{bug}: {}",
+                    f.display()
+                );
+            }
             // The printed command, run as printed (relative to the campaign's directory).
             let line = err
                 .lines()
@@ -381,6 +406,7 @@ fn export_writes_cases_whose_expected_outputs_are_the_oracles() {
     assert_eq!(index["seed"], 4);
     let cases = index["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 30);
+    let (mut permitted, mut binary32) = (0, 0);
     for case in cases {
         let d = root.join(case["dir"].as_str().unwrap());
         let text = std::fs::read_to_string(d.join("program.teil")).unwrap();
@@ -414,8 +440,34 @@ fn export_writes_cases_whose_expected_outputs_are_the_oracles() {
             if case["tolerance"] == "exact" {
                 assert!(teil_interp::same_values(&got, &env[name]), "{name}");
             }
+            if case["tolerance"] == "permitted" {
+                // The ops/1 evaluator's value (binary32 steps in binary32, the functions
+                // correctly rounded, NumPy's order of sums) is permitted in every cell.
+                let bound = npy(&d.join(format!("permitted/{name}.npy")));
+                assert_eq!(bound.shape(), got.shape());
+                for ((&b, &w), &g) in bound.iter().zip(&got).zip(&env[name]) {
+                    let ok = if b.is_nan() {
+                        !g.is_finite()
+                    } else {
+                        b == f64::INFINITY || (g.is_finite() && (w - g).abs() <= b)
+                    };
+                    assert!(ok, "{name}: bound {b}, expected {w}, ops/1 {g}");
+                }
+                permitted += 1;
+            }
+        }
+        // Every input and expected output is stored in its variable's declared type.
+        for (dir, names) in [("inputs", &case["inputs"]), ("expected", &case["outputs"])] {
+            for name in names.as_object().unwrap().keys() {
+                let path = d.join(format!("{dir}/{name}.npy"));
+                let (_, stored) = teil_io::npy::read_typed(&path, None).unwrap();
+                assert_eq!(stored, c.decl(name).unwrap().elem, "{}", path.display());
+                binary32 += usize::from(stored == teil::ast::ElemType::F32);
+            }
         }
     }
+    // Half the programs have functions, conversions or binary32 variables.
+    assert!(permitted >= 5 && binary32 >= 5, "{permitted} {binary32}");
     // The same export again is refused, and the first one is left as it was.
     let before = std::fs::read_to_string(root.join("index.json")).unwrap();
     let o = teil_in(

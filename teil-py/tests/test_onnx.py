@@ -9,6 +9,7 @@ cannot pass without running these tests.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -21,6 +22,7 @@ import onnx
 import teil
 import teil.onnx
 from onnx.reference import ReferenceEvaluator
+from onnx.reference.ops._op import OpRunUnaryNum
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -54,14 +56,55 @@ def within(want: np.ndarray, got: np.ndarray) -> bool:
     return bool(np.all(np.abs(w - g) <= 1e-9 * (1 + np.maximum(np.abs(w), np.abs(g)))))
 
 
+def permitted(want: np.ndarray, got: np.ndarray, bound: np.ndarray) -> bool:
+    """The `permitted` tolerance of a test vector (spec/fuzzing.md, "Test vectors"): per cell of
+    `permitted/NAME.npy`, a finite number `d` asks for a finite value within `d` of the expected
+    one, NaN for a value that is not finite, `+inf` allows any value."""
+    if want.shape != got.shape or bound.shape != want.shape:
+        return False
+    finite = np.isfinite(got)
+    with np.errstate(invalid="ignore"):
+        close = finite & (np.abs(want - got) <= bound)
+    return bool(np.all(np.where(np.isnan(bound), ~finite, (bound == np.inf) | close)))
+
+
+def judged(case_dir: pathlib.Path, case: dict, name: str, got: np.ndarray) -> bool:
+    """Whether `got` is a correct value of output `name` of the test vector in `case_dir`, under
+    the case's tolerance and its unjudged cells."""
+    want = np.load(case_dir / "expected" / f"{name}.npy").astype(np.float64)
+    got = np.asarray(got, dtype=np.float64)
+    if want.shape != got.shape:
+        return False
+    for cell in case.get("unjudged", {}).get(name, []):  # any value is correct there
+        want[tuple(cell)] = got[tuple(cell)]
+    if case["tolerance"] == "permitted":
+        return permitted(want, got, np.load(case_dir / "permitted" / f"{name}.npy"))
+    return same(want, got) if case["tolerance"] == "exact" else within(want, got)
+
+
 #: Every op of ops/1 (spec/fuzzing.md, "The ops/1 form").
 ALL_OPS = {"einsum", "add", "sub", "mul", "div", "reduce", "expand", "take", "const",
            "func", "max", "min", "cast"}
 
 
-def run_reference(model, inputs: dict) -> list:
+def run_reference(model, inputs: dict, erf_in_its_type: bool = False) -> list:
+    """ONNX's reference evaluator on `model`. With `erf_in_its_type`, its `Erf` computes a
+    DOUBLE tensor in float64 , as Erf-13 specifies, instead of through binary32
+    (the reference evaluator's own deviation, test_reference_erf_on_double_rounds_through_binary32)."""
     with np.errstate(all="ignore"):  # 1/0 and 0/0 are IEEE results in TeIL, not warnings
-        return ReferenceEvaluator(model).run(None, inputs)
+        new_ops = [Erf] if erf_in_its_type else None
+        return ReferenceEvaluator(model, new_ops=new_ops).run(None, inputs)
+
+
+class Erf(OpRunUnaryNum):  # the class name is the op type it replaces
+    """`Erf` of ONNX's reference evaluator, but each value computed by `math.erf` in binary64
+    and rounded once to the tensor's type (binary32 results within an ulp of TeIL's correctly
+    rounded ones, binary64 within the few ulps of the platform's `erf`)."""
+
+    op_domain = ""
+
+    def _run(self, x):
+        return (np.vectorize(math.erf, otypes=[x.dtype])(x),)
 
 
 def export_vectors(tmp_path, *flags) -> tuple[pathlib.Path, dict]:
@@ -82,7 +125,7 @@ FRESH_SEED = int.from_bytes(os.urandom(8), "little")
 def test_reference_semantics_compute_the_oracles_outputs(tmp_path, profile, programs, seed):
     out, index = export_vectors(tmp_path, "--programs", str(programs), "--seed", str(seed), "--profile", profile)
     assert len(index["cases"]) == programs
-    compared = {"exact": 0, "bound": 0}
+    compared = {"exact": 0, "bound": 0, "permitted": 0}
     special = 0
     ops_seen = set()
     for case in index["cases"]:
@@ -93,22 +136,21 @@ def test_reference_semantics_compute_the_oracles_outputs(tmp_path, profile, prog
         assert [i.name for i in model.graph.input] == list(document["inputs"])
         assert len(model.graph.output) == len(document["outputs"])
         inputs = {n: np.load(case_dir / "inputs" / f"{n}.npy") for n in document["inputs"]}
-        values = run_reference(model, inputs) if document["outputs"] else []
+        values = run_reference(model, inputs, erf_in_its_type=True) if document["outputs"] else []
         for name, value in zip(document["outputs"], values):
             want = np.load(case_dir / "expected" / f"{name}.npy")
-            got = np.asarray(value, dtype=np.float64)
-            for cell in case.get("unjudged", {}).get(name, []):  # any value is correct there
-                want[tuple(cell)] = got[tuple(cell)]
+            # An f32 output is a FLOAT tensor and its expected file float32 (the declared type).
+            assert np.asarray(value).dtype == want.dtype, (case["dir"], name)
             special += int(np.count_nonzero(~np.isfinite(want)))
-            ok = same(want, got) if case["tolerance"] == "exact" else within(want, got)
-            assert ok, f"{case['dir']} `{name}` ({case['tolerance']}): oracle {want}, ONNX {got}"
+            ok = judged(case_dir, case, name, value)
+            assert ok, f"{case['dir']} `{name}` ({case['tolerance']}): oracle {want}, ONNX {value}"
         compared[case["tolerance"]] += 1
-    assert compared["exact"] >= programs // 2, compared
     if profile != "einsum":
-        # Every op the generator draws was exported and evaluated (the element-wise functions,
-        # max, min and casts too, once it draws them), and NaN and infinities were met.
-        assert ops_seen >= {"einsum", "add", "sub", "mul", "div", "reduce", "expand", "take", "const"}
-        assert ops_seen <= ALL_OPS, ops_seen
+        # Half the programs have functions, conversions or binary32 (judged by their permits);
+        # every op the generator draws was exported and evaluated, and NaN and infinities were
+        # met.
+        assert compared["exact"] >= programs // 8 and compared["permitted"] >= programs // 3, compared
+        assert ops_seen == ALL_OPS, ops_seen
         assert special > 0
     else:
         assert ops_seen == {"einsum"}
@@ -129,11 +171,8 @@ def test_an_exporter_bug_fails_the_comparison(tmp_path):
         for n in nodes:
             n.op_type = "ReduceMin"
         inputs = {n: np.load(out / case["dir"] / "inputs" / f"{n}.npy") for n in document["inputs"]}
-        values = run_reference(model, inputs) if document["outputs"] else []
-        if any(
-            not within(np.load(out / case["dir"] / "expected" / f"{name}.npy"), np.asarray(value))
-            for name, value in zip(document["outputs"], values)
-        ):
+        values = run_reference(model, inputs, erf_in_its_type=True) if document["outputs"] else []
+        if any(not judged(out / case["dir"], case, name, value) for name, value in zip(document["outputs"], values)):
             failed += 1
     assert planted >= 10 and failed >= planted // 3, (planted, failed)
 
