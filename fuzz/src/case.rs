@@ -105,6 +105,38 @@ pub fn has_special_inputs(profile: Profile, index: u64) -> bool {
     profile == Profile::Compiler && index % 2 == 1
 }
 
+/// The functions' edges in binary32, each drawn with either sign (spec/fuzzing.md, "Special
+/// values"): `exp`'s overflow threshold and the binary32 value above it, where its results
+/// become subnormal, its last nonzero result and the value below it; where `tanh` and `erf`
+/// round to 1; a subnormal, the smallest subnormal and the largest finite value. Every one is a
+/// binary32 value.
+pub const EDGES_F32: [f64; 10] = [
+    88.72283172607422,
+    88.72283935546875,
+    -87.3365478515625,
+    -103.97207641601562,
+    -103.97208404541016,
+    9.020000457763672,
+    3.9200000762939453,
+    9.99994610111476e-41,
+    1.401298464324817e-45,
+    3.4028234663852886e38,
+];
+/// [`EDGES_F32`] in binary64: `exp` finite at 709.782712893384 and `∞` at the next value,
+/// subnormal below -708.3964185322641, `5e-324` at -745.1332191019411 and 0 at the next value.
+pub const EDGES_F64: [f64; 10] = [
+    709.782712893384,
+    709.7827128933841,
+    -708.3964185322641,
+    -745.1332191019411,
+    -745.1332191019412,
+    19.1,
+    5.93,
+    1e-310,
+    5e-324,
+    f64::MAX,
+];
+
 /// `inputs` (the small integers of [`teil_interp::random_inputs`]) with one cell in
 /// [`SPECIAL_ONE_IN`], drawn with `seed`, replaced by one of [`SPECIAL_VALUES`]. Only values
 /// whose class (NaN, +∞, −∞, finite) no reassociation of a sum or product can change: with
@@ -112,12 +144,30 @@ pub fn has_special_inputs(profile: Profile, index: u64) -> bool {
 /// so a target that sums or multiplies in another order still gets the oracle's class in every
 /// cell, and the comparisons of spec/fuzzing.md stay sound (spec/fuzzing.md, "Special
 /// values"; subnormals and large magnitudes are not drawn, for that reason).
-pub fn special_inputs(mut inputs: Inputs, seed: u64) -> Inputs {
+///
+/// With `permitted` (a program judged by its permits, [`new_vocabulary`], whose per-cell bounds
+/// cover every reordering's overflow, underflow and cancellation), half the replaced cells get
+/// one of the functions' edges in the variable's declared type instead ([`EDGES_F32`],
+/// [`EDGES_F64`]), with either sign.
+pub fn special_inputs(mut inputs: Inputs, seed: u64, permitted: Option<&CheckedProgram>) -> Inputs {
     let mut rng = teil_interp::random::SplitMix64(seed ^ 0x7370_6563_6961_6c73);
-    for t in inputs.values_mut() {
+    let pick = |of: &[f64], rng: &mut teil_interp::random::SplitMix64| {
+        of[(rng.next_u64() % of.len() as u64) as usize]
+    };
+    for (name, t) in inputs.iter_mut() {
+        let edges = permitted.map(|p| match p.decl(name).map(|d| d.elem) {
+            Some(ElemType::F32) => &EDGES_F32[..],
+            _ => &EDGES_F64[..],
+        });
         for x in t.iter_mut() {
             if rng.next_u64() % SPECIAL_ONE_IN == 0 {
-                *x = SPECIAL_VALUES[(rng.next_u64() % SPECIAL_VALUES.len() as u64) as usize];
+                *x = match edges {
+                    Some(edges) if rng.next_u64() % 2 == 0 => {
+                        let sign = if rng.next_u64() % 2 == 0 { 1.0 } else { -1.0 };
+                        sign * pick(edges, &mut rng)
+                    }
+                    _ => pick(&SPECIAL_VALUES, &mut rng),
+                };
             }
         }
     }
@@ -320,9 +370,11 @@ impl Generators {
             let p = supply(p);
             let inputs = has_special_inputs(profile, index).then(|| {
                 let checked = teil::check(p.clone()).ok()?.0;
+                let permitted = new_vocabulary(&checked).then_some(&checked);
                 Some(special_inputs(
                     teil_interp::random_inputs(&checked, seed),
                     seed,
+                    permitted,
                 ))
             });
             let case = Case::new(seed, p, inputs.flatten(), ulps).ok()?;

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use teil::ast::ElemType;
-use teil::ops::{Op, Ops};
+use teil::ast::Func;
+use teil::ops::{Op, Ops, ReduceKind, Step};
 
 /// Counts over the programs sent.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -22,14 +23,22 @@ pub struct Constructs {
     pub float32: u64,
 }
 
-/// The compositions counted, in the order the summary prints them.
-pub const PATTERNS: [&str; 6] = [
+/// The compositions counted, in the order the summary prints them: what compilers transform,
+/// then the kernels people write with the functions ([`kernels`]).
+pub const PATTERNS: [&str; 13] = [
     "element-wise on einsum",
     "reduce of expand",
     "reduce of reduce",
     "einsum of einsum",
     "repeated step",
     "extent-1 axis",
+    "function of einsum",
+    "softmax",
+    "log-softmax",
+    "layer norm",
+    "GELU",
+    "ReLU or clamp",
+    "attention",
 ];
 
 impl Constructs {
@@ -84,10 +93,160 @@ impl Constructs {
             seen.push((key, &step.args));
             made_by.insert(&step.out, &step.op);
         }
+        let graph = Graph::new(&ops.steps);
+        for k in 0..ops.steps.len() {
+            for pattern in kernels(&graph, k) {
+                *self.patterns.entry(pattern).or_default() += 1;
+            }
+        }
         self.rank_5_or_more += u64::from(deep);
         self.float32 += u64::from(ops.steps.iter().any(|s| s.elem == ElemType::F32));
         self.special_inputs += u64::from(special_inputs);
     }
+}
+
+/// The steps of one program with, for each argument of each step, the step that computed it
+/// (`None` for a value the caller supplies): a variable may be bound by several steps, so the
+/// producer is the latest one before the step that reads it.
+struct Graph<'a> {
+    steps: &'a [Step],
+    from: Vec<Vec<Option<usize>>>,
+}
+
+impl<'a> Graph<'a> {
+    fn new(steps: &'a [Step]) -> Self {
+        let mut latest: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut from = Vec::with_capacity(steps.len());
+        for (k, step) in steps.iter().enumerate() {
+            from.push(
+                step.args
+                    .iter()
+                    .map(|a| latest.get(a.as_str()).copied())
+                    .collect(),
+            );
+            latest.insert(&step.out, k);
+        }
+        Graph { steps, from }
+    }
+
+    /// The step that computed argument `j` of step `k`, with its index.
+    fn arg(&self, k: usize, j: usize) -> Option<(usize, &'a Op)> {
+        let p = (*self.from[k].get(j)?)?;
+        Some((p, &self.steps[p].op))
+    }
+
+    /// The steps that computed step `k`'s arguments.
+    fn args(&self, k: usize) -> impl Iterator<Item = (usize, &'a Op)> + '_ {
+        (0..self.from[k].len()).filter_map(move |j| self.arg(k, j))
+    }
+
+    /// Whether argument `j` of step `k` and argument `i` of step `l` hold the same value: the
+    /// same input, or the same op of the same type on the same values (an expression written
+    /// twice is lowered twice).
+    fn same(&self, (k, j): (usize, usize), (l, i): (usize, usize)) -> bool {
+        match (self.from[k][j], self.from[l][i]) {
+            (None, None) => self.steps[k].args[j] == self.steps[l].args[i],
+            (Some(a), Some(b)) => self.same_step(a, b),
+            _ => false,
+        }
+    }
+
+    fn same_step(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.steps[a], &self.steps[b]);
+        a == b
+            || (x.op == y.op
+                && x.elem == y.elem
+                && x.args.len() == y.args.len()
+                && (0..x.args.len()).all(|j| self.same((a, j), (b, j))))
+    }
+
+    /// Whether step `k` computes a constant: a `const`, spread by `expand`.
+    fn constant(&self, k: usize) -> bool {
+        match self.steps[k].op {
+            Op::Const { .. } => true,
+            Op::Expand { .. } => self.arg(k, 0).is_some_and(|(p, _)| self.constant(p)),
+            _ => false,
+        }
+    }
+
+    /// `div (exp x) (expand (reduce sum (exp x)))` at step `k`.
+    fn softmax(&self, k: usize) -> bool {
+        let exp = |op: &Op| matches!(op, Op::Func { func: Func::Exp });
+        matches!(self.steps[k].op, Op::Div)
+            && self.arg(k, 0).is_some_and(|(_, op)| exp(op))
+            && self.arg(k, 1).is_some_and(|(e, op)| {
+                matches!(op, Op::Expand { .. })
+                    && self.arg(e, 0).is_some_and(|(r, op)| {
+                        matches!(
+                            op,
+                            Op::Reduce {
+                                kind: ReduceKind::Sum,
+                                ..
+                            }
+                        ) && self.same((r, 0), (k, 0))
+                    })
+            })
+    }
+}
+
+/// The kernels people write with the functions that step `k` completes (the last step of
+/// each; spec/fuzzing.md, "Programs that exercise compilers").
+fn kernels(g: &Graph, k: usize) -> Vec<&'static str> {
+    let op = &g.steps[k].op;
+    let func = |f: Func| move |op: &Op| matches!(op, Op::Func { func } if *func == f);
+    let mut found = Vec::new();
+    if matches!(op, Op::Func { .. }) && g.args(k).any(|(_, op)| matches!(op, Op::Einsum { .. })) {
+        found.push("function of einsum");
+    }
+    if g.softmax(k) {
+        found.push("softmax");
+    }
+    // `sub z (expand (log (reduce sum (exp z))))`
+    let log_softmax = matches!(op, Op::Sub)
+        && g.arg(k, 1).is_some_and(|(e, op)| {
+            matches!(op, Op::Expand { .. })
+                && g.arg(e, 0).is_some_and(|(l, op)| {
+                    func(Func::Log)(op)
+                        && g.arg(l, 0).is_some_and(|(r, op)| {
+                            matches!(
+                                op,
+                                Op::Reduce {
+                                    kind: ReduceKind::Sum,
+                                    ..
+                                }
+                            ) && g.arg(r, 0).is_some_and(|(x, op)| {
+                                func(Func::Exp)(op) && g.same((x, 0), (k, 0))
+                            })
+                        })
+                })
+        });
+    if log_softmax {
+        found.push("log-softmax");
+    }
+    // `div (sub ...) (expand (sqrt ...))`
+    let layer_norm = matches!(op, Op::Div)
+        && g.arg(k, 0).is_some_and(|(_, op)| matches!(op, Op::Sub))
+        && g.arg(k, 1).is_some_and(|(e, op)| {
+            matches!(op, Op::Expand { .. })
+                && g.arg(e, 0).is_some_and(|(_, op)| func(Func::Sqrt)(op))
+        });
+    if layer_norm {
+        found.push("layer norm");
+    }
+    // `mul _ (add _ (erf _))`
+    let gelu = matches!(op, Op::Mul)
+        && g.args(k)
+            .any(|(a, op)| matches!(op, Op::Add) && g.args(a).any(|(_, op)| func(Func::Erf)(op)));
+    if gelu {
+        found.push("GELU");
+    }
+    if matches!(op, Op::Max | Op::Min) && g.args(k).any(|(p, _)| g.constant(p)) {
+        found.push("ReLU or clamp");
+    }
+    if matches!(op, Op::Einsum { .. }) && g.args(k).any(|(p, _)| g.softmax(p)) {
+        found.push("attention");
+    }
+    found
 }
 
 impl fmt::Display for Constructs {
@@ -138,6 +297,44 @@ mod tests {
         assert!(c
             .to_string()
             .starts_with("add 1, einsum 2, expand 1, reduce max 2; "));
+    }
+
+    #[test]
+    fn finds_the_kernels_people_write_in_the_data_flow() {
+        // Each kernel written as the generator writes it (operands repeated), once each; the
+        // near misses below match none.
+        let source = "input var X : f32[2 3]\ninput var Q : f32[2 4]\ninput var K : f32[3 4]\n\
+             input var V : f32[3 5]\n\
+             output var S : f32[2 3]\noutput var L : f32[2 3]\noutput var N : f32[2 3]\n\
+             output var G : f32[2 3]\noutput var R : f32[2 3]\noutput var A : f32[2 5]\n\
+             output var F : f32[2 3]\noutput var M : f32[2 3]\n\
+             S = exp (X - expa 2 3 (redmax 2 X)) / expa 2 3 (red+ 2 (exp (X - expa 2 3 (redmax 2 X))))\n\
+             L = X - expa 2 3 (redmax 2 X) - expa 2 3 (log (red+ 2 (exp (X - expa 2 3 (redmax 2 X)))))\n\
+             N = (X - expa 2 3 (red+ 2 X / 3)) / expa 2 3 (sqrt (red+ 2 (X * X) / 3 + expa 1 2 0.00001))\n\
+             G = 0.5 * X * (expa 2 3 (expa 1 2 1) + erf (0.7071067811865476 * X))\n\
+             R = min (max X (expa 2 3 (expa 1 2 0))) (expa 2 3 (expa 1 2 3))\n\
+             A = ((exp (0.5 * (Q # K) .[2 4]) / expa 2 3 (red+ 2 (exp (0.5 * (Q # K) .[2 4])))) # V) .[2 3]\n\
+             F = tanh ((Q # K) .[2 4])\n\
+             M = exp X / expa 2 3 (red+ 2 (exp (X + X))) + max X X";
+        let (checked, _) = teil::compile(source).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut c = Constructs::default();
+        c.add(&teil::ops::lower(&checked), false);
+        let count = |p: &str| c.patterns.get(p).copied().unwrap_or(0);
+        assert_eq!(
+            count("softmax"),
+            2,
+            "S and A's scores, not M's (another sum)"
+        );
+        assert_eq!(count("log-softmax"), 1);
+        assert_eq!(count("layer norm"), 1);
+        assert_eq!(count("GELU"), 1);
+        assert_eq!(
+            count("ReLU or clamp"),
+            2,
+            "R's max and min, not M's max of X and X"
+        );
+        assert_eq!(count("attention"), 1);
+        assert_eq!(count("function of einsum"), 1);
     }
 
     #[test]

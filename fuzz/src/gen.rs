@@ -336,6 +336,9 @@ fn expr_now(shape: Vec<u64>, depth: u32, cfg: Arc<GenConfig>) -> BoxedStrategy<E
     }
     if cfg.compiler && !cfg.einsum_only {
         options.extend(compiler_forms(&shape, d, &cfg));
+        if cfg.functions {
+            options.extend(kernel_forms(&shape, d, &cfg));
+        }
     }
     // T-Func, T-Func2, and T-Conv twice (a rounding to binary32 in a binary64 program: the
     // pair is written `f32 (f64 e)` here and turned round for binary64 programs, `program`).
@@ -531,6 +534,192 @@ fn compiler_forms(shape: &[u64], d: u32, cfg: &Arc<GenConfig>) -> Vec<(u32, Boxe
                     .boxed(),
             ));
         }
+    }
+    forms
+}
+
+/// A scalar literal.
+fn lit(v: f64) -> Expr {
+    node(ExprKind::Lit(Literal::from_f64(v)))
+}
+
+/// `v` in every cell of `shape`: the literal spread by `expa` (a constant operand, which
+/// compilers fold into the operation that reads it).
+fn fill(v: f64, shape: &[u64]) -> Expr {
+    shape.iter().enumerate().fold(lit(v), |e, (k, &n)| {
+        node(ExprKind::Expa(nat(k as u64 + 1), nat(n), bx(e)))
+    })
+}
+
+fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    node(ExprKind::Binary(op, bx(a), bx(b)))
+}
+
+fn func(f: Func, e: Expr) -> Expr {
+    node(ExprKind::Func(f, bx(e)))
+}
+
+fn reduce(op: RedOp, i: usize, e: Expr) -> Expr {
+    node(ExprKind::Reduce(op, nat(i as u64), bx(e)))
+}
+
+fn spread(i: usize, n: u64, e: Expr) -> Expr {
+    node(ExprKind::Expa(nat(i as u64), nat(n), bx(e)))
+}
+
+/// `x - spread (redmax i x)`: `x` with its maximum along axis `i` (extent `n`) subtracted.
+fn shifted(i: usize, n: u64, x: Expr) -> Expr {
+    bin(
+        BinOp::Sub,
+        x.clone(),
+        spread(i, n, reduce(RedOp::Max, i, x)),
+    )
+}
+
+/// Softmax along axis `i` (extent `n`), the maximum subtracted first.
+fn softmax(i: usize, n: u64, x: Expr) -> Expr {
+    let e = func(Func::Exp, shifted(i, n, x));
+    bin(
+        BinOp::Div,
+        e.clone(),
+        spread(i, n, reduce(RedOp::Sum, i, e)),
+    )
+}
+
+/// Log-softmax along axis `i`: `z - log (red+ i (exp z))` with `z` the shifted `x`.
+fn log_softmax(i: usize, n: u64, x: Expr) -> Expr {
+    let z = shifted(i, n, x);
+    let total = reduce(RedOp::Sum, i, func(Func::Exp, z.clone()));
+    bin(BinOp::Sub, z, spread(i, n, func(Func::Log, total)))
+}
+
+/// Layer normalisation along axis `i` of `x` (of shape `shape`): `(x - mean) / sqrt (var +
+/// 1e-5)`, then `* gamma + beta` where given.
+fn layer_norm(i: usize, shape: &[u64], x: Expr, affine: Option<(Expr, Expr)>) -> Expr {
+    let n = shape[i - 1];
+    let mut rest = shape.to_vec();
+    rest.remove(i - 1);
+    let mean = |e: Expr| bin(BinOp::Div, reduce(RedOp::Sum, i, e), lit(n as f64));
+    let c = bin(BinOp::Sub, x.clone(), spread(i, n, mean(x)));
+    let var = mean(bin(BinOp::Mul, c.clone(), c.clone()));
+    let denom = func(Func::Sqrt, bin(BinOp::Add, var, fill(1e-5, &rest)));
+    let y = bin(BinOp::Div, c, spread(i, n, denom));
+    match affine {
+        Some((gamma, beta)) => bin(BinOp::Add, bin(BinOp::Mul, y, gamma), beta),
+        None => y,
+    }
+}
+
+/// GELU in its erf form: `0.5 * x * (1 + erf (x / sqrt 2))`, the division by `sqrt 2` a
+/// multiplication by its reciprocal's literal, as frameworks write it.
+fn gelu(shape: &[u64], x: Expr) -> Expr {
+    let inner = bin(BinOp::Mul, lit(std::f64::consts::FRAC_1_SQRT_2), x.clone());
+    let half_x = bin(BinOp::Mul, lit(0.5), x);
+    bin(
+        BinOp::Mul,
+        half_x,
+        bin(BinOp::Add, fill(1.0, shape), func(Func::Erf, inner)),
+    )
+}
+
+/// The kernels people write with the functions (spec/fuzzing.md, "Programs that exercise
+/// compilers"), each a composition that compilers recognise and fuse, over operands drawn as
+/// usual (at most one more level deep, since each operand is repeated): row-wise softmax with
+/// the maximum subtracted, log-softmax, layer normalisation (with and without its affine
+/// step), GELU in its erf form, ReLU and clamps (`max`/`min` with constants), a function of a
+/// contraction, and scaled dot-product attention (contraction, scale, softmax, contraction)
+/// for a rank-2 result. The constants (`1e-5`, `1/sqrt 2`, `0.5`, the clamp bounds) are
+/// literals rounded to the program's type.
+fn kernel_forms(shape: &[u64], d: u32, cfg: &Arc<GenConfig>) -> Vec<(u32, BoxedStrategy<Expr>)> {
+    let r = shape.len();
+    let operand = |s: &[u64]| expr(s.to_vec(), d.min(1), cfg.clone());
+    let mut forms = Vec::new();
+    let s = shape.to_vec();
+    forms.push((1, operand(shape).prop_map(move |x| gelu(&s, x)).boxed()));
+    let s = shape.to_vec();
+    forms.push((
+        1,
+        (operand(shape), -2i32..=0, proptest::option::of(1i32..=3))
+            .prop_map(move |(x, lo, hi)| {
+                let relu = node(ExprKind::Func2(
+                    Func2::Max,
+                    bx(x),
+                    bx(fill(f64::from(lo), &s)),
+                ));
+                match hi {
+                    Some(hi) => node(ExprKind::Func2(
+                        Func2::Min,
+                        bx(relu),
+                        bx(fill(f64::from(hi), &s)),
+                    )),
+                    None => relu,
+                }
+            })
+            .boxed(),
+    ));
+    if r + 2 <= cfg.max_inner_rank {
+        forms.push((
+            1,
+            (
+                proptest::sample::select(Func::ALL.to_vec()),
+                contraction(shape.to_vec(), d, cfg.clone(), false),
+            )
+                .prop_map(|(f, c)| func(f, c))
+                .boxed(),
+        ));
+    }
+    if r >= 1 {
+        let s = shape.to_vec();
+        forms.push((
+            2,
+            (operand(shape), 1..=r, 0..3u8)
+                .prop_map(move |(x, i, kind)| match kind {
+                    0 => softmax(i, s[i - 1], x),
+                    1 => log_softmax(i, s[i - 1], x),
+                    _ => layer_norm(i, &s, x, None),
+                })
+                .boxed(),
+        ));
+        let s = shape.to_vec();
+        forms.push((
+            1,
+            (operand(shape), 1..=r, operand(shape), operand(shape))
+                .prop_map(move |(x, i, gamma, beta)| layer_norm(i, &s, x, Some((gamma, beta))))
+                .boxed(),
+        ));
+    }
+    if r == 2 {
+        // softmax(scale * Q K^T) V: Q [q d], K [k d], V [k v], the scores [q k].
+        let (q, v) = (shape[0], shape[1]);
+        let c = cfg.clone();
+        forms.push((
+            2,
+            (extent(cfg), extent(cfg))
+                .prop_flat_map(move |(k, dd)| {
+                    let operand = |s: Vec<u64>| expr(s, d.min(1), c.clone());
+                    (
+                        Just((k, dd)),
+                        operand(vec![q, dd]),
+                        operand(vec![k, dd]),
+                        operand(vec![k, v]),
+                    )
+                })
+                .prop_map(|((k, dd), qm, km, vm)| {
+                    let scores = node(ExprKind::Contr(
+                        nat(2),
+                        nat(4),
+                        bx(node(ExprKind::Prod(bx(qm), bx(km)))),
+                    ));
+                    let scaled = bin(BinOp::Mul, lit(1.0 / (dd as f64).sqrt()), scores);
+                    let p = softmax(2, k, scaled);
+                    node(ExprKind::Contr(
+                        nat(2),
+                        nat(3),
+                        bx(node(ExprKind::Prod(bx(p), bx(vm)))),
+                    ))
+                })
+                .boxed(),
+        ));
     }
     forms
 }
