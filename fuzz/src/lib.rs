@@ -19,6 +19,7 @@
 //!
 //! [`error`] holds every error of the crate as data and is the one place that words them.
 
+pub mod accuracy;
 pub mod campaign;
 pub mod case;
 pub mod check;

@@ -263,7 +263,38 @@ impl Runner {
         self.check_in(id, dir.path(), case)
     }
 
+    /// Runs one case on the target and returns the outputs it wrote, unjudged (`teil fuzz
+    /// --accuracy`, [`crate::accuracy`]); `Err` with the verdict when it answered otherwise or
+    /// an output cannot be read.
+    pub fn evaluate(&mut self, case: &Case) -> Result<Store, Verdict> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let dir = self.work.case(id).map_err(|e| Verdict::Found {
+            kind: Kind::Fault,
+            detail: format!("the harness could not create a case directory: {e}"),
+            actual: Store::new(),
+        })?;
+        self.ask_in(id, dir.path(), case)?;
+        let (actual, problems, kind) = read_outputs(dir.path(), case, |_, _| None::<String>);
+        match problems.is_empty() {
+            true => Ok(actual),
+            false => Err(Verdict::Found {
+                kind,
+                detail: problems.join("\n"),
+                actual,
+            }),
+        }
+    }
+
     fn check_in(&mut self, id: u64, dir: &Path, case: &Case) -> Verdict {
+        match self.ask_in(id, dir, case) {
+            Ok(()) => compare_outputs(dir, case),
+            Err(verdict) => verdict,
+        }
+    }
+
+    /// Writes the case into `dir` and asks the target; `Ok` when it answered `ok`.
+    fn ask_in(&mut self, id: u64, dir: &Path, case: &Case) -> Result<(), Verdict> {
         let found = |kind, detail: String| Verdict::Found {
             kind,
             detail,
@@ -273,10 +304,10 @@ impl Runner {
             Ok(r) => r,
             // The harness's own I/O failing is not the target's fault; report it as such.
             Err(e) => {
-                return found(
+                return Err(found(
                     Kind::Fault,
                     format!("the harness could not write the case: {e}"),
-                )
+                ))
             }
         };
         let answer = self.target.ask(id, &request);
@@ -286,13 +317,13 @@ impl Runner {
         };
         self.answers += u64::from(answer.is_ok());
         match answer {
-            Err(fault) => found(Kind::Fault, fault.to_string()),
-            Ok(Answer::Unsupported(reason)) => Verdict::Unsupported(reason),
-            Ok(Answer::Error(message)) => found(
+            Err(fault) => Err(found(Kind::Fault, fault.to_string())),
+            Ok(Answer::Unsupported(reason)) => Err(Verdict::Unsupported(reason)),
+            Ok(Answer::Error(message)) => Err(found(
                 Kind::Error,
                 format!("the target reports an error: {message}"),
-            ),
-            Ok(Answer::Ok) => compare_outputs(dir, case),
+            )),
+            Ok(Answer::Ok) => Ok(()),
         }
     }
 }
@@ -360,6 +391,27 @@ fn write_request(id: u64, dir: &Path, case: &Case) -> Result<String, FileError> 
 
 /// Reads the outputs the target wrote and compares them with the oracle's.
 fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
+    let (actual, problems, kind) =
+        read_outputs(dir, case, |name, got| judge_output(case, name, got).err());
+    if problems.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Found {
+            kind,
+            detail: problems.join("\n"),
+            actual,
+        }
+    }
+}
+
+/// Reads every output the target wrote, each refused unless it has the oracle's shape, and
+/// passes each to `judge`: the outputs read, what was wrong (unreadable outputs and what
+/// `judge` said) and the kind of finding that makes.
+fn read_outputs<E: std::fmt::Display>(
+    dir: &Path,
+    case: &Case,
+    judge: impl Fn(&str, &teil_interp::Tensor) -> Option<E>,
+) -> (Store, Vec<String>, Kind) {
     let mut actual = Store::new();
     let mut problems = Vec::new();
     let mut kind = Kind::Wrong;
@@ -381,20 +433,12 @@ fn compare_outputs(dir: &Path, case: &Case) -> Verdict {
                 continue;
             }
         };
-        if let Err(e) = judge_output(case, name, &got) {
+        if let Some(e) = judge(name, &got) {
             problems.push(e.to_string());
         }
         actual.insert(name.clone(), got);
     }
-    if problems.is_empty() {
-        Verdict::Pass
-    } else {
-        Verdict::Found {
-            kind,
-            detail: problems.join("\n"),
-            actual,
-        }
-    }
+    (actual, problems, kind)
 }
 
 /// Judges the output `name` a target computed (`got`) against the oracle's (spec/fuzzing.md,

@@ -87,16 +87,29 @@ fn special_inputs_reach_the_functions_edges_only_where_permits_judge() {
                 teil::ast::ElemType::F64 => &EDGES_F64[..],
             };
             for &x in t {
-                assert_eq!(elem.round(x).to_bits(), x.to_bits(), "{name}: {x} is not {elem}");
+                assert_eq!(
+                    elem.round(x).to_bits(),
+                    x.to_bits(),
+                    "{name}: {x} is not {elem}"
+                );
                 if x.is_nan() || x.is_infinite() || x == 0.0 || (x == x.trunc() && x.abs() <= 3.0) {
                     plain_specials += usize::from(x.is_nan() || x.is_infinite());
                     continue;
                 }
-                assert!(c.permits.is_some(), "{name}: {x} in a program judged exactly");
-                assert!(table.contains(&x) || table.contains(&-x), "{name}: {x} is no edge of {elem}");
+                assert!(
+                    c.permits.is_some(),
+                    "{name}: {x} in a program judged exactly"
+                );
+                assert!(
+                    table.contains(&x) || table.contains(&-x),
+                    "{name}: {x} is no edge of {elem}"
+                );
                 edges[usize::from(elem == teil::ast::ElemType::F32)] += 1;
             }
         }
     }
-    assert!(edges[0] >= 20 && edges[1] >= 20 && plain_specials >= 50, "{edges:?} {plain_specials}");
+    assert!(
+        edges[0] >= 20 && edges[1] >= 20 && plain_specials >= 50,
+        "{edges:?} {plain_specials}"
+    );
 }

@@ -103,6 +103,11 @@ pub struct FuzzArgs {
     /// (spec/fuzzing.md, "Judging functions").
     #[arg(long, value_name = "U", default_value_t = teil_fuzz::case::FUNCTION_ULPS)]
     pub function_ulps: f64,
+    /// With `--target`: instead of a campaign, measure how far the target's functions are from
+    /// the correctly rounded values, on N inputs per function and type (up to 2^24), and print
+    /// the table (spec/fuzzing.md, "Accuracy in ulps").
+    #[arg(long, value_name = "N", requires = "target", conflicts_with_all = ["replay", "export"])]
+    pub accuracy: Option<u64>,
     /// With `--target` or `--export`: `all` constructs, `einsum` steps only, or `compiler`:
     /// what compilers transform, with special values (±0, ±inf, NaN) in half the programs'
     /// inputs (spec/fuzzing.md).
@@ -139,6 +144,7 @@ pub fn fuzz(args: &FuzzArgs) -> u8 {
             skip: args.skip,
             target_timeout: args.target_timeout,
             function_ulps: args.function_ulps,
+            accuracy: args.accuracy,
             time: args.time,
             jobs: args.jobs,
             shrink: args.shrink,

@@ -28,6 +28,8 @@ pub struct TargetArgs {
     pub skip: u64,
     pub target_timeout: f64,
     pub function_ulps: f64,
+    /// `--accuracy N`: measure the functions instead of running a campaign.
+    pub accuracy: Option<u64>,
     pub time: Option<f64>,
     pub jobs: Option<usize>,
     pub shrink: usize,
@@ -113,6 +115,9 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
         function_ulps: u,
     };
     let every = crate::progress::interval(args.progress)?;
+    if let Some(n) = args.accuracy {
+        return accuracy(&cfg, n, every);
+    }
     let report = match &args.replay {
         Some(dir) => target_campaign::replay(&cfg, dir),
         None => {
@@ -130,7 +135,8 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
     if let Some(name) = &report.target {
         crate::out::eprint(&format!("target: {name}\n"));
     }
-    if report.stats.programs > 0 {
+    // A replay counts no constructs: only a campaign's programs are generated.
+    if !report.stats.constructs.ops.is_empty() {
         crate::out::eprint(&format!("sent: {}\n", report.stats.constructs));
     }
     crate::out::println(&report.summary());
@@ -142,6 +148,43 @@ fn run(args: &TargetArgs) -> Result<u8, String> {
         return Ok(crate::interrupt::EXIT_INTERRUPTED);
     }
     Ok(u8::from(!report.findings.is_empty()))
+}
+
+/// `teil fuzz --target CMD --accuracy N`: the table on standard output; 0 once measured (a
+/// measurement, not a judgement), 130 when interrupted (with the rows measured so far).
+fn accuracy(cfg: &Config, n: u64, every: Option<Duration>) -> Result<u8, String> {
+    use teil_fuzz::accuracy::{self, MAX_INPUTS};
+    if !(1..=MAX_INPUTS).contains(&n) {
+        return Err(format!(
+            "`--accuracy {n}` is not a number of inputs from 1 to 2^24"
+        ));
+    }
+    let mut runner =
+        target_campaign::Runner::new(cfg.command.clone(), cfg.timeout, cfg.cancel.clone())
+            .map_err(|e| e.to_string())?;
+    let reporter = crate::progress::Reporter::new(Some(accuracy::programs(n)), every);
+    let rows = accuracy::measure(
+        &mut runner,
+        n,
+        cfg.seed,
+        &|| cfg.cancel.is_cancelled(),
+        &|done| {
+            reporter.update(teil_fuzz::campaign::Progress {
+                done,
+                total: Some(accuracy::programs(n)),
+                mismatches: 0,
+            })
+        },
+    );
+    reporter.finish();
+    if let Some(name) = runner.identity() {
+        crate::out::eprint(&format!("target: {name}\n"));
+    }
+    crate::out::print(&accuracy::table(&rows));
+    if cfg.cancel.is_cancelled() {
+        return Ok(crate::interrupt::EXIT_INTERRUPTED);
+    }
+    Ok(0)
 }
 
 fn counters(r: &Report) -> String {

@@ -547,3 +547,70 @@ fn skipping_runs_the_later_programs() {
     assert_eq!(summary(&o), (10, 0));
     assert!(stderr(&o).contains("target: 10 passed"), "{}", stderr(&o));
 }
+
+/// `--accuracy N`: the rows of the table, by `(function, type)`: inputs, largest error in ulps
+/// (`None` for `-`), class differences.
+fn accuracy_rows(dir: &Path, target: &str, n: &str) -> Vec<(String, String, u64, f64, u64)> {
+    let o = teil_in(dir, &["fuzz", "--target", target, "--accuracy", n]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let mut lines = text.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("| function | type | inputs | largest error (ulps) |"));
+    lines.next();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").map(|c| c.trim_matches(['|', ' '])).collect();
+            assert_eq!(cells.len(), 9, "{l}");
+            let class: u64 = cells[7].split(' ').next().unwrap().parse().unwrap();
+            let ulps = cells[3].parse().unwrap_or_else(|_| panic!("{l}"));
+            (
+                cells[0].into(),
+                cells[1].into(),
+                cells[2].parse().unwrap(),
+                ulps,
+                class,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn accuracy_measures_every_function_in_ulps_of_the_correctly_rounded_value() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reference evaluator rounds every function correctly: 0 ulps everywhere, 12 rows of
+    // 2 programs each (5000 inputs, rounded up to whole programs of 4096).
+    let rows = accuracy_rows(dir.path(), &ops_target(None), "5000");
+    assert_eq!(rows.len(), 12);
+    for (f, t, inputs, ulps, class) in &rows {
+        assert_eq!((*inputs, *ulps, *class), (8192, 0.0, 0), "{f} {t}");
+    }
+    // One ulp off in `exp` is one ulp; 2^-12 relative is about 2^11 (up to 2^12 at the bottom
+    // of a binade), with results past exp's overflow threshold in a class of their own; the
+    // other functions stay at 0.
+    for (bug, range) in [("exp-one-ulp", 1.0..=1.0), ("exp-off", 2048.0..=4096.0)] {
+        for (f, t, _, ulps, class) in accuracy_rows(dir.path(), &ops_target(Some(bug)), "4096") {
+            if f == "exp" {
+                assert!(range.contains(&ulps), "{bug}: exp {t}: {ulps}");
+                assert_eq!(class > 0, bug == "exp-off", "{bug}: exp {t}: {class}");
+            } else {
+                assert_eq!((ulps, class), (0.0, 0), "{bug}: {f} {t}");
+            }
+        }
+    }
+    // Usage errors: no inputs, too many, with --replay.
+    for args in [
+        &["--accuracy", "0"][..],
+        &["--accuracy", "16777217"],
+        &["--accuracy", "10", "--replay", "x"],
+    ] {
+        let target = ops_target(None);
+        let mut all = vec!["fuzz", "--target", &target];
+        all.extend_from_slice(args);
+        let o = teil_in(dir.path(), &all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+}

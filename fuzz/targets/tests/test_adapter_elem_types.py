@@ -82,9 +82,13 @@ def has_torch():
 class Target:
     """One adapter process, as the harness starts it, and the case directories it is sent."""
 
-    def __init__(self, adapter, tmp_path):
+    def __init__(self, adapter, tmp_path, flags=None):
         self.adapter, self.tmp, self.id = adapter, tmp_path, 0
-        self.proc = subprocess.Popen([sys.executable, str(TARGETS / adapter)], stdin=subprocess.PIPE,
+        # The XLA adapters refuse subnormal inputs (XLA flushes them) unless told to keep them:
+        # this module measures the flush (unless `flags` says otherwise).
+        if flags is None:
+            flags = ["--keep-subnormals"] if adapter in FTZ else []
+        self.proc = subprocess.Popen([sys.executable, str(TARGETS / adapter), *flags], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def ask(self, source, inputs, files=np.float64):
@@ -358,6 +362,23 @@ def test_xla_flushes_subnormals(tmp_path, adapter):
         assert want["C"][0] == np.float32(np.log(np.float64(tiny32))) and got["C"][0] == -np.inf
         assert np.isfinite(want["D"][0]) and got["D"][0] == -np.inf
         assert subnormal(want["E"]).all() and got["E"][0] == 0
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("adapter", ["jax_ops.py", "xla_ops.py"])
+def test_xla_adapters_refuse_subnormal_inputs_unless_kept(tmp_path, adapter):
+    # Campaigns send the XLA adapters no program with a subnormal input: XLA would read it as
+    # zero, by design (jax#16200), so the adapters answer `unsupported` (counted) for one.
+    require("jax")
+    t = Target(adapter, tmp_path, flags=[])
+    try:
+        src = "input var A : f32[2]\noutput var C : f32[2]\nC = A + A"
+        tiny = np.finfo(np.float32).smallest_subnormal
+        answer, _, _ = t.ask(src, {"A": np.array([1.0, tiny])})
+        assert answer["status"] == "unsupported" and "jax#16200" in answer["reason"], answer
+        answer, want, got = t.ask(src, {"A": np.array([1.0, -2.0])})
+        assert answer["status"] == "ok" and np.array_equal(want["C"], got["C"]), answer
     finally:
         t.close()
 

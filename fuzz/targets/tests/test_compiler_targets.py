@@ -8,9 +8,11 @@ must then answer `unsupported`, which is tested too).
 """
 import json
 import re
+import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from harness import ROOT, TARGETS, require, teil_bin
@@ -35,7 +37,9 @@ def assert_clean(result, programs):
     assert result.returncode == 0, result.stderr[-4000:]
     assert re.fullmatch(rf"{programs} programs, 0 mismatches, \d+\.\d programs/s\n", result.stdout)
     passed, exact, unsupported = counters(result)
-    assert passed + unsupported == programs and unsupported <= programs // 10, result.stderr
+    # Unsupported: ONNX Runtime's missing float64 Erf (GELU draws erf often), XLA's programs
+    # with a subnormal input; at most a fifth.
+    assert passed + unsupported == programs and unsupported <= programs // 5, result.stderr
     return passed, exact
 
 
@@ -167,6 +171,45 @@ def test_every_committed_finding_is_listed_and_replays_as_recorded():
         replay = fuzz(target, "--replay", str(d), "--target-timeout", "120", timeout=300)
         want = 1 if meta["reproduces"] else 0
         assert replay.returncode == want, (d, replay.stdout, replay.stderr[-2000:])
+
+
+@pytest.mark.parametrize("finding", committed_findings(), ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_every_finding_has_a_standalone_reproducer_and_an_issue(finding, tmp_path):
+    """Each finding's repro.py (written by fuzz/targets/standalone.py, spec/fuzzing.md
+    "Findings") is what the generator writes from the finding now, runs with TeIL made
+    unimportable, exits 1 while the bug is present (0 where `finding.json` says it no longer
+    reproduces), and its judgement passes the expected values and fails the target's recorded
+    ones; issue.md holds repro.py verbatim and the sections a maintainer needs."""
+    meta = json.loads((finding / "finding.json").read_text())
+    require(meta["module"])
+    repro = (finding / "repro.py").read_text()
+    issue = (finding / "issue.md").read_text()
+    # Regenerated in a copy: the committed files are the generator's output for this finding.
+    copy = tmp_path / finding.parent.name / finding.name  # the same TARGET/ID names
+    shutil.copytree(finding, copy)
+    subprocess.run([sys.executable, str(TARGETS / "standalone.py"), str(copy)], check=True, capture_output=True, timeout=600)
+    assert (copy / "repro.py").read_text() == repro, "repro.py is stale: run fuzz/targets/standalone.py on the finding"
+    # Standalone: `import teil` fails inside it.
+    blocked = "import sys, runpy; sys.modules['teil'] = None; runpy.run_path(sys.argv[1], run_name='__main__')"
+    run = subprocess.run([sys.executable, "-c", blocked, str(finding / "repro.py")], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert run.returncode == (1 if meta["reproduces"] else 0), run.stdout + run.stderr
+    assert ("BUG PRESENT" in run.stdout or "the target failed" in run.stdout) == meta["reproduces"], run.stdout
+    # The judgement: the expected values pass, the recorded outputs (where the target wrote
+    # some) do not.
+    module = {}
+    exec(compile(repro.split('\nif __name__ == "__main__":')[0], "repro.py", "exec"), module)
+    assert module["differs"](module["EXPECTED"]) == []
+    outputs = finding / "outputs"
+    if outputs.is_dir() and any(outputs.iterdir()) and meta["class"] == "wrong value":
+        doc = json.loads((finding / "ops.json").read_text())
+        names = dict(zip(doc["outputs"], module["EXPECTED"]))
+        recorded = {names[p.stem]: np.load(p) for p in outputs.glob("*.npy") if p.stem in names}
+        assert module["differs"]({**module["EXPECTED"], **recorded}), "the recorded outputs pass"
+    for section in ("\n## Versions\n", "\n## Reproducer\n", "\n## Expected\n", "\n## Actual\n"):
+        assert section in issue, section
+    assert issue.startswith("# ") and repro.rstrip() in issue
+    assert meta["target"] in issue and (meta["upstream"] or "") in issue
 
 
 def test_the_nan_workaround_looks_past_the_known_reduction_findings(tmp_path):
