@@ -25,7 +25,7 @@ pub struct Constructs {
 
 /// The compositions counted, in the order the summary prints them: what compilers transform,
 /// then the kernels people write with the functions ([`kernels`]).
-pub const PATTERNS: [&str; 13] = [
+pub const PATTERNS: [&str; 14] = [
     "element-wise on einsum",
     "reduce of expand",
     "reduce of reduce",
@@ -39,6 +39,7 @@ pub const PATTERNS: [&str; 13] = [
     "GELU",
     "ReLU or clamp",
     "attention",
+    "constant inf or NaN",
 ];
 
 impl Constructs {
@@ -246,6 +247,15 @@ fn kernels(g: &Graph, k: usize) -> Vec<&'static str> {
     if matches!(op, Op::Einsum { .. }) && g.args(k).any(|(p, _)| g.softmax(p)) {
         found.push("attention");
     }
+    // `div (const a) (const 0)`: a constant that folds to `±∞` or NaN.
+    let zero = |op: &Op| matches!(op, Op::Const { value } if *value == 0.0);
+    if matches!(op, Op::Div)
+        && g.arg(k, 0)
+            .is_some_and(|(_, op)| matches!(op, Op::Const { .. }))
+        && g.arg(k, 1).is_some_and(|(_, op)| zero(op))
+    {
+        found.push("constant inf or NaN");
+    }
     found
 }
 
@@ -315,7 +325,7 @@ mod tests {
              R = min (max X (expa 2 3 (expa 1 2 0))) (expa 2 3 (expa 1 2 3))\n\
              A = ((exp (0.5 * (Q # K) .[2 4]) / expa 2 3 (red+ 2 (exp (0.5 * (Q # K) .[2 4])))) # V) .[2 3]\n\
              F = tanh ((Q # K) .[2 4])\n\
-             M = exp X / expa 2 3 (red+ 2 (exp (X + X))) + max X X";
+             M = exp X / expa 2 3 (red+ 2 (exp (X + X))) + max X X + (-1 / 0) * X / 2";
         let (checked, _) = teil::compile(source).unwrap_or_else(|e| panic!("{e:?}"));
         let mut c = Constructs::default();
         c.add(&teil::ops::lower(&checked), false);
@@ -335,6 +345,7 @@ mod tests {
         );
         assert_eq!(count("attention"), 1);
         assert_eq!(count("function of einsum"), 1);
+        assert_eq!(count("constant inf or NaN"), 1, "M's -1 / 0, not its X / 2");
     }
 
     #[test]

@@ -477,6 +477,27 @@ fn compiler_forms(shape: &[u64], d: u32, cfg: &Arc<GenConfig>) -> Vec<(u32, Boxe
         ));
         // A contraction of a transpose (layout changes).
         forms.push((2, contraction(shape.to_vec(), d, cfg.clone(), true)));
+        // A constant that folds to a special value (`1 / 0`, `-1 / 0`, `0 / 0`) around a
+        // contraction, where fusions fold constants in: scaling it, or spread and added,
+        // subtracted or multiplied.
+        let s = shape.to_vec();
+        forms.push((
+            1,
+            (
+                proptest::sample::select(vec![1.0, -1.0, 0.0]),
+                proptest::sample::select(vec![BinOp::Add, BinOp::Sub, BinOp::Mul]),
+                any::<bool>(),
+                contraction(shape.to_vec(), d, cfg.clone(), false),
+            )
+                .prop_map(move |(a, op, scale, c)| {
+                    let special = node(ExprKind::Paren(bx(bin(BinOp::Div, lit(a), lit(0.0)))));
+                    if scale {
+                        return bin(BinOp::Mul, special, c);
+                    }
+                    bin(op, c, spread_to(special, &s))
+                })
+                .boxed(),
+        ));
     }
     if r < cfg.max_inner_rank {
         let reds: Vec<RedOp> = if cfg.nonlinear_reductions {
@@ -546,7 +567,12 @@ fn lit(v: f64) -> Expr {
 /// `v` in every cell of `shape`: the literal spread by `expa` (a constant operand, which
 /// compilers fold into the operation that reads it).
 fn fill(v: f64, shape: &[u64]) -> Expr {
-    shape.iter().enumerate().fold(lit(v), |e, (k, &n)| {
+    spread_to(lit(v), shape)
+}
+
+/// The scalar `e` in every cell of `shape`, spread by `expa`.
+fn spread_to(e: Expr, shape: &[u64]) -> Expr {
+    shape.iter().enumerate().fold(e, |e, (k, &n)| {
         node(ExprKind::Expa(nat(k as u64 + 1), nat(n), bx(e)))
     })
 }

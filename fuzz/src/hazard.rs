@@ -7,7 +7,8 @@
 //! `-2 · 0` from an accumulator `+0` is `+0`; TeIL's is `-0`). Both choices are invisible to
 //! the comparison, until a division makes them visible: `1 / ±0` is `±∞`, and `0 / 0` is NaN
 //! where `0 / 1e-17` is `0`. So a division's cell is *hazardous* when its divisor is `±0` and
-//! its numerator neither `±0` nor NaN (the quotient's sign is the zero's), or when its divisor
+//! its numerator neither `±0` nor NaN (the quotient's sign is the zero's) and the zero is not a
+//! literal's (a `const`, spread or sliced: `1 / 0` is `+∞` on every target), or when its divisor
 //! is *inexact* (it may carry rounding: a non-integer, or computed from one) and smaller than
 //! [`RESIDUE`] in magnitude (a cancellation residue, or a true zero that another order leaves
 //! as a residue). Every cell of an `einsum` with two or more operands that sums a label is
@@ -63,7 +64,20 @@ pub fn hazards(ops: &Ops, inputs: &Store) -> Hazards {
             )
         })
         .collect();
+    // The values that are literals, spread or sliced: their zeros have the sign written.
+    let mut literal: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for (k, s) in ops.steps.iter().enumerate() {
+        let is_literal = match s.op {
+            Op::Const { .. } => true,
+            Op::Expand { .. } | Op::Take { .. } => literal.contains(&s.args[0]),
+            _ => false,
+        };
+        let literal_divisor = matches!(s.op, Op::Div) && literal.contains(&s.args[1]);
+        if is_literal {
+            literal.insert(s.out.clone());
+        } else {
+            literal.remove(&s.out);
+        }
         let args: Option<Vec<(&ArrayD<f64>, &Masks)>> = s
             .args
             .iter()
@@ -85,7 +99,7 @@ pub fn hazards(ops: &Ops, inputs: &Store) -> Hazards {
         let Some(value) = local.remove(&s.out) else {
             return Hazards::new();
         };
-        let m = step(&s.op, &args, &value);
+        let m = step(&s.op, &args, &value, literal_divisor);
         masks.insert(s.out.clone(), m);
         env.insert(s.out.clone(), value);
     }
@@ -98,8 +112,9 @@ pub fn hazards(ops: &Ops, inputs: &Store) -> Hazards {
         .collect()
 }
 
-/// The masks of one step's result `r` from its arguments' values and masks.
-fn step(op: &Op, args: &[(&ArrayD<f64>, &Masks)], r: &ArrayD<f64>) -> Masks {
+/// The masks of one step's result `r` from its arguments' values and masks; `literal_divisor`:
+/// the step divides by a literal (whose zero has a sign every target keeps).
+fn step(op: &Op, args: &[(&ArrayD<f64>, &Masks)], r: &ArrayD<f64>, literal_divisor: bool) -> Masks {
     let shape = r.raw_dim();
     let exact_result = r.mapv(exact_value);
     match op {
@@ -125,7 +140,7 @@ fn step(op: &Op, args: &[(&ArrayD<f64>, &Masks)], r: &ArrayD<f64>) -> Masks {
                 .and(&hb)
                 .and(&ib)
                 .for_each(|h, &x, &y, &ha, &hb, &ib| {
-                    let signed_zero = y == 0.0 && !(x == 0.0 || x.is_nan());
+                    let signed_zero = !literal_divisor && y == 0.0 && !(x == 0.0 || x.is_nan());
                     let residue = ib && y.abs() < RESIDUE;
                     *h = ha || hb || (divides && (signed_zero || residue));
                 });
@@ -249,6 +264,17 @@ mod tests {
             .map(|(n, v)| (n.to_string(), arr1(v).into_dyn()))
             .collect();
         hazards(&ops, &store)
+    }
+
+    #[test]
+    fn a_division_by_a_literal_zero_is_judged() {
+        // `1 / 0` is +∞ and `-1 / 0` -∞ on every target: the literal's zero has its sign;
+        // divided by a computed zero (`A * 0`), the cell is hazardous.
+        let source = "input var A : [2]\noutput var C : [2]\noutput var D : [2]\n\
+                      C = A * expa 1 2 (1 / 0) + (-1 / 0) * A\nD = A / (A * expa 1 2 0)";
+        let h = run(source, &[("A", vec![1.0, -2.0])]);
+        assert!(!h.contains_key("C"), "{h:?}");
+        assert_eq!(h["D"].iter().copied().collect::<Vec<_>>(), vec![true, true]);
     }
 
     #[test]

@@ -35,15 +35,19 @@ pub enum Bug {
     /// `exp` is one ulp of its type above the correctly rounded value: inside the allowance
     /// ([`crate::case::FUNCTION_ULPS`]), so not a bug a campaign may report.
     ExpOneUlp,
+    /// `reduce min` folds with an ordered comparison, `if x < acc { x } else { acc }`, so a NaN
+    /// after a number is dropped (ONNX Runtime's and TVM's bug, fuzz/FINDINGS.md).
+    MinDropsNan,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 5] = [
+    pub const ALL: [Bug; 6] = [
         Bug::TakeOffByOne,
         Bug::MaxFromZero,
         Bug::EinsumDropsRepeated,
         Bug::ExpOff,
         Bug::ExpOneUlp,
+        Bug::MinDropsNan,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +57,7 @@ impl Bug {
             Bug::EinsumDropsRepeated => "einsum-drops-repeated",
             Bug::ExpOff => "exp-off",
             Bug::ExpOneUlp => "exp-one-ulp",
+            Bug::MinDropsNan => "min-drops-nan",
         }
     }
 
@@ -141,6 +146,13 @@ fn step(op: &Op, args: &[&Tensor], bug: Option<Bug>, t: ElemType) -> Result<Tens
                         ReduceKind::Sum => acc + x,
                         ReduceKind::Prod => acc * x,
                         ReduceKind::Max => max(acc, x),
+                        ReduceKind::Min if bug == Some(Bug::MinDropsNan) => {
+                            if x < acc {
+                                x
+                            } else {
+                                acc
+                            }
+                        }
                         ReduceKind::Min => min(acc, x),
                     })
                 })

@@ -7,12 +7,19 @@
 //!
 //! 1. drop a statement;
 //! 2. make a sub-expression the whole right-hand side (assigned to a fresh variable of its
-//!    shape); replace an expression by one of its operands of the same shape (this also
-//!    removes parentheses), or a scalar expression by the literal `1`;
-//! 3. replace a compound expression by a fresh input variable of its shape (filled with ones);
+//!    shape); replace an expression by any part of it of the same shape and element type (an
+//!    operand, or deeper: `f64 (f32 x)` by `x`; this also removes parentheses), or a scalar
+//!    expression by the literal `1`;
+//! 3. replace a compound expression by a fresh input variable of its shape holding the value
+//!    the expression had (the oracle's, on the current inputs; ones where it has none), so the
+//!    operations around it see what they saw: a bug outside it keeps failing, and shrinks to
+//!    the operation that has it;
 //! 4. shrink an extent: every extent `v > 1` in the program becomes `1`, or else `v - 1`
 //!    (in declarations and `expa`, clamping `proj` slices), slicing the inputs to match;
-//! 5. simplify input values: all zeros, all ones, then single elements to zero.
+//! 5. simplify input values: all zeros, all ones, then single elements to zero;
+//! 6. once nothing smaller fails, write what is left one way ([`canonical`]): a statement that
+//!    assigns to a variable it reads assigns to a fresh one, a scalar literal becomes an input
+//!    holding it; each taken where the program still fails.
 //!
 //! Unused declarations (and their inputs) are removed from every candidate before the predicate
 //! sees it, so the result is exactly what was last seen failing; which declarations are unused
@@ -60,7 +67,75 @@ pub fn shrink(
         }
         break;
     }
+    // 6. The canonical form of what is left, each rewrite taken once where it still fails (no
+    // smaller program than the minimum: the same size, written one way).
+    for k in 0..cur.0.program().stmts.len() {
+        for cand in canonical(&cur.0, &cur.1, k) {
+            if calls >= budget {
+                break;
+            }
+            let Some(cand) = tidy(cand) else {
+                continue;
+            };
+            calls += 1;
+            if fails(&cand.0, &cand.1) {
+                cur = cand;
+            }
+        }
+    }
     (cur.0.into_program(), cur.1)
+}
+
+/// The rewrites of statement `k` towards one way of writing the same minimum, so that one bug
+/// shrunk from different programs reads the same ([`crate::signature`]): a statement that
+/// assigns to a variable it reads (`x = exp x`) assigns to a fresh one instead (`h = exp x`);
+/// a scalar literal (`exp 1`, `exp -2`) becomes a fresh input holding its value (`exp h`).
+fn canonical(checked: &CheckedProgram, inputs: &Inputs, k: usize) -> Vec<Candidate> {
+    let p = checked.program();
+    let s = &p.stmts[k];
+    let mut out = Vec::new();
+    let mut reads_target = false;
+    let mut literals = Vec::new();
+    s.value.walk(&mut |e| match &e.kind {
+        ExprKind::Var(x) if x.name == s.target.name => reads_target = true,
+        ExprKind::Lit(_) => literals.push(e),
+        _ => {}
+    });
+    let fresh = |qualifier, elem, shape: &[u64]| Decl {
+        qualifier: p.uses_qualifiers().then_some(qualifier),
+        name: Ident::new(fresh_name(p), 0..0),
+        elem,
+        elem_span: None,
+        extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
+        span: 0..0,
+    };
+    if reads_target {
+        if let Some(d) = p.decl(&s.target.name) {
+            let decl = fresh(Qualifier::Output, d.elem, &d.shape());
+            let mut q = p.clone();
+            q.stmts[k].target = decl.name.clone();
+            let mut ins = inputs.clone();
+            if !p.uses_qualifiers() {
+                let dims: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
+                ins.insert(decl.name.name.clone(), ndarray::ArrayD::zeros(dims));
+            }
+            q.decls.push(decl);
+            out.push((q, ins));
+        }
+    }
+    for e in literals {
+        let ExprKind::Lit(v) = &e.kind else { continue };
+        let elem = checked.elem(e);
+        let decl = fresh(Qualifier::Input, elem, &[]);
+        let var = Expr::new(ExprKind::Var(decl.name.clone()), 0..0);
+        let mut q = replace(p, k, e.id, var);
+        let mut ins = inputs.clone();
+        let value = ndarray::arr0(v.in_type(elem)).into_dyn();
+        ins.insert(decl.name.name.clone(), value);
+        q.decls.push(decl);
+        out.push((q, ins));
+    }
+    out
 }
 
 /// The well-founded order shrinking descends: expression nodes, then declared elements, then
@@ -137,50 +212,63 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
         s.value.walk(&mut |e| ids.push(e));
         for e in ids {
             let shape = checked.shape(e).to_vec();
+            let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+            let fresh = |qualifier| Decl {
+                qualifier: p.uses_qualifiers().then_some(qualifier),
+                name: Ident::new(fresh_name(p), 0..0),
+                elem: checked.elem(e),
+                elem_span: None,
+                extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
+                span: 0..0,
+            };
             // Hoist a sub-expression into a statement of its own, replacing this statement.
+            // Without qualifiers every variable is supplied, the fresh one too (its value is
+            // assigned before anything reads it).
             if e.id != s.value.id && !matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_)) {
-                let name = fresh_name(p);
                 let mut q = p.clone();
-                q.decls.push(Decl {
-                    qualifier: p.uses_qualifiers().then_some(Qualifier::Output),
-                    name: Ident::new(name.clone(), 0..0),
-                    elem: checked.elem(e),
-                    elem_span: None,
-                    extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
-                    span: 0..0,
-                });
+                let decl = fresh(Qualifier::Output);
                 q.stmts[k] = Stmt {
-                    target: Ident::new(name, 0..0),
+                    target: decl.name.clone(),
                     value: e.clone(),
                     span: 0..0,
                 };
-                out.push((q, inputs.clone()));
-            }
-            for c in e.children() {
-                if checked.shape(c) == shape.as_slice() {
-                    out.push((replace(p, k, e.id, c.clone()), inputs.clone()));
+                let mut ins = inputs.clone();
+                if !p.uses_qualifiers() {
+                    ins.insert(decl.name.name.clone(), ndarray::ArrayD::zeros(dims.clone()));
                 }
+                q.decls.push(decl);
+                out.push((q, ins));
+            }
+            // Replace it by an operand, or any part of it, of its shape and type.
+            let mut parts = Vec::new();
+            e.walk(&mut |c| {
+                if c.id != e.id
+                    && checked.shape(c) == shape.as_slice()
+                    && checked.elem(c) == checked.elem(e)
+                {
+                    parts.push(c.clone());
+                }
+            });
+            for c in parts {
+                out.push((replace(p, k, e.id, c), inputs.clone()));
             }
             let compound = !matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_));
             if shape.is_empty() && !matches!(e.kind, ExprKind::Lit(_)) {
                 let one = Expr::new(ExprKind::Lit(Literal::from_f64(1.0)), 0..0);
                 out.push((replace(p, k, e.id, one), inputs.clone()));
             }
+            // Replace it by a fresh input holding the value it had (so that what the
+            // operations around it see is unchanged: the canonical form of a bug outside it),
+            // or else ones.
             if compound {
-                let name = fresh_name(p);
-                let var = Expr::new(ExprKind::Var(Ident::new(name.clone(), 0..0)), 0..0);
+                let decl = fresh(Qualifier::Input);
+                let var = Expr::new(ExprKind::Var(decl.name.clone()), 0..0);
                 let mut q = replace(p, k, e.id, var);
-                q.decls.push(Decl {
-                    qualifier: p.uses_qualifiers().then_some(Qualifier::Input),
-                    name: Ident::new(name.clone(), 0..0),
-                    elem: checked.elem(e),
-                    elem_span: None,
-                    extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
-                    span: 0..0,
-                });
+                let value = value_of(checked, inputs, k, e)
+                    .unwrap_or_else(|| ndarray::ArrayD::from_elem(dims.clone(), 1.0));
                 let mut ins = inputs.clone();
-                let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
-                ins.insert(name, ndarray::ArrayD::from_elem(dims, 1.0));
+                ins.insert(decl.name.name.clone(), value);
+                q.decls.push(decl);
                 out.push((q, ins));
             }
         }
@@ -228,6 +316,43 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
         }
     }
     out
+}
+
+/// The value sub-expression `e` of statement `k` has when the program runs on `inputs`: the
+/// statements before `k`, then `e` assigned to a fresh variable, run by the oracle. `None` when
+/// that program does not check or run (a value it reads is undefined there, say).
+fn value_of(
+    checked: &CheckedProgram,
+    inputs: &Inputs,
+    k: usize,
+    e: &Expr,
+) -> Option<ndarray::ArrayD<f64>> {
+    let p = checked.program();
+    let mut q = p.clone();
+    let name = fresh_name(p);
+    let shape = checked.shape(e);
+    q.decls.push(Decl {
+        qualifier: p.uses_qualifiers().then_some(Qualifier::Output),
+        name: Ident::new(name.clone(), 0..0),
+        elem: checked.elem(e),
+        elem_span: None,
+        extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
+        span: 0..0,
+    });
+    q.stmts.truncate(k);
+    q.stmts.push(Stmt {
+        target: Ident::new(name.clone(), 0..0),
+        value: e.clone(),
+        span: 0..0,
+    });
+    let mut ins = inputs.clone();
+    if !p.uses_qualifiers() {
+        let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+        ins.insert(name.clone(), ndarray::ArrayD::zeros(dims));
+    }
+    let (q, _) = teil::check(q).ok()?;
+    let mut all = teil_interp::run_oracle(&q, &ins).ok()?;
+    all.remove(&name)
 }
 
 fn fresh_name(p: &Program) -> String {

@@ -23,11 +23,11 @@ from harness import TARGETS, planted_max_adapter, require, teil_bin
 SEED = 1
 
 
-def driver(out, target, programs, *extra, entry=("-m", "teil.campaign"), **popen):
+def driver(out, target, programs, *extra, entry=("-m", "teil.campaign"), shrink=1, **popen):
     env = dict(os.environ, TEIL_BIN=teil_bin())
     cmd = [sys.executable, *entry, "--programs", str(programs), "--seed",
            str(SEED), "--shard-size", "100", "--out", str(out), "--num-cpus", "2",
-           "--target", target, "--progress", "1000", "--shrink", "1", *extra]
+           "--target", target, "--progress", "1000", "--shrink", str(shrink), *extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, **popen)
 
@@ -359,3 +359,24 @@ def test_a_shards_own_record_passes_with_discarded_and_skipped_programs():
     ]:
         problem = _record_problem(bad, 1, config)
         assert (problem is None) if why is None else (why in (problem or "")), (bad, problem)
+
+
+@pytest.mark.parametrize("bug", ["numpy max-from-zero", "max-from-zero", "exp-off", "min-drops-nan"])
+def test_each_planted_bug_reads_as_at_most_two_signatures(tmp_path, bug):
+    # Issue 51, point 6: shrunk from different programs in different shards, one bug reaches
+    # one minimum, written one way (spec/fuzzing.md, "Shrinking and reproducers"), so a tester
+    # triages one or two findings, not one per program. Every program found failing is shrunk.
+    require("ray")
+    if bug.startswith("numpy"):
+        require("numpy")
+        target = planted_max_adapter(tmp_path)
+    else:
+        target = f"{teil_bin()} ops-target --plant {bug}"
+    out = tmp_path / "campaign"
+    code, stdout, err = finish(driver(out, target, 600, "--profile", "compiler", shrink=100), timeout=600)
+    assert code == 1, err
+    s = summary(out)
+    assert s["mismatches"] >= 3, s
+    skeletons = {f["skeleton"]: f["count"] for f in s["findings"]}
+    assert 1 <= len(skeletons) <= 2, skeletons
+    assert sum(skeletons.values()) + s["unshrunk"] == s["mismatches"]

@@ -62,7 +62,7 @@ def test_numpy_agrees_on_the_compiler_profile_with_special_values(tmp_path):
                       "reduce of expand", "reduce of reduce", "einsum of einsum", "repeated step",
                       # the kernels written with the functions
                       "function of einsum", "softmax", "log-softmax", "layer norm", "GELU",
-                      "ReLU or clamp", "attention"):
+                      "ReLU or clamp", "attention", "constant inf or NaN"):
         assert counts[construct] > 0, (construct, counts)
     assert int(sent.group(3)) > 0 and int(sent.group(4)) == 100
     # The new vocabulary: binary32 programs and every function (spec/fuzzing.md, "Judging
