@@ -5,8 +5,9 @@ to file upstream, into a committed finding (`fuzz/findings/TARGET/ID/`, spec/fuz
 
     python3 fuzz/targets/standalone.py fuzz/findings/onnxruntime/accuracy_tanh_f32
 
-The finding's program becomes its ONNX model (`teil.onnx.from_ops`, with the adapter's
-`--workaround nan-reductions` where the finding was made with it), embedded in `repro.py` as
+The finding's program becomes its ONNX model as the adapter builds it (`teil.onnx.from_ops`
+with the spellings drawn from the program, `teil.onnx.spelling_seed`, unless the finding's flags
+say `--spelling canonical`; with `--workaround nan-reductions` where they say so), embedded in `repro.py` as
 base64, beside the shrunk inputs and TeIL's oracle's outputs as literals. `repro.py` needs only
 NumPy and the target's package (ONNX Runtime; TVM, whose ONNX front end reads the model with
 `onnx`); it runs the model the way the adapter does, prints every output beside the expected
@@ -152,8 +153,13 @@ def write(finding: pathlib.Path) -> pathlib.Path:
     document = json.loads((finding / "ops.json").read_text())
     if meta["module"] not in TARGETS:
         raise SystemExit(f"{finding}: no standalone form for {meta['module']}")
-    model = teil.onnx.from_ops(document)
-    if "nan-reductions" in meta.get("flags", []):
+    flags = meta.get("flags", [])
+    # The spellings the adapter drew for this program (teil.onnx.spelling_seed), unless the
+    # finding was made with `--spelling canonical`.
+    canonical = "--spelling" in flags and flags[flags.index("--spelling") + 1:][:1] == ["canonical"]
+    spellings = None if canonical else teil.onnx.spelling_seed(document["steps"])
+    model = teil.onnx.from_ops(document, spellings=spellings)
+    if "nan-reductions" in flags:
         model = teil.onnx.nan_propagating_reductions(model)
     # Each input and output as the model declares it (float32 for FLOAT).
     elem = {v.name: v.type.tensor_type.elem_type for v in [*model.graph.input, *model.graph.output]}

@@ -8,14 +8,19 @@ step says "dtype": "float32", float64 otherwise. The inputs are the function's a
 constants, which XLA would fold away; an input the program declares f32 is converted to float32,
 exactly, its type read off the first step that reads it) and the outputs its results. Functions
 are jax.numpy's and `jax.scipy.special.erf`, `max`/`min` `jnp.maximum`/`jnp.minimum`, casts
-`astype`. Each program is compiled once (jit's cache never hits: shapes and steps differ).
+`astype`. A contraction of two operands is `jnp.einsum`, `lax.dot_general` or `jnp.tensordot`
+(then transposed), drawn per step from the program's steps, so that XLA meets the spellings
+models use and one program always compiles the same way (`--only-einsum` keeps `jnp.einsum`).
+Each program is compiled once (jit's cache never hits: shapes and steps differ).
 
 Answers: a program XLA fails to compile or run is an `error` (a finding of the class "error on a
 valid model"); without jax installed every program is `unsupported`. Every adapter in
 fuzz/targets/ stands alone on purpose, protocol loop included: a tester copies one file.
 """
 import json
+import random
 import sys
+import zlib
 
 import numpy as np
 
@@ -60,12 +65,50 @@ def load(path, dtype):
     return y
 
 
-def run_step(step, env):
+def contraction(equation, shapes):
+    """The labels of a two-operand einsum as `(a, b, out, batch, summed)` where it is a
+    `dot_general` (no label repeated in an operand, none summed out of one operand alone),
+    else None."""
+    terms, out = equation.split("->")
+    operands = terms.split(",")
+    if len(operands) != 2:
+        return None
+    a, b = operands
+    if any(len(set(t)) != len(t) for t in (a, b, out)):
+        return None
+    if any(l not in out and not (l in a and l in b) for l in a + b):
+        return None
+    batch = [l for l in out if l in a and l in b]
+    summed = [l for l in a if l in b and l not in out]
+    return a, b, out, batch, summed
+
+
+def spelled_einsum(step, args, spelling):
+    """A two-operand einsum as `lax.dot_general` (spelling 1) or, without batch labels,
+    `jnp.tensordot` (spelling 2), then transposed to the output's order; `jnp.einsum`
+    otherwise (spelling 0, or an equation neither spells)."""
+    plan = contraction(step["equation"], [x.shape for x in args])
+    if plan is None or spelling == 0 or (spelling == 2 and plan[3]):
+        return jnp.einsum(step["equation"], *args)
+    a, b, out, batch, summed = plan
+    ca, cb = [a.index(l) for l in summed], [b.index(l) for l in summed]
+    if spelling == 1:
+        ba, bb = [a.index(l) for l in batch], [b.index(l) for l in batch]
+        y = jax.lax.dot_general(args[0], args[1], ((ca, cb), (ba, bb)))
+        order = batch + [l for l in a if l not in batch and l not in summed] \
+            + [l for l in b if l not in batch and l not in summed]
+    else:
+        y = jnp.tensordot(args[0], args[1], axes=(ca, cb))
+        order = [l for l in a if l not in summed] + [l for l in b if l not in summed]
+    return jnp.transpose(y, [order.index(l) for l in out])
+
+
+def run_step(step, env, spelling=0):
     op, args = step["op"], [env[a] for a in step["args"]]
     funcs = {"exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "tanh": jnp.tanh,
              "erf": jax.scipy.special.erf, "abs": jnp.abs}
     if op == "einsum":
-        return jnp.einsum(step["equation"], *args)
+        return spelled_einsum(step, args, spelling)
     if op == "add":
         return args[0] + args[1]
     if op == "sub":
@@ -98,14 +141,23 @@ def program(request):
     outputs in request order."""
     names, steps, outputs = list(request["inputs"]), request["ops"], list(request["outputs"])
 
+    # Each einsum spelled as drawn from the program's steps (0 einsum, 1 dot_general, 2
+    # tensordot), so that one program always compiles the same way.
+    draw = random.Random(zlib.crc32(json.dumps(steps, sort_keys=True).encode()))
+    spellings = [0 if ONLY_EINSUM else draw.randrange(3) for _ in steps]
+
     def f(*values):
         env = dict(zip(names, values))
-        for step in steps:
-            env[step["out"]] = run_step(step, env)
+        for step, spelling in zip(steps, spellings):
+            env[step["out"]] = run_step(step, env, spelling)
         return tuple(env[n] for n in outputs)
 
     return f
 
+
+#: `--only-einsum` keeps every contraction a `jnp.einsum`; by default each two-operand one is
+#: `jnp.einsum`, `lax.dot_general` or `jnp.tensordot`, drawn from the program.
+ONLY_EINSUM = "--only-einsum" in sys.argv[1:]
 
 #: Whether programs with subnormal inputs are sent to XLA anyway (`--keep-subnormals`, for
 #: `teil fuzz --accuracy`, which measures the flush).

@@ -92,13 +92,13 @@ def test_torch_compile_runs_or_says_it_cannot(tmp_path):
 # traced jnp function).
 PLANTS = {
     "onnxruntime_ops.py": (
-        "    model = exporter.from_ops(document(request))\n",
+        "    model = exporter.from_ops(document(request), spellings=seed)\n",
         "    for node in model.graph.node:\n"
         "        if node.op_type == 'ReduceMax':\n"
         "            node.op_type = 'ReduceMin'\n",
     ),
     "tvm_ops.py": (
-        "    model = exporter.from_ops(document(request))\n",
+        "    model = exporter.from_ops(document(request), spellings=seed)\n",
         "    for node in model.graph.node:\n"
         "        if node.op_type == 'ReduceMax':\n"
         "            node.op_type = 'ReduceMin'\n",
@@ -233,3 +233,28 @@ def test_the_nan_workaround_looks_past_the_known_reduction_findings(tmp_path):
     result = fuzz(f"{sys.executable} {TARGETS / 'onnxruntime_ops.py'} --workaround nan-reductions",
                   "--programs", "300", "--seed", "3", "--profile", "compiler", "--out", str(tmp_path))
     assert_clean(result, 300)
+
+
+def test_xla_spells_contractions_three_ways():
+    # xla_ops.py writes a two-operand contraction as jnp.einsum, lax.dot_general or
+    # jnp.tensordot (drawn per program); each spelling computes the einsum's values.
+    require("jax")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("xla_ops", TARGETS / "xla_ops.py")
+    xla = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(xla)
+    rng = np.random.default_rng(0)
+    cases = [("ab,bc->ac", (2, 3), (3, 4)), ("abc,acd->abd", (2, 3, 4), (2, 4, 5)),
+             ("ab,cb->ca", (2, 3), (4, 3)), ("a,b->ba", (3,), (2,)), ("abc,b->ca", (2, 3, 4), (3,)),
+             ("ab,ab->", (2, 3), (2, 3)), ("aab,b->a", (2, 2, 3), (3,))]
+    spelled = 0
+    for equation, sa, sb in cases:
+        a, b = rng.integers(-3, 4, sa).astype(np.float64), rng.integers(-3, 4, sb).astype(np.float64)
+        want = np.einsum(equation, a, b)
+        plan = xla.contraction(equation, [sa, sb])
+        for spelling in (0, 1, 2):
+            got = np.asarray(xla.spelled_einsum({"equation": equation}, [xla.jnp.asarray(a), xla.jnp.asarray(b)], spelling))
+            assert got.shape == want.shape and np.array_equal(got, want), (equation, spelling)
+        spelled += plan is not None
+    assert spelled == len(cases) - 1  # the repeated label is einsum's alone

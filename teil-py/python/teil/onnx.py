@@ -24,6 +24,11 @@ ops/1 step  ONNX nodes
 ``cast``    ``Cast`` with ``to`` ``FLOAT`` or ``DOUBLE``
 =========== ===================================================================
 
+With ``spellings`` (a seed), :func:`from_ops` writes about half the steps that have one in
+another spelling (:data:`SPELLINGS`: ``MatMul`` or ``Gemm`` with ``Transpose`` and ``Reshape``,
+``keepdims=1`` and ``Squeeze``, ``Tile``, ``Slice``, initializers), the same values under ONNX's
+semantics in the operators real models use.
+
 Every one of these operators has ``tensor(float)`` and ``tensor(double)`` among its types at
 opset 18 (``onnx.defs.get_schema(op, 18).type_constraints``), so no step is refused for its
 type. What the models mean is ONNX's semantics, which differ from TeIL's in places that
@@ -91,6 +96,8 @@ __all__ = [
     "from_ops",
     "nan_propagating_reductions",
     "output_names",
+    "spelling_seed",
+    "SPELLINGS",
 ]
 
 
@@ -184,17 +191,21 @@ def from_ops(
     shapes: Optional[Mapping[str, Sequence[int]]] = None,
     name: str = "teil",
     check: bool = True,
+    spellings: Optional[int] = None,
 ) -> Any:
     """The ONNX model of an ops/1 document (a dict, as ``teil lower --ops`` prints it or
     :meth:`teil.Program.ops` returns it). ``shapes`` gives the shape of each variable in
     ``document["undefined"]`` that is not an output (the document does not carry it); with
     ``check`` (the default) the model is checked with ``full_check=True`` before it is
-    returned. Raises :class:`ExportError` for a document it cannot read, or one whose steps
-    read a value of another element type than they compute in."""
+    returned. With ``spellings`` (a seed), about half the steps that have another spelling are
+    written with it instead, drawn with the seed (:data:`SPELLINGS`): the same values under
+    ONNX's semantics, through the operators real models use, where graph optimisations fire.
+    Raises :class:`ExportError` for a document it cannot read, or one whose steps read a value
+    of another element type than they compute in."""
     if not isinstance(document, Mapping):
         raise ExportError(f"not an ops/1 document: a JSON array or value, not an object ({type(document).__name__})")
     try:
-        return _from_ops(document, shapes=shapes, name=name, check=check)
+        return _from_ops(document, shapes=shapes, name=name, check=check, spellings=spellings)
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         # A document of the wrong shape (a missing key, a list where an object belongs, an
         # unknown reduction): said as a refusal of the document, never a traceback.
@@ -208,7 +219,10 @@ def _from_ops(
     shapes: Optional[Mapping[str, Sequence[int]]],
     name: str,
     check: bool,
+    spellings: Optional[int],
 ) -> Any:
+    import random
+
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -224,8 +238,15 @@ def _from_ops(
     nodes: list[Any] = []
     value_info: list[Any] = []
     env: dict[str, str] = {n: n for n in inputs}
-    # The element type of every value `env` names, by variable.
+    # The element type and shape of every value `env` names, by variable.
     types: dict[str, str] = {n: "float32" if n in float32 else "float64" for n in inputs}
+    shape_of: dict[str, list[int]] = {n: list(shape) for n, shape in inputs.items()}
+    initializers: list[Any] = []
+    draw = random.Random(spellings)
+
+    def respelled() -> bool:
+        """Whether this step takes its other spelling (never without ``spellings``)."""
+        return spellings is not None and draw.random() < 0.5
 
     def const(value_name: str, array: Any) -> str:
         nodes.append(helper.make_node("Constant", [], [value_name], value=numpy_helper.from_array(array, value_name)))
@@ -247,6 +268,7 @@ def _from_ops(
         nodes.append(helper.make_node("ConstantOfShape", [dims], [f"{var}:undefined"], value=nan))
         env[var] = f"{var}:undefined"
         types[var] = dtype
+        shape_of[var] = list(shape)
 
     # The step that gives each output its final value produces the graph output directly.
     final: dict[str, int] = {}
@@ -267,8 +289,13 @@ def _from_ops(
                 if types[a] != dtype:
                     raise ExportError(f"`{op}` computes in {dtype} but `{a}` is {types[a]}", k)
         value = named_by_step.get(k, f"{out}:{k}")
+        tmp = f"{out}:{k}:"  # the prefix of a multi-node spelling's intermediate values
         if op == "einsum":
-            nodes.append(helper.make_node("Einsum", args, [value], equation=step["equation"]))
+            plan = _matmul_plan(step["equation"], [shape_of[a] for a in step["args"]])
+            if plan is not None and respelled():
+                _matmul(plan, args, value, tmp, draw.random() < 0.5, nodes, int64s)
+            else:
+                nodes.append(helper.make_node("Einsum", args, [value], equation=step["equation"]))
         elif op in _BINARY:
             nodes.append(helper.make_node(_BINARY[op], args, [value]))
         elif op == "func":
@@ -281,26 +308,46 @@ def _from_ops(
             nodes.append(helper.make_node("Cast", args, [value], to=elem[dtype]))
         elif op == "reduce":
             axes = int64s(f"{out}:{k}:axes", [step["axis"]])
-            nodes.append(helper.make_node(_REDUCE[step["kind"]], [args[0], axes], [value], keepdims=0))
+            if respelled():  # keepdims=1, then Squeeze
+                kept = tmp + "kept"
+                nodes.append(helper.make_node(_REDUCE[step["kind"]], [args[0], axes], [kept], keepdims=1))
+                nodes.append(helper.make_node("Squeeze", [kept, axes], [value]))
+            else:
+                nodes.append(helper.make_node(_REDUCE[step["kind"]], [args[0], axes], [value], keepdims=0))
         elif op == "expand":
             axes = int64s(f"{out}:{k}:axes", [step["axis"]])
-            shape = int64s(f"{out}:{k}:shape", step["shape"])
             unsqueezed = f"{out}:{k}:unsqueezed"
             nodes.append(helper.make_node("Unsqueeze", [args[0], axes], [unsqueezed]))
-            nodes.append(helper.make_node("Expand", [unsqueezed, shape], [value]))
+            if respelled():  # Tile the new axis of extent 1
+                repeats = [1] * len(step["shape"])
+                repeats[step["axis"]] = step["shape"][step["axis"]]
+                nodes.append(helper.make_node("Tile", [unsqueezed, int64s(tmp + "repeats", repeats)], [value]))
+            else:
+                shape = int64s(f"{out}:{k}:shape", step["shape"])
+                nodes.append(helper.make_node("Expand", [unsqueezed, shape], [value]))
         elif op == "take":
-            index = const(f"{out}:{k}:index", np.array(step["index"], dtype=np.int64))
-            nodes.append(helper.make_node("Gather", [args[0], index], [value], axis=step["axis"]))
+            if respelled():  # Slice [index, index + 1), then Squeeze
+                i, axis = step["index"], step["axis"]
+                starts, ends, axes = (int64s(tmp + n, [v]) for n, v in (("starts", i), ("ends", i + 1), ("axes", axis)))
+                nodes.append(helper.make_node("Slice", [args[0], starts, ends, axes], [tmp + "slice"]))
+                nodes.append(helper.make_node("Squeeze", [tmp + "slice", axes], [value]))
+            else:
+                index = const(f"{out}:{k}:index", np.array(step["index"], dtype=np.int64))
+                nodes.append(helper.make_node("Gather", [args[0], index], [value], axis=step["axis"]))
         elif op == "const":
             number = step["value"]
             array = np.array(number, dtype=numpy_dtype[dtype])
             if float(array) != number:  # ops/1 gives a literal's value in its step's type
                 raise ExportError(f"the constant {number!r} is not a {dtype} value", k)
-            const(value, array)
+            if respelled() and value not in graph_out.values():  # a graph initializer
+                initializers.append(numpy_helper.from_array(array, value))
+            else:
+                const(value, array)
         else:
             raise ExportError(f"`{op}` is not an ops/1 op", k)
         env[out] = value
         types[out] = dtype
+        shape_of[out] = list(step["shape"])
         if value not in graph_out.values():
             value_info.append(helper.make_tensor_value_info(value, elem[dtype], list(step["shape"])))
 
@@ -320,6 +367,7 @@ def _from_ops(
         [info(n, s, n) for n, s in inputs.items()],
         [info(graph_out[n], s, n) for n, s in outputs.items()],
         value_info=value_info,
+        initializer=initializers,
     )
     model = helper.make_model(
         graph,
@@ -332,9 +380,92 @@ def _from_ops(
     return model
 
 
+#: The other spellings :func:`from_ops` draws from with ``spellings`` (each step that has one,
+#: about half the time): what the step's canonical nodes mean, written as real models write it.
+SPELLINGS = {
+    "einsum": "a product of two operands without repeated labels, as Transpose, Reshape and "
+              "MatMul (or Gemm, with no batch labels), then Reshape and Transpose to the output",
+    "reduce": "the reduction with keepdims=1, then Squeeze",
+    "expand": "Unsqueeze, then Tile",
+    "take": "Slice of one index, then Squeeze",
+    "const": "a graph initializer instead of a Constant node",
+}
+
+
+def spelling_seed(steps: Sequence[Mapping[str, Any]]) -> int:
+    """The ``spellings`` seed of a program, from its ops/1 steps alone (a CRC-32 of their JSON
+    with sorted keys): the fuzzing adapters draw each program's spellings with it, so that a
+    reproducer replays with the same model."""
+    import zlib
+
+    return zlib.crc32(json.dumps(list(steps), sort_keys=True).encode())
+
+
+def _matmul_plan(equation: str, shapes: Sequence[Sequence[int]]) -> Optional[tuple]:
+    """The labels of a two-operand ``einsum`` as a batched matrix product: ``(a, b, out,
+    batch, left, right, summed, extent)``, or ``None`` where it is not one (another count of
+    operands, a label repeated in one operand, or summed out of one operand alone)."""
+    terms, out = equation.split("->")
+    operands = terms.split(",")
+    if len(operands) != 2 or len(shapes) != 2:
+        return None
+    a, b = operands
+    if any(len(set(t)) != len(t) for t in (a, b, out)):
+        return None
+    if any(l not in out and not (l in a and l in b) for l in a + b):
+        return None
+    extent = {l: n for t, shape in zip((a, b), shapes) for l, n in zip(t, shape)}
+    batch = [l for l in out if l in a and l in b]
+    left = [l for l in out if l in a and l not in b]
+    right = [l for l in out if l in b and l not in a]
+    summed = [l for l in a if l in b and l not in out]
+    return a, b, out, batch, left, right, summed, extent
+
+
+def _matmul(plan: tuple, args: Sequence[str], value: str, tmp: str, gemm: bool,
+            nodes: list, int64s: Any) -> None:
+    """Appends the nodes of ``plan`` (:func:`_matmul_plan`) computing ``value`` from the two
+    operands ``args``: each operand transposed to (batch, free, summed) or (batch, summed,
+    free) and reshaped to a batch of matrices, ``MatMul`` (``Gemm`` where ``gemm`` and there is
+    no batch label), the product reshaped to its labels and transposed to the output's order."""
+    from onnx import helper
+
+    a, b, out, batch, left, right, summed, extent = plan
+
+    def size(labels: Sequence[str]) -> int:
+        n = 1
+        for l in labels:
+            n *= extent[l]
+        return n
+
+    def arrange(x: str, labels: str, order: list, shape: list, name: str) -> str:
+        perm = [labels.index(l) for l in order]
+        if perm != list(range(len(perm))):
+            nodes.append(helper.make_node("Transpose", [x], [tmp + name + "_t"], perm=perm))
+            x = tmp + name + "_t"
+        nodes.append(helper.make_node("Reshape", [x, int64s(tmp + name + "_shape", shape)], [tmp + name]))
+        return tmp + name
+
+    batch_dims = [extent[l] for l in batch]
+    lhs = arrange(args[0], a, batch + left + summed, batch_dims + [size(left), size(summed)], "lhs")
+    rhs = arrange(args[1], b, batch + summed + right, batch_dims + [size(summed), size(right)], "rhs")
+    if gemm and not batch:
+        nodes.append(helper.make_node("Gemm", [lhs, rhs], [tmp + "product"]))
+    else:
+        nodes.append(helper.make_node("MatMul", [lhs, rhs], [tmp + "product"]))
+    order = batch + left + right
+    perm = [order.index(l) for l in out]
+    shape = [extent[l] for l in order]
+    if perm == list(range(len(perm))):
+        nodes.append(helper.make_node("Reshape", [tmp + "product", int64s(tmp + "out_shape", shape)], [value]))
+    else:
+        nodes.append(helper.make_node("Reshape", [tmp + "product", int64s(tmp + "out_shape", shape)], [tmp + "out"]))
+        nodes.append(helper.make_node("Transpose", [tmp + "out"], [value], perm=perm))
+
+
 def nan_propagating_reductions(model: Any) -> Any:
-    """``model`` with every ``ReduceMax`` and ``ReduceMin`` of an exported model (``keepdims=0``,
-    the axes as an input) replaced by nodes that propagate NaN whatever the runtime's reduction
+    """``model`` with every ``ReduceMax`` and ``ReduceMin`` of an exported model (the axes as an
+    input, ``keepdims`` as the node has it) replaced by nodes that propagate NaN whatever the runtime's reduction
     does with it: ``Where(ReduceMax(Cast(IsNaN(x))) > 0.5, NaN, Reduce(x))``. The same values
     under ONNX's semantics (NumPy's ``max`` propagates NaN); a workaround for runtimes whose
     reductions drop a NaN (fuzz/FINDINGS.md), so that a campaign can look past that known bug.
@@ -351,6 +482,7 @@ def nan_propagating_reductions(model: Any) -> Any:
             nodes.append(node)
             continue
         x, axes = node.input
+        keepdims = next((a.i for a in node.attribute if a.name == "keepdims"), 1)
         p = f"{node.output[0]}:nan{k}:"
 
         def constant(name: str, value: float, dtype: Any = np.float64) -> Any:
@@ -360,10 +492,10 @@ def nan_propagating_reductions(model: Any) -> Any:
         x_type = np.float32 if declared.get(x) == TensorProto.FLOAT else np.float64
 
         nodes += [
-            helper.make_node(node.op_type, [x, axes], [p + "reduced"], keepdims=0),
+            helper.make_node(node.op_type, [x, axes], [p + "reduced"], keepdims=keepdims),
             helper.make_node("IsNaN", [x], [p + "isnan"]),
             helper.make_node("Cast", [p + "isnan"], [p + "flags"], to=TensorProto.DOUBLE),
-            helper.make_node("ReduceMax", [p + "flags", axes], [p + "any"], keepdims=0),
+            helper.make_node("ReduceMax", [p + "flags", axes], [p + "any"], keepdims=keepdims),
             constant(p + "half", 0.5),
             helper.make_node("Greater", [p + "any", p + "half"], [p + "has_nan"]),
             constant(p + "nan", float("nan"), x_type),

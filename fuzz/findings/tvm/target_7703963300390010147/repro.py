@@ -12,13 +12,13 @@ import sys
 
 import numpy as np
 
-# The ONNX model (opset 18), serialised: Constant, ReduceMax.
+# The ONNX model (opset 18), serialised: Constant, ReduceMax, Squeeze.
 MODEL = base64.b64decode(
-    "CAgSBHRlaWw61QEKPBIJaDE6MDpheGVzIghDb25zdGFudColCgV2YWx1ZSoZCAEQB0IJaDE6MDph"
-    "eGVzSggBAAAAAAAAAKABBAo7Cg50MXgxeDN4MXgxeDNfMAoJaDE6MDpheGVzEgJoMSIJUmVkdWNl"
-    "TWF4Kg8KCGtlZXBkaW1zGACgAQISBHRlaWxaMAoOdDF4MXgzeDF4MXgzXzASHgocCAsSGAoCCAEK"
-    "AggBCgIIAwoCCAEKAggBCgIIA2IgCgJoMRIaChgICxIUCgIIAQoCCAMKAggBCgIIAQoCCANCBAoA"
-    "EBI="
+    "CAgSBHRlaWw6gQIKPBIJaDE6MDpheGVzIghDb25zdGFudColCgV2YWx1ZSoZCAEQB0IJaDE6MDph"
+    "eGVzSggBAAAAAAAAAKABBApCCg50MXgxeDN4MXgxeDNfMAoJaDE6MDpheGVzEgloMTowOmtlcHQi"
+    "CVJlZHVjZU1heCoPCghrZWVwZGltcxgBoAECCiMKCWgxOjA6a2VwdAoJaDE6MDpheGVzEgJoMSIH"
+    "U3F1ZWV6ZRIEdGVpbFowCg50MXgxeDN4MXgxeDNfMBIeChwICxIYCgIIAQoCCAEKAggDCgIIAQoC"
+    "CAEKAggDYiAKAmgxEhoKGAgLEhQKAggBCgIIAwoCCAEKAggBCgIIA0IECgAQEg=="
 )
 INPUTS = {
     't1x1x3x1x1x3_0': np.array([0.0, 0.0, 0.0, 0.0, 0.0, -float("inf"), 0.0, 0.0, 0.0], dtype=np.float64).reshape((1, 1, 3, 1, 1, 3)),
