@@ -24,7 +24,7 @@ pub struct Constructs {
 }
 
 /// The compositions counted, in the order the summary prints them: what compilers transform,
-/// then the kernels people write with the functions ([`kernels`]).
+/// then the kernels people write with the functions (`kernels`).
 pub const PATTERNS: [&str; 14] = [
     "element-wise on einsum",
     "reduce of expand",

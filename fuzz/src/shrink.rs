@@ -17,7 +17,7 @@
 //! 4. shrink an extent: every extent `v > 1` in the program becomes `1`, or else `v - 1`
 //!    (in declarations and `expa`, clamping `proj` slices), slicing the inputs to match;
 //! 5. simplify input values: all zeros, all ones, then single elements to zero;
-//! 6. once nothing smaller fails, write what is left one way ([`canonical`]): a statement that
+//! 6. once nothing smaller fails, write what is left one way (`canonical`): a statement that
 //!    assigns to a variable it reads assigns to a fresh one, a scalar literal becomes an input
 //!    holding it; each taken where the program still fails.
 //!
