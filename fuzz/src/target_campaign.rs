@@ -604,6 +604,9 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
         Kind::Fault => SHRINK_BUDGET_FAULT,
         _ => SHRINK_BUDGET,
     };
+    // An error keeps its site too: another error of the same class (an empty program that a
+    // runtime refuses for another reason) is another finding.
+    let site = error_site(&f.detail);
     let fails = |c: &CheckedProgram, inputs: &Inputs| {
         Case::new(
             seed,
@@ -611,9 +614,12 @@ fn shrink_finding(cfg: &Config, runner: &mut Runner, f: &Finding) -> Shrunk {
             Some(inputs.clone()),
             cfg.function_ulps,
         )
-        .is_ok_and(
-            |case| matches!(runner.check(&case), Verdict::Found { kind, .. } if kind == f.kind),
-        )
+        .is_ok_and(|case| match runner.check(&case) {
+            Verdict::Found { kind, detail, .. } => {
+                kind == f.kind && (kind != Kind::Error || error_site(&detail) == site)
+            }
+            _ => false,
+        })
     };
     let (program, inputs) = shrink::shrink(
         f.case.checked.program().clone(),
@@ -663,6 +669,19 @@ pub fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
+}
+
+/// Where a target's error message says it was raised: its first `FILE.EXT:LINE` word (a
+/// C++ assertion's `matmul.h:35`, a Python `file.py:12`), else its first line. Shrinking an
+/// error keeps this, so that it does not wander to another error of the same class.
+pub fn error_site(detail: &str) -> String {
+    let site = detail.split_whitespace().find_map(|w| {
+        let (file, line) = w.trim_end_matches([',', ';', ')']).rsplit_once(':')?;
+        let named = file.rsplit('/').next()?.contains('.');
+        (named && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| format!("{}:{line}", file.rsplit('/').next().unwrap_or(file)))
+    });
+    site.unwrap_or_else(|| detail.lines().next().unwrap_or_default().to_string())
 }
 
 /// The command that replays the reproducer directory `dir` against the campaign's target,
@@ -749,4 +768,24 @@ pub fn replay(cfg: &Config, dir: &Path) -> Result<Report, TargetError> {
         interrupted: cfg.cancel.is_cancelled(),
         target: runner.identity(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_errors_site_is_its_first_file_and_line() {
+        let fused = "the target reports an error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception \
+                     during initialization: /onnxruntime_src/onnxruntime/core/providers/cpu/math/matmul.h:35 \
+                     onnxruntime::MatMul<double>::MatMul(...) std::isfinite(alpha_attr_) was false.";
+        let empty = "the target reports an error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception \
+                     during initialization: /onnxruntime_src/onnxruntime/core/framework/session_state_utils.cc:294 \
+                     onnxruntime::common::Status ...";
+        assert_eq!(error_site(fused), "matmul.h:35");
+        assert_eq!(error_site(empty), "session_state_utils.cc:294");
+        // No file and line: the first line, so two different messages stay apart.
+        assert_eq!(error_site("Divide by zero\nmore"), "Divide by zero");
+        assert_ne!(error_site("a: 1 : b"), error_site("c: 1 : d"));
+    }
 }
