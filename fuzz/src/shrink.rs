@@ -101,32 +101,17 @@ fn canonical(checked: &CheckedProgram, inputs: &Inputs, k: usize) -> Vec<Candida
         ExprKind::Lit(_) => literals.push(e),
         _ => {}
     });
-    let fresh = |qualifier, elem, shape: &[u64]| Decl {
-        qualifier: p.uses_qualifiers().then_some(qualifier),
-        name: Ident::new(fresh_name(p), 0..0),
-        elem,
-        elem_span: None,
-        extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
-        span: 0..0,
-    };
     if reads_target {
         if let Some(d) = p.decl(&s.target.name) {
-            let decl = fresh(Qualifier::Output, d.elem, &d.shape());
-            let mut q = p.clone();
-            q.stmts[k].target = decl.name.clone();
-            let mut ins = inputs.clone();
-            if !p.uses_qualifiers() {
-                let dims: Vec<usize> = d.shape().iter().map(|&n| n as usize).collect();
-                ins.insert(decl.name.name.clone(), ndarray::ArrayD::zeros(dims));
-            }
-            q.decls.push(decl);
+            let (mut q, ins, name) = with_fresh_output(p, inputs, d.elem, &d.shape());
+            q.stmts[k].target = name;
             out.push((q, ins));
         }
     }
     for e in literals {
         let ExprKind::Lit(v) = &e.kind else { continue };
         let elem = checked.elem(e);
-        let decl = fresh(Qualifier::Input, elem, &[]);
+        let decl = fresh_decl(p, Qualifier::Input, elem, &[]);
         let var = Expr::new(ExprKind::Var(decl.name.clone()), 0..0);
         let mut q = replace(p, k, e.id, var);
         let mut ins = inputs.clone();
@@ -212,31 +197,14 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
         s.value.walk(&mut |e| ids.push(e));
         for e in ids {
             let shape = checked.shape(e).to_vec();
-            let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
-            let fresh = |qualifier| Decl {
-                qualifier: p.uses_qualifiers().then_some(qualifier),
-                name: Ident::new(fresh_name(p), 0..0),
-                elem: checked.elem(e),
-                elem_span: None,
-                extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
-                span: 0..0,
-            };
             // Hoist a sub-expression into a statement of its own, replacing this statement.
-            // Without qualifiers every variable is supplied, the fresh one too (its value is
-            // assigned before anything reads it).
             if e.id != s.value.id && !matches!(e.kind, ExprKind::Var(_) | ExprKind::Lit(_)) {
-                let mut q = p.clone();
-                let decl = fresh(Qualifier::Output);
+                let (mut q, ins, target) = with_fresh_output(p, inputs, checked.elem(e), &shape);
                 q.stmts[k] = Stmt {
-                    target: decl.name.clone(),
+                    target,
                     value: e.clone(),
                     span: 0..0,
                 };
-                let mut ins = inputs.clone();
-                if !p.uses_qualifiers() {
-                    ins.insert(decl.name.name.clone(), ndarray::ArrayD::zeros(dims.clone()));
-                }
-                q.decls.push(decl);
                 out.push((q, ins));
             }
             // Replace it by an operand, or any part of it, of its shape and type.
@@ -261,11 +229,13 @@ fn candidates(checked: &CheckedProgram, inputs: &Inputs) -> Vec<Candidate> {
             // operations around it see is unchanged: the canonical form of a bug outside it),
             // or else ones.
             if compound {
-                let decl = fresh(Qualifier::Input);
+                let decl = fresh_decl(p, Qualifier::Input, checked.elem(e), &shape);
                 let var = Expr::new(ExprKind::Var(decl.name.clone()), 0..0);
                 let mut q = replace(p, k, e.id, var);
-                let value = value_of(checked, inputs, k, e)
-                    .unwrap_or_else(|| ndarray::ArrayD::from_elem(dims.clone(), 1.0));
+                let value = value_of(checked, inputs, k, e).unwrap_or_else(|| {
+                    let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+                    ndarray::ArrayD::from_elem(dims, 1.0)
+                });
                 let mut ins = inputs.clone();
                 ins.insert(decl.name.name.clone(), value);
                 q.decls.push(decl);
@@ -328,31 +298,50 @@ fn value_of(
     e: &Expr,
 ) -> Option<ndarray::ArrayD<f64>> {
     let p = checked.program();
-    let mut q = p.clone();
-    let name = fresh_name(p);
-    let shape = checked.shape(e);
-    q.decls.push(Decl {
-        qualifier: p.uses_qualifiers().then_some(Qualifier::Output),
-        name: Ident::new(name.clone(), 0..0),
-        elem: checked.elem(e),
-        elem_span: None,
-        extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
-        span: 0..0,
-    });
+    let (mut q, ins, name) = with_fresh_output(p, inputs, checked.elem(e), checked.shape(e));
     q.stmts.truncate(k);
     q.stmts.push(Stmt {
-        target: Ident::new(name.clone(), 0..0),
+        target: name.clone(),
         value: e.clone(),
         span: 0..0,
     });
+    let (q, _) = teil::check(q).ok()?;
+    let mut all = teil_interp::run_oracle(&q, &ins).ok()?;
+    all.remove(&name.name)
+}
+
+/// A fresh variable of `p` ([`fresh_name`]) of `elem` and `shape`, `qualifier` where `p` uses
+/// qualifiers.
+fn fresh_decl(p: &Program, qualifier: Qualifier, elem: ElemType, shape: &[u64]) -> Decl {
+    Decl {
+        qualifier: p.uses_qualifiers().then_some(qualifier),
+        name: Ident::new(fresh_name(p), 0..0),
+        elem,
+        elem_span: None,
+        extents: shape.iter().map(|&n| Nat::new(n, 0..0)).collect(),
+        span: 0..0,
+    }
+}
+
+/// `p` with a fresh variable of `elem` and `shape` declared for a statement to assign, and
+/// `inputs`; without qualifiers every variable is supplied, so the fresh one gets zeros (it is
+/// assigned before anything reads it). The variable's name.
+fn with_fresh_output(
+    p: &Program,
+    inputs: &Inputs,
+    elem: ElemType,
+    shape: &[u64],
+) -> (Program, Inputs, Ident) {
+    let decl = fresh_decl(p, Qualifier::Output, elem, shape);
+    let name = decl.name.clone();
     let mut ins = inputs.clone();
     if !p.uses_qualifiers() {
         let dims: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
-        ins.insert(name.clone(), ndarray::ArrayD::zeros(dims));
+        ins.insert(name.name.clone(), ndarray::ArrayD::zeros(dims));
     }
-    let (q, _) = teil::check(q).ok()?;
-    let mut all = teil_interp::run_oracle(&q, &ins).ok()?;
-    all.remove(&name)
+    let mut q = p.clone();
+    q.decls.push(decl);
+    (q, ins, name)
 }
 
 fn fresh_name(p: &Program) -> String {
