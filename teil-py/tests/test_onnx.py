@@ -204,7 +204,7 @@ def test_other_spellings_compute_the_oracles_outputs(tmp_path, profile, seed):
     for op in ("MatMul", "Gemm", "Transpose", "Reshape", "Squeeze", "Tile", "Slice"):
         assert seen.get(op, 0) > 0, (op, seen)
     assert initializers > 0 and seen["Einsum"] > 0  # the canonical spelling too
-    # The same seed draws the same spellings; another seed others.
+    # The same seed draws the same spellings (replays depend on it).
     document = json.loads((out / index["cases"][0]["dir"] / "ops.json").read_text())
     assert teil.onnx.from_ops(document, spellings=1) == teil.onnx.from_ops(document, spellings=1)
 
