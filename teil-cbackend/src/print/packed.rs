@@ -10,6 +10,15 @@ use super::writer::Writer;
 use crate::ir::{Affine, Bound, Contraction, Kernel, Panels, Strategy};
 use std::collections::BTreeMap;
 
+/// Terms per sliver of the packed column panel (`teil_ks`, the distance between the starts of
+/// consecutive slivers, over NR): the panel's `kcb` terms, and one more where a sliver of
+/// `kcb` terms is a multiple of 4 KiB. Packed term by term, each term writes a line of every
+/// sliver, and slivers a multiple of 4 KiB apart put all those lines in one set of L1 (16 KiB
+/// apart at 256 terms): without the gap a 256³ binary32 product was 1.03x slower. Where the
+/// slivers are not that far apart there is no gap: `cfd`'s products of 12 terms lost about 5 %
+/// to it. PERFORMANCE.md, *Packing without aliasing*.
+const SLIVER: &str = "teil_ks";
+
 /// C statements that set the variable `x` to the flat index `value` of the labels `group`
 /// (row-major, first label outermost) and turn it (destroying `x`) into offsets:
 /// `dst_i = Σ stride_i(l) * l` for every `(dst_i, strides_i)` in `dsts`. Declares the scratch
@@ -86,7 +95,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
     w.block("", |w| {
         w.line(format!(
             "{ty} *teil_pb = teil_scratch({}, sizeof({ty}));",
-            nc * kc
+            nc * (kc + 1)
         ));
         w.line(format!(
             "long long *teil_ix = teil_scratch({}, sizeof(long long));",
@@ -133,6 +142,11 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
                     w.block(pc, |w| {
                         w.line(format!(
                             "long long teil_kcb = {kn} - teil_pc < {kc} ? {kn} - teil_pc : {kc};"
+                        ));
+                        // Terms that make a sliver 4 KiB (NR elements a term).
+                        let aliasing = (4096 / (nr * c.elem.size() as u64)).max(1);
+                        w.line(format!(
+                            "long long {SLIVER} = teil_kcb % {aliasing} ? teil_kcb : teil_kcb + 1;"
                         ));
                         terms(c, &sa, &sb, w);
                         pack_columns(ty, by_terms, nr, k.openmp, w);
@@ -181,15 +195,16 @@ fn columns(cols: &[Bound], sb: &Affine, st: &Affine, by_terms: bool, nr: u64, w:
     }
 }
 
-/// The offsets of the term panel's terms in the row operand (`teil_ka`) and in the column
-/// operand (`teil_kb`).
+/// The offsets of the term panel's terms in the column operand (`teil_kb`) and, for a
+/// two-level sum, in the row operand (`teil_ka`; a single sum's are `(teil_pc + teil_p) *`
+/// its stride, written where the row panel is packed).
 fn terms(c: &Contraction, sa: &Affine, sb: &Affine, w: &mut Writer) {
     let kl = c.k.var;
     let (ska, skb) = (sa.get(kl), sb.get(kl));
     match c.outer {
         None => w.line(format!(
-            "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) {{ \
-             teil_ka[teil_p] = (teil_pc + teil_p) * {ska}; teil_kb[teil_p] = (teil_pc + teil_p) * {skb}; }}"
+            "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++) \
+             teil_kb[teil_p] = (teil_pc + teil_p) * {skb};"
         )),
         // Term t of a two-level sum: outer index t / K, inner index t % K.
         Some(o) => {
@@ -210,10 +225,11 @@ fn terms(c: &Contraction, sa: &Affine, sb: &Affine, w: &mut Writer) {
     }
 }
 
-/// Packs the column panel (of C type `ty`): slivers of NR columns, zero beyond the last column. Where the
-/// terms are adjacent in the column operand, sliver by sliver (each sliver's terms read
-/// along a row of it); otherwise (`by_terms`) term by term, each term's columns read along
-/// the operand's rows, and a sliver of NR adjacent columns copied as one run. With OpenMP
+/// Packs the column panel (of C type `ty`): slivers of NR columns, zero beyond the last column,
+/// each [`SLIVER`] elements per column after the previous. Where the terms are adjacent in the
+/// column operand, sliver by sliver (each sliver's terms read along a row of it); otherwise
+/// (`by_terms`) term by term, each term's columns read along the operand's rows, and a sliver
+/// of NR adjacent columns copied as one run. With OpenMP
 /// (`openmp`) the outer loop is shared among the threads (its iterations write disjoint cells
 /// of the panel, and a copy's order changes no value), so that packing does not run on one
 /// thread while the others wait for the row panels' region.
@@ -241,7 +257,7 @@ fn pack_columns(ty: &str, by_terms: bool, nr: u64, openmp: bool, w: &mut Writer)
         // The sliver's cell of term p and column j.
         let cell = format!("teil_d[teil_p * {nr} + teil_j]");
         w.block(slivers, |w| {
-            w.line(format!("{ty} *teil_d = teil_pb + teil_j0 * teil_kcb;"));
+            w.line(format!("{ty} *teil_d = teil_pb + teil_j0 * {SLIVER};"));
             w.chain(&mut [
                 (
                     &format!("if (teil_j0 + {nr} <= teil_ncb)"),
@@ -258,7 +274,7 @@ fn pack_columns(ty: &str, by_terms: bool, nr: u64, openmp: bool, w: &mut Writer)
         w.block(each_term, |w| {
             w.block(&slivers, |w| {
                 w.line(format!(
-                    "{ty} *teil_d = teil_pb + teil_j0 * teil_kcb + teil_p * {nr};"
+                    "{ty} *teil_d = teil_pb + teil_j0 * {SLIVER} + teil_p * {nr};"
                 ));
                 w.chain(&mut [
                     (&format!("if (teil_nd[teil_j0 / {nr}])"), &mut |w: &mut Writer| {
@@ -326,15 +342,34 @@ fn row_panels(
                         ("else", &mut |w: &mut Writer| w.line("teil_ar[teil_i] = -1;")),
                     ]);
                 });
-                w.block(
-                    "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++)",
-                    |w| {
-                        w.line(format!(
-                            "for (int teil_i = 0; teil_i < {mr}; teil_i++) teil_d[teil_p * {mr} + teil_i] = \
-                             teil_ar[teil_i] >= 0 ? teil_a[teil_ar[teil_i] + teil_ka[teil_p]] : 0.0;"
-                        ));
-                    },
-                );
+                // A single sum's term offsets are affine: a full sliver's copy needs no test
+                // per element and no table (1.02-1.03x faster on a 256³ binary32 product). A
+                // two-level sum's keep their table and the one copy with the test, which GCC
+                // does not turn into gathers (without the test it did, 1.04x slower on Zen 3).
+                let each_term = "for (long long teil_p = 0; teil_p < teil_kcb; teil_p++)";
+                let row = format!("for (int teil_i = 0; teil_i < {mr}; teil_i++)");
+                let cell = format!("teil_d[teil_p * {mr} + teil_i]");
+                let edge = |ka: &str| {
+                    format!(
+                        "{row} {cell} = teil_ar[teil_i] >= 0 ? teil_a[teil_ar[teil_i] + {ka}] : 0.0;"
+                    )
+                };
+                match c.outer {
+                    None => {
+                        let ka = format!("(teil_pc + teil_p) * {}", sa.get(c.k.var));
+                        w.chain(&mut [
+                            (&format!("if (teil_i0 + {mr} <= teil_mcb)"), &mut |w: &mut Writer| {
+                                w.block(each_term, |w| {
+                                    w.line(format!("{row} {cell} = teil_a[teil_ar[teil_i] + {ka}];"));
+                                });
+                            }),
+                            ("else", &mut |w: &mut Writer| {
+                                w.block(each_term, |w| w.line(edge(&ka)));
+                            }),
+                        ]);
+                    }
+                    Some(_) => w.block(each_term, |w| w.line(edge("teil_ka[teil_p]"))),
+                }
             });
             if k.openmp {
                 w.directive("#pragma omp for collapse(2)");
@@ -362,7 +397,7 @@ fn row_panels(
                     }
                     let call = |w: &mut Writer, t: &Tile| {
                         w.line(format!(
-                            "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * teil_kcb, \
+                            "{}(teil_kcb, teil_pa + teil_ir * teil_kcb, teil_pb + teil_jr * {SLIVER}, \
                              teil_t, teil_mc + teil_ir, teil_nt + teil_jr, \
                              teil_mcb - teil_ir < {mr} ? (int)(teil_mcb - teil_ir) : {mr}, \
                              teil_ncb - teil_jr < {nr} ? (int)(teil_ncb - teil_jr) : {nr}, teil_pc == 0{kin});",
