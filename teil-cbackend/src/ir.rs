@@ -591,6 +591,12 @@ pub enum Strategy {
         m: u64,
         /// Columns of the product: the product of the column extents.
         n: u64,
+        /// A two-level sum computed as one sum of its `O · K` terms (term `t` at `o = t / K`,
+        /// `k = t % K`, in that order), by the single-sum tile: chosen where the kernel may
+        /// reassociate ([`Kernel::reassociate`]), since it is another association of the same
+        /// terms (spec/values.md, "Reassociation"). `false`: each inner sum apart, as
+        /// [`Contraction::nest`] says.
+        flat: bool,
         /// One per target, in [`Target::ALL`] order.
         variants: Vec<Panels>,
     },
@@ -807,6 +813,12 @@ impl Contraction {
         self.operands().any(|x| x.buf == buf)
     }
 
+    /// Whether every cell keeps its inner sums apart: a two-level sum, unless its packed
+    /// product sums it flat ([`Strategy::Packed::flat`]).
+    pub fn nested(&self) -> bool {
+        self.outer.is_some() && !matches!(self.strategy, Strategy::Packed { flat: true, .. })
+    }
+
     /// The number of terms of every cell: `K`, or `O * K` for a two-level sum, whose term
     /// `t` is the product at `o = t / K`, `k = t % K`.
     pub fn terms(&self) -> u64 {
@@ -910,8 +922,8 @@ pub struct Kernel {
     pub lifted: usize,
     /// Whether the kernel may compute sums in another association than the spec's fold, within
     /// the laws of spec/values.md ([`crate::Options::lift`]): contraction lifting, sums in
-    /// lanes ([`LaneFold`]) and dot products in lanes ([`Strategy::LaneSums`]).
-    /// [`Kernel::reassociates`] says whether it does.
+    /// lanes ([`LaneFold`]), dot products in lanes ([`Strategy::LaneSums`]) and two-level sums
+    /// summed flat ([`Strategy::Packed`]). [`Kernel::reassociates`] says whether it does.
     pub reassociate: bool,
     /// Parallel outer loops: `#pragma omp parallel for` on the outermost loop of every nest and
     /// copy, and per-thread panels in packed contraction kernels (spec/abi.md, "OpenMP"). Only
@@ -975,14 +987,17 @@ pub fn work(nodes: &[Node]) -> u128 {
 
 impl Kernel {
     /// Whether some output cell may be computed in another association than the spec's term
-    /// (spec/values.md, "Reassociation"): a lifted region, a sum in lanes, or dot products in
-    /// lanes. Otherwise every value is computed with exactly the interpreter's operations
+    /// (spec/values.md, "Reassociation"): a lifted region, a sum in lanes, dot products in
+    /// lanes, or a two-level sum summed flat. Otherwise every value is computed with exactly the interpreter's operations
     /// (spec/padding.md, "Exactness"), bit for bit in exact mode.
     pub fn reassociates(&self) -> bool {
         let mut lanes = false;
         for s in &self.steps {
             if let Step::Contract { c, .. } = s {
-                lanes |= matches!(c.strategy, Strategy::LaneSums { .. });
+                lanes |= matches!(
+                    c.strategy,
+                    Strategy::LaneSums { .. } | Strategy::Packed { flat: true, .. }
+                );
             }
             walk_step(s, &mut |v| {
                 if let Visit::Node(Node::LaneFold(l)) = v {
@@ -1339,6 +1354,7 @@ impl fmt::Display for Kernel {
                             cols,
                             m,
                             n,
+                            flat,
                             variants,
                         } => {
                             let tiles: Vec<String> = groups
@@ -1364,12 +1380,13 @@ impl fmt::Display for Kernel {
                             writeln!(
                                 f,
                                 "contract packed {elem}(rows from {}: {} = {m}, columns: {} = {n}, batch: {}, \
-                                 tiles {}) // {}",
+                                 tiles {}{}) // {}",
                                 if *swap { "b" } else { "a" },
                                 bounds(rows),
                                 bounds(cols),
                                 bounds(batch),
                                 tiles.join("; "),
+                                if *flat { ", flat: another association" } else { "" },
                                 one_line(comment)
                             )?
                         }

@@ -664,3 +664,50 @@ fn caught_by_the_fuzzer(cfg: &Config, bug: Bug, name: &str, p: &teil::CheckedPro
         );
     }
 }
+
+/// A two-level sum is summed flat by the single sum's tile exactly where the kernel may
+/// reassociate (`Strategy::Packed::flat`), and keeps its inner sums apart in the two-sum tile
+/// otherwise; both validate, and the validator refuses a flat sum in a kernel that may not
+/// reassociate.
+#[test]
+fn a_two_level_sum_is_summed_flat_only_where_the_kernel_may_reassociate() {
+    for name in ["two_level", "two_level_f32"] {
+        let (_, p) = program(name);
+        for lift in [true, false] {
+            let opts = Options {
+                lift,
+                ..Options::default()
+            };
+            let k = teil_cbackend::lower(&p, &opts).expect("lowers");
+            let Some(Step::Contract { c, .. }) = k.steps.first() else {
+                panic!("{name}: a contraction step:\n{k}");
+            };
+            let Strategy::Packed { flat, .. } = c.strategy else {
+                panic!("{name}: a packed step:\n{k}");
+            };
+            assert!(c.outer.is_some(), "{name}: a two-level sum:\n{k}");
+            assert_eq!(
+                (flat, c.nested(), k.reassociates()),
+                (lift, !lift, lift),
+                "{name}"
+            );
+            let text = teil_cbackend::emit_c(&p, &opts).expect("prints");
+            assert_eq!(text.contains("teil_tile2_"), !lift, "{name}, lift {lift}");
+            assert_eq!(
+                text.contains("(3 sums of 5, summed as one)"),
+                lift,
+                "{name}"
+            );
+            validate::validate(&p, &k).unwrap_or_else(|e| panic!("{name}, lift {lift}: {e}"));
+            if lift {
+                // The same strategy in a kernel that may not reassociate.
+                let strict = Kernel {
+                    reassociate: false,
+                    ..k.clone()
+                };
+                let e = validate::validate(&p, &strict).expect_err("refused");
+                assert!(e.to_string().contains("may not reassociate"), "{e}");
+            }
+        }
+    }
+}

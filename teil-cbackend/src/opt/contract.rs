@@ -568,7 +568,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
     };
     if c.outer.is_some() {
         // Two-level sums: the packed product only.
-        return product.then(|| packed(c, &sa, &sb, &st, k.fma, k.sizes.l2_block));
+        return product.then(|| packed(k, c, &sa, &sb, &st));
     }
     // Dot products need the terms of a block close together: some operand that differs from
     // lane to lane reads them along a row (unit stride in `k`), or the lane operands' terms
@@ -631,7 +631,7 @@ fn strategy(k: &Kernel, c: &Contraction) -> Option<Strategy> {
                 }
             }
         }
-        Some(packed(c, &sa, &sb, &st, k.fma, k.sizes.l2_block))
+        Some(packed(k, c, &sa, &sb, &st))
     } else if near && lane.is_some_and(|l| l.extent >= min_lanes()) && work >= DOT_MIN_WORK {
         let lane = lane?;
         // fma mode over long rows: a chain of fused multiply-adds per block (CHAIN_LANES).
@@ -829,14 +829,13 @@ fn in_elements(table: &[Lanes; 4], elem: ElemType, transposed: bool) -> [Lanes; 
 }
 
 /// The packed strategy's layout: which operand gives the rows, the label groups, the panels.
-fn packed(
-    c: &Contraction,
-    sa: &Affine,
-    sb: &Affine,
-    st: &Affine,
-    fma: bool,
-    l2_block: u64,
-) -> Strategy {
+/// A two-level sum is summed flat by the single-sum tile where the kernel may reassociate
+/// (`Strategy::Packed::flat`): the two-level tile keeps two accumulators per cell, so it has
+/// half the cells, and on the Zen 3 of PERFORMANCE.md (*Two-level sums summed flat*) the
+/// `tccg` contractions ran 1.4-1.8x slower with it than with the single sum's tile.
+fn packed(k: &Kernel, c: &Contraction, sa: &Affine, sb: &Affine, st: &Affine) -> Strategy {
+    let (fma, l2_block) = (k.fma, k.sizes.l2_block);
+    let flat = c.outer.is_some() && k.reassociate;
     // The column side holds the target's smallest-stride label, so that tiles store whole
     // vectors where the target allows it.
     let innermost = c.free.iter().min_by_key(|f| st.get(f.var)).map(|f| f.var);
@@ -862,7 +861,7 @@ fn packed(
     let per_row = u128::from(n)
         * u128::from(c.terms())
         * batch.iter().map(|b| u128::from(b.extent)).product::<u128>();
-    let tiles = if c.outer.is_some() {
+    let tiles = if c.outer.is_some() && !flat {
         NESTED
     } else {
         packed_panels(fma)
@@ -879,6 +878,7 @@ fn packed(
         cols,
         m,
         n,
+        flat,
         variants: tiles
             .iter()
             .map(|p| {

@@ -84,7 +84,8 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Panels, w: &mut Writer, fre
         k.buffer(c.target.buf).c_name.clone(),
     );
     let two_level = c.outer.map_or(String::new(), |o| {
-        format!(" ({} sums of {})", o.extent, c.k.extent)
+        let flat = if c.nested() { "" } else { ", summed as one" };
+        format!(" ({} sums of {}{flat})", o.extent, c.k.extent)
     });
     // The column operand's terms are packed term by term unless adjacent (see below).
     let by_terms = sb.get(kl) != 1;
@@ -377,7 +378,11 @@ fn row_panels(
             let jr = format!("for (long long teil_jr = 0; teil_jr < teil_ncb; teil_jr += {nr})");
             let ir = format!("for (long long teil_ir = 0; teil_ir < teil_mcb; teil_ir += {mr})");
             let (outer, inner) = if v.rows_outer { (ir, jr) } else { (jr, ir) };
-            let kin = c.outer.map_or(String::new(), |_| format!(", {}", c.k.extent));
+            let kin = if c.nested() {
+                format!(", {}", c.k.extent)
+            } else {
+                String::new()
+            };
             let (full, edge) = Tile::of(c, v, k.fma);
             // Column sliver by column sliver, the next tile computes the next row sliver's
             // cells of the target: ask for them now (`tile::PREFETCH`). Row sliver by row

@@ -38,7 +38,7 @@ impl Tile {
             mr: v.mr,
             nr: v.nr,
             fma,
-            two_level: c.outer.is_some(),
+            two_level: c.nested(),
             elem: c.elem,
         };
         let Strategy::Packed { m, .. } = &c.strategy else {

@@ -17,6 +17,11 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         if c.outer.is_some() {
             return Err(self.malformed("lane sums of a two-level sum".to_string()));
         }
+        if !self.k.reassociate {
+            return Err(
+                self.malformed("lane sums where the kernel may not reassociate".to_string())
+            );
+        }
         // The printed lanes load each operand's terms as vectors along `k`.
         for x in c.operands() {
             if self.k.buffers.get(x.buf.0).is_none() {

@@ -34,11 +34,17 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             cols,
             m,
             n,
+            flat,
             variants,
         } = &c.strategy
         else {
             return Err(self.malformed("not a packed product".to_string()));
         };
+        if *flat && (c.outer.is_none() || !self.k.reassociate) {
+            return Err(self.malformed(
+                "a flat sum of a single sum, or where the kernel may not reassociate".to_string(),
+            ));
+        }
         let t = self.target;
         let Some(v) = variants.iter().find(|v| v.target == t) else {
             return Err(self.malformed(format!("no packed variant for {t}")));
@@ -107,9 +113,17 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                 } else {
                                     Acc::Value(self.read(c.target.buf, &idx)?)
                                 };
-                                let Some(o) = c.outer else {
-                                    for kv in pc..pc + kcb {
-                                        self.env.insert(c.k.var, kv);
+                                let Some(o) = c.outer.filter(|_| c.nested()) else {
+                                    // One sum, or a two-level sum summed flat: term `t` at
+                                    // `o = t / K`, `k = t % K`.
+                                    for t in pc..pc + kcb {
+                                        match c.outer {
+                                            None => self.env.insert(c.k.var, t),
+                                            Some(o) => {
+                                                self.env.insert(o.var, t / inner);
+                                                self.env.insert(c.k.var, t % inner)
+                                            }
+                                        };
                                         let v = self.add_term(p.row_op, Some(p.col_op), &acc)?;
                                         acc = Acc::Value(v);
                                     }
