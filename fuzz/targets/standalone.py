@@ -42,15 +42,7 @@ target's values differ from the expected ones (or it fails), 0 once they agree.
 Expected values: TeIL's oracle ({semantics}), written below as literals.
 Written by TeIL's fuzz/targets/standalone.py from the finding {finding}.
 """
-import base64
-import sys
-
-import numpy as np
-
-# The ONNX model (opset 18), serialised: {nodes}.
-MODEL = base64.b64decode(
 {model}
-)
 INPUTS = {{
 {inputs}
 }}
@@ -127,9 +119,34 @@ RUN_TVM = '''    import onnx
     values = [result] if len(names) == 1 else list(result)
     return {n: v.numpy() for n, v in zip(names, values)}'''
 
+#: The head of an ONNX reproducer: the model, serialised.
+ONNX_MODEL = '''import base64
+import sys
+
+import numpy as np
+
+# The ONNX model (opset 18), serialised: {nodes}.
+MODEL = base64.b64decode(
+{model}
+)'''
+
+#: XLA's: the program is a JAX function (`program`, written out below by `jax_program`), which
+#: `run` compiles with `jax.jit` as the adapter (fuzz/targets/xla_ops.py) does.
+RUN_JAX = '''    import jax
+
+    jax.config.update("jax_enable_x64", True)  # float64 where the program says so
+    jax.config.update("jax_platforms", "cpu")
+    import jax.numpy as jnp
+    import jax.scipy.special
+
+{program}
+    results = jax.jit(program)(*INPUTS.values())
+    return dict(zip(EXPECTED, (np.asarray(r) for r in results)))'''
+
 TARGETS = {
     "onnxruntime": ("NumPy and onnxruntime", RUN_ORT),
     "tvm": ("NumPy, apache-tvm and onnx (which TVM's ONNX front end reads the model with)", RUN_TVM),
+    "jax": ("NumPy and jax (jaxlib: XLA on the CPU)", RUN_JAX),
 }
 
 
@@ -148,12 +165,57 @@ def array(a: np.ndarray) -> str:
 
 
 def write(finding: pathlib.Path) -> pathlib.Path:
-    import teil.onnx
-
     meta = json.loads((finding / "finding.json").read_text())
     document = json.loads((finding / "ops.json").read_text())
     if meta["module"] not in TARGETS:
         raise SystemExit(f"{finding}: no standalone form for {meta['module']}")
+    needs, run = TARGETS[meta["module"]]
+    if meta["module"] == "jax":
+        model, run, inputs, expected = jax_form(finding, meta, document, run)
+    else:
+        model, inputs, expected = onnx_form(finding, meta, document)
+    text = TEMPLATE.format(
+        title=meta["summary"].split(": ")[0].rstrip(".") + ".",
+        target=meta["target"],
+        needs=needs,
+        semantics=meta.get("semantics", "IEEE 754 arithmetic as ONNX's operators document it"),
+        finding=f"fuzz/findings/{finding.parent.name}/{finding.name}",
+        model=model,
+        inputs="\n".join(f"    {n!r}: {array(a)}," for n, a in inputs.items()),
+        expected="\n".join(f"    {n!r}: {array(a)}," for n, a in expected.items()),
+        ulps=meta.get("ulps", 0),
+        run=run,
+    )
+    path = finding / "repro.py"
+    path.write_text(text)
+    write_issue(finding, meta, text)
+    return path
+
+
+def jax_form(finding, meta, document, run):
+    """XLA's reproducer: the program as a JAX function written out by the adapter itself
+    (`xla_ops.program_source`, with the contraction spellings it draws, or `jnp.einsum` alone
+    under `--only-einsum`), its inputs and expected outputs in each variable's declared type."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("xla_ops", pathlib.Path(__file__).with_name("xla_ops.py"))
+    xla = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(xla)
+    xla.ONLY_EINSUM = "--only-einsum" in meta.get("flags", [])
+    request = {"inputs": document["inputs"], "outputs": document["outputs"], "ops": document["steps"]}
+    f32 = set(document.get("float32", []))
+    dtype = {n: np.float32 if n in f32 else np.float64 for n in [*document["inputs"], *document["outputs"]]}
+    inputs = {n: np.load(finding / "inputs" / f"{n}.npy").astype(dtype[n]) for n in document["inputs"]}
+    expected = {n: np.load(finding / "expected" / f"{n}.npy").astype(dtype[n]) for n in document["outputs"]}
+    model = "import sys\n\nimport numpy as np\n"
+    return model, run.format(program=xla.program_source(request, indent="    ") + "\n"), inputs, expected
+
+
+def onnx_form(finding, meta, document):
+    """An ONNX target's reproducer: the model as the adapter builds it, serialised, and its
+    inputs and expected outputs as the model declares them."""
+    import teil.onnx
+
     flags = meta.get("flags", [])
     # The spellings the adapter drew for this program (teil.onnx.spelling_seed), unless the
     # finding was made with `--spelling canonical`.
@@ -173,24 +235,8 @@ def write(finding: pathlib.Path) -> pathlib.Path:
     }
     encoded = base64.b64encode(model.SerializeToString()).decode()
     chunks = "\n".join(f'    "{encoded[i:i + 76]}"' for i in range(0, len(encoded), 76))
-    needs, run = TARGETS[meta["module"]]
-    text = TEMPLATE.format(
-        title=meta["summary"].split(": ")[0].rstrip(".") + ".",
-        target=meta["target"],
-        needs=needs,
-        semantics=meta.get("semantics", "IEEE 754 arithmetic as ONNX's operators document it"),
-        finding=f"fuzz/findings/{finding.parent.name}/{finding.name}",
-        nodes=", ".join(n.op_type for n in model.graph.node),
-        model=chunks,
-        inputs="\n".join(f"    {n!r}: {array(a)}," for n, a in inputs.items()),
-        expected="\n".join(f"    {n!r}: {array(a)}," for n, a in expected.items()),
-        ulps=meta.get("ulps", 0),
-        run=run,
-    )
-    path = finding / "repro.py"
-    path.write_text(text)
-    write_issue(finding, meta, text)
-    return path
+    head = ONNX_MODEL.format(nodes=", ".join(n.op_type for n in model.graph.node), model=chunks)
+    return head, inputs, expected
 
 
 def write_issue(finding: pathlib.Path, meta: dict, repro: str) -> None:

@@ -18,6 +18,7 @@ valid model"); without jax installed every program is `unsupported`. Every adapt
 fuzz/targets/ stands alone on purpose, protocol loop included: a tester copies one file.
 """
 import json
+import keyword
 import random
 import sys
 import zlib
@@ -83,30 +84,44 @@ def contraction(equation, shapes):
     return a, b, out, batch, summed
 
 
-def spelled_einsum(step, args, spelling):
-    """A two-operand einsum as `lax.dot_general` (spelling 1) or, without batch labels,
-    `jnp.tensordot` (spelling 2), then transposed to the output's order; `jnp.einsum`
-    otherwise (spelling 0, or an equation neither spells)."""
-    plan = contraction(step["equation"], [x.shape for x in args])
+def spelling_of(equation, spelling):
+    """How a two-operand einsum is spelled: `("dot_general", dimension_numbers, permutation)`
+    (spelling 1), `("tensordot", axes, permutation)` (spelling 2, without batch labels), the
+    result then transposed to the output's order; `("einsum",)` otherwise (spelling 0, or an
+    equation neither spells)."""
+    plan = contraction(equation, None)
     if plan is None or spelling == 0 or (spelling == 2 and plan[3]):
-        return jnp.einsum(step["equation"], *args)
+        return ("einsum",)
     a, b, out, batch, summed = plan
     ca, cb = [a.index(l) for l in summed], [b.index(l) for l in summed]
     if spelling == 1:
         ba, bb = [a.index(l) for l in batch], [b.index(l) for l in batch]
-        y = jax.lax.dot_general(args[0], args[1], ((ca, cb), (ba, bb)))
         order = batch + [l for l in a if l not in batch and l not in summed] \
             + [l for l in b if l not in batch and l not in summed]
-    else:
-        y = jnp.tensordot(args[0], args[1], axes=(ca, cb))
-        order = [l for l in a if l not in summed] + [l for l in b if l not in summed]
-    return jnp.transpose(y, [order.index(l) for l in out])
+        return ("dot_general", ((ca, cb), (ba, bb)), [order.index(l) for l in out])
+    order = [l for l in a if l not in summed] + [l for l in b if l not in summed]
+    return ("tensordot", (ca, cb), [order.index(l) for l in out])
+
+
+def spelled_einsum(step, args, spelling):
+    """A two-operand einsum in its spelling (`spelling_of`)."""
+    how = spelling_of(step["equation"], spelling)
+    if how[0] == "dot_general":
+        return jnp.transpose(jax.lax.dot_general(args[0], args[1], how[1]), how[2])
+    if how[0] == "tensordot":
+        return jnp.transpose(jnp.tensordot(args[0], args[1], axes=how[1]), how[2])
+    return jnp.einsum(step["equation"], *args)
+
+
+#: The functions, by the ops/1 name, as the jax expressions `run_step` calls and `step_source`
+#: writes.
+FUNCS = {"exp": "jnp.exp", "log": "jnp.log", "sqrt": "jnp.sqrt", "tanh": "jnp.tanh",
+         "erf": "jax.scipy.special.erf", "abs": "jnp.abs"}
 
 
 def run_step(step, env, spelling=0):
+    """The value of one ops/1 step; `step_source` writes the same computation as Python."""
     op, args = step["op"], [env[a] for a in step["args"]]
-    funcs = {"exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "tanh": jnp.tanh,
-             "erf": jax.scipy.special.erf, "abs": jnp.abs}
     if op == "einsum":
         return spelled_einsum(step, args, spelling)
     if op == "add":
@@ -126,7 +141,11 @@ def run_step(step, env, spelling=0):
     if op == "const":
         return jnp.asarray(step["value"], dtype=step.get("dtype", "float64"))
     if op == "func":
-        return funcs[step["name"]](args[0])
+        path = FUNCS[step["name"]].split(".")
+        f = {"jnp": jnp, "jax": jax}[path[0]]
+        for part in path[1:]:
+            f = getattr(f, part)
+        return f(args[0])
     if op == "max":  # jnp.maximum and jnp.minimum propagate NaN
         return jnp.maximum(args[0], args[1])
     if op == "min":
@@ -136,15 +155,88 @@ def run_step(step, env, spelling=0):
     raise NotImplementedError(f"op `{op}`")
 
 
+def literal(x):
+    """A float as Python source (infinities and NaN included)."""
+    x = float(x)
+    if x != x:
+        return 'float("nan")'
+    if x in (float("inf"), float("-inf")):
+        return 'float("inf")' if x > 0 else '-float("inf")'
+    return repr(x)
+
+
+def step_source(step, args, spelling=0):
+    """`run_step`'s computation as a Python expression over the argument names `args`, for the
+    standalone reproducers of fuzz/targets/standalone.py (jax as `jax`, jax.numpy as `jnp`)."""
+    op = step["op"]
+    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    if op in binary:
+        return f"{args[0]} {binary[op]} {args[1]}"
+    if op == "einsum":
+        how = spelling_of(step["equation"], spelling)
+        if how[0] == "dot_general":
+            return f"jnp.transpose(jax.lax.dot_general({args[0]}, {args[1]}, {how[1]!r}), {how[2]!r})"
+        if how[0] == "tensordot":
+            return f"jnp.transpose(jnp.tensordot({args[0]}, {args[1]}, axes={how[1]!r}), {how[2]!r})"
+        return f"jnp.einsum({step['equation']!r}, {', '.join(args)})"
+    if op == "reduce":
+        return f"jnp.{FOLDS[step['kind']]}({args[0]}, axis={step['axis']!r})"
+    if op == "expand":
+        return f"jnp.broadcast_to(jnp.expand_dims({args[0]}, {step['axis']!r}), {tuple(step['shape'])!r})"
+    if op == "take":
+        return f"jnp.take({args[0]}, {step['index']!r}, axis={step['axis']!r})"
+    if op == "const":
+        return f"jnp.asarray({literal(step['value'])}, dtype={step.get('dtype', 'float64')!r})"
+    if op == "func":
+        return f"{FUNCS[step['name']]}({args[0]})"
+    if op in ("max", "min"):
+        return f"jnp.{'maximum' if op == 'max' else 'minimum'}({args[0]}, {args[1]})"
+    if op == "cast":
+        return f"{args[0]}.astype({step['to']!r})"
+    raise NotImplementedError(f"op `{op}`")
+
+
+def spellings_of(steps):
+    """Each step's contraction spelling (0 einsum, 1 dot_general, 2 tensordot), drawn from the
+    program's steps so that one program always compiles the same way."""
+    draw = random.Random(zlib.crc32(json.dumps(steps, sort_keys=True).encode()))
+    return [0 if ONLY_EINSUM else draw.randrange(3) for _ in steps]
+
+
+def program_source(request, indent="    "):
+    """`program(request)` as the source of a Python function `program` of the inputs (in
+    request order) returning the outputs' tuple, each step one line; names that are not
+    Python identifiers (`%3`) become `v_3`."""
+    taken = {"jax", "jnp", "np", "program", "sys"}
+    names = {}
+
+    def name(n):
+        if n not in names:
+            base = n if n.isidentifier() and not keyword.iskeyword(n) else "v_" + "".join(
+                c if c.isalnum() else "_" for c in n).strip("_")
+            while base in taken:
+                base += "_"
+            taken.add(base)
+            names[n] = base
+        return names[n]
+
+    params = [name(n) for n in request["inputs"]]
+    lines = [f"def program({', '.join(params)}):"]
+    for step, spelling in zip(request["ops"], spellings_of(request["ops"])):
+        args = [name(a) for a in step["args"]]
+        value = step_source(step, args, spelling)
+        names.pop(step["out"], None)  # a step that rebinds a name gets a fresh one
+        lines.append(f"    {name(step['out'])} = {value}")
+    results = [name(n) for n in request["outputs"]]
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return "\n".join(indent + line for line in lines)
+
+
 def program(request):
     """The whole program as one function of its inputs, in request order, returning its
     outputs in request order."""
     names, steps, outputs = list(request["inputs"]), request["ops"], list(request["outputs"])
-
-    # Each einsum spelled as drawn from the program's steps (0 einsum, 1 dot_general, 2
-    # tensordot), so that one program always compiles the same way.
-    draw = random.Random(zlib.crc32(json.dumps(steps, sort_keys=True).encode()))
-    spellings = [0 if ONLY_EINSUM else draw.randrange(3) for _ in steps]
+    spellings = spellings_of(steps)
 
     def f(*values):
         env = dict(zip(names, values))

@@ -258,3 +258,52 @@ def test_xla_spells_contractions_three_ways():
             assert got.shape == want.shape and np.array_equal(got, want), (equation, spelling)
         spelled += plan is not None
     assert spelled == len(cases) - 1  # the repeated label is einsum's alone
+
+
+def test_xla_program_source_computes_what_the_adapter_computes():
+    # The standalone reproducers write XLA's programs out as Python (xla_ops.program_source,
+    # fuzz/targets/standalone.py); every op, every contraction spelling, a name that is not an
+    # identifier and one that rebinds: the source's function returns the adapter's values,
+    # bit for bit.
+    require("jax")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("xla_ops", TARGETS / "xla_ops.py")
+    xla = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(xla)
+    steps = [
+        {"out": "%1", "op": "einsum", "args": ["A", "B"], "equation": "ab,bc->ca"},
+        {"out": "%2", "op": "add", "args": ["%1", "%1"]},
+        {"out": "%3", "op": "sub", "args": ["%2", "%1"]},
+        {"out": "%4", "op": "mul", "args": ["%3", "%2"]},
+        {"out": "%5", "op": "div", "args": ["%4", "s"]},
+        {"out": "%6", "op": "reduce", "kind": "max", "axis": 1, "args": ["%5"]},
+        {"out": "%7", "op": "expand", "axis": 1, "shape": [4, 3], "args": ["%6"]},
+        {"out": "%8", "op": "take", "axis": 0, "index": 2, "args": ["%7"]},
+        {"out": "%9", "op": "const", "value": float("inf"), "args": []},
+        {"out": "%10", "op": "min", "args": ["%8", "%9"]},
+        {"out": "%11", "op": "max", "args": ["%10", "%10"]},
+        {"out": "%12", "op": "cast", "to": "float32", "args": ["%11"]},
+        {"out": "%13", "op": "func", "name": "erf", "args": ["%12"]},
+        {"out": "lambda", "op": "func", "name": "tanh", "args": ["%13"]},
+        {"out": "lambda", "op": "func", "name": "exp", "args": ["lambda"]},
+        {"out": "r", "op": "reduce", "kind": "sum", "axis": 0, "args": ["lambda"]},
+    ]
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((3, 5)), rng.standard_normal((5, 4)), np.float64(0.75)]
+    for only_einsum in (False, True):
+        xla.ONLY_EINSUM = only_einsum
+        for n in range(4):  # other steps, other spellings drawn
+            request = {"inputs": {"A": {}, "B": {}, "s": {}}, "outputs": {"r": {}, "lambda": {}},
+                       "ops": steps[:len(steps) - n] if n < 2 else steps + [dict(steps[0], out="%99")] * n}
+            if "r" not in {s["out"] for s in request["ops"]}:
+                request["outputs"] = {"lambda": {}}
+            want = xla.jax.jit(xla.program(request))(*args)
+            source = xla.program_source(request, indent="")
+            assert "%" not in source and " lambda =" not in source, source
+            scope = {"jax": xla.jax, "jnp": xla.jnp}
+            exec(source, scope)
+            got = xla.jax.jit(scope["program"])(*args)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and np.array_equal(np.asarray(g), np.asarray(w), equal_nan=True), source
