@@ -113,29 +113,21 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
                                 } else {
                                     Acc::Value(self.read(c.target.buf, &idx)?)
                                 };
-                                let Some(o) = c.outer.filter(|_| c.nested()) else {
-                                    // One sum, or a two-level sum summed flat: term `t` at
-                                    // `o = t / K`, `k = t % K`.
+                                if !c.nested() {
+                                    // One sum, or a two-level sum summed flat.
                                     for t in pc..pc + kcb {
-                                        match c.outer {
-                                            None => self.env.insert(c.k.var, t),
-                                            Some(o) => {
-                                                self.env.insert(o.var, t / inner);
-                                                self.env.insert(c.k.var, t % inner)
-                                            }
-                                        };
+                                        self.bind_term(c, t);
                                         let v = self.add_term(p.row_op, Some(p.col_op), &acc)?;
                                         acc = Acc::Value(v);
                                     }
                                     self.write(c.target.buf, &idx, acc_value(acc))?;
                                     continue;
-                                };
+                                }
                                 // A two-level sum: the inner sum of each outer index from
                                 // `-0.0`, added to the cell's sum after its last term.
                                 let mut part = Acc::Identity(RedOp::Sum);
                                 for t in pc..pc + kcb {
-                                    self.env.insert(o.var, t / inner);
-                                    self.env.insert(c.k.var, t % inner);
+                                    self.bind_term(c, t);
                                     if t % inner == 0 {
                                         part = Acc::Identity(RedOp::Sum);
                                     }
@@ -158,6 +150,19 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
         }
         Ok(())
     }
+    /// Binds the summation labels to term `t` of every cell: `k = t`, or in a two-level sum
+    /// `o = t / K`, `k = t % K` (`Contraction::terms`).
+    fn bind_term(&mut self, c: &Contraction, t: u64) {
+        match c.outer {
+            None => self.env.insert(c.k.var, t),
+            Some(o) => {
+                let inner = c.k.extent.max(1);
+                self.env.insert(o.var, t / inner);
+                self.env.insert(c.k.var, t % inner)
+            }
+        };
+    }
+
     /// Binds the labels of `group` to the multi-index of flat number `x` as the printed C
     /// computes it: the last label varies fastest, and the first takes what is left (so a
     /// number past the group's cells gives an out-of-range first label, which the access
