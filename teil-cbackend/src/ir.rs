@@ -533,6 +533,20 @@ impl Lanes {
         [self.lanes, self.rows, self.width]
     }
 
+    /// How dot products in lanes ([`Strategy::LaneSums`]) block `extent` rows, adjacent or
+    /// from separate parts ([`RowBlocks`]).
+    pub fn row_blocks(&self, extent: u64, parts: bool) -> RowBlocks {
+        let per = self.rows.max(1);
+        let count = extent / per;
+        let (step, apart) = if parts { (1, count.max(1)) } else { (per, 1) };
+        RowBlocks {
+            count,
+            per,
+            step,
+            apart,
+        }
+    }
+
     /// Where a lane of `n` cells leaves more cells after its last whole block than a block
     /// has vectors, the first cell of the lane's last block, which the vector dot products
     /// compute as a block (the cells it shares with the block before computed again);
@@ -639,16 +653,47 @@ pub enum Strategy {
     /// remaining terms in order. Each term is added as the nest adds it (fused in fma mode for
     /// a product). So the variants differ only in which cells share a pass over the terms:
     ///
-    /// Order: for the other free labels (outermost first), for blocks of the variant's
-    /// [`Lanes::rows`] consecutive indices of `rows_of` (while a whole block fits its extent,
-    /// then blocks of one), the block's cells side by side, each with its
+    /// Order: for the other free labels (outermost first), for the blocks of
+    /// [`Lanes::rows`] indices of `rows_of` that [`Lanes::row_blocks`] gives (adjacent rows,
+    /// or with `parts` row `b` of each of `rows` equal parts of the extent; then the rows
+    /// after the blocks one at a time), the block's cells side by side, each with its
     /// [`Lanes::lanes`] (= [`LaneFold::LANES`]) lanes in vectors of [`Lanes::width`] doubles.
     /// An operand that does not read `rows_of` gives one vector of terms to every cell of a
     /// block: several rows per pass over it.
     LaneSums {
         rows_of: Label,
+        /// Whether a block's rows come from separate parts of the rows instead of being
+        /// adjacent ([`Lanes::row_blocks`]): where a cell's terms span at most
+        /// `opt::contract::ROWS_APART_MAX_BYTES`, so that adjacent rows would interleave
+        /// within a page. Not part of any cell's operations.
+        parts: bool,
         variants: Vec<Lanes>,
     },
+}
+
+/// The row blocks of dot products in lanes ([`Lanes::row_blocks`]): `count` blocks of `per`
+/// rows, block `b`'s row `u` being `b · step + u · apart`, then the rows from `count · per` on
+/// one at a time. Adjacent rows (`step = per`, `apart = 1`), or, where the strategy says
+/// `parts`, rows from `per` parts of `count` consecutive rows (`step = 1`, `apart = count`):
+/// block `b` takes row `b` of every part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowBlocks {
+    pub count: u64,
+    pub per: u64,
+    pub step: u64,
+    pub apart: u64,
+}
+
+impl RowBlocks {
+    /// Row `u` of block `b`.
+    pub fn row(&self, b: u64, u: u64) -> u64 {
+        b * self.step + u * self.apart
+    }
+
+    /// The first row after the blocks.
+    pub fn rest(&self) -> u64 {
+        self.count * self.per
+    }
 }
 
 /// How an operand of a dot-product block ([`Strategy::Dot`]) gives the terms of its cells,
@@ -1412,10 +1457,15 @@ impl fmt::Display for Kernel {
                                 one_line(comment)
                             )?
                         }
-                        Strategy::LaneSums { rows_of, variants } => writeln!(
+                        Strategy::LaneSums {
+                            rows_of,
+                            parts,
+                            variants,
+                        } => writeln!(
                             f,
-                            "contract lane sums (rows l{}, {}, another association) // {}",
+                            "contract lane sums (rows l{}{}, {}, another association) // {}",
                             rows_of.0,
+                            if *parts { " in parts" } else { "" },
                             blocking(variants),
                             one_line(comment)
                         )?,

@@ -22,7 +22,7 @@
 mod rounding;
 
 use rounding::{assert_same, compile, compiled_and_permitted, differing, lower, toolchains};
-use teil_cbackend::ir::{Kernel, LaneFold, Step, Strategy};
+use teil_cbackend::ir::{Kernel, LaneFold, RowBlocks, Step, Strategy};
 use teil_cbackend::opt::lanes::MIN_SUM_TERMS;
 use teil_cbackend::opt::{printing, Printing};
 use teil_cbackend::validate;
@@ -244,5 +244,84 @@ fn binary32_lane_sums_are_vectors_of_floats_with_twice_the_rows() {
     match validate::validate(&p, &narrow) {
         Err(validate::ValidationError::Malformed { .. }) => {}
         other => panic!("{other:?}\n{narrow}"),
+    }
+}
+
+#[test]
+fn short_rows_of_a_block_come_from_separate_parts() {
+    // 37 rows of 100 terms (800 bytes, at most `ROWS_APART_MAX_BYTES`): AVX-512 takes blocks of
+    // 4 rows, rows `b`, `b + 9`, `b + 18` and `b + 27` of the four parts of 9
+    // (`Lanes::row_blocks`); AVX and NEON blocks of 2 rows 18 apart; row 36 after the blocks
+    // alone. Each row of a block reads its own part of `A` in order (PERFORMANCE.md, "Rows of
+    // a block from separate parts"); the bits are the association's whatever the order (the
+    // tests above run these programs' C).
+    let p = compile(&matvec(37, 100));
+    let mut k = lower(&p, 1, true, false);
+    let c_src = teil_cbackend::print::module(&[&k]);
+    let Strategy::LaneSums {
+        variants, parts, ..
+    } = lane_sums(&mut k)
+    else {
+        panic!("{k}");
+    };
+    assert!(*parts, "{k}");
+    let blocks: Vec<RowBlocks> = variants.iter().map(|v| v.row_blocks(37, true)).collect();
+    let got: Vec<(u64, u64, u64)> = blocks.iter().map(|b| (b.per, b.count, b.apart)).collect();
+    assert_eq!(
+        got,
+        [(4, 9, 9), (2, 18, 18), (2, 18, 18), (1, 37, 37)],
+        "{k}"
+    );
+    assert_eq!(blocks[0].row(5, 3), 5 + 27);
+    for b in &blocks[..3] {
+        let (rows, part) = (b.per, b.count);
+        let block = format!(
+            "for (long long i0 = 0; i0 < {part}; i0++) {{ /* {rows} rows at a time, {part} apart */"
+        );
+        assert!(c_src.contains(&block), "{block}\n{c_src}");
+        for u in 1..rows {
+            let row = format!("A[i0 * 100 + {} + i1]", u * part * 100);
+            assert!(c_src.contains(&row), "{row}\n{c_src}");
+            assert!(c_src.contains(&format!("y[i0 + {}] = teil_c;", u * part)));
+        }
+        let rest = format!(
+            "for (long long i0 = {}; i0 < 37; i0++) {{ /* one row at a time */",
+            rows * part
+        );
+        assert!(c_src.contains(&rest), "{rest}\n{c_src}");
+    }
+    assert!(c_src.contains("i0 < 37; i0++) { /* one row at a time */"));
+}
+
+#[test]
+fn long_rows_of_a_block_are_adjacent() {
+    // Rows whose terms span more than a page are their own streams already: 1031 terms of 8
+    // bytes, and 1025 of 4, keep adjacent rows; 1024 binary32 terms (4096 bytes) take parts.
+    // AVX blocks: 2 binary64 rows, 4 binary32 ones.
+    for (src, parts, per) in [
+        (matvec(37, 1031), false, 2),
+        (binary32(&matvec(37, 1025)), false, 4),
+        (binary32(&matvec(37, 1024)), true, 4),
+    ] {
+        let p = compile(&src);
+        let mut k = lower(&p, 1, true, false);
+        let c_src = teil_cbackend::print::module(&[&k]);
+        let Strategy::LaneSums {
+            variants, parts: p, ..
+        } = lane_sums(&mut k)
+        else {
+            panic!("{k}");
+        };
+        assert_eq!(*p, parts, "{src}");
+        let b = variants[2].row_blocks(37, *p);
+        let part = 37 / per;
+        let want = if parts { (per, 1, part) } else { (per, per, 1) };
+        assert_eq!((b.per, b.step, b.apart), want, "{src}");
+        let note = if parts {
+            format!("/* {per} rows at a time, {part} apart */")
+        } else {
+            format!("i0 += {per}) {{ /* {per} rows at a time */")
+        };
+        assert!(c_src.contains(&note), "{note}\n{c_src}");
     }
 }

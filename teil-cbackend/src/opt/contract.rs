@@ -287,6 +287,15 @@ pub const DOT_MAX_STRIDE: u64 = 64;
 fn min_lanes() -> u64 {
     LANES.iter().map(|l| l.lanes).min().unwrap_or(1)
 }
+/// Largest span of a cell's terms, in bytes, for which dot products in lanes take a block's
+/// rows from separate parts of the rows ([`Strategy::LaneSums`]'s `parts`,
+/// [`Lanes::row_blocks`]) instead of adjacent ones: a page (4 KiB), where adjacent rows would
+/// interleave within a page and each row of a block is otherwise its own sequential stream. On
+/// the Zen 3 of PERFORMANCE.md ("Rows of a block from separate parts"), streamed from memory,
+/// a matrix-vector product of 1 KiB rows ran in 0.47 of the time, of 4 KiB rows about 0.8;
+/// of 8 KiB rows the two were even, and of 32 KiB rows adjacent rows were faster (a 4096 x
+/// 4096 product 1.18x slower with halves 64 MiB apart).
+pub const ROWS_APART_MAX_BYTES: u64 = 4096;
 /// Dot products in lanes ([`Strategy::LaneSums`]) on each target, in [`Target::ALL`] order:
 /// every cell's [`LaneFold::LANES`] lanes in vectors of the target's width, and `rows` cells
 /// side by side, so that a pass over an operand that does not read the row label (the vector
@@ -672,6 +681,7 @@ fn lane_sums(
         && ss.iter().all(|s| s.get(terms.var) == 1);
     fits.then(|| Strategy::LaneSums {
         rows_of: rows.var,
+        parts: terms.extent * c.elem.size() as u64 <= ROWS_APART_MAX_BYTES,
         variants: LANE_SUMS
             .iter()
             .map(|v| {

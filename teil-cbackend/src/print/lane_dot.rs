@@ -16,9 +16,10 @@ use crate::ir::{Affine, Contraction, Kernel, LaneFold, Lanes, Strategy};
 use teil::ast::ElemType;
 
 /// The variant `v` of the lane sums `c`: the other target labels as loops, outermost first,
-/// then blocks of `v.rows` rows (while a whole block fits, then one by one).
+/// then the row blocks of [`Lanes::row_blocks`] (`v.rows` rows, adjacent or from separate
+/// parts), then the rows after them one by one.
 pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fresh: &mut Fresh) {
-    let Strategy::LaneSums { rows_of, .. } = c.strategy else {
+    let Strategy::LaneSums { rows_of, parts, .. } = c.strategy else {
         return;
     };
     let rn = c
@@ -30,8 +31,9 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
         let rv = fresh.name();
         let kv = fresh.name();
         names.insert(rows_of, rv.clone());
-        // Each buffer's element of the block's first row at term 0, and its stride along the
-        // rows.
+        let blocks = v.row_blocks(rn, parts);
+        // Each buffer's element of the block's first row at term 0, and its distance between
+        // the block's rows (`apart` rows).
         let cell = |x: &crate::ir::Access| {
             let s: Affine = affine(k, x);
             let terms: Vec<(String, u64)> =
@@ -39,7 +41,7 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
             Cell {
                 buf: k.buffer(x.buf).c_name.clone(),
                 offset: offset(&terms, s.constant),
-                row_stride: s.get(rows_of),
+                row_stride: s.get(rows_of) * blocks.apart,
             }
         };
         let block = Block {
@@ -51,32 +53,34 @@ pub(super) fn print(k: &Kernel, c: &Contraction, v: &Lanes, w: &mut Writer, fres
             kv: &kv,
             terms: c.k.extent,
         };
-        let per = v.rows.max(1);
-        let whole = rn - rn % per;
-        for (from, to, step) in [(0, whole, per), (whole, rn, 1)] {
+        // The blocks (`rv` the first row of each), then the rows after them.
+        let (per, step, apart) = (blocks.per, blocks.step, blocks.apart);
+        let end = blocks.count * step;
+        for (from, to, rows) in [(0, end, per), (blocks.rest(), rn, 1)] {
             if from == to {
                 continue;
             }
             if pragma {
                 w.directive("#pragma omp parallel for");
             }
-            let header = match step {
-                1 => format!("for (long long {rv} = {from}; {rv} < {to}; {rv}++)"),
+            let header = match (rows, step) {
+                (1, _) | (_, 1) => format!("for (long long {rv} = {from}; {rv} < {to}; {rv}++)"),
                 _ => format!("for (long long {rv} = {from}; {rv} < {to}; {rv} += {step})"),
             };
-            let note = match step {
-                1 => "/* one row at a time */".to_string(),
-                _ => format!("/* {step} rows at a time */"),
+            let note = match (rows, apart) {
+                (1, _) => "/* one row at a time */".to_string(),
+                (_, 1) => format!("/* {rows} rows at a time */"),
+                _ => format!("/* {rows} rows at a time, {apart} apart */"),
             };
             w.block_noted(header, note, |w| {
-                block.print(w, step);
+                block.print(w, rows);
             });
         }
     });
 }
 
-/// A buffer's C name, the offset of its element for the block's first row (at term 0), and its
-/// stride along the rows (0: every row shares its terms).
+/// A buffer's C name, the offset of its element for the block's first row (at term 0), and the
+/// distance between the block's rows (0: every row shares its terms).
 struct Cell {
     buf: String,
     offset: String,

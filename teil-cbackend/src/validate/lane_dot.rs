@@ -10,7 +10,12 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
     /// A [`Strategy::LaneSums`] step: its record checked against the strides and extents the
     /// printed lanes assume, then every row block in turn ([`Self::lane_sums`]).
     pub(super) fn lane_sums_step(&mut self, c: &Contraction) -> Result<(), ValidationError> {
-        let Strategy::LaneSums { rows_of, variants } = &c.strategy else {
+        let Strategy::LaneSums {
+            rows_of,
+            parts,
+            variants,
+        } = &c.strategy
+        else {
             return Err(self.malformed("not lane sums".to_string()));
         };
         let t = self.target;
@@ -66,22 +71,21 @@ impl<'k, D: MachineDomain> Machine<'k, D> {
             .copied()
             .filter(|f| f.var != *rows_of)
             .collect();
-        self.each_index(&others, &mut |m| m.lane_sums(c, *rows, v.rows))
+        let blocks = v.row_blocks(rows.extent, *parts);
+        self.each_index(&others, &mut |m| m.lane_sums(c, *rows, blocks))
     }
     /// The order of dot products in lanes ([`Strategy::LaneSums`]) within the other target
-    /// loops: blocks of `per` rows (while a whole block fits, then one by one), each cell of a
-    /// block summed in lanes ([`Machine::lane_dot`]).
+    /// loops: the row blocks (then the rows after them one by one), each cell of a block
+    /// summed in lanes ([`Machine::lane_dot`]).
     pub(super) fn lane_sums(
         &mut self,
         c: &Contraction,
         rows: Bound,
-        per: u64,
+        b: RowBlocks,
     ) -> Result<(), ValidationError> {
-        let whole = rows.extent - rows.extent % per;
-        let blocks = (0..whole)
-            .step_by(per as usize)
-            .map(|s| s..s + per)
-            .chain((whole..rows.extent).map(|r| r..r + 1));
+        let blocks = (0..b.count)
+            .map(|i| (0..b.per).map(|u| b.row(i, u)).collect::<Vec<_>>())
+            .chain((b.rest()..rows.extent).map(|r| vec![r]));
         for block in blocks {
             for r in block {
                 self.env.insert(rows.var, r);
