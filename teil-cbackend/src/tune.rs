@@ -16,11 +16,14 @@
 //! ([`crate::shared`], a private scratch cache) in exact and fma mode and called in-process on
 //! the same inputs; the two forms of a mode alternate, and each time is the minimum over
 //! `rounds` rounds of at least `seconds` and 3 calls. The size is the largest candidate up to
-//! which the dot kernel is at least as fast as the packed one at every candidate, over both
-//! modes ([`Timing::dot_wins`]; half the first candidate where it never is), so candidates are
-//! timed in ascending order until the first the packed kernel wins (issue 53: 56 s became 3 s
-//! on the Zen 3 of PERFORMANCE.md, with the same choices), and a candidate's four kernels are
-//! compiled side by side. Both forms' exact-mode results are compared bit for bit on the way.
+//! which the dot kernel is at least as fast as the packed one, over both modes
+//! ([`Timing::dot_wins`]; half the first candidate where it never is). The dot kernel wins
+//! below some size and loses above it (packing pays for itself as a product grows), so the
+//! candidates are bisected ([`last_win`]): a question of `n` candidates times at most
+//! `⌈log2(n + 1)⌉` of them, 11 in all with the default candidates, where timing them in order
+//! up to the first loss took up to all 29 (about 30 s on a 2-core Zen 3; issue 53). A
+//! candidate's four kernels are compiled side by side. Both forms' exact-mode results are
+//! compared bit for bit on the way.
 
 use crate::machine::{Machine, Sizes};
 use crate::opt::{self, Printing};
@@ -242,9 +245,8 @@ pub struct Step<'a> {
 /// Measures every [`Question`] on this machine, starting from `base` (usually
 /// [`Machine::host`] without measured sizes); `progress` is told what is being done.
 ///
-/// A question's size is the largest candidate up to which the dot kernel wins at every
-/// candidate, so its candidates are measured in ascending order until the first that the
-/// packed kernel wins: the ones above it cannot change the size, and are not measured.
+/// A question's size is the largest candidate at which the dot kernel wins, found by bisection
+/// ([`last_win`]); the timings are reported in ascending order of the candidates.
 pub fn tune(
     base: &Machine,
     opts: &TuneOptions,
@@ -271,28 +273,27 @@ pub fn tune(
     let scratch = tempfile::tempdir().map_err(TuneError::Scratch)?;
     let mut machine = base.clone();
     let mut timings = Vec::new();
-    let mut total: usize = questions.iter().map(|(_, c)| c.len()).sum();
+    let mut total: usize = questions.iter().map(|(_, c)| probes(c.len())).sum();
     let mut done = 0;
     for (question, c) in questions {
         let mut found: Vec<Timing> = Vec::new();
-        for &x in c.iter() {
+        let wins = last_win(c.len(), &mut |i| {
             let mut step = |what: &str| {
                 progress(Step { what, done, total });
             };
-            let t = measure(question, x, &machine, opts, scratch.path(), &mut step)?;
+            let t = measure(question, c[i], &machine, opts, scratch.path(), &mut step)?;
             found.push(t);
             done += 1;
-            if !t.dot_wins() {
-                total -= c.len() - found.len();
-                break;
-            }
-        }
+            Ok(t.dot_wins())
+        })?;
+        // Bisection may stop a probe short of its bound.
+        total -= probes(c.len()) - found.len();
         progress(Step {
             what: &format!("{} measured", question.name()),
             done,
             total,
         });
-        let wins = found.iter().take_while(|t| t.dot_wins()).count();
+        found.sort_by_key(|t| t.n);
         let size = match wins {
             0 => question.size(c[0] / 2),
             w => question.size(c[w - 1]),
@@ -305,6 +306,30 @@ pub fn tune(
         timings.extend(found);
     }
     Ok(Tuned { machine, timings })
+}
+
+/// The most probes [`last_win`] makes among `n` candidates: `⌈log2(n + 1)⌉`.
+pub fn probes(n: usize) -> usize {
+    (usize::BITS - n.leading_zeros()) as usize
+}
+
+/// Among `n` candidates in ascending order, where `wins(i)` says whether the dot kernel wins
+/// at candidate `i`, the number of candidates it wins at, taking it to win below some size and
+/// lose above it: bisection, at most [`probes`]`(n)` calls of `wins`, each candidate at most
+/// once. Where the measurements are not monotone (noise near the crossover), the answer is
+/// still a candidate it won at followed by one it lost at (or the ends).
+pub fn last_win<E>(n: usize, wins: &mut dyn FnMut(usize) -> Result<bool, E>) -> Result<usize, E> {
+    // The answer lies in lo..=hi: the candidates below lo won, those from hi on lost.
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if wins(mid)? {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
 }
 
 /// What a failure of candidate `n`'s kernel in this form and mode becomes.
@@ -467,4 +492,62 @@ fn measure(
         dot: [best[0], best[2]],
         packed: [best[1], best[3]],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{last_win, probes};
+
+    #[test]
+    fn bisection_finds_every_crossover_within_its_probes() {
+        for n in 0..=40 {
+            for crossover in 0..=n {
+                let mut asked = Vec::new();
+                let got = last_win::<()>(n, &mut |i| {
+                    asked.push(i);
+                    Ok(i < crossover)
+                })
+                .unwrap();
+                assert_eq!(got, crossover, "n = {n}");
+                assert!(
+                    asked.len() <= probes(n),
+                    "n = {n}, crossover {crossover}: {asked:?}"
+                );
+                let mut unique = asked.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(unique.len(), asked.len(), "{asked:?}");
+            }
+        }
+        assert_eq!([probes(0), probes(1), probes(7), probes(11)], [0, 1, 3, 4]);
+    }
+
+    #[test]
+    fn a_non_monotone_answer_still_sits_between_a_win_and_a_loss() {
+        // Noise: wins at 0, 1, 3 and 6 of 8. Whatever bisection returns, the candidate before
+        // it (if any) won and the candidate at it (if any) lost, both as measured.
+        let pattern = [true, true, false, true, false, false, true, false];
+        let mut seen = std::collections::BTreeMap::new();
+        let got = last_win::<()>(pattern.len(), &mut |i| {
+            seen.insert(i, pattern[i]);
+            Ok(pattern[i])
+        })
+        .unwrap();
+        if got > 0 {
+            assert_eq!(seen.get(&(got - 1)), Some(&true), "{got} {seen:?}");
+        }
+        if got < pattern.len() {
+            assert_eq!(seen.get(&got), Some(&false), "{got} {seen:?}");
+        }
+    }
+
+    #[test]
+    fn an_error_stops_the_search() {
+        let mut calls = 0;
+        let got = last_win(11, &mut |_| {
+            calls += 1;
+            Err("compile failed")
+        });
+        assert_eq!((got, calls), (Err("compile failed"), 1));
+    }
 }
