@@ -245,8 +245,9 @@ pub struct Step<'a> {
 /// Measures every [`Question`] on this machine, starting from `base` (usually
 /// [`Machine::host`] without measured sizes); `progress` is told what is being done.
 ///
-/// A question's size is the largest candidate at which the dot kernel wins, found by bisection
-/// ([`last_win`]); the timings are reported in ascending order of the candidates.
+/// A question's size is the candidate where bisection ([`last_win`]) ends: one the dot kernel
+/// won at, next to one it lost at (the largest it wins at where its wins are a prefix); the
+/// timings are reported in ascending order of the candidates.
 pub fn tune(
     base: &Machine,
     opts: &TuneOptions,
